@@ -1,0 +1,85 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import express, { Router } from 'express';
+import type { Redis } from 'ioredis';
+import { pinoHttp } from 'pino-http';
+import type { Config } from './config.js';
+import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
+import { requireAdmin } from './http/admin-auth.js';
+import { errorHandler, routeNotFound } from './http/error-handler.js';
+import { requireHost } from './http/host-check.js';
+import { assignRequestId } from './http/request-id.js';
+import { type AnyRoute, mountRoutes } from './http/route.js';
+import type { Queues } from './jobs/queues.js';
+import type { Logger } from './logger.js';
+import { adminRoutes } from './modules/admin/admin.routes.js';
+import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
+import { pingRoutes } from './modules/keys/ping.routes.js';
+import { mountBullBoard } from './ops/bull-board.js';
+import { docsRoutes } from './openapi/docs.routes.js';
+
+export interface AppDeps {
+  config: Config;
+  orm: MikroORM;
+  redis: Redis;
+  queues: Queues;
+  logger: Logger;
+}
+
+/** Every public route, in one list: the router and the OpenAPI document both read it. */
+export function publicApiRoutes(_deps: AppDeps): AnyRoute[] {
+  return [...pingRoutes];
+}
+
+export function buildApp(deps: AppDeps): express.Express {
+  const { config, orm, logger } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', true);
+
+  app.use(assignRequestId);
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req) => (req as express.Request).requestId,
+      customProps: (req) => ({ request_id: (req as express.Request).requestId }),
+      // Only the path is logged: query strings and bodies may carry personal data.
+      serializers: {
+        req: (req) => ({ method: req.method, path: String(req.url).split('?')[0] }),
+        res: (res) => ({ status: res.statusCode }),
+      },
+      quietReqLogger: true,
+    }),
+  );
+
+  app.use(requireHost([...config.API_HOSTS, ...config.TEST_API_HOSTS], config.API_HOSTS, config.TEST_API_HOSTS));
+
+  // Bodies are JSON whatever the Content-Type says (curl's default form type included).
+  const json = (limit: string) => express.json({ limit, type: () => true, strict: false });
+
+  const publicRoutes = publicApiRoutes(deps);
+  const adminApiRoutes = adminRoutes(deps);
+  const openRoutes = clickRedirectRoutes(deps);
+  const documented = [...publicRoutes, ...adminApiRoutes, ...openRoutes];
+
+  const v1 = Router();
+  v1.use('/v1', answerPreflight(orm));
+  v1.post('/v1/events/batch', json('10mb'));
+  v1.use('/v1', json('1mb'));
+  mountRoutes(v1, publicRoutes, [authenticateApiKey(orm)]);
+  app.use(v1);
+
+  const admin = Router();
+  admin.use('/admin', requireAdmin(config.ADMIN_TOKEN, { browser: true }));
+  mountBullBoard(admin, deps.queues);
+  admin.use('/admin/api', json('1mb'));
+  mountRoutes(admin, adminApiRoutes);
+  app.use(admin);
+
+  const open = Router();
+  mountRoutes(open, [...openRoutes, ...docsRoutes(config, documented)]);
+  app.use(open);
+
+  app.use(routeNotFound);
+  app.use(errorHandler(config.PUBLIC_BASE_URL, logger));
+  return app;
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+
+const hostList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((h) => h.trim().toLowerCase().replace(/:\d+$/, ''))
+      .filter(Boolean),
+  );
+
+const redisUrl = z
+  .string()
+  .refine((s) => /^rediss?:\/\//.test(s), 'must start with redis:// or rediss://')
+  .refine((s) => URL.canParse(s), 'is not a valid URL');
+
+const postgresUrl = z
+  .string()
+  .refine((s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s), 'must be a postgres:// URL');
+
+const secret = z.string().min(32, 'must be at least 32 characters');
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  DATABASE_URL: postgresUrl,
+  REDIS_URL: redisUrl,
+  ADMIN_TOKEN: secret,
+  SECRET_KEY_BASE: secret,
+  PORT: z.coerce.number().int().min(1).max(65535).default(3000),
+  API_HOSTS: hostList.default(['localhost', '127.0.0.1']),
+  TEST_API_HOSTS: hostList.default([]),
+  AUTH_HOSTS: hostList.default([]),
+  PUBLIC_BASE_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Verifies brand login JWTs on the auth host: an HS256 secret or a JWKS URL. */
+  AUTH_JWT_SECRET: secret.optional(),
+  AUTH_JWKS_URL: z.url().optional(),
+  AUTH_JWT_ISSUER: z.string().min(1).optional(),
+  AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
+});
+
+export type Config = z.infer<typeof schema> & { PUBLIC_BASE_URL: string };
+
+export class ConfigError extends Error {}
+
+/**
+ * Development and test get working defaults; production gets none for the values that
+ * matter. Secrets that must agree between the web, worker and seed processes are
+ * generated once into tmp/ (like Rails' tmp/local_secret.txt), never in production.
+ */
+function developmentDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
+  const mode = env.NODE_ENV ?? 'development';
+  if (mode === 'production') return {};
+  const defaults: Record<string, string> = {
+    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/lf_${mode}`,
+    REDIS_URL: 'redis://127.0.0.1:6379',
+  };
+  if (!env.ADMIN_TOKEN || !env.SECRET_KEY_BASE) Object.assign(defaults, localSecrets());
+  return defaults;
+}
+
+function localSecrets(): { ADMIN_TOKEN: string; SECRET_KEY_BASE: string } {
+  const file = resolve('tmp', 'local-secrets.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'));
+  const secrets = {
+    ADMIN_TOKEN: `adm_${randomBytes(24).toString('base64url')}`,
+    SECRET_KEY_BASE: randomBytes(48).toString('base64url'),
+  };
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  return secrets;
+}
+
+/** Reads and validates the environment; throws ConfigError with one line naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse({ ...developmentDefaults(present), ...present });
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const name = String(issue.path[0]);
+    const problem = issue.code === 'invalid_type' && present[name] === undefined ? 'is not set' : issue.message;
+    throw new ConfigError(`Configuration error: ${name} ${problem}. Set ${name} in the environment and restart.`);
+  }
+  const config = result.data;
+  return { ...config, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}` };
+}
+
+/** For process entry points: a bad configuration stops the process with one clear line. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(78); // EX_CONFIG
+  }
+}

@@ -1,0 +1,31 @@
+import { Click } from '../modules/attribution/click.entity.js';
+import { CouponCode } from '../modules/attribution/coupon-code.entity.js';
+import { Creator } from '../modules/attribution/creator.entity.js';
+import { Offer } from '../modules/attribution/offer.entity.js';
+import { TrackingLink } from '../modules/attribution/tracking-link.entity.js';
+import { Brand } from '../modules/brands/brand.entity.js';
+import { IdempotencyRecord } from '../modules/events/idempotency-record.entity.js';
+import { ReceivedEvent } from '../modules/events/received-event.entity.js';
+import { ApiKey } from '../modules/keys/api-key.entity.js';
+import { LedgerEntry } from '../modules/ledger/ledger-entry.entity.js';
+import { LedgerMovement } from '../modules/ledger/ledger-movement.entity.js';
+import { Order } from '../modules/orders/order.entity.js';
+import { Refund } from '../modules/orders/refund.entity.js';
+import { Payout } from '../modules/payouts/payout.entity.js';
+
+export const entities = [
+  Brand,
+  ApiKey,
+  Offer,
+  Creator,
+  CouponCode,
+  TrackingLink,
+  Click,
+  Order,
+  Refund,
+  LedgerEntry,
+  LedgerMovement,
+  ReceivedEvent,
+  IdempotencyRecord,
+  Payout,
+];

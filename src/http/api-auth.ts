@@ -1,0 +1,72 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { RequestHandler, Response } from 'express';
+import { authenticateKey } from '../modules/keys/keys.service.js';
+import { AppError } from '../shared/errors.js';
+
+export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key';
+export const CORS_EXPOSED_HEADERS =
+  'Request-Id, Idempotent-Replayed, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
+
+export function allowOrigin(res: Response, origin: string): void {
+  res.setHeader('Access-Control-Allow-Origin', origin);
+  res.setHeader('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+}
+
+/**
+ * Establishes `req.caller` from the bearer key. Publishable keys live in web pages, so
+ * they are honoured only from the brand's registered origins (a missing Origin header
+ * counts as unregistered); secret keys never get CORS headers, so browsers cannot use them.
+ */
+export function authenticateApiKey(orm: MikroORM): RequestHandler {
+  return async (req, res, next) => {
+    const key = await authenticateKey(orm.em.fork(), req.headers.authorization);
+    res.vary('Origin');
+    if (key.kind === 'publishable') {
+      const origin = req.headers.origin;
+      if (!origin || !key.allowedOrigins.includes(origin)) {
+        throw new AppError('origin_not_allowed', origin ? `The origin ${origin} is not registered for this brand.` : 'A publishable key was used without an Origin header.', {
+          hint: 'Register the origin in the brand\'s integration settings, or call from a registered site.',
+        });
+      }
+      allowOrigin(res, origin);
+    }
+    req.caller = {
+      keyId: key.keyId,
+      brandId: key.brandId,
+      brandName: key.brandName,
+      livemode: key.livemode,
+      kind: key.kind,
+      platform: key.platform,
+    };
+    next();
+  };
+}
+
+/**
+ * CORS preflights carry no key, so the origin is checked against every active brand's
+ * registered origins; the real request is then checked against its own brand's.
+ */
+export function answerPreflight(orm: MikroORM): RequestHandler {
+  return async (req, res, next) => {
+    if (req.method !== 'OPTIONS') return next();
+    const origin = req.headers.origin;
+    res.vary('Origin');
+    const registered =
+      origin &&
+      (
+        await orm.em
+          .fork()
+          .execute(`select 1 from brands where status = 'active' and ? = any(allowed_origins) limit 1`, [origin])
+      ).length > 0;
+    if (!registered) {
+      throw new AppError('origin_not_allowed', origin ? `The origin ${origin} is not registered by any brand.` : 'A CORS preflight without an Origin header.', {
+        hint: 'Register the origin in the brand\'s integration settings.',
+      });
+    }
+    allowOrigin(res, origin);
+    res.setHeader('Access-Control-Allow-Methods', 'GET, POST');
+    res.setHeader('Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS);
+    res.setHeader('Access-Control-Max-Age', '600');
+    res.status(204).end();
+  };
+}

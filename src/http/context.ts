@@ -1,0 +1,26 @@
+import type { KeyKind } from '../modules/keys/api-key.entity.js';
+
+/** Who is calling, as established by the API key. */
+export interface ApiCaller {
+  keyId: string;
+  brandId: string;
+  brandName: string;
+  livemode: boolean;
+  kind: KeyKind;
+  platform: string;
+}
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** `req_...`, set by the first middleware and echoed in `Request-Id`. */
+      requestId: string;
+      caller?: ApiCaller;
+    }
+  }
+}
+
+export function callerOf(req: Express.Request): ApiCaller {
+  if (!req.caller) throw new Error('route is mounted without API key authentication');
+  return req.caller;
+}

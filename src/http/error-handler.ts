@@ -1,0 +1,100 @@
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { AppError, docUrl, errorCodes, isRetryable } from '../shared/errors.js';
+
+export interface ErrorBody {
+  error: {
+    type: 'invalid_request_error' | 'api_error';
+    code: string;
+    message: string;
+    param?: string;
+    hint?: string;
+    doc_url: string;
+    request_id: string;
+    retryable: boolean;
+  };
+}
+
+export function errorBody(
+  req: Request,
+  baseUrl: string,
+  status: number,
+  code: string,
+  message: string,
+  extra: { param?: string; hint?: string } = {},
+): ErrorBody {
+  return {
+    error: {
+      type: status >= 500 ? 'api_error' : 'invalid_request_error',
+      code,
+      message,
+      ...(extra.param !== undefined && { param: extra.param }),
+      ...(extra.hint !== undefined && { hint: extra.hint }),
+      doc_url: docUrl(baseUrl, code in errorCodes ? code : `http_${status}`),
+      request_id: req.requestId,
+      retryable: isRetryable(status),
+    },
+  };
+}
+
+/** Body-parser and other infrastructure errors carry an HTTP status; they become `http_<status>`. */
+function infrastructureError(err: unknown): { status: number; message: string } | undefined {
+  const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
+  const status = e.status ?? e.statusCode;
+  if (typeof status !== 'number' || status < 400 || status > 599) return undefined;
+  if (e.type === 'entity.parse.failed') {
+    return { status: 400, message: `The request body is not valid JSON: ${e.message}. Send a JSON object with Content-Type: application/json.` };
+  }
+  if (e.type === 'entity.too.large') {
+    return { status: 413, message: 'The request body is too large (1 MiB for one event, 10 MiB for a batch). Send fewer events per request.' };
+  }
+  return { status, message: e.expose && e.message ? e.message : `The request failed with HTTP ${status}.` };
+}
+
+export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    if (res.headersSent) return;
+    if (err instanceof AppError) {
+      for (const [name, value] of Object.entries(err.details.headers ?? {})) res.setHeader(name, value);
+      res.status(err.status).json(errorBody(req, baseUrl, err.status, err.code, err.message, err.details));
+      return;
+    }
+    const infra = infrastructureError(err);
+    if (infra && infra.status < 500) {
+      res.status(infra.status).json(errorBody(req, baseUrl, infra.status, `http_${infra.status}`, infra.message));
+      return;
+    }
+    logger.error({ err, request_id: req.requestId }, 'unhandled error while serving request');
+    res
+      .status(500)
+      .json(
+        errorBody(
+          req,
+          baseUrl,
+          500,
+          'temporary_service_error',
+          `An unexpected error happened on our side. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
+        ),
+      );
+  };
+}
+
+export const routeNotFound: RequestHandler = (req, _res, next) => {
+  next(new RouteNotFound(req.method, req.path));
+};
+
+class RouteNotFound extends Error {
+  readonly status = 404;
+  readonly expose = true;
+  constructor(method: string, path: string) {
+    super(`No route for ${method} ${path}. See /docs for the endpoints this API serves.`);
+  }
+}
+
+/** Answers 405 with `Allow` for a known path called with a method it does not take. */
+export function methodNotAllowed(allowed: string[]): RequestHandler {
+  return (req, res, next) => {
+    res.setHeader('Allow', allowed.join(', '));
+    next(Object.assign(new Error(`${req.method} is not allowed on ${req.path}; use ${allowed.join(' or ')}.`), { status: 405, expose: true }));
+  };
+}

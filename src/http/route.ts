@@ -1,0 +1,64 @@
+import type { Request, RequestHandler, Response, Router } from 'express';
+import { z } from 'zod';
+import type { ErrorCode } from '../shared/errors.js';
+import { methodNotAllowed } from './error-handler.js';
+import { parseOrThrow } from './validate.js';
+
+export type Security = 'api_key' | 'secret_key' | 'admin' | 'none';
+
+type Shape = z.ZodType | undefined;
+type Out<S extends Shape> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shape, B extends Shape = Shape> {
+  method: 'get' | 'post' | 'patch';
+  /** OpenAPI path syntax: `/v1/orders/{order_id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  security: Security;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** The body schema is documented but the handler validates it itself (custom error precedence). */
+  validatesBodyItself?: boolean;
+  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  errors: ErrorCode[];
+  handle: (req: Request, res: Response, input: { params: Out<P>; query: Out<Q>; body: Out<B> }) => Promise<void>;
+}
+
+export type AnyRoute = RouteDefinition<any, any, any>;
+
+/** A route is declared once: the same zod schemas validate requests and feed the OpenAPI document. */
+export function route<P extends Shape = undefined, Q extends Shape = undefined, B extends Shape = undefined>(
+  def: RouteDefinition<P, Q, B>,
+): RouteDefinition<P, Q, B> {
+  return def;
+}
+
+function expressPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
+}
+
+/** Mounts routes; a known path called with another method answers 405 with `Allow`. */
+export function mountRoutes(router: Router, routes: AnyRoute[], middleware: RequestHandler[] = []): void {
+  const methodsByPath = new Map<string, string[]>();
+  for (const def of routes) {
+    const handler: RequestHandler = async (req, res) => {
+      const input = {
+        params: def.params ? parseOrThrow(def.params, req.params) : undefined,
+        query: def.query ? parseOrThrow(def.query, req.query) : undefined,
+        body: def.body && !def.validatesBodyItself ? parseOrThrow(def.body, req.body ?? {}) : req.body,
+      };
+      await def.handle(req, res, input);
+    };
+    router[def.method](expressPath(def.path), ...middleware, handler);
+    methodsByPath.set(def.path, [...(methodsByPath.get(def.path) ?? []), def.method.toUpperCase()]);
+  }
+  for (const [path, methods] of methodsByPath) {
+    router.all(expressPath(path), methodNotAllowed(methods));
+  }
+}
+
+export const emptyObject = z.strictObject({});

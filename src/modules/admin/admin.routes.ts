@@ -1,0 +1,10 @@
+import type { AppDeps } from '../../app.js';
+import { opsAdminRoutes } from '../../ops/ops.admin-routes.js';
+import { attributionAdminRoutes } from '../attribution/attribution.admin-routes.js';
+import { brandAdminRoutes } from '../brands/brands.admin-routes.js';
+import { payoutAdminRoutes } from '../payouts/payouts.admin-routes.js';
+
+/** The ops surface of admin-api.md, guarded by ADMIN_TOKEN where it is mounted. */
+export function adminRoutes(deps: AppDeps) {
+  return [...brandAdminRoutes(deps), ...attributionAdminRoutes(deps), ...payoutAdminRoutes(deps), ...opsAdminRoutes(deps)];
+}

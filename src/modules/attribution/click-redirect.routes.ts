@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import type { AppDeps } from '../../app.js';
+import { route } from '../../http/route.js';
+import { recordLinkClick } from './attribution.service.js';
+
+export function clickRedirectRoutes({ orm }: AppDeps) {
+  return [
+    route({
+      method: 'get',
+      path: '/c/{slug}',
+      operationId: 'followTrackingLink',
+      summary: 'Tracking redirect',
+      description: 'Records a click, then redirects to the offer’s landing URL with `lf_click=<click_ref>` added.',
+      tag: 'Tracking',
+      security: 'none',
+      params: z.object({ slug: z.string().max(32) }),
+      responses: { 302: { description: 'Redirect to the landing URL; `Location` carries `lf_click`.' } },
+      errors: ['link_not_found'],
+      async handle(_req, res, { params }) {
+        const { clickRef, landingUrl } = await recordLinkClick(orm.em.fork(), params.slug);
+        const target = new URL(landingUrl);
+        target.searchParams.set('lf_click', clickRef);
+        res.setHeader('Cache-Control', 'no-store');
+        res.redirect(302, target.toString());
+      },
+    }),
+  ];
+}

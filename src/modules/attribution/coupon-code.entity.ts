@@ -1,0 +1,26 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { Brand } from '../brands/brand.entity.js';
+import { Creator } from './creator.entity.js';
+import { Offer } from './offer.entity.js';
+
+export const CouponCode = defineEntity({
+  name: 'CouponCode',
+  tableName: 'coupon_codes',
+  properties: {
+    id: p.string().primary(),
+    brand: () => p.manyToOne(Brand).mapToPk().deleteRule('cascade'),
+    creator: () => p.manyToOne(Creator).mapToPk().deleteRule('cascade'),
+    offer: () => p.manyToOne(Offer).mapToPk().nullable(),
+    /** As the brand wrote it. */
+    code: p.string().length(40),
+    /** Upper-cased: codes are case-insensitive and unique per brand. */
+    codeKey: p.string().length(40),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+  },
+  uniques: [{ name: 'coupon_codes_brand_code_key_unique', properties: ['brand', 'codeKey'] }],
+});
+export type CouponCode = InferEntity<typeof CouponCode>;
+
+export function couponCodeKey(code: string): string {
+  return code.trim().toUpperCase();
+}

@@ -1,0 +1,25 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { Brand } from '../brands/brand.entity.js';
+
+/** Every accepted event, settlement or browser signal, with the request that carried it. */
+export const ReceivedEvent = defineEntity({
+  name: 'ReceivedEvent',
+  tableName: 'received_events',
+  properties: {
+    id: p.string().primary(),
+    brand: () => p.manyToOne(Brand).mapToPk(),
+    livemode: p.boolean(),
+    type: p.string().length(40),
+    orderId: p.string().length(120).nullable(),
+    keyKind: p.string().length(12),
+    occurredAt: p.datetime(),
+    receivedAt: p.datetime(),
+    requestId: p.string().length(40),
+    data: p.json<Record<string, unknown>>(),
+  },
+  indexes: [
+    { name: 'received_events_brand_received_at_index', properties: ['brand', 'livemode', 'receivedAt'] },
+    { name: 'received_events_request_id_index', properties: ['requestId'] },
+  ],
+});
+export type ReceivedEvent = InferEntity<typeof ReceivedEvent>;

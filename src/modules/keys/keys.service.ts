@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError } from '../../shared/errors.js';
+import { newId, randomToken } from '../../shared/ids.js';
+import type { BrandStatus } from '../brands/brand.entity.js';
+import type { KeyKind } from './api-key.entity.js';
+
+const KEY_PATTERN = /^(sk|pk)_(live|test)_[0-9A-Za-z]{32}$/;
+
+export interface KeyPair {
+  secret_key: string;
+  publishable_key: string;
+}
+
+export interface AuthenticatedKey {
+  keyId: string;
+  brandId: string;
+  brandName: string;
+  brandStatus: BrandStatus;
+  platform: string;
+  allowedOrigins: string[];
+  livemode: boolean;
+  kind: KeyKind;
+}
+
+/** Keys carry 190 bits of randomness, so a plain SHA-256 is a safe lookup hash (no salt needed). */
+export function hashKey(plain: string): string {
+  return createHash('sha256').update(plain).digest('hex');
+}
+
+export function newPlainKey(kind: KeyKind, livemode: boolean): string {
+  return `${kind === 'secret' ? 'sk' : 'pk'}_${livemode ? 'live' : 'test'}_${randomToken(32)}`;
+}
+
+function describeKey(plain: string): { kind: KeyKind; livemode: boolean } | undefined {
+  const m = KEY_PATTERN.exec(plain);
+  if (!m) return undefined;
+  return { kind: m[1] === 'sk' ? 'secret' : 'publishable', livemode: m[2] === 'live' };
+}
+
+/** Resolves `Authorization: Bearer <key>` to its brand, or throws 401/403 as api-v1.md says. */
+export async function authenticateKey(em: EntityManager, header: string | undefined): Promise<AuthenticatedKey> {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  if (!match) {
+    throw new AppError(
+      'invalid_api_key',
+      header ? 'The Authorization header is malformed.' : 'No API key was sent.',
+      { hint: 'Send the header `Authorization: Bearer <your sk_ or pk_ key>`.' },
+    );
+  }
+  const plain = match[1]!;
+  if (!describeKey(plain)) {
+    throw new AppError('invalid_api_key', 'The API key is malformed.', {
+      hint: 'Keys look like sk_live_ (or sk_test_, pk_live_, pk_test_) followed by 32 letters and digits; copy it again in full.',
+    });
+  }
+  const rows = await em.execute<Record<string, unknown>[]>(
+    `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins
+       from api_keys k join brands b on b.id = k.brand_id
+      where k.secret_hash = ?`,
+    [hashKey(plain)],
+  );
+  const row = rows[0];
+  if (!row) throw new AppError('invalid_api_key', 'The API key is not recognised.', { hint: 'Check that you copied the whole key, or issue a new one.' });
+  if (row.revoked_at) {
+    throw new AppError('invalid_api_key', 'The API key has been revoked.', { hint: 'Use the key issued most recently for this mode.' });
+  }
+  const status = row.status as BrandStatus;
+  if (status !== 'active') {
+    throw new AppError('brand_not_active', `The brand's account is ${status.replaceAll('_', ' ')}; events are not accepted.`, {
+      hint: 'Contact support to reactivate the account.',
+    });
+  }
+  return {
+    keyId: row.id as string,
+    brandId: row.brand_id as string,
+    brandName: row.name as string,
+    brandStatus: status,
+    platform: row.platform as string,
+    allowedOrigins: row.allowed_origins as string[],
+    livemode: row.livemode as boolean,
+    kind: row.kind as KeyKind,
+  };
+}
+
+/**
+ * Makes `keys` the brand's only active keys of that mode: earlier keys of the mode are
+ * revoked in the same transaction, under a lock on the brand row so that two reissues
+ * cannot interleave. Re-installing a revoked key (the demo seed) reactivates it.
+ */
+export async function installKeys(
+  em: EntityManager,
+  brandId: string,
+  livemode: boolean,
+  keys: KeyPair,
+): Promise<{ secret_key_id: string; publishable_key_id: string }> {
+  return em.transactional(async (tx) => {
+    const brand = await tx.execute('select id from brands where id = ? for update', [brandId]);
+    if (brand.length === 0) throw new AppError('brand_not_found', `No brand has the id '${brandId}'.`);
+    const hashes = [hashKey(keys.secret_key), hashKey(keys.publishable_key)];
+    await tx.execute(
+      'update api_keys set revoked_at = now() where brand_id = ? and livemode = ? and revoked_at is null and secret_hash not in (?, ?)',
+      [brandId, livemode, ...hashes],
+    );
+    const ids: string[] = [];
+    for (const [kind, plain] of [
+      ['secret', keys.secret_key],
+      ['publishable', keys.publishable_key],
+    ] as const) {
+      const [row] = await tx.execute<{ id: string }[]>(
+        `insert into api_keys (id, brand_id, livemode, kind, display_prefix, secret_hash)
+         values (?, ?, ?, ?, ?, ?)
+         on conflict (secret_hash) do update set revoked_at = null
+         returning id`,
+        [newId('key'), brandId, livemode, kind, plain.slice(0, 12), hashKey(plain)],
+      );
+      ids.push(row!.id);
+    }
+    return { secret_key_id: ids[0]!, publishable_key_id: ids[1]! };
+  });
+}
+
+/** Issues a fresh secret and publishable key for one mode; the plain text leaves only here. */
+export async function issueKeys(em: EntityManager, brandId: string, livemode: boolean) {
+  const keys = { secret_key: newPlainKey('secret', livemode), publishable_key: newPlainKey('publishable', livemode) };
+  return { ...keys, ...(await installKeys(em, brandId, livemode, keys)) };
+}

@@ -1,0 +1,24 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { Creator } from '../attribution/creator.entity.js';
+import { Brand } from '../brands/brand.entity.js';
+import { Order } from '../orders/order.entity.js';
+
+/**
+ * The settlement line of one order. It changes only together with a movement in the
+ * journal, so the sum of an order's movements always equals `commission_balance`.
+ */
+export const LedgerEntry = defineEntity({
+  name: 'LedgerEntry',
+  tableName: 'ledger_entries',
+  properties: {
+    id: p.string().primary(),
+    brand: () => p.manyToOne(Brand).mapToPk(),
+    livemode: p.boolean(),
+    order: () => p.manyToOne(Order).mapToPk().unique().deleteRule('cascade'),
+    creator: () => p.manyToOne(Creator).mapToPk().nullable(),
+    commissionBalance: p.bigint('number').default(0),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type LedgerEntry = InferEntity<typeof LedgerEntry>;

@@ -1,0 +1,32 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { Creator } from '../attribution/creator.entity.js';
+import { Brand } from '../brands/brand.entity.js';
+import { LedgerEntry } from './ledger-entry.entity.js';
+
+export const movementKinds = ['accrual', 'adjustment', 'reversal', 'clawback', 'payout'] as const;
+export type MovementKind = (typeof movementKinds)[number];
+
+/** Append-only journal: rows are inserted, never updated or deleted (a trigger enforces it). */
+export const LedgerMovement = defineEntity({
+  name: 'LedgerMovement',
+  tableName: 'ledger_movements',
+  properties: {
+    id: p.string().primary(),
+    brand: () => p.manyToOne(Brand).mapToPk(),
+    livemode: p.boolean(),
+    entry: () => p.manyToOne(LedgerEntry).mapToPk().deleteRule('cascade'),
+    creator: () => p.manyToOne(Creator).mapToPk().nullable(),
+    kind: p.enum(movementKinds),
+    /** Signed KRW: accruals positive, reversals and clawbacks negative. */
+    amount: p.bigint('number'),
+    eventId: p.string().length(40).nullable(),
+    requestId: p.string().length(40),
+    payoutId: p.string().length(40).nullable(),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+  },
+  indexes: [
+    { name: 'ledger_movements_entry_index', properties: ['entry'] },
+    { name: 'ledger_movements_request_id_index', properties: ['requestId'] },
+  ],
+});
+export type LedgerMovement = InferEntity<typeof LedgerMovement>;

@@ -1,0 +1,66 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { Creator } from '../attribution/creator.entity.js';
+import { Offer } from '../attribution/offer.entity.js';
+import { Brand } from '../brands/brand.entity.js';
+
+export const orderStatuses = ['unattributed', 'pending', 'confirmed', 'paid_out', 'refunded', 'cancelled'] as const;
+export type OrderStatus = (typeof orderStatuses)[number];
+export const attributionVias = ['code', 'click', 'renewal'] as const;
+export type AttributionVia = (typeof attributionVias)[number];
+
+/**
+ * The service's recognised state of one order. Money columns are KRW (won); a foreign
+ * order keeps what was sent in original_* and converts at its fixed fx_rate.
+ */
+export const Order = defineEntity({
+  name: 'Order',
+  tableName: 'orders',
+  properties: {
+    id: p.string().primary(),
+    brand: () => p.manyToOne(Brand).mapToPk(),
+    livemode: p.boolean(),
+    orderId: p.string().length(120),
+    status: p.enum(orderStatuses),
+    amount: p.bigint('number'),
+    originalAmount: p.bigint('number').nullable(),
+    originalCurrency: p.string().length(3).nullable(),
+    fxRate: p.decimal('string').precision(18).scale(8).nullable(),
+    commissionAmount: p.bigint('number').default(0),
+    refundedAmount: p.bigint('number').default(0),
+    refundedOriginalAmount: p.bigint('number').default(0),
+    refundedCommissionAmount: p.bigint('number').default(0),
+    creator: () => p.manyToOne(Creator).mapToPk().nullable(),
+    offer: () => p.manyToOne(Offer).mapToPk().nullable(),
+    attributedVia: p.enum(attributionVias).nullable(),
+    conversionId: p.string().length(40).nullable().unique(),
+    commissionBps: p.integer().nullable(),
+    parentOrderId: p.string().length(120).nullable(),
+    cycleNumber: p.integer().default(1),
+    couponCode: p.string().length(40).nullable(),
+    clickRef: p.string().length(64).nullable(),
+    lastTouchChannel: p.string().length(32).nullable(),
+    customerHash: p.string().length(64).nullable(),
+    flags: p.array().default([]),
+    items: p.json<unknown[]>().nullable(),
+    occurredAt: p.datetime(),
+    confirmAt: p.datetime().nullable(),
+    confirmedAt: p.datetime().nullable(),
+    closedAt: p.datetime().nullable(),
+    payoutId: p.string().length(40).nullable(),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+  uniques: [{ name: 'orders_brand_mode_order_id_unique', properties: ['brand', 'livemode', 'orderId'] }],
+  indexes: [
+    { name: 'orders_list_index', properties: ['brand', 'livemode', 'occurredAt', 'id'] },
+    { name: 'orders_confirm_at_index', properties: ['status', 'confirmAt'] },
+  ],
+  checks: [
+    { name: 'orders_refunded_le_amount', expression: 'refunded_amount between 0 and amount' },
+    {
+      name: 'orders_refunded_commission_le_commission',
+      expression: 'refunded_commission_amount between 0 and commission_amount',
+    },
+  ],
+});
+export type Order = InferEntity<typeof Order>;

@@ -1,0 +1,184 @@
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, expectEnvelope } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+let ctx: TestContext;
+let brandId: string;
+let creatorId: string;
+let offerId: string;
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+});
+afterAll(() => ctx.close());
+
+describe('admin API', () => {
+  it('creates a brand with defaults (201)', async () => {
+    const res = await admin(ctx).post('/admin/api/brands', { name: 'Hanok Tea', allowed_origins: ['https://hanok.example'] });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      object: 'brand',
+      name: 'Hanok Tea',
+      status: 'active',
+      platform: 'custom',
+      confirm_period_days: 14,
+      recurring_commission_cycles: null,
+      default_commission_bps: 1000,
+      allowed_origins: ['https://hanok.example'],
+    });
+    expect(res.body.id).toMatch(/^brand_/);
+    brandId = res.body.id;
+  });
+
+  it('reads and patches a brand', async () => {
+    expect((await admin(ctx).get(`/admin/api/brands/${brandId}`)).body.name).toBe('Hanok Tea');
+    const res = await admin(ctx).patch(`/admin/api/brands/${brandId}`, { confirm_period_days: 7, recurring_commission_cycles: 3 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ confirm_period_days: 7, recurring_commission_cycles: 3, name: 'Hanok Tea' });
+  });
+
+  it('404 brand_not_found and 422 invalid_request_body with the path in param', async () => {
+    expectEnvelope(await admin(ctx).get('/admin/api/brands/brand_nope'), 404, 'brand_not_found');
+    const unknown = expectEnvelope(await admin(ctx).post('/admin/api/brands', { name: 'X', colour: 'red' }), 422, 'invalid_request_body');
+    expect(unknown.param).toBe('colour');
+    const badOrigin = expectEnvelope(
+      await admin(ctx).post('/admin/api/brands', { name: 'X', allowed_origins: ['https://ok.example', 'not a url'] }),
+      422,
+      'invalid_request_body',
+    );
+    expect(badOrigin.param).toBe('allowed_origins[1]');
+    const badStatus = expectEnvelope(await admin(ctx).patch(`/admin/api/brands/${brandId}`, { status: 'asleep' }), 422, 'invalid_request_body');
+    expect(badStatus.param).toBe('status');
+  });
+
+  it('creates offers, creators, coupon codes, links and clicks', async () => {
+    const offer = await admin(ctx).post(`/admin/api/brands/${brandId}/offers`, {
+      name: 'Green Tea Set',
+      landing_url: 'https://hanok.example/tea?ref=1',
+      attribution_window_days: 7,
+    });
+    expect(offer.status).toBe(201);
+    expect(offer.body).toMatchObject({ object: 'offer', attribution_window_days: 7, commission_bps: null });
+    offerId = offer.body.id;
+    expect(offerId).toMatch(/^off_/);
+    expectEnvelope(
+      await admin(ctx).post(`/admin/api/brands/${brandId}/offers`, { name: 'X', landing_url: 'https://x.example', attribution_window_days: 14 }),
+      422,
+      'invalid_request_body',
+    );
+
+    const creator = await admin(ctx).post(`/admin/api/brands/${brandId}/creators`, {
+      name: 'Sora Lee',
+      customer_hashes: ['AB'.repeat(16)],
+    });
+    expect(creator.status).toBe(201);
+    expect(creator.body).toMatchObject({ object: 'creator', customer_hashes: ['ab'.repeat(16)] });
+    creatorId = creator.body.id;
+    expect(creatorId).toMatch(/^cr_/);
+
+    const code = await admin(ctx).post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: creatorId, code: 'Sora10', offer_id: offerId });
+    expect(code.status).toBe(201);
+    expect(code.body).toMatchObject({ object: 'coupon_code', code: 'Sora10', creator_id: creatorId, offer_id: offerId });
+
+    const link = await admin(ctx).post(`/admin/api/brands/${brandId}/links`, { creator_id: creatorId, offer_id: offerId });
+    expect(link.status).toBe(201);
+    expect(link.body.tracking_url).toBe(`${ctx.config.PUBLIC_BASE_URL}/c/${link.body.slug}`);
+
+    const clickedAt = '2026-11-01T09:00:00+09:00';
+    const click = await admin(ctx).post(`/admin/api/brands/${brandId}/clicks`, { creator_id: creatorId, offer_id: offerId, clicked_at: clickedAt });
+    expect(click.status).toBe(201);
+    expect(click.body).toMatchObject({ object: 'click', clicked_at: '2026-11-01T00:00:00.000Z' });
+    expect(click.body.click_ref).toBe(click.body.id);
+    expect(click.body.click_ref).toMatch(/^clk_/);
+  });
+
+  it('409 coupon_code_taken for the same code in another case', async () => {
+    const error = expectEnvelope(
+      await admin(ctx).post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: creatorId, code: 'SORA10' }),
+      409,
+      'coupon_code_taken',
+    );
+    expect(error.param).toBe('code');
+  });
+
+  it('404 for a creator or offer of another brand', async () => {
+    const other = await admin(ctx).post('/admin/api/brands', { name: 'Other' });
+    expectEnvelope(
+      await admin(ctx).post(`/admin/api/brands/${other.body.id}/coupon-codes`, { creator_id: creatorId, code: 'STEAL' }),
+      404,
+      'creator_not_found',
+    );
+    const otherCreator = await admin(ctx).post(`/admin/api/brands/${other.body.id}/creators`, { name: 'O' });
+    expectEnvelope(
+      await admin(ctx).post(`/admin/api/brands/${other.body.id}/clicks`, { creator_id: otherCreator.body.id, offer_id: offerId }),
+      404,
+      'offer_not_found',
+    );
+  });
+
+  it('lists payouts (none yet)', async () => {
+    const res = await admin(ctx).get(`/admin/api/brands/${brandId}/payouts`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ object: 'list', data: [], has_more: false });
+  });
+
+  it('runs a scheduled job now and finds it in the trace of that request', async () => {
+    const res = await admin(ctx).post('/admin/api/jobs/test-data-deletion/run');
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ object: 'job', name: 'test-data-deletion', request_id: res.headers['request-id'] });
+    const job = await ctx.queues['test-data-deletion'].getJob(res.body.id);
+    expect(job?.data).toEqual({ request_id: res.headers['request-id'], triggered_by: 'admin' });
+
+    const trace = await admin(ctx).get(`/admin/api/trace/${res.headers['request-id']}`);
+    expect(trace.status).toBe(200);
+    expect(trace.body).toMatchObject({ object: 'trace', request_id: res.headers['request-id'], events: [], movements: [] });
+    expect(trace.body.jobs).toHaveLength(1);
+    expect(trace.body.jobs[0]).toMatchObject({ id: res.body.id, name: 'test-data-deletion' });
+  });
+
+  it('404 job_not_found lists the job names', async () => {
+    const error = expectEnvelope(await admin(ctx).post('/admin/api/jobs/make-coffee/run'), 404, 'job_not_found');
+    expect(error.hint).toContain('test-data-deletion');
+  });
+});
+
+describe('admin authentication', () => {
+  const endpoints: [string, string][] = [
+    ['post', '/admin/api/brands'],
+    ['get', '/admin/api/brands/brand_x'],
+    ['patch', '/admin/api/brands/brand_x'],
+    ['post', '/admin/api/brands/brand_x/api-keys'],
+    ['post', '/admin/api/brands/brand_x/offers'],
+    ['post', '/admin/api/brands/brand_x/creators'],
+    ['post', '/admin/api/brands/brand_x/coupon-codes'],
+    ['post', '/admin/api/brands/brand_x/links'],
+    ['post', '/admin/api/brands/brand_x/clicks'],
+    ['get', '/admin/api/brands/brand_x/payouts'],
+    ['post', '/admin/api/jobs/test-data-deletion/run'],
+    ['get', '/admin/api/trace/req_x'],
+    ['get', '/admin/queues'],
+  ];
+
+  it.each(endpoints)('%s %s is 401 without the token and with a wrong one', async (method, path) => {
+    const agent = request(ctx.app) as unknown as Record<string, (p: string) => request.Test>;
+    expectEnvelope(await agent[method]!(path), 401, 'invalid_admin_token');
+    expectEnvelope(await agent[method]!(path).set('Authorization', `Bearer ${'z'.repeat(40)}`), 401, 'invalid_admin_token');
+  });
+
+  it('an API key is not an admin token', async () => {
+    const keys = await admin(ctx).post(`/admin/api/brands/${brandId}/api-keys`, { livemode: false });
+    const res = await request(ctx.app).get(`/admin/api/brands/${brandId}`).set('Authorization', `Bearer ${keys.body.secret_key}`);
+    expectEnvelope(res, 401, 'invalid_admin_token');
+  });
+
+  it('Bull Board asks a browser for Basic credentials and opens with user ops', async () => {
+    const refused = await request(ctx.app).get('/admin/queues');
+    expect(refused.headers['www-authenticate']).toContain('Basic');
+    const wrongUser = await request(ctx.app).get('/admin/queues').auth('admin', ctx.config.ADMIN_TOKEN);
+    expect(wrongUser.status).toBe(401);
+    const ok = await request(ctx.app).get('/admin/queues').auth('ops', ctx.config.ADMIN_TOKEN);
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('<html');
+  });
+});

@@ -1,0 +1,95 @@
+import { Writable } from 'node:stream';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { initOrm } from '../../src/db/orm.js';
+import { closeQueues, createQueues, type Queues } from '../../src/jobs/queues.js';
+import { createLogger } from '../../src/logger.js';
+import { createRedis } from '../../src/redis.js';
+import { randomToken } from '../../src/shared/ids.js';
+
+export const ADMIN_TOKEN = `adm_test_${'x'.repeat(40)}`;
+
+export interface TestContext {
+  app: ReturnType<typeof buildApp>;
+  orm: MikroORM;
+  config: Config;
+  queues: Queues;
+  /** Every log line the app wrote, raw, for assertions about what reaches logs. */
+  logLines: string[];
+  close(): Promise<void>;
+}
+
+/** A private database cloned from the migrated template, so each test file is isolated. */
+export async function createTestDatabase(): Promise<string> {
+  const template = new URL(inject('templateDatabaseUrl'));
+  const templateName = template.pathname.slice(1);
+  const name = `lf_test_${randomToken(10).toLowerCase()}`;
+  const admin = new URL(template);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`create database "${name}" template "${templateName}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(template);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function dropTestDatabase(url: string): Promise<void> {
+  const admin = new URL(url);
+  const name = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  await client.query(`drop database if exists "${name}" with (force)`);
+  await client.end();
+}
+
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestContext> {
+  const databaseUrl = await createTestDatabase();
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: inject('redisUrl'),
+    ADMIN_TOKEN,
+    SECRET_KEY_BASE: 'test-secret-key-base-'.padEnd(48, 'k'),
+    LOG_LEVEL: 'info',
+    ...env,
+  });
+  const logLines: string[] = [];
+  const logger = createLogger(
+    config.LOG_LEVEL,
+    new Writable({
+      write(chunk, _enc, done) {
+        logLines.push(String(chunk));
+        done();
+      },
+    }),
+  );
+  const orm = await initOrm(databaseUrl, 10);
+  const redis = createRedis(config.REDIS_URL);
+  redis.on('error', () => {});
+  // A queue prefix per test file keeps parallel files from seeing each other's jobs.
+  const queues = createQueues(redis, `lftest_${randomToken(8)}`);
+  const app = buildApp({ config, orm, redis, queues, logger });
+  return {
+    app,
+    orm,
+    config,
+    queues,
+    logLines,
+    async close() {
+      await Promise.all(Object.values(queues).map((q) => q.obliterate({ force: true }).catch(() => {})));
+      await closeQueues(queues);
+      redis.disconnect();
+      await orm.close(true);
+      await dropTestDatabase(databaseUrl);
+    },
+  };
+}
