@@ -3,8 +3,8 @@ import express, { Router } from 'express';
 import type { Redis } from 'ioredis';
 import { pinoHttp } from 'pino-http';
 import type { Config } from './config.js';
-import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
 import { requireAdmin } from './http/admin-auth.js';
+import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import { requireHost } from './http/host-check.js';
 import { assignRequestId } from './http/request-id.js';
@@ -14,8 +14,8 @@ import type { Logger } from './logger.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { pingRoutes } from './modules/keys/ping.routes.js';
-import { mountBullBoard } from './ops/bull-board.js';
 import { docsRoutes } from './openapi/docs.routes.js';
+import { mountBullBoard } from './ops/bull-board.js';
 
 export interface AppDeps {
   config: Config;
@@ -51,7 +51,9 @@ export function buildApp(deps: AppDeps): express.Express {
     }),
   );
 
-  app.use(requireHost([...config.API_HOSTS, ...config.TEST_API_HOSTS], config.API_HOSTS, config.TEST_API_HOSTS));
+  app.use(
+    requireHost([...config.API_HOSTS, ...config.TEST_API_HOSTS], config.API_HOSTS, config.TEST_API_HOSTS),
+  );
 
   // Bodies are JSON whatever the Content-Type says (curl's default form type included).
   const json = (limit: string) => express.json({ limit, type: () => true, strict: false });

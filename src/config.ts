@@ -3,14 +3,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 
-const hostList = z
-  .string()
-  .transform((s) =>
-    s
-      .split(',')
-      .map((h) => h.trim().toLowerCase().replace(/:\d+$/, ''))
-      .filter(Boolean),
-  );
+const hostList = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((h) => h.trim().toLowerCase().replace(/:\d+$/, ''))
+    .filter(Boolean),
+);
 
 const redisUrl = z
   .string()
@@ -82,8 +80,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const name = String(issue.path[0]);
-    const problem = issue.code === 'invalid_type' && present[name] === undefined ? 'is not set' : issue.message;
-    throw new ConfigError(`Configuration error: ${name} ${problem}. Set ${name} in the environment and restart.`);
+    const problem =
+      issue.code === 'invalid_type' && present[name] === undefined ? 'is not set' : issue.message;
+    throw new ConfigError(
+      `Configuration error: ${name} ${problem}. Set ${name} in the environment and restart.`,
+    );
   }
   const config = result.data;
   return { ...config, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}` };

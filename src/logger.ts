@@ -1,4 +1,4 @@
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 /**
  * Secrets and personal data never reach the log: request bodies are not logged at all,

@@ -39,7 +39,10 @@ const workers = jobNames.map(
 );
 for (const worker of workers) {
   worker.on('failed', (job, err) =>
-    logger.error({ queue: worker.name, job_id: job?.id, request_id: job?.data.request_id, err }, 'job failed'),
+    logger.error(
+      { queue: worker.name, job_id: job?.id, request_id: job?.data.request_id, err },
+      'job failed',
+    ),
   );
 }
 logger.info({ queues: jobNames }, 'worker process started');

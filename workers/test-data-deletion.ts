@@ -11,7 +11,12 @@ const BATCH = 1000;
  * no statement holds locks for long. Idempotency: deleting what is already gone is a no-op,
  * and two runs at once only split the rows between them (SKIP LOCKED).
  */
-export async function deleteOldTestData(orm: MikroORM, job: Job<JobData> | undefined, logger: Logger, now = new Date()) {
+export async function deleteOldTestData(
+  orm: MikroORM,
+  job: Job<JobData> | undefined,
+  logger: Logger,
+  now = new Date(),
+) {
   const em = orm.em.fork();
   const cutoff = new Date(now.getTime() - TEST_DATA_RETENTION_DAYS * 86_400_000);
   // Orders cascade to their refunds, ledger entries and journal movements.

@@ -26,9 +26,13 @@ export function requireAdmin(adminToken: string, { browser = false } = {}): Requ
     if (token && sameSecret(token, adminToken)) return next();
     if (browser) res.setHeader('WWW-Authenticate', 'Basic realm="ops", charset="UTF-8"');
     next(
-      new AppError('invalid_admin_token', token ? 'The admin token is wrong.' : 'The admin API needs the ops token.', {
-        hint: 'Send `Authorization: Bearer <ADMIN_TOKEN>`, or in a browser sign in as user ops with ADMIN_TOKEN as the password.',
-      }),
+      new AppError(
+        'invalid_admin_token',
+        token ? 'The admin token is wrong.' : 'The admin API needs the ops token.',
+        {
+          hint: 'Send `Authorization: Bearer <ADMIN_TOKEN>`, or in a browser sign in as user ops with ADMIN_TOKEN as the password.',
+        },
+      ),
     );
   };
 }

@@ -24,9 +24,15 @@ export function authenticateApiKey(orm: MikroORM): RequestHandler {
     if (key.kind === 'publishable') {
       const origin = req.headers.origin;
       if (!origin || !key.allowedOrigins.includes(origin)) {
-        throw new AppError('origin_not_allowed', origin ? `The origin ${origin} is not registered for this brand.` : 'A publishable key was used without an Origin header.', {
-          hint: 'Register the origin in the brand\'s integration settings, or call from a registered site.',
-        });
+        throw new AppError(
+          'origin_not_allowed',
+          origin
+            ? `The origin ${origin} is not registered for this brand.`
+            : 'A publishable key was used without an Origin header.',
+          {
+            hint: "Register the origin in the brand's integration settings, or call from a registered site.",
+          },
+        );
       }
       allowOrigin(res, origin);
     }
@@ -56,12 +62,20 @@ export function answerPreflight(orm: MikroORM): RequestHandler {
       (
         await orm.em
           .fork()
-          .execute(`select 1 from brands where status = 'active' and ? = any(allowed_origins) limit 1`, [origin])
+          .execute(`select 1 from brands where status = 'active' and ? = any(allowed_origins) limit 1`, [
+            origin,
+          ])
       ).length > 0;
     if (!registered) {
-      throw new AppError('origin_not_allowed', origin ? `The origin ${origin} is not registered by any brand.` : 'A CORS preflight without an Origin header.', {
-        hint: 'Register the origin in the brand\'s integration settings.',
-      });
+      throw new AppError(
+        'origin_not_allowed',
+        origin
+          ? `The origin ${origin} is not registered by any brand.`
+          : 'A CORS preflight without an Origin header.',
+        {
+          hint: "Register the origin in the brand's integration settings.",
+        },
+      );
     }
     allowOrigin(res, origin);
     res.setHeader('Access-Control-Allow-Methods', 'GET, POST');

@@ -39,14 +39,27 @@ export function errorBody(
 
 /** Body-parser and other infrastructure errors carry an HTTP status; they become `http_<status>`. */
 function infrastructureError(err: unknown): { status: number; message: string } | undefined {
-  const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
+  const e = err as {
+    status?: number;
+    statusCode?: number;
+    type?: string;
+    expose?: boolean;
+    message?: string;
+  };
   const status = e.status ?? e.statusCode;
   if (typeof status !== 'number' || status < 400 || status > 599) return undefined;
   if (e.type === 'entity.parse.failed') {
-    return { status: 400, message: `The request body is not valid JSON: ${e.message}. Send a JSON object with Content-Type: application/json.` };
+    return {
+      status: 400,
+      message: `The request body is not valid JSON: ${e.message}. Send a JSON object with Content-Type: application/json.`,
+    };
   }
   if (e.type === 'entity.too.large') {
-    return { status: 413, message: 'The request body is too large (1 MiB for one event, 10 MiB for a batch). Send fewer events per request.' };
+    return {
+      status: 413,
+      message:
+        'The request body is too large (1 MiB for one event, 10 MiB for a batch). Send fewer events per request.',
+    };
   }
   return { status, message: e.expose && e.message ? e.message : `The request failed with HTTP ${status}.` };
 }
@@ -61,7 +74,9 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
     }
     const infra = infrastructureError(err);
     if (infra && infra.status < 500) {
-      res.status(infra.status).json(errorBody(req, baseUrl, infra.status, `http_${infra.status}`, infra.message));
+      res
+        .status(infra.status)
+        .json(errorBody(req, baseUrl, infra.status, `http_${infra.status}`, infra.message));
       return;
     }
     logger.error({ err, request_id: req.requestId }, 'unhandled error while serving request');
@@ -95,6 +110,11 @@ class RouteNotFound extends Error {
 export function methodNotAllowed(allowed: string[]): RequestHandler {
   return (req, res, next) => {
     res.setHeader('Allow', allowed.join(', '));
-    next(Object.assign(new Error(`${req.method} is not allowed on ${req.path}; use ${allowed.join(' or ')}.`), { status: 405, expose: true }));
+    next(
+      Object.assign(new Error(`${req.method} is not allowed on ${req.path}; use ${allowed.join(' or ')}.`), {
+        status: 405,
+        expose: true,
+      }),
+    );
   };
 }

@@ -25,9 +25,14 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   validatesBodyItself?: boolean;
   responses: Record<number, { description: string; schema?: z.ZodType }>;
   errors: ErrorCode[];
-  handle: (req: Request, res: Response, input: { params: Out<P>; query: Out<Q>; body: Out<B> }) => Promise<void>;
+  handle: (
+    req: Request,
+    res: Response,
+    input: { params: Out<P>; query: Out<Q>; body: Out<B> },
+  ) => Promise<void>;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed where it is declared.
 export type AnyRoute = RouteDefinition<any, any, any>;
 
 /** A route is declared once: the same zod schemas validate requests and feed the OpenAPI document. */

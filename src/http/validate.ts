@@ -18,9 +18,13 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, pre
   const issue = result.error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
-    throw new AppError('invalid_request_body', `Unknown field '${key}'. Remove it; this API rejects fields it does not define.`, {
-      param: formatPath([...issue.path, key], prefix),
-    });
+    throw new AppError(
+      'invalid_request_body',
+      `Unknown field '${key}'. Remove it; this API rejects fields it does not define.`,
+      {
+        param: formatPath([...issue.path, key], prefix),
+      },
+    );
   }
   const param = formatPath(issue.path, prefix);
   throw new AppError('invalid_request_body', param ? `${param}: ${issue.message}` : issue.message, {

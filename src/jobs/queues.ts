@@ -21,7 +21,9 @@ export function isJobName(name: string): name is JobName {
 
 /** `prefix` isolates test runs that share one Redis. */
 export function createQueues(connection: Redis, prefix = 'lf'): Queues {
-  return Object.fromEntries(jobNames.map((name) => [name, new Queue<JobData>(name, { connection, prefix })])) as Queues;
+  return Object.fromEntries(
+    jobNames.map((name) => [name, new Queue<JobData>(name, { connection, prefix })]),
+  ) as Queues;
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {

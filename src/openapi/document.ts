@@ -22,12 +22,9 @@ export const ErrorEnvelope = z
         .string()
         .meta({ description: 'Machine-readable code; see `x-error-codes` and the Errors section of /docs.' }),
       message: z.string().meta({ description: 'Human-readable; may change, do not match on it.' }),
-      param: z
-        .string()
-        .optional()
-        .meta({
-          description: 'Path of the offending field, e.g. `data.amount` or `events[3].data.order_id`.',
-        }),
+      param: z.string().optional().meta({
+        description: 'Path of the offending field, e.g. `data.amount` or `events[3].data.order_id`.',
+      }),
       hint: z
         .string()
         .optional()

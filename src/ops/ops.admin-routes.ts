@@ -6,7 +6,13 @@ import { AppError } from '../shared/errors.js';
 import { traceRequest } from './trace.js';
 
 const JobOut = z
-  .object({ id: z.string(), object: z.literal('job'), name: z.string(), queue: z.string(), request_id: z.string() })
+  .object({
+    id: z.string(),
+    object: z.literal('job'),
+    name: z.string(),
+    queue: z.string(),
+    request_id: z.string(),
+  })
   .meta({ id: 'Job' });
 
 const TraceOut = z
@@ -36,15 +42,29 @@ export function opsAdminRoutes(deps: AppDeps) {
       async handle(req, res, { params }) {
         const name = params.job_name;
         if (!isJobName(name)) {
-          throw new AppError('job_not_found', `There is no job named '${name}'.`, { hint: `Job names: ${jobNames.join(', ')}.` });
-        }
-        const job = await deps.queues[name].add(name, { request_id: req.requestId, triggered_by: 'admin' }).catch((err) => {
-          deps.logger.error({ err, request_id: req.requestId }, 'could not enqueue job: Redis unreachable');
-          throw new AppError('temporary_service_error', 'The job queue is unreachable right now; the job was not enqueued.', {
-            hint: 'Retry in a minute; ops can check Redis at /readyz.',
+          throw new AppError('job_not_found', `There is no job named '${name}'.`, {
+            hint: `Job names: ${jobNames.join(', ')}.`,
           });
-        });
-        res.status(201).json({ id: job.id!, object: 'job', name, queue: name, request_id: req.requestId } satisfies z.input<typeof JobOut>);
+        }
+        const job = await deps.queues[name]
+          .add(name, { request_id: req.requestId, triggered_by: 'admin' })
+          .catch((err) => {
+            deps.logger.error({ err, request_id: req.requestId }, 'could not enqueue job: Redis unreachable');
+            throw new AppError(
+              'temporary_service_error',
+              'The job queue is unreachable right now; the job was not enqueued.',
+              {
+                hint: 'Retry in a minute; ops can check Redis at /readyz.',
+              },
+            );
+          });
+        res.status(201).json({
+          id: job.id!,
+          object: 'job',
+          name,
+          queue: name,
+          request_id: req.requestId,
+        } satisfies z.input<typeof JobOut>);
       },
     }),
     route({
@@ -56,7 +76,9 @@ export function opsAdminRoutes(deps: AppDeps) {
       tag: 'Admin: operations',
       security: 'admin',
       params: z.object({ request_id: z.string().max(40) }),
-      responses: { 200: { description: 'The trace (empty lists when nothing was recorded).', schema: TraceOut } },
+      responses: {
+        200: { description: 'The trace (empty lists when nothing was recorded).', schema: TraceOut },
+      },
       errors: ['invalid_admin_token'],
       async handle(_req, res, { params }) {
         res.json(await traceRequest(deps, params.request_id));

@@ -3,41 +3,143 @@
  * OpenAPI document and the /docs page, so a code cannot exist without its explanation.
  */
 export const errorCodes = {
-  invalid_api_key: { status: 401, explains: 'The Authorization header is missing, malformed, or names a revoked or unknown key. Send `Authorization: Bearer sk_live_...` (or pk_/test) with a current key; reissued keys revoke the earlier ones at once.' },
-  invalid_admin_token: { status: 401, explains: 'The admin API and ops pages need `Authorization: Bearer <ADMIN_TOKEN>` (or HTTP Basic user `ops`, password ADMIN_TOKEN).' },
-  brand_not_active: { status: 403, explains: 'The key belongs to a brand that is suspended, closed, or whose business verification was rejected. Events are not counted in that period; contact support.' },
-  event_type_not_allowed_for_publishable_key: { status: 403, explains: 'A publishable (pk_) key may only send page.viewed, product.viewed, cart.item_added and order.observed. Send settlement events from your server with a secret (sk_) key.' },
-  origin_not_allowed: { status: 403, explains: 'A publishable key was used from an origin that is not registered in the brand\'s integration settings (or without an Origin header). Register the origin, exactly as scheme://host[:port].' },
-  publishable_key_cannot_read_orders: { status: 403, explains: 'Orders can only be read with a secret (sk_) key, from your server.' },
-  secret_key_required: { status: 403, explains: 'This endpoint needs a secret (sk_) key; publishable keys are for the browser signal types only.' },
-  wrong_host: { status: 404, explains: 'The request reached a host name that does not serve this API. `hint` names the host you called and the live and test hosts to use instead.' },
-  order_not_found: { status: 404, explains: 'No order with this order_id was ingested for this brand and mode. Send order.paid first; refunds, cancellations and confirmations need an existing order.' },
+  invalid_api_key: {
+    status: 401,
+    explains:
+      'The Authorization header is missing, malformed, or names a revoked or unknown key. Send `Authorization: Bearer sk_live_...` (or pk_/test) with a current key; reissued keys revoke the earlier ones at once.',
+  },
+  invalid_admin_token: {
+    status: 401,
+    explains:
+      'The admin API and ops pages need `Authorization: Bearer <ADMIN_TOKEN>` (or HTTP Basic user `ops`, password ADMIN_TOKEN).',
+  },
+  brand_not_active: {
+    status: 403,
+    explains:
+      'The key belongs to a brand that is suspended, closed, or whose business verification was rejected. Events are not counted in that period; contact support.',
+  },
+  event_type_not_allowed_for_publishable_key: {
+    status: 403,
+    explains:
+      'A publishable (pk_) key may only send page.viewed, product.viewed, cart.item_added and order.observed. Send settlement events from your server with a secret (sk_) key.',
+  },
+  origin_not_allowed: {
+    status: 403,
+    explains:
+      "A publishable key was used from an origin that is not registered in the brand's integration settings (or without an Origin header). Register the origin, exactly as scheme://host[:port].",
+  },
+  publishable_key_cannot_read_orders: {
+    status: 403,
+    explains: 'Orders can only be read with a secret (sk_) key, from your server.',
+  },
+  secret_key_required: {
+    status: 403,
+    explains:
+      'This endpoint needs a secret (sk_) key; publishable keys are for the browser signal types only.',
+  },
+  wrong_host: {
+    status: 404,
+    explains:
+      'The request reached a host name that does not serve this API. `hint` names the host you called and the live and test hosts to use instead.',
+  },
+  order_not_found: {
+    status: 404,
+    explains:
+      'No order with this order_id was ingested for this brand and mode. Send order.paid first; refunds, cancellations and confirmations need an existing order.',
+  },
   brand_not_found: { status: 404, explains: 'No brand has this id.' },
   creator_not_found: { status: 404, explains: 'No creator with this id belongs to the brand.' },
   offer_not_found: { status: 404, explains: 'No offer with this id belongs to the brand.' },
   link_not_found: { status: 404, explains: 'No tracking link has this slug. Check the link you were given.' },
   job_not_found: { status: 404, explains: 'No scheduled job has this name. `hint` lists the job names.' },
-  coupon_code_taken: { status: 409, explains: 'The brand already has this coupon code (codes are case-insensitive). Choose another code.' },
-  idempotency_key_reused: { status: 409, explains: 'The Idempotency-Key was already used with a different request body, or the first request with it is still in flight. Use a new key for a new request; retry the same body later.' },
-  missing_required_field: { status: 422, explains: 'A field this event type needs is absent. `param` names it.' },
-  refund_exceeds_remaining_amount: { status: 422, explains: 'Cumulative refunds would exceed the order amount. `hint` gives the remaining refundable amount in the minor unit you send.' },
-  refund_currency_mismatch: { status: 422, explains: 'A refund must be sent in the order\'s currency (the currency of the original order.paid).' },
-  amount_below_refunded: { status: 422, explains: 'An order.paid resend carried an amount below what was already refunded. `hint` gives the amount refunded so far.' },
-  missing_fx_rate: { status: 422, explains: 'Currency is not KRW, so `fx_rate` (KRW per 1 unit of the currency) is required.' },
+  coupon_code_taken: {
+    status: 409,
+    explains: 'The brand already has this coupon code (codes are case-insensitive). Choose another code.',
+  },
+  idempotency_key_reused: {
+    status: 409,
+    explains:
+      'The Idempotency-Key was already used with a different request body, or the first request with it is still in flight. Use a new key for a new request; retry the same body later.',
+  },
+  missing_required_field: {
+    status: 422,
+    explains: 'A field this event type needs is absent. `param` names it.',
+  },
+  refund_exceeds_remaining_amount: {
+    status: 422,
+    explains:
+      'Cumulative refunds would exceed the order amount. `hint` gives the remaining refundable amount in the minor unit you send.',
+  },
+  refund_currency_mismatch: {
+    status: 422,
+    explains: "A refund must be sent in the order's currency (the currency of the original order.paid).",
+  },
+  amount_below_refunded: {
+    status: 422,
+    explains:
+      'An order.paid resend carried an amount below what was already refunded. `hint` gives the amount refunded so far.',
+  },
+  missing_fx_rate: {
+    status: 422,
+    explains: 'Currency is not KRW, so `fx_rate` (KRW per 1 unit of the currency) is required.',
+  },
   unsupported_currency: { status: 422, explains: 'Supported currencies are KRW, USD, JPY, EUR and GBP.' },
-  unknown_event_type: { status: 422, explains: 'The event `type` is not one this API accepts. `hint` lists the accepted types.' },
-  invalid_datetime: { status: 422, explains: '`occurred_at` must be an ISO 8601 date-time with a UTC offset, e.g. 2026-11-22T09:30:00+09:00 or ...Z.' },
-  occurred_at_out_of_range: { status: 422, explains: '`occurred_at` must lie between 90 days ago and 5 minutes from now.' },
-  personal_data_not_allowed: { status: 422, explains: '`customer_hash` must be a 32 to 64 character hex hash (sha256 recommended) of a buyer identifier, never a raw e-mail, phone number or name. The rejected value is neither logged nor stored.' },
-  invalid_cursor: { status: 422, explains: 'The `cursor` is not one this API issued for this key. Pass `next_cursor` unchanged, or omit `cursor` to start from the first page.' },
-  invalid_request_body: { status: 422, explains: 'The request does not match the schema: a wrong type, a value out of range, or an unknown field. `param` gives the path of the offending field.' },
-  rate_limit_exceeded: { status: 429, explains: 'Too many events for this brand and mode. Wait the number of seconds in `Retry-After`, then retry; a batch counts as one event per element.' },
-  temporary_service_error: { status: 503, explains: 'A temporary server-side problem. Retry with exponential backoff and jitter; it is safe because order.paid and refund_id are idempotent.' },
+  unknown_event_type: {
+    status: 422,
+    explains: 'The event `type` is not one this API accepts. `hint` lists the accepted types.',
+  },
+  invalid_datetime: {
+    status: 422,
+    explains:
+      '`occurred_at` must be an ISO 8601 date-time with a UTC offset, e.g. 2026-11-22T09:30:00+09:00 or ...Z.',
+  },
+  occurred_at_out_of_range: {
+    status: 422,
+    explains: '`occurred_at` must lie between 90 days ago and 5 minutes from now.',
+  },
+  personal_data_not_allowed: {
+    status: 422,
+    explains:
+      '`customer_hash` must be a 32 to 64 character hex hash (sha256 recommended) of a buyer identifier, never a raw e-mail, phone number or name. The rejected value is neither logged nor stored.',
+  },
+  invalid_cursor: {
+    status: 422,
+    explains:
+      'The `cursor` is not one this API issued for this key. Pass `next_cursor` unchanged, or omit `cursor` to start from the first page.',
+  },
+  invalid_request_body: {
+    status: 422,
+    explains:
+      'The request does not match the schema: a wrong type, a value out of range, or an unknown field. `param` gives the path of the offending field.',
+  },
+  rate_limit_exceeded: {
+    status: 429,
+    explains:
+      'Too many events for this brand and mode. Wait the number of seconds in `Retry-After`, then retry; a batch counts as one event per element.',
+  },
+  temporary_service_error: {
+    status: 503,
+    explains:
+      'A temporary server-side problem. Retry with exponential backoff and jitter; it is safe because order.paid and refund_id are idempotent.',
+  },
   http_400: { status: 400, explains: 'The request body is not valid JSON.' },
-  http_404: { status: 404, explains: 'No route matches this method and path. Check the path against the API reference.' },
-  http_405: { status: 405, explains: 'The path exists but not with this HTTP method. The `Allow` header lists the methods it takes.' },
-  http_413: { status: 413, explains: 'The request body is too large: 1 MiB for one event, 10 MiB for a batch. Split the batch.' },
-  http_500: { status: 500, explains: 'An unexpected server error. It is logged with the request_id; retry with backoff, and quote the request_id to support if it persists.' },
+  http_404: {
+    status: 404,
+    explains: 'No route matches this method and path. Check the path against the API reference.',
+  },
+  http_405: {
+    status: 405,
+    explains: 'The path exists but not with this HTTP method. The `Allow` header lists the methods it takes.',
+  },
+  http_413: {
+    status: 413,
+    explains: 'The request body is too large: 1 MiB for one event, 10 MiB for a batch. Split the batch.',
+  },
+  http_500: {
+    status: 500,
+    explains:
+      'An unexpected server error. It is logged with the request_id; retry with backoff, and quote the request_id to support if it persists.',
+  },
 } as const satisfies Record<string, { status: number; explains: string }>;
 
 export type ErrorCode = keyof typeof errorCodes;

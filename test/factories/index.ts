@@ -10,7 +10,11 @@ export const SHOP_ORIGIN = 'https://shop.example.com';
 
 export async function makeBrand(orm: MikroORM, settings: Partial<z.output<typeof BrandPatch>> = {}) {
   const { status, ...rest } = settings;
-  const brand = await createBrand(orm.em.fork(), { name: 'Acme Skincare', allowed_origins: [SHOP_ORIGIN], ...rest });
+  const brand = await createBrand(orm.em.fork(), {
+    name: 'Acme Skincare',
+    allowed_origins: [SHOP_ORIGIN],
+    ...rest,
+  });
   return status ? updateBrand(orm.em.fork(), brand.id, { status }) : brand;
 }
 
@@ -21,7 +25,12 @@ export async function makeBrandWithKeys(orm: MikroORM, settings: Partial<z.outpu
   const test = await issueKeys(orm.em.fork(), brand.id, false);
   return {
     brand,
-    keys: { sk_live: live.secret_key, pk_live: live.publishable_key, sk_test: test.secret_key, pk_test: test.publishable_key },
+    keys: {
+      sk_live: live.secret_key,
+      pk_live: live.publishable_key,
+      sk_test: test.secret_key,
+      pk_test: test.publishable_key,
+    },
   };
 }
 
@@ -30,7 +39,11 @@ export function admin(ctx: TestContext) {
   const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
   return {
     get: (path: string) => agent.get(path).set(auth),
-    post: (path: string, body?: object) => agent.post(path).set(auth).send(body ?? {}),
+    post: (path: string, body?: object) =>
+      agent
+        .post(path)
+        .set(auth)
+        .send(body ?? {}),
     patch: (path: string, body: object) => agent.patch(path).set(auth).send(body),
   };
 }
@@ -48,6 +61,7 @@ export function expectEnvelope(res: request.Response, status: number, code: stri
     throw new Error(`request_id mismatch: ${error.request_id} vs header ${res.headers['request-id']}`);
   }
   if (error.retryable !== (status === 429 || status >= 500)) throw new Error(`wrong retryable for ${status}`);
-  if (!String(error.doc_url).includes(`#error-${code}`)) throw new Error(`doc_url ${error.doc_url} does not point at ${code}`);
+  if (!String(error.doc_url).includes(`#error-${code}`))
+    throw new Error(`doc_url ${error.doc_url} does not point at ${code}`);
   return error as { code: string; message: string; param?: string; hint?: string; type: string };
 }

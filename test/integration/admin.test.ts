@@ -15,7 +15,10 @@ afterAll(() => ctx.close());
 
 describe('admin API', () => {
   it('creates a brand with defaults (201)', async () => {
-    const res = await admin(ctx).post('/admin/api/brands', { name: 'Hanok Tea', allowed_origins: ['https://hanok.example'] });
+    const res = await admin(ctx).post('/admin/api/brands', {
+      name: 'Hanok Tea',
+      allowed_origins: ['https://hanok.example'],
+    });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
       object: 'brand',
@@ -33,22 +36,40 @@ describe('admin API', () => {
 
   it('reads and patches a brand', async () => {
     expect((await admin(ctx).get(`/admin/api/brands/${brandId}`)).body.name).toBe('Hanok Tea');
-    const res = await admin(ctx).patch(`/admin/api/brands/${brandId}`, { confirm_period_days: 7, recurring_commission_cycles: 3 });
+    const res = await admin(ctx).patch(`/admin/api/brands/${brandId}`, {
+      confirm_period_days: 7,
+      recurring_commission_cycles: 3,
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ confirm_period_days: 7, recurring_commission_cycles: 3, name: 'Hanok Tea' });
+    expect(res.body).toMatchObject({
+      confirm_period_days: 7,
+      recurring_commission_cycles: 3,
+      name: 'Hanok Tea',
+    });
   });
 
   it('404 brand_not_found and 422 invalid_request_body with the path in param', async () => {
     expectEnvelope(await admin(ctx).get('/admin/api/brands/brand_nope'), 404, 'brand_not_found');
-    const unknown = expectEnvelope(await admin(ctx).post('/admin/api/brands', { name: 'X', colour: 'red' }), 422, 'invalid_request_body');
+    const unknown = expectEnvelope(
+      await admin(ctx).post('/admin/api/brands', { name: 'X', colour: 'red' }),
+      422,
+      'invalid_request_body',
+    );
     expect(unknown.param).toBe('colour');
     const badOrigin = expectEnvelope(
-      await admin(ctx).post('/admin/api/brands', { name: 'X', allowed_origins: ['https://ok.example', 'not a url'] }),
+      await admin(ctx).post('/admin/api/brands', {
+        name: 'X',
+        allowed_origins: ['https://ok.example', 'not a url'],
+      }),
       422,
       'invalid_request_body',
     );
     expect(badOrigin.param).toBe('allowed_origins[1]');
-    const badStatus = expectEnvelope(await admin(ctx).patch(`/admin/api/brands/${brandId}`, { status: 'asleep' }), 422, 'invalid_request_body');
+    const badStatus = expectEnvelope(
+      await admin(ctx).patch(`/admin/api/brands/${brandId}`, { status: 'asleep' }),
+      422,
+      'invalid_request_body',
+    );
     expect(badStatus.param).toBe('status');
   });
 
@@ -63,7 +84,11 @@ describe('admin API', () => {
     offerId = offer.body.id;
     expect(offerId).toMatch(/^off_/);
     expectEnvelope(
-      await admin(ctx).post(`/admin/api/brands/${brandId}/offers`, { name: 'X', landing_url: 'https://x.example', attribution_window_days: 14 }),
+      await admin(ctx).post(`/admin/api/brands/${brandId}/offers`, {
+        name: 'X',
+        landing_url: 'https://x.example',
+        attribution_window_days: 14,
+      }),
       422,
       'invalid_request_body',
     );
@@ -77,16 +102,32 @@ describe('admin API', () => {
     creatorId = creator.body.id;
     expect(creatorId).toMatch(/^cr_/);
 
-    const code = await admin(ctx).post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: creatorId, code: 'Sora10', offer_id: offerId });
+    const code = await admin(ctx).post(`/admin/api/brands/${brandId}/coupon-codes`, {
+      creator_id: creatorId,
+      code: 'Sora10',
+      offer_id: offerId,
+    });
     expect(code.status).toBe(201);
-    expect(code.body).toMatchObject({ object: 'coupon_code', code: 'Sora10', creator_id: creatorId, offer_id: offerId });
+    expect(code.body).toMatchObject({
+      object: 'coupon_code',
+      code: 'Sora10',
+      creator_id: creatorId,
+      offer_id: offerId,
+    });
 
-    const link = await admin(ctx).post(`/admin/api/brands/${brandId}/links`, { creator_id: creatorId, offer_id: offerId });
+    const link = await admin(ctx).post(`/admin/api/brands/${brandId}/links`, {
+      creator_id: creatorId,
+      offer_id: offerId,
+    });
     expect(link.status).toBe(201);
     expect(link.body.tracking_url).toBe(`${ctx.config.PUBLIC_BASE_URL}/c/${link.body.slug}`);
 
     const clickedAt = '2026-11-01T09:00:00+09:00';
-    const click = await admin(ctx).post(`/admin/api/brands/${brandId}/clicks`, { creator_id: creatorId, offer_id: offerId, clicked_at: clickedAt });
+    const click = await admin(ctx).post(`/admin/api/brands/${brandId}/clicks`, {
+      creator_id: creatorId,
+      offer_id: offerId,
+      clicked_at: clickedAt,
+    });
     expect(click.status).toBe(201);
     expect(click.body).toMatchObject({ object: 'click', clicked_at: '2026-11-01T00:00:00.000Z' });
     expect(click.body.click_ref).toBe(click.body.id);
@@ -95,7 +136,10 @@ describe('admin API', () => {
 
   it('409 coupon_code_taken for the same code in another case', async () => {
     const error = expectEnvelope(
-      await admin(ctx).post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: creatorId, code: 'SORA10' }),
+      await admin(ctx).post(`/admin/api/brands/${brandId}/coupon-codes`, {
+        creator_id: creatorId,
+        code: 'SORA10',
+      }),
       409,
       'coupon_code_taken',
     );
@@ -105,13 +149,19 @@ describe('admin API', () => {
   it('404 for a creator or offer of another brand', async () => {
     const other = await admin(ctx).post('/admin/api/brands', { name: 'Other' });
     expectEnvelope(
-      await admin(ctx).post(`/admin/api/brands/${other.body.id}/coupon-codes`, { creator_id: creatorId, code: 'STEAL' }),
+      await admin(ctx).post(`/admin/api/brands/${other.body.id}/coupon-codes`, {
+        creator_id: creatorId,
+        code: 'STEAL',
+      }),
       404,
       'creator_not_found',
     );
     const otherCreator = await admin(ctx).post(`/admin/api/brands/${other.body.id}/creators`, { name: 'O' });
     expectEnvelope(
-      await admin(ctx).post(`/admin/api/brands/${other.body.id}/clicks`, { creator_id: otherCreator.body.id, offer_id: offerId }),
+      await admin(ctx).post(`/admin/api/brands/${other.body.id}/clicks`, {
+        creator_id: otherCreator.body.id,
+        offer_id: offerId,
+      }),
       404,
       'offer_not_found',
     );
@@ -126,19 +176,32 @@ describe('admin API', () => {
   it('runs a scheduled job now and finds it in the trace of that request', async () => {
     const res = await admin(ctx).post('/admin/api/jobs/test-data-deletion/run');
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ object: 'job', name: 'test-data-deletion', request_id: res.headers['request-id'] });
+    expect(res.body).toMatchObject({
+      object: 'job',
+      name: 'test-data-deletion',
+      request_id: res.headers['request-id'],
+    });
     const job = await ctx.queues['test-data-deletion'].getJob(res.body.id);
     expect(job?.data).toEqual({ request_id: res.headers['request-id'], triggered_by: 'admin' });
 
     const trace = await admin(ctx).get(`/admin/api/trace/${res.headers['request-id']}`);
     expect(trace.status).toBe(200);
-    expect(trace.body).toMatchObject({ object: 'trace', request_id: res.headers['request-id'], events: [], movements: [] });
+    expect(trace.body).toMatchObject({
+      object: 'trace',
+      request_id: res.headers['request-id'],
+      events: [],
+      movements: [],
+    });
     expect(trace.body.jobs).toHaveLength(1);
     expect(trace.body.jobs[0]).toMatchObject({ id: res.body.id, name: 'test-data-deletion' });
   });
 
   it('404 job_not_found lists the job names', async () => {
-    const error = expectEnvelope(await admin(ctx).post('/admin/api/jobs/make-coffee/run'), 404, 'job_not_found');
+    const error = expectEnvelope(
+      await admin(ctx).post('/admin/api/jobs/make-coffee/run'),
+      404,
+      'job_not_found',
+    );
     expect(error.hint).toContain('test-data-deletion');
   });
 });
@@ -163,12 +226,18 @@ describe('admin authentication', () => {
   it.each(endpoints)('%s %s is 401 without the token and with a wrong one', async (method, path) => {
     const agent = request(ctx.app) as unknown as Record<string, (p: string) => request.Test>;
     expectEnvelope(await agent[method]!(path), 401, 'invalid_admin_token');
-    expectEnvelope(await agent[method]!(path).set('Authorization', `Bearer ${'z'.repeat(40)}`), 401, 'invalid_admin_token');
+    expectEnvelope(
+      await agent[method]!(path).set('Authorization', `Bearer ${'z'.repeat(40)}`),
+      401,
+      'invalid_admin_token',
+    );
   });
 
   it('an API key is not an admin token', async () => {
     const keys = await admin(ctx).post(`/admin/api/brands/${brandId}/api-keys`, { livemode: false });
-    const res = await request(ctx.app).get(`/admin/api/brands/${brandId}`).set('Authorization', `Bearer ${keys.body.secret_key}`);
+    const res = await request(ctx.app)
+      .get(`/admin/api/brands/${brandId}`)
+      .set('Authorization', `Bearer ${keys.body.secret_key}`);
     expectEnvelope(res, 401, 'invalid_admin_token');
   });
 

@@ -10,7 +10,10 @@ let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
 
 beforeAll(async () => {
   ctx = await createTestApp();
-  ({ brand: { id: brandId }, keys } = await makeBrandWithKeys(ctx.orm));
+  ({
+    brand: { id: brandId },
+    keys,
+  } = await makeBrandWithKeys(ctx.orm));
 });
 afterAll(() => ctx.close());
 
@@ -61,7 +64,11 @@ describe('invalid keys', () => {
     ['a malformed key', 'Bearer sk_live_short'],
     ['an unknown well-formed key', `Bearer sk_live_${'A'.repeat(32)}`],
   ])('401 invalid_api_key for %s', async (_label, header) => {
-    expectEnvelope(await request(ctx.app).get('/v1/ping').set('Authorization', header), 401, 'invalid_api_key');
+    expectEnvelope(
+      await request(ctx.app).get('/v1/ping').set('Authorization', header),
+      401,
+      'invalid_api_key',
+    );
   });
 
   it('reissuing keys revokes the earlier ones of that mode at once, and only those', async () => {
@@ -79,12 +86,16 @@ describe('invalid keys', () => {
 
   it('concurrent reissues leave exactly one active key per kind', async () => {
     const { brand } = await makeBrandWithKeys(ctx.orm);
-    const issued = await Promise.all(Array.from({ length: 5 }, () => issueKeys(ctx.orm.em.fork(), brand.id, false)));
+    const issued = await Promise.all(
+      Array.from({ length: 5 }, () => issueKeys(ctx.orm.em.fork(), brand.id, false)),
+    );
     const statuses = await Promise.all(issued.map((k) => ping(k.secret_key).then((r) => r.status)));
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     const active = await ctx.orm.em
       .fork()
-      .execute('select kind from api_keys where brand_id = ? and livemode = false and revoked_at is null', [brand.id]);
+      .execute('select kind from api_keys where brand_id = ? and livemode = false and revoked_at is null', [
+        brand.id,
+      ]);
     expect(active.map((r) => r.kind).sort()).toEqual(['publishable', 'secret']);
   });
 
@@ -97,16 +108,21 @@ describe('invalid keys', () => {
 });
 
 describe('brands that are not active', () => {
-  it.each(['suspended', 'closed', 'verification_rejected'] as const)('403 brand_not_active when %s', async (status) => {
-    const { keys: own } = await makeBrandWithKeys(ctx.orm, { status });
-    expectEnvelope(await ping(own.sk_live), 403, 'brand_not_active');
-    expectEnvelope(await ping(own.pk_test, SHOP_ORIGIN), 403, 'brand_not_active');
-  });
+  it.each(['suspended', 'closed', 'verification_rejected'] as const)(
+    '403 brand_not_active when %s',
+    async (status) => {
+      const { keys: own } = await makeBrandWithKeys(ctx.orm, { status });
+      expectEnvelope(await ping(own.sk_live), 403, 'brand_not_active');
+      expectEnvelope(await ping(own.pk_test, SHOP_ORIGIN), 403, 'brand_not_active');
+    },
+  );
 
   it('a status change through the admin API takes effect on the next request', async () => {
     const { brand, keys: own } = await makeBrandWithKeys(ctx.orm);
     expect((await ping(own.sk_live)).status).toBe(200);
-    expect((await admin(ctx).patch(`/admin/api/brands/${brand.id}`, { status: 'suspended' })).status).toBe(200);
+    expect((await admin(ctx).patch(`/admin/api/brands/${brand.id}`, { status: 'suspended' })).status).toBe(
+      200,
+    );
     expectEnvelope(await ping(own.sk_live), 403, 'brand_not_active');
     await admin(ctx).patch(`/admin/api/brands/${brand.id}`, { status: 'active' });
     expect((await ping(own.sk_live)).status).toBe(200);

@@ -7,14 +7,20 @@ let ctx: TestContext;
 let sk: string;
 
 beforeAll(async () => {
-  ctx = await createTestApp({ API_HOSTS: 'api.example.com,localhost,127.0.0.1', TEST_API_HOSTS: 'test-api.example.com' });
+  ctx = await createTestApp({
+    API_HOSTS: 'api.example.com,localhost,127.0.0.1',
+    TEST_API_HOSTS: 'test-api.example.com',
+  });
   sk = (await makeBrandWithKeys(ctx.orm)).keys.sk_test;
 });
 afterAll(() => ctx.close());
 
 describe('hosts', () => {
   it('404 wrong_host names the request host and the test host in the hint', async () => {
-    const res = await request(ctx.app).get('/v1/ping').set('Host', 'evil.example.net:8443').set('Authorization', `Bearer ${sk}`);
+    const res = await request(ctx.app)
+      .get('/v1/ping')
+      .set('Host', 'evil.example.net:8443')
+      .set('Authorization', `Bearer ${sk}`);
     const error = expectEnvelope(res, 404, 'wrong_host');
     expect(error.hint).toContain("'evil.example.net'");
     expect(error.hint).toContain('test-api.example.com');
@@ -23,7 +29,10 @@ describe('hosts', () => {
 
   it('serves the live and the test host, ignoring the port', async () => {
     for (const host of ['api.example.com', 'test-api.example.com:443', 'API.EXAMPLE.COM']) {
-      const res = await request(ctx.app).get('/v1/ping').set('Host', host).set('Authorization', `Bearer ${sk}`);
+      const res = await request(ctx.app)
+        .get('/v1/ping')
+        .set('Host', host)
+        .set('Authorization', `Bearer ${sk}`);
       expect(res.status, host).toBe(200);
     }
   });

@@ -14,13 +14,21 @@ describe('logs', () => {
     const { brand, keys } = await makeBrandWithKeys(ctx.orm);
     const pings = await Promise.all([
       request(ctx.app).get('/v1/ping').set('Authorization', `Bearer ${keys.sk_live}`),
-      request(ctx.app).get('/v1/ping?email=someone@example.com').set('Authorization', `Bearer ${keys.pk_live}`).set('Origin', SHOP_ORIGIN),
+      request(ctx.app)
+        .get('/v1/ping?email=someone@example.com')
+        .set('Authorization', `Bearer ${keys.pk_live}`)
+        .set('Origin', SHOP_ORIGIN),
       request(ctx.app).get('/v1/ping').set('Authorization', `Bearer ${keys.sk_test}x`),
-      request(ctx.app).get('/v1/ping').set('Authorization', `Bearer ${keys.pk_test}`).set('Origin', 'https://evil.example'),
+      request(ctx.app)
+        .get('/v1/ping')
+        .set('Authorization', `Bearer ${keys.pk_test}`)
+        .set('Origin', 'https://evil.example'),
     ]);
     const issued = await admin(ctx).post(`/admin/api/brands/${brand.id}/api-keys`, { livemode: true });
     await request(ctx.app).get('/admin/queues').auth('ops', ctx.config.ADMIN_TOKEN);
-    await request(ctx.app).get('/admin/api/brands/x').set('Authorization', `Bearer ${ctx.config.ADMIN_TOKEN}-wrong`);
+    await request(ctx.app)
+      .get('/admin/api/brands/x')
+      .set('Authorization', `Bearer ${ctx.config.ADMIN_TOKEN}-wrong`);
 
     const log = ctx.logLines.join('');
     expect(ctx.logLines.length).toBeGreaterThanOrEqual(7);

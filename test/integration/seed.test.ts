@@ -47,7 +47,10 @@ describe('npm run seed', () => {
       });
     }
     for (const [name, key] of Object.entries(doc.keys as Record<string, string>)) {
-      const res = await request(ctx.app).get('/v1/ping').set('Authorization', `Bearer ${key}`).set('Origin', doc.allowed_origin);
+      const res = await request(ctx.app)
+        .get('/v1/ping')
+        .set('Authorization', `Bearer ${key}`)
+        .set('Origin', doc.allowed_origin);
       expect(res.status, name).toBe(200);
       expect(res.body.livemode).toBe(name.endsWith('live'));
     }
@@ -58,7 +61,9 @@ describe('npm run seed', () => {
     const second = (await seed()).doc;
     expect(second.keys).toEqual(first.keys);
     expect(second.brand_id).toBe(first.brand_id);
-    expect(second.creators.map((c: { coupon_code: string }) => c.coupon_code)).toEqual(first.creators.map((c: { coupon_code: string }) => c.coupon_code));
+    expect(second.creators.map((c: { coupon_code: string }) => c.coupon_code)).toEqual(
+      first.creators.map((c: { coupon_code: string }) => c.coupon_code),
+    );
     expect(second.creators[0].click_ref).not.toBe(first.creators[0].click_ref);
     const em = ctx.orm.em.fork();
     const [counts] = await em.execute(

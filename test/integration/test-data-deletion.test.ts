@@ -23,14 +23,10 @@ async function insertOrder(orderId: string, livemode: boolean, ageDays: number) 
      values (?, ?, ?, ?, 'unattributed', 1000, ?, ?, ?)`,
     [`ord_${orderId}`, brandId, livemode, orderId, createdAt, createdAt, createdAt],
   );
-  await em.execute(`insert into ledger_entries (id, brand_id, livemode, order_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?)`, [
-    `le_${orderId}`,
-    brandId,
-    livemode,
-    `ord_${orderId}`,
-    createdAt,
-    createdAt,
-  ]);
+  await em.execute(
+    `insert into ledger_entries (id, brand_id, livemode, order_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?)`,
+    [`le_${orderId}`, brandId, livemode, `ord_${orderId}`, createdAt, createdAt],
+  );
   await em.execute(
     `insert into ledger_movements (id, brand_id, livemode, entry_id, kind, amount, request_id, created_at) values (?, ?, ?, ?, 'accrual', 100, 'req_x', ?)`,
     [`mv_${orderId}`, brandId, livemode, `le_${orderId}`, createdAt],
@@ -67,8 +63,12 @@ describe('test-data deletion job', () => {
 
   it('the journal is append-only for live data', async () => {
     const em = ctx.orm.em.fork();
-    await expect(em.execute(`update ledger_movements set amount = 0 where id = 'mv_live-old'`)).rejects.toThrow(/append-only/);
-    await expect(em.execute(`delete from ledger_movements where id = 'mv_live-old'`)).rejects.toThrow(/append-only/);
+    await expect(
+      em.execute(`update ledger_movements set amount = 0 where id = 'mv_live-old'`),
+    ).rejects.toThrow(/append-only/);
+    await expect(em.execute(`delete from ledger_movements where id = 'mv_live-old'`)).rejects.toThrow(
+      /append-only/,
+    );
     await expect(em.execute(`delete from orders where order_id = 'live-old'`)).rejects.toThrow(/append-only/);
   });
 });

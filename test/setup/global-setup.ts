@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { migrateUp } from '../../src/db/orm.js';
 import { resolveDatabase, resolveRedis } from '../../scripts/local-services.js';
+import { migrateUp } from '../../src/db/orm.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,7 +15,8 @@ declare module 'vitest' {
 /** The template's name changes whenever a migration does, so a stale template is never reused. */
 function templateName(): string {
   const hash = createHash('sha256');
-  for (const file of readdirSync('migrations').sort()) hash.update(file).update(readFileSync(`migrations/${file}`));
+  for (const file of readdirSync('migrations').sort())
+    hash.update(file).update(readFileSync(`migrations/${file}`));
   return `lf_test_template_${hash.digest('hex').slice(0, 12)}`;
 }
 

@@ -11,18 +11,25 @@ const production = {
 
 describe('configuration', () => {
   it('accepts Heroku-style production settings, rediss:// included', () => {
-    const config = loadConfig({ ...production, PORT: '5000', API_HOSTS: 'api.example.com:443, Test.Example.com' });
+    const config = loadConfig({
+      ...production,
+      PORT: '5000',
+      API_HOSTS: 'api.example.com:443, Test.Example.com',
+    });
     expect(config.PORT).toBe(5000);
     expect(config.REDIS_URL).toBe(production.REDIS_URL);
     expect(config.API_HOSTS).toEqual(['api.example.com', 'test.example.com']);
     expect(config.PUBLIC_BASE_URL).toBe('http://127.0.0.1:5000');
   });
 
-  it.each(['DATABASE_URL', 'REDIS_URL', 'ADMIN_TOKEN', 'SECRET_KEY_BASE'])('production without %s names it', (name) => {
-    const env: Record<string, string> = { ...production };
-    delete env[name];
-    expect(() => loadConfig(env)).toThrow(new RegExp(`^Configuration error: ${name} is not set\\.`));
-  });
+  it.each(['DATABASE_URL', 'REDIS_URL', 'ADMIN_TOKEN', 'SECRET_KEY_BASE'])(
+    'production without %s names it',
+    (name) => {
+      const env: Record<string, string> = { ...production };
+      delete env[name];
+      expect(() => loadConfig(env)).toThrow(new RegExp(`^Configuration error: ${name} is not set\\.`));
+    },
+  );
 
   it.each([
     ['REDIS_URL', 'http://redis:6379', /REDIS_URL must start with redis:\/\/ or rediss:\/\//],
@@ -42,7 +49,11 @@ describe('configuration', () => {
   });
 
   it('development has working defaults', () => {
-    const config = loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'd'.repeat(32), SECRET_KEY_BASE: 'e'.repeat(32) });
+    const config = loadConfig({
+      NODE_ENV: 'development',
+      ADMIN_TOKEN: 'd'.repeat(32),
+      SECRET_KEY_BASE: 'e'.repeat(32),
+    });
     expect(config.DATABASE_URL).toBe('postgres://postgres@127.0.0.1:5432/lf_development');
     expect(config.REDIS_URL).toBe('redis://127.0.0.1:6379');
     expect(config.API_HOSTS).toEqual(['localhost', '127.0.0.1']);

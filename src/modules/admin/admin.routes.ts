@@ -6,5 +6,10 @@ import { payoutAdminRoutes } from '../payouts/payouts.admin-routes.js';
 
 /** The ops surface of admin-api.md, guarded by ADMIN_TOKEN where it is mounted. */
 export function adminRoutes(deps: AppDeps) {
-  return [...brandAdminRoutes(deps), ...attributionAdminRoutes(deps), ...payoutAdminRoutes(deps), ...opsAdminRoutes(deps)];
+  return [
+    ...brandAdminRoutes(deps),
+    ...attributionAdminRoutes(deps),
+    ...payoutAdminRoutes(deps),
+    ...opsAdminRoutes(deps),
+  ];
 }

@@ -12,8 +12,22 @@ export const DEMO_BRAND_ID = 'brand_demo';
 export const DEMO_ORIGIN = 'http://localhost:5173';
 
 const demoCreators = [
-  { creatorId: 'cr_demo_mina', name: 'Mina Kim', code: 'MINA10', offerId: 'off_demo_serum', offer: 'Glow Serum', window: 30 },
-  { creatorId: 'cr_demo_joon', name: 'Joon Park', code: 'JOON15', offerId: 'off_demo_sunscreen', offer: 'Daily Sunscreen', window: 7 },
+  {
+    creatorId: 'cr_demo_mina',
+    name: 'Mina Kim',
+    code: 'MINA10',
+    offerId: 'off_demo_serum',
+    offer: 'Glow Serum',
+    window: 30,
+  },
+  {
+    creatorId: 'cr_demo_joon',
+    name: 'Joon Park',
+    code: 'JOON15',
+    offerId: 'off_demo_sunscreen',
+    offer: 'Daily Sunscreen',
+    window: 7,
+  },
 ];
 
 /**
@@ -64,7 +78,13 @@ export async function seedDemo(em: EntityManager, config: Config) {
       commissionBps: null,
       createdAt: new Date(),
     });
-    await em.upsert(Creator, { id: c.creatorId, brand: DEMO_BRAND_ID, name: c.name, customerHashes: [], createdAt: new Date() });
+    await em.upsert(Creator, {
+      id: c.creatorId,
+      brand: DEMO_BRAND_ID,
+      name: c.name,
+      customerHashes: [],
+      createdAt: new Date(),
+    });
     await em.upsert(CouponCode, {
       id: `code_demo_${c.code.toLowerCase()}`,
       brand: DEMO_BRAND_ID,

@@ -68,7 +68,13 @@ export function attributionAdminRoutes({ orm, config }: AppDeps) {
       description: 'Codes are case-insensitive and unique per brand.',
       body: CouponCodeCreate,
       responses: { 201: { description: 'The coupon code.', schema: CouponCodeOut } },
-      errors: ['invalid_admin_token', 'creator_not_found', 'offer_not_found', 'coupon_code_taken', 'invalid_request_body'],
+      errors: [
+        'invalid_admin_token',
+        'creator_not_found',
+        'offer_not_found',
+        'coupon_code_taken',
+        'invalid_request_body',
+      ],
       async handle(_req, res, { params, body }) {
         res.status(201).json(toCouponCodeOut(await createCouponCode(orm.em.fork(), params.brand_id, body)));
       },
@@ -92,7 +98,9 @@ export function attributionAdminRoutes({ orm, config }: AppDeps) {
       operationId: 'adminCreateClick',
       summary: 'Record a click (imports and tests)',
       body: ClickCreate,
-      responses: { 201: { description: 'The click; send its click_ref as data.click_ref.', schema: ClickOut } },
+      responses: {
+        201: { description: 'The click; send its click_ref as data.click_ref.', schema: ClickOut },
+      },
       errors: ['invalid_admin_token', 'creator_not_found', 'offer_not_found', 'invalid_request_body'],
       async handle(_req, res, { params, body }) {
         res.status(201).json(toClickOut(await createClick(orm.em.fork(), params.brand_id, body)));

@@ -91,7 +91,9 @@ export const ClickOut = z
   .object({
     id: z.string(),
     object: z.literal('click'),
-    click_ref: z.string().meta({ description: 'The value to send as data.click_ref (the lf_click query parameter).' }),
+    click_ref: z
+      .string()
+      .meta({ description: 'The value to send as data.click_ref (the lf_click query parameter).' }),
     brand_id: z.string(),
     creator_id: z.string(),
     offer_id: z.string(),

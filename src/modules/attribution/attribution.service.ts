@@ -21,7 +21,12 @@ import { Creator } from './creator.entity.js';
 import { Offer } from './offer.entity.js';
 import { TrackingLink } from './tracking-link.entity.js';
 
-export async function createOffer(em: EntityManager, brandId: string, input: z.output<typeof OfferCreate>, id = newId('off')) {
+export async function createOffer(
+  em: EntityManager,
+  brandId: string,
+  input: z.output<typeof OfferCreate>,
+  id = newId('off'),
+) {
   const offer = em.create(Offer, {
     id,
     brand: brandId,
@@ -34,7 +39,12 @@ export async function createOffer(em: EntityManager, brandId: string, input: z.o
   return offer;
 }
 
-export async function createCreator(em: EntityManager, brandId: string, input: z.output<typeof CreatorCreate>, id = newId('cr')) {
+export async function createCreator(
+  em: EntityManager,
+  brandId: string,
+  input: z.output<typeof CreatorCreate>,
+  id = newId('cr'),
+) {
   const creator = em.create(Creator, {
     id,
     brand: brandId,
@@ -47,17 +57,26 @@ export async function createCreator(em: EntityManager, brandId: string, input: z
 
 async function brandCreator(em: EntityManager, brandId: string, creatorId: string) {
   const creator = await em.findOne(Creator, { id: creatorId, brand: brandId });
-  if (!creator) throw new AppError('creator_not_found', `The brand has no creator '${creatorId}'.`, { param: 'creator_id' });
+  if (!creator)
+    throw new AppError('creator_not_found', `The brand has no creator '${creatorId}'.`, {
+      param: 'creator_id',
+    });
   return creator;
 }
 
 async function brandOffer(em: EntityManager, brandId: string, offerId: string) {
   const offer = await em.findOne(Offer, { id: offerId, brand: brandId });
-  if (!offer) throw new AppError('offer_not_found', `The brand has no offer '${offerId}'.`, { param: 'offer_id' });
+  if (!offer)
+    throw new AppError('offer_not_found', `The brand has no offer '${offerId}'.`, { param: 'offer_id' });
   return offer;
 }
 
-export async function createCouponCode(em: EntityManager, brandId: string, input: z.output<typeof CouponCodeCreate>, id = newId('code')) {
+export async function createCouponCode(
+  em: EntityManager,
+  brandId: string,
+  input: z.output<typeof CouponCodeCreate>,
+  id = newId('code'),
+) {
   await brandCreator(em, brandId, input.creator_id);
   if (input.offer_id) await brandOffer(em, brandId, input.offer_id);
   const coupon = em.create(CouponCode, {
@@ -115,7 +134,10 @@ export async function createClick(em: EntityManager, brandId: string, input: z.o
  * The tracking redirect: one statement records the click from the link and returns the
  * landing URL, so a burst of clicks costs one round trip each.
  */
-export async function recordLinkClick(em: EntityManager, slug: string): Promise<{ clickRef: string; landingUrl: string }> {
+export async function recordLinkClick(
+  em: EntityManager,
+  slug: string,
+): Promise<{ clickRef: string; landingUrl: string }> {
   const clickRef = newId('clk');
   const rows = await em.execute<{ landing_url: string }[]>(
     `with link as (
@@ -130,7 +152,10 @@ export async function recordLinkClick(em: EntityManager, slug: string): Promise<
     [slug, clickRef],
   );
   const row = rows[0];
-  if (!row) throw new AppError('link_not_found', 'This tracking link does not exist.', { hint: 'Check the link you were given.' });
+  if (!row)
+    throw new AppError('link_not_found', 'This tracking link does not exist.', {
+      hint: 'Check the link you were given.',
+    });
   return { clickRef, landingUrl: row.landing_url };
 }
 

@@ -10,7 +10,8 @@ export function clickRedirectRoutes({ orm }: AppDeps) {
       path: '/c/{slug}',
       operationId: 'followTrackingLink',
       summary: 'Tracking redirect',
-      description: 'Records a click, then redirects to the offer’s landing URL with `lf_click=<click_ref>` added.',
+      description:
+        'Records a click, then redirects to the offer’s landing URL with `lf_click=<click_ref>` added.',
       tag: 'Tracking',
       security: 'none',
       params: z.object({ slug: z.string().max(32) }),

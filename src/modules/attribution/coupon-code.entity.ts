@@ -15,7 +15,10 @@ export const CouponCode = defineEntity({
     code: p.string().length(40),
     /** Upper-cased: codes are case-insensitive and unique per brand. */
     codeKey: p.string().length(40),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
   },
   uniques: [{ name: 'coupon_codes_brand_code_key_unique', properties: ['brand', 'codeKey'] }],
 });

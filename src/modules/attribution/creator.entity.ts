@@ -10,7 +10,10 @@ export const Creator = defineEntity({
     name: p.string().length(200),
     /** Lower-case hashes of the creator's own buyer identifiers, for self-purchase detection. */
     customerHashes: p.array().default([]),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
   },
   indexes: [{ properties: ['brand'] }],
 });

@@ -15,7 +15,10 @@ export const Offer = defineEntity({
     attributionWindowDays: p.integer().default(30),
     /** null = the brand's default_commission_bps. */
     commissionBps: p.integer().nullable(),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
   },
   indexes: [{ properties: ['brand'] }],
   checks: [

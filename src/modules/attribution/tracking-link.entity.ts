@@ -13,7 +13,10 @@ export const TrackingLink = defineEntity({
     creator: () => p.manyToOne(Creator).mapToPk().deleteRule('cascade'),
     offer: () => p.manyToOne(Offer).mapToPk().deleteRule('cascade'),
     slug: p.string().length(32).unique(),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
   },
 });
 export type TrackingLink = InferEntity<typeof TrackingLink>;

@@ -19,8 +19,15 @@ export const Brand = defineEntity({
     /** null = the service default (decisions.md). */
     rateLimitPerS: p.integer().nullable(),
     rateLimitBurst: p.integer().nullable(),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
-    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
   checks: [
     { name: 'brands_confirm_period_days_check', expression: 'confirm_period_days between 0 and 365' },

@@ -55,7 +55,8 @@ export function brandAdminRoutes({ orm }: AppDeps) {
       path: '/admin/api/brands/{brand_id}',
       operationId: 'adminUpdateBrand',
       summary: 'Change a brand’s settings or status',
-      description: 'A status other than `active` makes every key of the brand answer 403 brand_not_active at once.',
+      description:
+        'A status other than `active` makes every key of the brand answer 403 brand_not_active at once.',
       tag,
       security: 'admin',
       params: BrandIdParams,
@@ -71,7 +72,8 @@ export function brandAdminRoutes({ orm }: AppDeps) {
       path: '/admin/api/brands/{brand_id}/api-keys',
       operationId: 'adminIssueKeys',
       summary: 'Issue a secret and a publishable key for one mode',
-      description: 'The plain keys appear only in this response. The brand’s earlier keys of that mode are revoked at once.',
+      description:
+        'The plain keys appear only in this response. The brand’s earlier keys of that mode are revoked at once.',
       tag,
       security: 'admin',
       params: BrandIdParams,

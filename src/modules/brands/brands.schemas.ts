@@ -4,7 +4,10 @@ import { brandStatuses } from './brand.entity.js';
 const origin = z
   .string()
   .max(200)
-  .refine((s) => URL.canParse(s) && new URL(s).origin === s, 'must be an origin like https://shop.example.com (scheme://host[:port], no path)');
+  .refine(
+    (s) => URL.canParse(s) && new URL(s).origin === s,
+    'must be an origin like https://shop.example.com (scheme://host[:port], no path)',
+  );
 
 const brandSettings = {
   name: z.string().trim().min(1).max(200),
@@ -19,7 +22,11 @@ const brandSettings = {
 
 export const BrandCreate = z.strictObject(brandSettings).meta({ id: 'BrandCreate' });
 export const BrandPatch = z
-  .strictObject({ ...brandSettings, name: brandSettings.name.optional(), status: z.enum(brandStatuses).optional() })
+  .strictObject({
+    ...brandSettings,
+    name: brandSettings.name.optional(),
+    status: z.enum(brandStatuses).optional(),
+  })
   .meta({ id: 'BrandPatch' });
 
 export const BrandOut = z

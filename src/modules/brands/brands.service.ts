@@ -13,7 +13,8 @@ function toColumns(input: Settings): Partial<Brand> {
   if (input.status !== undefined) columns.status = input.status;
   if (input.platform !== undefined) columns.platform = input.platform;
   if (input.confirm_period_days !== undefined) columns.confirmPeriodDays = input.confirm_period_days;
-  if (input.recurring_commission_cycles !== undefined) columns.recurringCommissionCycles = input.recurring_commission_cycles;
+  if (input.recurring_commission_cycles !== undefined)
+    columns.recurringCommissionCycles = input.recurring_commission_cycles;
   if (input.default_commission_bps !== undefined) columns.defaultCommissionBps = input.default_commission_bps;
   if (input.allowed_origins !== undefined) columns.allowedOrigins = input.allowed_origins;
   if (input.rate_limit_per_s !== undefined) columns.rateLimitPerS = input.rate_limit_per_s;
@@ -39,7 +40,11 @@ export function toBrandOut(brand: Brand): z.input<typeof BrandOut> {
   };
 }
 
-export async function createBrand(em: EntityManager, input: z.output<typeof BrandCreate>, id = newId('brand')): Promise<Brand> {
+export async function createBrand(
+  em: EntityManager,
+  input: z.output<typeof BrandCreate>,
+  id = newId('brand'),
+): Promise<Brand> {
   const brand = em.create(Brand, { id, ...toColumns(input), name: input.name });
   await em.flush();
   return brand;

@@ -15,12 +15,19 @@ export const ApiKey = defineEntity({
     kind: p.enum(keyKinds),
     displayPrefix: p.string().length(20),
     secretHash: p.string().length(64).unique(),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
     revokedAt: p.datetime().nullable(),
   },
   uniques: [
     // At most one live key per brand, mode and kind: a reissue must revoke first.
-    { name: 'api_keys_one_active_per_kind', properties: ['brand', 'livemode', 'kind'], where: { revokedAt: null } },
+    {
+      name: 'api_keys_one_active_per_kind',
+      properties: ['brand', 'livemode', 'kind'],
+      where: { revokedAt: null },
+    },
   ],
 });
 export type ApiKey = InferEntity<typeof ApiKey>;

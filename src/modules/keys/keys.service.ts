@@ -39,7 +39,10 @@ function describeKey(plain: string): { kind: KeyKind; livemode: boolean } | unde
 }
 
 /** Resolves `Authorization: Bearer <key>` to its brand, or throws 401/403 as api-v1.md says. */
-export async function authenticateKey(em: EntityManager, header: string | undefined): Promise<AuthenticatedKey> {
+export async function authenticateKey(
+  em: EntityManager,
+  header: string | undefined,
+): Promise<AuthenticatedKey> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
   if (!match) {
     throw new AppError(
@@ -61,15 +64,24 @@ export async function authenticateKey(em: EntityManager, header: string | undefi
     [hashKey(plain)],
   );
   const row = rows[0];
-  if (!row) throw new AppError('invalid_api_key', 'The API key is not recognised.', { hint: 'Check that you copied the whole key, or issue a new one.' });
+  if (!row)
+    throw new AppError('invalid_api_key', 'The API key is not recognised.', {
+      hint: 'Check that you copied the whole key, or issue a new one.',
+    });
   if (row.revoked_at) {
-    throw new AppError('invalid_api_key', 'The API key has been revoked.', { hint: 'Use the key issued most recently for this mode.' });
+    throw new AppError('invalid_api_key', 'The API key has been revoked.', {
+      hint: 'Use the key issued most recently for this mode.',
+    });
   }
   const status = row.status as BrandStatus;
   if (status !== 'active') {
-    throw new AppError('brand_not_active', `The brand's account is ${status.replaceAll('_', ' ')}; events are not accepted.`, {
-      hint: 'Contact support to reactivate the account.',
-    });
+    throw new AppError(
+      'brand_not_active',
+      `The brand's account is ${status.replaceAll('_', ' ')}; events are not accepted.`,
+      {
+        hint: 'Contact support to reactivate the account.',
+      },
+    );
   }
   return {
     keyId: row.id as string,
@@ -122,6 +134,9 @@ export async function installKeys(
 
 /** Issues a fresh secret and publishable key for one mode; the plain text leaves only here. */
 export async function issueKeys(em: EntityManager, brandId: string, livemode: boolean) {
-  const keys = { secret_key: newPlainKey('secret', livemode), publishable_key: newPlainKey('publishable', livemode) };
+  const keys = {
+    secret_key: newPlainKey('secret', livemode),
+    publishable_key: newPlainKey('publishable', livemode),
+  };
   return { ...keys, ...(await installKeys(em, brandId, livemode, keys)) };
 }

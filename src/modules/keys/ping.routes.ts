@@ -20,7 +20,8 @@ export const pingRoutes = [
     path: '/v1/ping',
     operationId: 'ping',
     summary: 'Check a key',
-    description: 'The first call to make: shows whether the key is valid, which brand it belongs to and which mode it is in.',
+    description:
+      'The first call to make: shows whether the key is valid, which brand it belongs to and which mode it is in.',
     tag: 'Integration',
     security: 'api_key',
     responses: { 200: { description: 'The key is valid.', schema: PingOut } },

@@ -17,8 +17,15 @@ export const LedgerEntry = defineEntity({
     order: () => p.manyToOne(Order).mapToPk().unique().deleteRule('cascade'),
     creator: () => p.manyToOne(Creator).mapToPk().nullable(),
     commissionBalance: p.bigint('number').default(0),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
-    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type LedgerEntry = InferEntity<typeof LedgerEntry>;

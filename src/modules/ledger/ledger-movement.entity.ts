@@ -22,7 +22,10 @@ export const LedgerMovement = defineEntity({
     eventId: p.string().length(40).nullable(),
     requestId: p.string().length(40),
     payoutId: p.string().length(40).nullable(),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
   },
   indexes: [
     { name: 'ledger_movements_entry_index', properties: ['entry'] },

@@ -3,7 +3,14 @@ import { Creator } from '../attribution/creator.entity.js';
 import { Offer } from '../attribution/offer.entity.js';
 import { Brand } from '../brands/brand.entity.js';
 
-export const orderStatuses = ['unattributed', 'pending', 'confirmed', 'paid_out', 'refunded', 'cancelled'] as const;
+export const orderStatuses = [
+  'unattributed',
+  'pending',
+  'confirmed',
+  'paid_out',
+  'refunded',
+  'cancelled',
+] as const;
 export type OrderStatus = (typeof orderStatuses)[number];
 export const attributionVias = ['code', 'click', 'renewal'] as const;
 export type AttributionVia = (typeof attributionVias)[number];
@@ -47,8 +54,15 @@ export const Order = defineEntity({
     confirmedAt: p.datetime().nullable(),
     closedAt: p.datetime().nullable(),
     payoutId: p.string().length(40).nullable(),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
-    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
   uniques: [{ name: 'orders_brand_mode_order_id_unique', properties: ['brand', 'livemode', 'orderId'] }],
   indexes: [

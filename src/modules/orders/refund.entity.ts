@@ -23,7 +23,10 @@ export const Refund = defineEntity({
     reason: p.string().length(200).nullable(),
     eventId: p.string().length(40),
     requestId: p.string().length(40),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
   },
   uniques: [{ name: 'refunds_order_refund_id_unique', properties: ['order', 'refundId'] }],
 });

@@ -17,7 +17,10 @@ export const Payout = defineEntity({
     commissionAmount: p.bigint('number'),
     clawbackAmount: p.bigint('number'),
     netAmount: p.bigint('number'),
-    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date()),
   },
   uniques: [{ name: 'payouts_run_creator_unique', properties: ['brand', 'creator', 'runKey'] }],
 });

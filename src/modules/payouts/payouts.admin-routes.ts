@@ -38,7 +38,11 @@ export function payoutAdminRoutes({ orm }: AppDeps) {
       async handle(_req, res, { params }) {
         const em = orm.em.fork();
         await findBrand(em, params.brand_id);
-        const payouts = await em.find(Payout, { brand: params.brand_id }, { orderBy: { createdAt: 'desc' }, limit: 1000 });
+        const payouts = await em.find(
+          Payout,
+          { brand: params.brand_id },
+          { orderBy: { createdAt: 'desc' }, limit: 1000 },
+        );
         res.json({
           object: 'list',
           has_more: payouts.length === 1000,
