@@ -41,7 +41,7 @@ export function buildApp(deps: AppDeps): express.Express {
     pinoHttp({
       logger,
       genReqId: (req) => (req as express.Request).requestId,
-      customProps: (req) => ({ request_id: (req as express.Request).requestId }),
+      customAttributeKeys: { reqId: 'request_id' },
       // Only the path is logged: query strings and bodies may carry personal data.
       serializers: {
         req: (req) => ({ method: req.method, path: String(req.url).split('?')[0] }),

@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(() => ctx.close());
 
 async function seed() {
-  const { stdout } = await run(process.execPath, ['scripts/entry.mjs', 'seed'], {
+  const { stdout } = await run('npm', ['run', 'seed'], {
     env: {
       ...process.env,
       NODE_ENV: 'test',
