@@ -28,11 +28,17 @@ export default async function setup(project: TestProject) {
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
-  // Re-created on every run: cheap (one migration run) and never stale.
-  await client.query(`drop database if exists "${name}" with (force)`);
-  await client.query(`create database "${name}"`);
-  await client.end();
-  await migrateUp(database.url);
+  // The name follows the migrations, so an existing template is current; the lock keeps
+  // two test runs on one server from creating it at once.
+  await client.query('select pg_advisory_lock(4242)');
+  try {
+    const found = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`create database "${name}"`);
+    await migrateUp(database.url);
+  } finally {
+    await client.query('select pg_advisory_unlock(4242)');
+    await client.end();
+  }
   project.provide('templateDatabaseUrl', database.url);
   project.provide('redisUrl', redis.url);
   return async () => {
