@@ -12,6 +12,18 @@ export function allowOrigin(res: Response, origin: string): void {
   res.setHeader('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
 }
 
+function originNotAllowed(origin: string | undefined, registeredBy: string): AppError {
+  return new AppError(
+    'origin_not_allowed',
+    origin
+      ? `The origin ${origin} is not registered for ${registeredBy}.`
+      : 'The request has no Origin header.',
+    {
+      hint: "Register the origin (scheme://host[:port]) in the brand's integration settings, or call from a registered site.",
+    },
+  );
+}
+
 /**
  * Establishes `req.caller` from the bearer key. Publishable keys live in web pages, so
  * they are honoured only from the brand's registered origins (a missing Origin header
@@ -24,15 +36,7 @@ export function authenticateApiKey(orm: MikroORM): RequestHandler {
     if (key.kind === 'publishable') {
       const origin = req.headers.origin;
       if (!origin || !key.allowedOrigins.includes(origin)) {
-        throw new AppError(
-          'origin_not_allowed',
-          origin
-            ? `The origin ${origin} is not registered for this brand.`
-            : 'A publishable key was used without an Origin header.',
-          {
-            hint: "Register the origin in the brand's integration settings, or call from a registered site.",
-          },
-        );
+        throw originNotAllowed(origin, 'this brand');
       }
       allowOrigin(res, origin);
     }
@@ -67,15 +71,7 @@ export function answerPreflight(orm: MikroORM): RequestHandler {
           ])
       ).length > 0;
     if (!registered) {
-      throw new AppError(
-        'origin_not_allowed',
-        origin
-          ? `The origin ${origin} is not registered by any brand.`
-          : 'A CORS preflight without an Origin header.',
-        {
-          hint: "Register the origin in the brand's integration settings.",
-        },
-      );
+      throw originNotAllowed(origin, 'any brand');
     }
     allowOrigin(res, origin);
     res.setHeader('Access-Control-Allow-Methods', 'GET, POST');

@@ -101,9 +101,18 @@ export async function createCouponCode(
   return coupon;
 }
 
-export async function createLink(em: EntityManager, brandId: string, input: z.output<typeof LinkCreate>) {
+/** Links and clicks name a creator and an offer, both of which must belong to the brand. */
+async function brandCreatorAndOffer(
+  em: EntityManager,
+  brandId: string,
+  input: { creator_id: string; offer_id: string },
+) {
   await brandCreator(em, brandId, input.creator_id);
   await brandOffer(em, brandId, input.offer_id);
+}
+
+export async function createLink(em: EntityManager, brandId: string, input: z.output<typeof LinkCreate>) {
+  await brandCreatorAndOffer(em, brandId, input);
   const link = em.create(TrackingLink, {
     id: newId('lnk'),
     brand: brandId,
@@ -116,8 +125,7 @@ export async function createLink(em: EntityManager, brandId: string, input: z.ou
 }
 
 export async function createClick(em: EntityManager, brandId: string, input: z.output<typeof ClickCreate>) {
-  await brandCreator(em, brandId, input.creator_id);
-  await brandOffer(em, brandId, input.offer_id);
+  await brandCreatorAndOffer(em, brandId, input);
   const click = em.create(Click, {
     id: newId('clk'),
     brand: brandId,
