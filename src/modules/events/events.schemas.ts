@@ -1,0 +1,185 @@
+import { Decimal } from 'decimal.js';
+import { z } from 'zod';
+
+/** The event types, in the order of the spec's Events table. */
+export const eventTypes = [
+  'order.paid',
+  'refund.created',
+  'order.cancelled',
+  'order.confirmed',
+  'page.viewed',
+  'product.viewed',
+  'cart.item_added',
+  'order.observed',
+] as const;
+export type EventType = (typeof eventTypes)[number];
+
+/** The types a publishable (pk_) key may send; secret keys may send every type. */
+export const browserEventTypes = [
+  'page.viewed',
+  'product.viewed',
+  'cart.item_added',
+  'order.observed',
+] as const satisfies readonly EventType[];
+export type BrowserEventType = (typeof browserEventTypes)[number];
+
+/** Supported currencies and their minor units (digits after the decimal point). */
+export { type Currency as SupportedCurrency, minorUnits as supportedCurrencies } from '../../shared/money.js';
+
+export const INT32_MAX = 2147483647;
+export const FX_RATE_MAX = 100000;
+export const FX_RATE_MAX_DECIMAL_PLACES = 8;
+export const CUSTOMER_HASH_PATTERN = /^[0-9a-fA-F]{32,64}$/;
+const DECIMAL_STRING_PATTERN = /^[0-9]+(\.[0-9]+)?$/;
+const FX_RATE_STRING_MAX_LENGTH = 40;
+
+const minorUnitsHint =
+  'must be an integer from 0 to 2147483647 in minor units (e.g. 12900 for 12,900 KRW, 1999 for 19.99 USD); send a JSON number without decimals, not a string';
+
+/** A string of at most `max` characters; `min` 1 for identifiers. */
+function text(max: number, min = 0) {
+  const s = z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+  return min > 0 ? s.min(min, 'must not be empty') : s;
+}
+
+const minorAmount = z.int({ error: minorUnitsHint }).min(0, minorUnitsHint).max(INT32_MAX, minorUnitsHint);
+
+export type FxRateResult = { ok: true; value: string } | { ok: false; message: string };
+
+/**
+ * Parses an fx_rate (JSON number or decimal string) to its canonical decimal string
+ * (`'1350.5'`, no exponent, no trailing zeros) without binary float arithmetic: a number
+ * is read through its shortest round-trip representation by decimal.js.
+ */
+export function parseFxRate(input: unknown): FxRateResult {
+  let rate: Decimal;
+  if (typeof input === 'number') {
+    if (!Number.isFinite(input)) return { ok: false, message: 'must be a finite number' };
+    rate = new Decimal(input);
+  } else if (typeof input === 'string') {
+    if (input.length > FX_RATE_STRING_MAX_LENGTH || !DECIMAL_STRING_PATTERN.test(input)) {
+      return {
+        ok: false,
+        message:
+          'must be a decimal number like 1350.25 (digits with an optional fractional part, no exponent)',
+      };
+    }
+    rate = new Decimal(input);
+  } else {
+    return { ok: false, message: 'must be a number or a decimal string like "1350.25"' };
+  }
+  if (rate.lte(0)) return { ok: false, message: 'must be greater than 0' };
+  if (rate.gt(FX_RATE_MAX)) return { ok: false, message: `must be at most ${FX_RATE_MAX}` };
+  if (rate.decimalPlaces() > FX_RATE_MAX_DECIMAL_PLACES) {
+    return { ok: false, message: `must have at most ${FX_RATE_MAX_DECIMAL_PLACES} decimal places` };
+  }
+  return { ok: true, value: rate.toFixed() };
+}
+
+const fxRate = z
+  .union([z.number(), z.string()], { error: 'must be a number or a decimal string like "1350.25"' })
+  .superRefine((value, ctx) => {
+    const result = parseFxRate(value);
+    if (!result.ok) ctx.addIssue({ code: 'custom', message: result.message });
+  })
+  .meta({
+    description:
+      'KRW per 1 unit of `currency`, greater than 0 and at most 100000, at most 8 decimal places. A JSON number or a decimal string (e.g. "1350.25"). Required when `currency` is not KRW on order.paid.',
+    examples: ['1350.25'],
+  });
+
+/** Every optional field accepts null, read as absent. */
+const opt = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
+
+export const OrderItem = z
+  .strictObject({
+    sku: opt(text(120)),
+    name: opt(text(300)),
+    quantity: opt(z.int({ error: 'must be an integer from 0 to 2147483647' }).min(0).max(INT32_MAX)),
+    amount: opt(minorAmount).meta({
+      description: 'Commission-eligible amount of the line, in the minor unit of the order currency.',
+    }),
+  })
+  .meta({
+    id: 'OrderItem',
+    description: 'One order line. All fields are optional; unknown fields are rejected.',
+  });
+
+export const EventData = z
+  .strictObject({
+    order_id: opt(text(120, 1)).meta({
+      description:
+        'Unique within the brand; the idempotency key of the order. Required for every order type.',
+    }),
+    amount: opt(minorAmount).meta({
+      description:
+        'Commission-eligible amount actually paid after discounts, in the minor unit of `currency` (KRW = won, USD = cents). Excludes shipping, point top-ups, gift vouchers and ineligible goods. Ignored for order.cancelled.',
+    }),
+    currency: opt(
+      z.string({ error: 'must be a string' }).length(3, 'must be exactly 3 characters (ISO 4217)'),
+    ).meta({
+      description: 'ISO 4217, case-insensitive. Default KRW. Supported: KRW, USD, JPY, EUR, GBP.',
+      examples: ['KRW'],
+    }),
+    fx_rate: opt(fxRate),
+    click_ref: opt(text(64)).meta({ description: 'The `lf_click` query parameter of the landing URL.' }),
+    coupon_code: opt(text(40)).meta({ description: 'Creator discount code; wins over click_ref.' }),
+    parent_order_id: opt(text(120, 1)).meta({
+      description: 'On a subscription renewal, the order_id of the first payment.',
+    }),
+    refund_id: opt(text(64, 1)).meta({ description: 'Identifies one refund; required for refund.created.' }),
+    reason: opt(text(200)),
+    last_touch_channel: opt(text(32)),
+    customer_hash: opt(
+      z.string().regex(CUSTOMER_HASH_PATTERN, 'must be 32 to 64 hexadecimal characters').meta({
+        description:
+          'A 32 to 64 character hex hash (sha256 recommended) of a buyer identifier, for self-purchase detection. Raw e-mails, phone numbers, names or addresses are rejected with 422 personal_data_not_allowed.',
+      }),
+    ),
+    items: opt(z.array(OrderItem, { error: 'must be an array of order items' })),
+  })
+  .meta({
+    id: 'EventData',
+    description:
+      'Event payload. Required fields depend on `type`; null is read as absent; unknown fields are rejected.',
+  });
+
+export const EventIn = z
+  .strictObject({
+    type: z
+      .string()
+      .max(40)
+      .meta({ description: `One of: ${eventTypes.join(', ')}.`, examples: ['order.paid'] }),
+    occurred_at: z.iso.datetime({ offset: true }).nullable().optional().meta({
+      description:
+        'When the event happened, with a UTC offset (`Z` or `+09:00`). Default: the receive time. Allowed: 90 days ago to 5 minutes ahead.',
+    }),
+    data: EventData.nullable().optional(),
+  })
+  .meta({ id: 'EventIn', description: 'One event. Unknown fields are rejected at every level.' });
+
+export const EventBatchIn = z
+  .strictObject({
+    events: z.array(EventIn).min(1).max(500),
+  })
+  .meta({
+    id: 'EventBatchIn',
+    description:
+      'Up to 500 events, applied in order. The batch stops at the first failing event; earlier events stay applied.',
+  });
+
+export const EventOut = z
+  .object({
+    id: z.string().meta({ description: 'Prefix `evt_`.' }),
+    object: z.literal('event'),
+    type: z.string(),
+    livemode: z.boolean(),
+    status: z.literal('accepted'),
+    attribution: z.object({
+      status: z.enum(['attributed', 'unattributed']),
+      via: z.enum(['code', 'click', 'renewal']).nullable(),
+    }),
+    conversion_id: z.string().nullable().meta({ description: 'Null when the order is unattributed.' }),
+    request_id: z.string().meta({ description: 'Prefix `req_`. Quote it when contacting support.' }),
+  })
+  .meta({ id: 'EventOut' });
