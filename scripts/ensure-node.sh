@@ -92,5 +92,6 @@ else
   unset -f _lf_node_is_recent _lf_ensure_node _lf_ensure_deps
   unset _lf_root
   # `return` works when sourced; the `exit` only runs if someone executes this file directly.
+  # shellcheck disable=SC2317
   return 1 2>/dev/null || exit 1
 fi

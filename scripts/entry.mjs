@@ -13,7 +13,8 @@ function fail(message) {
   process.exit(1);
 }
 
-if (!name || !/^[a-z0-9][a-z0-9-]*$/i.test(name)) fail('usage: node scripts/entry.mjs <script name, e.g. migrate or seed>');
+if (!name || !/^[a-z0-9][a-z0-9-]*$/i.test(name))
+  fail('usage: node scripts/entry.mjs <script name, e.g. migrate or seed>');
 
 const production = process.env.NODE_ENV === 'production';
 const file = production ? join(root, 'dist', 'scripts', `${name}.js`) : join(root, 'scripts', `${name}.ts`);

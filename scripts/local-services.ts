@@ -7,7 +7,16 @@
 // Private servers run in their own process group, so a Ctrl-C in the terminal reaches only our
 // process, which stops them last, after the web and worker processes have closed their pools.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import net from 'node:net';
 import { delimiter, dirname, join, relative } from 'node:path';
 import pg from 'pg';
@@ -45,7 +54,8 @@ function localPort(variable: string, fallback: number): number {
   const raw = process.env[variable];
   if (!raw) return fallback;
   const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`${variable} must be a port number`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`${variable} must be a port number`);
   return port;
 }
 
@@ -129,11 +139,10 @@ class OwnedProcess {
     process.removeListener('exit', this.onExit);
     if (!this.running) return;
     this.signal(this.stopSignal);
-    const timer = sleep(timeoutMs).then(() => 'timeout' as const);
-    if ((await Promise.race([this.exited.then(() => 'exited' as const), timer])) === 'timeout') {
-      this.signal(this.killSignal);
-      await this.exited;
-    }
+    // A pending timer would keep the caller's event loop (e.g. vitest's) alive: clear it.
+    const timer = setTimeout(() => this.signal(this.killSignal), timeoutMs);
+    await this.exited;
+    clearTimeout(timer);
   }
 }
 
@@ -151,7 +160,9 @@ export async function resolveDatabase(dbName: string): Promise<LocalService> {
     try {
       url = new URL(fromEnv);
     } catch {
-      throw new Error('DATABASE_URL is not a valid URL (expected postgres://user:password@host:port/database)');
+      throw new Error(
+        'DATABASE_URL is not a valid URL (expected postgres://user:password@host:port/database)',
+      );
     }
     url.pathname = `/${encodeURIComponent(dbName)}`;
     return { url: url.toString(), stop: noop, description: `PostgreSQL from DATABASE_URL (${url.host})` };
@@ -172,7 +183,10 @@ function embeddedUrl(port: number, dbName: string): string {
 }
 
 async function pgAnswers(port: number): Promise<boolean> {
-  const client = new pg.Client({ connectionString: embeddedUrl(port, 'postgres'), connectionTimeoutMillis: 1000 });
+  const client = new pg.Client({
+    connectionString: embeddedUrl(port, 'postgres'),
+    connectionTimeoutMillis: 1000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -321,7 +335,11 @@ async function startEmbeddedPostgres(dbName: string, triedPort: number): Promise
       const other = await runningEmbedded(dataDir);
       if (other !== undefined) {
         log(`PostgreSQL: another process started ${shown} first; using it on 127.0.0.1:${other}`);
-        return { url: embeddedUrl(other, dbName), stop: noop, description: `embedded PostgreSQL on 127.0.0.1:${other}` };
+        return {
+          url: embeddedUrl(other, dbName),
+          stop: noop,
+          description: `embedded PostgreSQL on 127.0.0.1:${other}`,
+        };
       }
       throw new Error(`embedded PostgreSQL did not start; last lines of ${logFile}:\n${tail(logFile)}`);
     }

@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# Production image for the web, worker and release (migrate) processes; see docker-compose.yml.
+
+FROM node:24-slim AS build
+WORKDIR /app
+ENV npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+COPY package.json package-lock.json .npmrc ./
+# npm ci can fail on optional platform packages the lockfile lacks ("Missing: @msgpackr-extract/...");
+# npm install with the committed lockfile then installs the same tree and leaves the lock unchanged.
+RUN npm ci || npm install
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+FROM node:24-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# `npm run migrate` / `npm run seed` go through entry.mjs, which runs dist/scripts/*.js in production.
+COPY --from=build /app/scripts/entry.mjs ./scripts/entry.mjs
+USER node
+EXPOSE 3000
+# node directly (not npm) so SIGTERM reaches the process and its graceful shutdown runs.
+CMD ["node", "dist/src/server.js"]
