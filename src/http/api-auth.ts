@@ -47,6 +47,8 @@ export function authenticateApiKey(orm: MikroORM): RequestHandler {
       livemode: key.livemode,
       kind: key.kind,
       platform: key.platform,
+      rateLimitPerS: key.rateLimitPerS,
+      rateLimitBurst: key.rateLimitBurst,
     };
     next();
   };

@@ -8,6 +8,9 @@ export interface ApiCaller {
   livemode: boolean;
   kind: KeyKind;
   platform: string;
+  /** The brand's own event rate limit; null = the service default. */
+  rateLimitPerS: number | null;
+  rateLimitBurst: number | null;
 }
 
 declare global {

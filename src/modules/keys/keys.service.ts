@@ -19,6 +19,8 @@ export interface AuthenticatedKey {
   brandStatus: BrandStatus;
   platform: string;
   allowedOrigins: string[];
+  rateLimitPerS: number | null;
+  rateLimitBurst: number | null;
   livemode: boolean;
   kind: KeyKind;
 }
@@ -58,7 +60,7 @@ export async function authenticateKey(
     });
   }
   const rows = await em.execute<Record<string, unknown>[]>(
-    `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins
+    `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins, b.rate_limit_per_s, b.rate_limit_burst
        from api_keys k join brands b on b.id = k.brand_id
       where k.secret_hash = ?`,
     [hashKey(plain)],
@@ -90,6 +92,8 @@ export async function authenticateKey(
     brandStatus: status,
     platform: row.platform as string,
     allowedOrigins: row.allowed_origins as string[],
+    rateLimitPerS: (row.rate_limit_per_s as number | null) ?? null,
+    rateLimitBurst: (row.rate_limit_burst as number | null) ?? null,
     livemode: row.livemode as boolean,
     kind: row.kind as KeyKind,
   };
