@@ -1,0 +1,98 @@
+import type { Request, Response } from 'express';
+import type { AppDeps } from '../../app.js';
+import { callerOf } from '../../http/context.js';
+import { route } from '../../http/route.js';
+import { AppError } from '../../shared/errors.js';
+import { validateBatchEnvelope, validateEvent } from './event-validation.js';
+import { EventBatchIn, EventIn, EventOut } from './events.schemas.js';
+import { type IngestResult, runIdempotent } from './idempotency.js';
+import { ingestEvents } from './ingest.service.js';
+
+async function ingest(deps: AppDeps, req: Request, res: Response, rawEvents: unknown[], batch: boolean) {
+  const caller = callerOf(req);
+  const now = new Date();
+  const validate = (raw: unknown, index: number) =>
+    validateEvent(raw, { now, keyKind: caller.kind, ...(batch && { paramPrefix: `events[${index}].` }) });
+  const result = await runIdempotent(
+    deps.orm.em.fork(),
+    caller,
+    req.header('Idempotency-Key'),
+    { path: req.path, body: req.body },
+    async (tx): Promise<IngestResult> => {
+      const { outs, failure } = await ingestEvents(tx, caller, rawEvents, validate, req.requestId, now, {
+        batch,
+      });
+      if (failure) return { status: failure.status, body: null, error: failure };
+      return { status: 200, body: batch ? outs : outs[0] };
+    },
+  );
+  if (result.error) throw result.error;
+  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  res.status(result.status).json(result.body);
+}
+
+const ingestionErrors = [
+  'invalid_api_key',
+  'brand_not_active',
+  'origin_not_allowed',
+  'event_type_not_allowed_for_publishable_key',
+  'order_not_found',
+  'missing_required_field',
+  'refund_exceeds_remaining_amount',
+  'refund_currency_mismatch',
+  'amount_below_refunded',
+  'missing_fx_rate',
+  'unsupported_currency',
+  'unknown_event_type',
+  'invalid_datetime',
+  'occurred_at_out_of_range',
+  'personal_data_not_allowed',
+  'invalid_request_body',
+  'idempotency_key_reused',
+  'rate_limit_exceeded',
+  'temporary_service_error',
+] as const;
+
+export function eventRoutes(deps: AppDeps) {
+  return [
+    route({
+      method: 'post',
+      path: '/v1/events',
+      operationId: 'sendEvent',
+      summary: 'Send one event',
+      description:
+        'The `type` selects the action. `order.paid` is an idempotent upsert by order_id. Accepts an `Idempotency-Key` header (24 hours).',
+      tag: 'Events',
+      security: 'api_key',
+      body: EventIn,
+      validatesBodyItself: true,
+      responses: { 200: { description: 'The event was applied.', schema: EventOut } },
+      errors: [...ingestionErrors],
+      async handle(req, res) {
+        await ingest(deps, req, res, [req.body], false);
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/v1/events/batch',
+      operationId: 'sendEventBatch',
+      summary: 'Send 1 to 500 events',
+      description:
+        'Applied in order; stops at the first failing event, whose index is in `param`; earlier events stay applied.',
+      tag: 'Events',
+      security: 'secret_key',
+      body: EventBatchIn,
+      validatesBodyItself: true,
+      responses: { 200: { description: 'One EventOut per event, sharing one request_id.' } },
+      errors: [...ingestionErrors, 'secret_key_required'],
+      async handle(req, res) {
+        if (callerOf(req).kind !== 'secret') {
+          throw new AppError('secret_key_required', 'The batch endpoint needs a secret (sk_) key.', {
+            hint: 'Send batches from your server with a secret key; browsers send single events.',
+          });
+        }
+        await ingest(deps, req, res, validateBatchEnvelope(req.body), true);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,406 @@
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, expectEnvelope, makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+let ctx: TestContext;
+let brandId: string;
+let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
+let mina: { creatorId: string; clickRef: string; oldClickRef: string };
+let joon: { creatorId: string };
+let n = 0;
+const nextOrderId = () => `ord-${++n}`;
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  ({
+    brand: { id: brandId },
+    keys,
+  } = await makeBrandWithKeys(ctx.orm, { recurring_commission_cycles: 2 }));
+  const a = admin(ctx);
+  const offer = await a.post(`/admin/api/brands/${brandId}/offers`, {
+    name: 'Serum',
+    landing_url: 'https://shop.example.com/serum',
+    attribution_window_days: 7,
+    commission_bps: 2000,
+  });
+  const m = await a.post(`/admin/api/brands/${brandId}/creators`, {
+    name: 'Mina',
+    customer_hashes: ['a'.repeat(64)],
+  });
+  const j = await a.post(`/admin/api/brands/${brandId}/creators`, { name: 'Joon' });
+  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, {
+    creator_id: m.body.id,
+    code: 'MINA20',
+    offer_id: offer.body.id,
+  });
+  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: j.body.id, code: 'JOON' });
+  const click = await a.post(`/admin/api/brands/${brandId}/clicks`, {
+    creator_id: m.body.id,
+    offer_id: offer.body.id,
+  });
+  const old = await a.post(`/admin/api/brands/${brandId}/clicks`, {
+    creator_id: m.body.id,
+    offer_id: offer.body.id,
+    clicked_at: new Date(Date.now() - 10 * 86_400_000).toISOString(),
+  });
+  mina = { creatorId: m.body.id, clickRef: click.body.click_ref, oldClickRef: old.body.click_ref };
+  joon = { creatorId: j.body.id };
+});
+afterAll(async () => {
+  if (process.env.DEBUG_LOGS)
+    console.log(
+      ctx.logLines
+        .filter((l) => l.includes('"level":50'))
+        .slice(0, 2)
+        .join(''),
+    );
+  await ctx.close();
+});
+
+function send(
+  type: string,
+  data: Record<string, unknown>,
+  key = keys.sk_live,
+  extra: Record<string, unknown> = {},
+) {
+  return request(ctx.app)
+    .post('/v1/events')
+    .set('Authorization', `Bearer ${key}`)
+    .set('Origin', SHOP_ORIGIN)
+    .send({ type, data, ...extra });
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: raw rows in assertions.
+async function order(orderId: string, livemode = true): Promise<any> {
+  const [row] = await ctx.orm.em
+    .fork()
+    .execute('select * from orders where brand_id = ? and livemode = ? and order_id = ?', [
+      brandId,
+      livemode,
+      orderId,
+    ]);
+  return row;
+}
+
+async function journal(orderId: string) {
+  return ctx.orm.em.fork().execute(
+    `select m.kind, m.amount::int as amount, m.creator_id, e.commission_balance::int as balance
+       from ledger_movements m join ledger_entries e on e.id = m.entry_id join orders o on o.id = e.order_id
+      where o.brand_id = ? and o.order_id = ? order by m.id`,
+    [brandId, orderId],
+  );
+}
+
+describe('order.paid', () => {
+  it('attributes by code: pending, commission at the offer rate, conversion id', async () => {
+    const id = nextOrderId();
+    const res = await send('order.paid', { order_id: id, amount: 50_000, coupon_code: 'mina20' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      object: 'event',
+      type: 'order.paid',
+      livemode: true,
+      status: 'accepted',
+      attribution: { status: 'attributed', via: 'code' },
+    });
+    expect(res.body.id).toMatch(/^evt_/);
+    expect(res.body.conversion_id).toMatch(/^conv_/);
+    expect(res.body.request_id).toBe(res.headers['request-id']);
+    const row = await order(id);
+    expect(row).toMatchObject({ status: 'pending', creator_id: mina.creatorId, attributed_via: 'code' });
+    expect(Number(row.commission_amount)).toBe(10_000);
+    expect(await journal(id)).toEqual([
+      { kind: 'accrual', amount: 10_000, creator_id: mina.creatorId, balance: 10_000 },
+    ]);
+  });
+
+  it('unattributed orders are accepted with 200 and stay visible', async () => {
+    const id = nextOrderId();
+    const res = await send('order.paid', { order_id: id, amount: 1000, coupon_code: 'NOPE' });
+    expect(res.status).toBe(200);
+    expect(res.body.attribution).toEqual({ status: 'unattributed', via: null });
+    expect(res.body.conversion_id).toBeNull();
+    expect((await order(id)).status).toBe('unattributed');
+  });
+
+  it('attributes by a click inside the window only; last_touch_channel other than lf disables clicks', async () => {
+    const inWindow = await send('order.paid', {
+      order_id: nextOrderId(),
+      amount: 1000,
+      click_ref: mina.clickRef,
+    });
+    expect(inWindow.body.attribution).toEqual({ status: 'attributed', via: 'click' });
+    const outside = await send('order.paid', {
+      order_id: nextOrderId(),
+      amount: 1000,
+      click_ref: mina.oldClickRef,
+    });
+    expect(outside.body.attribution.status).toBe('unattributed');
+    const otherChannel = await send('order.paid', {
+      order_id: nextOrderId(),
+      amount: 1000,
+      click_ref: mina.clickRef,
+      last_touch_channel: 'naver',
+    });
+    expect(otherChannel.body.attribution.status).toBe('unattributed');
+    const lf = await send('order.paid', {
+      order_id: nextOrderId(),
+      amount: 1000,
+      click_ref: mina.clickRef,
+      last_touch_channel: 'LF',
+    });
+    expect(lf.body.attribution.via).toBe('click');
+  });
+
+  it('resends: late code attributes, amount corrections adjust, identical resends write nothing, codes move creators', async () => {
+    const id = nextOrderId();
+    await send('order.paid', { order_id: id, amount: 10_000 });
+    const late = await send('order.paid', { order_id: id, amount: 10_000, coupon_code: 'JOON' });
+    expect(late.body.attribution.via).toBe('code');
+    expect((await order(id)).status).toBe('pending');
+    await send('order.paid', { order_id: id, amount: 20_000 }); // sticky: no code, keeps Joon
+    await send('order.paid', { order_id: id, amount: 20_000 });
+    await send('order.paid', { order_id: id, amount: 20_000, coupon_code: 'MINA20' });
+    expect(await journal(id)).toEqual([
+      { kind: 'accrual', amount: 1000, creator_id: joon.creatorId, balance: 4000 },
+      { kind: 'adjustment', amount: 1000, creator_id: joon.creatorId, balance: 4000 },
+      { kind: 'reversal', amount: -2000, creator_id: joon.creatorId, balance: 4000 },
+      { kind: 'accrual', amount: 4000, creator_id: mina.creatorId, balance: 4000 },
+    ]);
+    const [entries] = await ctx.orm.em
+      .fork()
+      .execute(
+        'select count(*)::int as n from ledger_entries e join orders o on o.id = e.order_id where o.order_id = ?',
+        [id],
+      );
+    expect(entries!.n).toBe(1);
+  });
+
+  it('converts foreign orders to KRW at the order rate', async () => {
+    const id = nextOrderId();
+    await send('order.paid', {
+      order_id: id,
+      amount: 1999,
+      currency: 'USD',
+      fx_rate: '1350.5',
+      coupon_code: 'JOON',
+    });
+    const row = await order(id);
+    expect(Number(row.amount)).toBe(26_996);
+    expect(row).toMatchObject({ original_currency: 'USD' });
+    expect(Number(row.original_amount)).toBe(1999);
+    expect(Number(row.commission_amount)).toBe(2699);
+  });
+
+  it('renewals inherit attribution with cycle numbers and stop earning past the brand limit', async () => {
+    const first = nextOrderId();
+    await send('order.paid', { order_id: first, amount: 10_000, coupon_code: 'JOON' });
+    const second = await send('order.paid', {
+      order_id: nextOrderId(),
+      amount: 10_000,
+      parent_order_id: first,
+    });
+    expect(second.body.attribution).toEqual({ status: 'attributed', via: 'renewal' });
+    const thirdId = nextOrderId();
+    await send('order.paid', { order_id: thirdId, amount: 10_000, parent_order_id: first });
+    const third = await order(thirdId);
+    expect(third.cycle_number).toBe(3);
+    expect(Number(third.commission_amount)).toBe(0);
+    expect(third.attributed_via).toBe('renewal');
+  });
+
+  it('self-purchase is attributed with commission 0 and flagged', async () => {
+    const id = nextOrderId();
+    await send('order.paid', {
+      order_id: id,
+      amount: 10_000,
+      coupon_code: 'MINA20',
+      customer_hash: 'A'.repeat(64),
+    });
+    const row = await order(id);
+    expect(row.flags).toEqual(['self_purchase']);
+    expect(Number(row.commission_amount)).toBe(0);
+  });
+
+  it('20 identical order.paid at once make one order and one ledger entry', async () => {
+    const id = nextOrderId();
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        send('order.paid', { order_id: id, amount: 7000, coupon_code: 'JOON' }),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(await journal(id)).toEqual([
+      { kind: 'accrual', amount: 700, creator_id: joon.creatorId, balance: 700 },
+    ]);
+  });
+
+  it('test mode and live mode are separate orders', async () => {
+    const id = nextOrderId();
+    await send('order.paid', { order_id: id, amount: 1000 }, keys.sk_test);
+    expect(await order(id, true)).toBeUndefined();
+    expect((await order(id, false)).livemode).toBe(false);
+  });
+});
+
+describe('refunds, cancellations and confirmations', () => {
+  it('partial refunds reverse commission in proportion; the full refund closes the order', async () => {
+    const id = nextOrderId();
+    await send('order.paid', { order_id: id, amount: 30_000, coupon_code: 'JOON' });
+    expect((await send('refund.created', { order_id: id, refund_id: 'r1', amount: 10_000 })).status).toBe(
+      200,
+    );
+    expect((await send('refund.created', { order_id: id, refund_id: 'r1', amount: 10_000 })).status).toBe(
+      200,
+    );
+    let row = await order(id);
+    expect([Number(row.refunded_amount), Number(row.refunded_commission_amount), row.status]).toEqual([
+      10_000,
+      1000,
+      'pending',
+    ]);
+    const over = expectEnvelope(
+      await send('refund.created', { order_id: id, refund_id: 'r2', amount: 20_001 }),
+      422,
+      'refund_exceeds_remaining_amount',
+    );
+    expect(over.hint).toBe('20000');
+    expectEnvelope(
+      await send('refund.created', { order_id: id, refund_id: 'r3', amount: 5, currency: 'USD' }),
+      422,
+      'refund_currency_mismatch',
+    );
+    expectEnvelope(await send('order.paid', { order_id: id, amount: 9999 }), 422, 'amount_below_refunded');
+    await send('refund.created', { order_id: id, refund_id: 'r2', amount: 20_000 });
+    row = await order(id);
+    expect([Number(row.refunded_amount), Number(row.refunded_commission_amount), row.status]).toEqual([
+      30_000,
+      3000,
+      'refunded',
+    ]);
+    const moves = await journal(id);
+    expect(moves.reduce((s, m) => s + Number(m.amount), 0)).toBe(0);
+    await send('order.paid', { order_id: id, amount: 50_000, coupon_code: 'MINA20' });
+    expect(Number((await order(id)).amount)).toBe(30_000);
+  });
+
+  it('order.cancelled closes the order and reverses all commission; confirm changes nothing', async () => {
+    const id = nextOrderId();
+    await send('order.paid', { order_id: id, amount: 12_345, coupon_code: 'JOON' });
+    expect((await send('order.confirmed', { order_id: id })).status).toBe(200);
+    expect((await order(id)).status).toBe('pending');
+    expect((await send('order.cancelled', { order_id: id, amount: 1 })).status).toBe(200);
+    const row = await order(id);
+    expect([row.status, Number(row.refunded_amount), Number(row.refunded_commission_amount)]).toEqual([
+      'cancelled',
+      12_345,
+      1234,
+    ]);
+  });
+
+  it.each(['refund.created', 'order.cancelled', 'order.confirmed'])(
+    '%s for an unknown order is 404 order_not_found',
+    async (type) => {
+      expectEnvelope(
+        await send(type, { order_id: 'never-sent', refund_id: 'x', amount: 1 }),
+        404,
+        'order_not_found',
+      );
+    },
+  );
+});
+
+describe('keys, batches and idempotency', () => {
+  it('publishable keys send browser signals only', async () => {
+    expect((await send('page.viewed', {}, keys.pk_live)).status).toBe(200);
+    expect((await send('order.observed', { order_id: 'obs-1', amount: 100 }, keys.pk_live)).status).toBe(200);
+    expect(await order('obs-1')).toBeUndefined();
+    expectEnvelope(
+      await send('order.paid', { order_id: 'x', amount: 1 }, keys.pk_live),
+      403,
+      'event_type_not_allowed_for_publishable_key',
+    );
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.pk_live}`)
+      .set('Origin', SHOP_ORIGIN)
+      .send({ events: [] });
+    expectEnvelope(batch, 403, 'secret_key_required');
+  });
+
+  it('a batch applies in order, stops at the first failure, keeps earlier events and names the index', async () => {
+    const [a, b, c] = [nextOrderId(), nextOrderId(), nextOrderId()];
+    const events = [
+      { type: 'order.paid', data: { order_id: a, amount: 1000 } },
+      { type: 'order.paid', data: { order_id: b, amount: 'lots' } },
+      { type: 'order.paid', data: { order_id: c, amount: 1000 } },
+    ];
+    const res = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({ events });
+    const error = expectEnvelope(res, 422, 'invalid_request_body');
+    expect(error.param).toBe('events[1].data.amount');
+    expect(error.hint).toContain('resend from index 1');
+    expect(await order(a)).toBeDefined();
+    expect(await order(c)).toBeUndefined();
+    events[1]!.data.amount = 2000;
+    const ok = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({ events });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toHaveLength(3);
+    expect(new Set(ok.body.map((e: { request_id: string }) => e.request_id)).size).toBe(1);
+    const missing = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({ events: [{ type: 'refund.created', data: { order_id: 'never', refund_id: 'r', amount: 1 } }] });
+    expect(expectEnvelope(missing, 404, 'order_not_found').param).toBe('events[0].data.order_id');
+  });
+
+  it('Idempotency-Key replays the first response and refuses a different body', async () => {
+    const body = { type: 'order.paid', data: { order_id: nextOrderId(), amount: 5000, coupon_code: 'JOON' } };
+    const post = (b: object) =>
+      request(ctx.app)
+        .post('/v1/events')
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .set('Idempotency-Key', 'key-1')
+        .send(b);
+    const first = await post(body);
+    const again = await post(body);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expectEnvelope(await post({ ...body, data: { ...body.data, amount: 1 } }), 409, 'idempotency_key_reused');
+    const concurrent = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        request(ctx.app)
+          .post('/v1/events')
+          .set('Authorization', `Bearer ${keys.sk_live}`)
+          .set('Idempotency-Key', 'key-2')
+          .send({ type: 'order.paid', data: { order_id: nextOrderId(), amount: 1 } }),
+      ),
+    );
+    const ids = new Set(concurrent.filter((r) => r.status === 200).map((r) => r.body.id));
+    expect(ids.size).toBe(1);
+    expect(concurrent.every((r) => r.status === 200 || r.body.error?.code === 'idempotency_key_reused')).toBe(
+      true,
+    );
+  });
+
+  it('the journal of every order sums to its ledger entry', async () => {
+    const rows = await ctx.orm.em.fork().execute(
+      `select e.commission_balance::int as balance, coalesce(sum(m.amount), 0)::int as total,
+              (o.commission_amount - o.refunded_commission_amount)::int as net
+         from ledger_entries e join orders o on o.id = e.order_id left join ledger_movements m on m.entry_id = e.id
+        group by e.id, o.id`,
+    );
+    expect(rows.length).toBeGreaterThan(10);
+    for (const r of rows) {
+      expect(r.total).toBe(r.balance);
+      expect(r.balance).toBe(r.net);
+    }
+  });
+});
