@@ -13,7 +13,9 @@ import type { Queues } from './jobs/queues.js';
 import type { Logger } from './logger.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
+import { eventRoutes } from './modules/events/events.routes.js';
 import { pingRoutes } from './modules/keys/ping.routes.js';
+import { orderRoutes } from './modules/orders/orders.routes.js';
 import { docsRoutes } from './openapi/docs.routes.js';
 import { mountBullBoard } from './ops/bull-board.js';
 
@@ -26,8 +28,8 @@ export interface AppDeps {
 }
 
 /** Every public route, in one list: the router and the OpenAPI document both read it. */
-export function publicApiRoutes(_deps: AppDeps): AnyRoute[] {
-  return [...pingRoutes];
+export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
+  return [...pingRoutes, ...eventRoutes(deps), ...orderRoutes(deps)];
 }
 
 export function buildApp(deps: AppDeps): express.Express {

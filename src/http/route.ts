@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
-import type { ErrorCode } from '../shared/errors.js';
+import type { AppError, ErrorCode } from '../shared/errors.js';
 import { methodNotAllowed } from './error-handler.js';
 import { parseOrThrow } from './validate.js';
 
@@ -23,6 +23,8 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   body?: B;
   /** The body schema is documented but the handler validates it itself (custom error precedence). */
   validatesBodyItself?: boolean;
+  /** Secret-key-only routes refuse a publishable key before anything else is checked. */
+  refusePublishableKey?: () => AppError;
   responses: Record<number, { description: string; schema?: z.ZodType }>;
   errors: ErrorCode[];
   handle: (
@@ -51,6 +53,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], middleware: Requ
   const methodsByPath = new Map<string, string[]>();
   for (const def of routes) {
     const handler: RequestHandler = async (req, res) => {
+      if (def.refusePublishableKey && req.caller?.kind === 'publishable') throw def.refusePublishableKey();
       const input = {
         params: def.params ? parseOrThrow(def.params, req.params) : undefined,
         query: def.query ? parseOrThrow(def.query, req.query) : undefined,

@@ -404,3 +404,32 @@ describe('keys, batches and idempotency', () => {
     }
   });
 });
+
+describe('rate limit', () => {
+  it('counts per event: a batch larger than the tokens left is refused whole with Retry-After', async () => {
+    const { keys: own } = await makeBrandWithKeys(ctx.orm, { rate_limit_per_s: 1, rate_limit_burst: 3 });
+    const batch = (count: number) =>
+      request(ctx.app)
+        .post('/v1/events/batch')
+        .set('Authorization', `Bearer ${own.sk_live}`)
+        .send({
+          events: Array.from({ length: count }, (_, i) => ({
+            type: 'order.paid',
+            data: { order_id: `rl-${count}-${i}`, amount: 100 },
+          })),
+        });
+    const refused = await batch(4);
+    expectEnvelope(refused, 429, 'rate_limit_exceeded');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    const [applied] = await ctx.orm.em
+      .fork()
+      .execute("select count(*)::int as n from orders where order_id like 'rl-4-%'");
+    expect(applied!.n).toBe(0);
+    const ok = await batch(3);
+    expect(ok.status).toBe(200);
+    expect(ok.headers['ratelimit-limit']).toBe('3');
+    expect(ok.headers['ratelimit-remaining']).toBe('0');
+    const next = await send('order.paid', { order_id: 'rl-single', amount: 1 }, own.sk_live);
+    expect(expectEnvelope(next, 429, 'rate_limit_exceeded').message).toBeTruthy();
+  });
+});

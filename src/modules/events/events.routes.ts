@@ -7,9 +7,21 @@ import { validateBatchEnvelope, validateEvent } from './event-validation.js';
 import { EventBatchIn, EventIn, EventOut } from './events.schemas.js';
 import { type IngestResult, runIdempotent } from './idempotency.js';
 import { ingestEvents } from './ingest.service.js';
+import { EventRateLimiter, rateLimitError } from './rate-limit.js';
 
-async function ingest(deps: AppDeps, req: Request, res: Response, rawEvents: unknown[], batch: boolean) {
+async function ingest(
+  deps: AppDeps,
+  limiter: EventRateLimiter,
+  req: Request,
+  res: Response,
+  rawEvents: unknown[],
+  batch: boolean,
+) {
   const caller = callerOf(req);
+  // Counted per event before anything is applied: a refused batch applies nothing.
+  const decision = await limiter.consume(caller, Math.max(rawEvents.length, 1));
+  res.set(limiter.headers(decision));
+  if (!decision.allowed) throw rateLimitError(decision, rawEvents.length);
   const now = new Date();
   const validate = (raw: unknown, index: number) =>
     validateEvent(raw, { now, keyKind: caller.kind, ...(batch && { paramPrefix: `events[${index}].` }) });
@@ -54,6 +66,7 @@ const ingestionErrors = [
 ] as const;
 
 export function eventRoutes(deps: AppDeps) {
+  const limiter = new EventRateLimiter(deps.redis, deps.logger);
   return [
     route({
       method: 'post',
@@ -69,7 +82,7 @@ export function eventRoutes(deps: AppDeps) {
       responses: { 200: { description: 'The event was applied.', schema: EventOut } },
       errors: [...ingestionErrors],
       async handle(req, res) {
-        await ingest(deps, req, res, [req.body], false);
+        await ingest(deps, limiter, req, res, [req.body], false);
       },
     }),
     route({
@@ -85,13 +98,12 @@ export function eventRoutes(deps: AppDeps) {
       validatesBodyItself: true,
       responses: { 200: { description: 'One EventOut per event, sharing one request_id.' } },
       errors: [...ingestionErrors, 'secret_key_required'],
+      refusePublishableKey: () =>
+        new AppError('secret_key_required', 'The batch endpoint needs a secret (sk_) key.', {
+          hint: 'Send batches from your server with a secret key; browsers send single events.',
+        }),
       async handle(req, res) {
-        if (callerOf(req).kind !== 'secret') {
-          throw new AppError('secret_key_required', 'The batch endpoint needs a secret (sk_) key.', {
-            hint: 'Send batches from your server with a secret key; browsers send single events.',
-          });
-        }
-        await ingest(deps, req, res, validateBatchEnvelope(req.body), true);
+        await ingest(deps, limiter, req, res, validateBatchEnvelope(req.body), true);
       },
     }),
   ];

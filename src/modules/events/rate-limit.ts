@@ -1,0 +1,253 @@
+import type { Redis } from 'ioredis';
+import type { ApiCaller } from '../../http/context.js';
+import type { Logger } from '../../logger.js';
+import { AppError } from '../../shared/errors.js';
+
+/**
+ * Event rate limit: a token bucket per (brand, mode), counted per event.
+ *
+ * The bucket lives in one Redis hash (`tokens`, `ts` in ms) and is read, refilled and
+ * charged by one Lua script, so concurrent requests on any number of web processes
+ * cannot overspend it. The clock is Redis `TIME`, never the Node clock, so processes
+ * with skewed clocks share one timeline. A request that needs more tokens than are
+ * left is refused whole and charges nothing (the script writes only when it allows).
+ *
+ * Redis trouble never blocks ingestion: on an error or no answer within `timeoutMs`
+ * the request is allowed (fail open), counted in `failOpenCount` and logged at warn
+ * (at most one line per `FAIL_OPEN_LOG_INTERVAL_MS`, so an outage cannot flood the log).
+ */
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** Bucket capacity (the burst). */
+  limit: number;
+  /** Sustained refill rate, events per second. */
+  perSecond: number;
+  /** Whole tokens left after this request. */
+  remaining: number;
+  /** Seconds until the bucket is full again (ceil). */
+  resetSeconds: number;
+  /** When refused: seconds until the request could pass (ceil, at least 1); null when allowed. */
+  retryAfterSeconds: number | null;
+  /** The request is larger than the bucket: it can never pass and must be split. */
+  exceedsCapacity: boolean;
+  /** Redis failed or was too slow and the request was let through unmetered. */
+  failedOpen: boolean;
+}
+
+export interface EventRateLimiterOptions {
+  keyPrefix?: string;
+  defaultPerSecond?: number;
+  defaultBurst?: number;
+  timeoutMs?: number;
+}
+
+type RateLimitedCaller = Pick<ApiCaller, 'brandId' | 'livemode' | 'rateLimitPerS' | 'rateLimitBurst'>;
+
+const COMMAND = 'lfEventTokenBucket';
+const FAIL_OPEN_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * KEYS[1] bucket hash. ARGV: rate (tokens/s), burst, requested.
+ * Returns { allowed 0|1, remaining whole tokens, ms until full, ms until `requested` fit (-1: never) }.
+ * A small epsilon absorbs float error so exactly-due refills are not refused.
+ */
+const TOKEN_BUCKET_LUA = `
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local requested = tonumber(ARGV[3])
+local eps = 1e-9
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(state[1])
+local ts = tonumber(state[2])
+if tokens == nil or ts == nil then
+  tokens = burst
+else
+  local elapsed = now - ts
+  if elapsed < 0 then elapsed = 0 end
+  tokens = math.min(burst, tokens + elapsed * rate / 1000)
+end
+local allowed = 0
+if requested <= tokens + eps then
+  allowed = 1
+  tokens = math.max(0, tokens - requested)
+  redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', now))
+  redis.call('PEXPIRE', KEYS[1], math.max(1000, math.ceil(2000 * burst / rate)))
+end
+local remaining = math.floor(tokens + eps)
+local reset_ms = math.max(0, math.ceil((burst - tokens) * 1000 / rate - eps))
+local retry_ms = 0
+if allowed == 0 then
+  if requested > burst then
+    retry_ms = -1
+  else
+    retry_ms = math.max(1, math.ceil((requested - tokens) * 1000 / rate - eps))
+  end
+end
+return { allowed, remaining, reset_ms, retry_ms }
+`;
+
+type BucketReply = [number, number, number, number];
+
+interface BucketCommand {
+  [COMMAND](key: string, rate: string, burst: string, requested: string): Promise<BucketReply>;
+}
+
+function positive(value: number | null, fallback: number): number {
+  return value !== null && Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+export class EventRateLimiter {
+  /** Requests let through because Redis failed or timed out (exported as a metric by the caller). */
+  failOpenCount = 0;
+
+  private readonly keyPrefix: string;
+  private readonly defaultPerSecond: number;
+  private readonly defaultBurst: number;
+  private readonly timeoutMs: number;
+  private lastFailOpenLogAt = Number.NEGATIVE_INFINITY;
+  private failOpenSinceLog = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly logger: Logger,
+    options: EventRateLimiterOptions = {},
+  ) {
+    this.keyPrefix = options.keyPrefix ?? 'lf:ratelimit:events:';
+    this.defaultPerSecond = positive(options.defaultPerSecond ?? null, 100);
+    this.defaultBurst = Math.max(1, Math.floor(positive(options.defaultBurst ?? null, 1000)));
+    this.timeoutMs = positive(options.timeoutMs ?? null, 50);
+    // Idempotent: the same script under the same name, so several limiters may share a client.
+    redis.defineCommand(COMMAND, { lua: TOKEN_BUCKET_LUA, numberOfKeys: 1 });
+  }
+
+  /** The effective (per second, burst) for a caller: the brand's own settings, else the defaults. */
+  settingsFor(caller: RateLimitedCaller): { perSecond: number; burst: number } {
+    return {
+      perSecond: positive(caller.rateLimitPerS, this.defaultPerSecond),
+      burst: Math.max(1, Math.floor(positive(caller.rateLimitBurst, this.defaultBurst))),
+    };
+  }
+
+  /** Takes `events` tokens from the caller's (brand, mode) bucket, or none at all. */
+  async consume(caller: RateLimitedCaller, events: number): Promise<RateLimitDecision> {
+    if (!Number.isInteger(events) || events < 1) {
+      throw new RangeError(`events must be a positive integer, got ${events}`);
+    }
+    const { perSecond, burst } = this.settingsFor(caller);
+    const key = `${this.keyPrefix}${caller.brandId}:${caller.livemode ? 'live' : 'test'}`;
+    let reply: BucketReply;
+    try {
+      reply = await this.withTimeout(
+        (this.redis as unknown as BucketCommand)[COMMAND](
+          key,
+          String(perSecond),
+          String(burst),
+          String(events),
+        ),
+      );
+    } catch (err) {
+      this.recordFailOpen(err);
+      return {
+        allowed: true,
+        limit: burst,
+        perSecond,
+        remaining: burst,
+        resetSeconds: 0,
+        retryAfterSeconds: null,
+        exceedsCapacity: events > burst,
+        failedOpen: true,
+      };
+    }
+    const [allowed, remaining, resetMs, retryMs] = reply.map(Number) as BucketReply;
+    const resetSeconds = Math.ceil(resetMs / 1000);
+    const exceedsCapacity = events > burst;
+    return {
+      allowed: allowed === 1,
+      limit: burst,
+      perSecond,
+      remaining,
+      resetSeconds,
+      retryAfterSeconds:
+        allowed === 1 ? null : Math.max(1, retryMs < 0 ? resetSeconds : Math.ceil(retryMs / 1000)),
+      exceedsCapacity,
+      failedOpen: false,
+    };
+  }
+
+  /**
+   * RateLimit-* headers (and Retry-After on a refusal). A fail-open decision carries none:
+   * the numbers would be invented.
+   */
+  headers(decision: RateLimitDecision): Record<string, string> {
+    return rateLimitHeaders(decision);
+  }
+
+  private withTimeout<T>(promise: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      timer.unref();
+    });
+    // A late answer or error after the timeout is dropped (the outcome is already decided).
+    promise.catch(() => {});
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private recordFailOpen(err: unknown): void {
+    this.failOpenCount += 1;
+    this.failOpenSinceLog += 1;
+    const now = Date.now();
+    if (now - this.lastFailOpenLogAt < FAIL_OPEN_LOG_INTERVAL_MS) return;
+    this.logger.warn(
+      {
+        reason: err instanceof Error ? err.message : String(err),
+        failOpenSinceLastLog: this.failOpenSinceLog,
+        failOpenCount: this.failOpenCount,
+      },
+      'rate limiter unavailable, events allowed without limit (fail open)',
+    );
+    this.lastFailOpenLogAt = now;
+    this.failOpenSinceLog = 0;
+  }
+}
+
+/** See {@link EventRateLimiter.headers}. */
+export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
+  if (decision.failedOpen) return {};
+  const headers: Record<string, string> = {
+    'RateLimit-Limit': String(decision.limit),
+    'RateLimit-Remaining': String(decision.remaining),
+    'RateLimit-Reset': String(decision.resetSeconds),
+  };
+  if (!decision.allowed) headers['Retry-After'] = String(decision.retryAfterSeconds ?? 1);
+  return headers;
+}
+
+/** 429 rate_limit_exceeded for a refused decision, with the numbers and the headers to send. */
+export function rateLimitError(decision: RateLimitDecision, events: number): AppError {
+  const retryAfter = decision.retryAfterSeconds ?? 1;
+  const unit = (n: number) => (n === 1 ? 'event' : 'events');
+  const policy = `${decision.limit} ${unit(decision.limit)} burst, refilled at ${decision.perSecond} ${unit(decision.perSecond)}/s`;
+  const headers = { ...rateLimitHeaders(decision), 'Retry-After': String(retryAfter) };
+  if (decision.exceedsCapacity || events > decision.limit) {
+    return new AppError(
+      'rate_limit_exceeded',
+      `This request carries ${events} ${unit(events)}, more than the rate limit allows at once (${policy}); it can never pass as one request. Nothing was applied.`,
+      {
+        hint: `Split the batch into requests of at most ${decision.limit} events.`,
+        headers,
+      },
+    );
+  }
+  return new AppError(
+    'rate_limit_exceeded',
+    `This request needs ${events} ${unit(events)} but only ${decision.remaining} ${unit(decision.remaining)} ${decision.remaining === 1 ? 'is' : 'are'} left (${policy}). Nothing was applied.`,
+    {
+      hint: `Wait ${retryAfter} ${retryAfter === 1 ? 'second' : 'seconds'} before retrying, or send a smaller batch now.`,
+      headers,
+    },
+  );
+}

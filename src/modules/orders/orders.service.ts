@@ -1,0 +1,113 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ApiCaller } from '../../http/context.js';
+import { AppError } from '../../shared/errors.js';
+import { type CursorScope, decodeCursor, encodeCursor, type ListFilters } from './cursor.js';
+import type { OrderStatus } from './order.entity.js';
+import { type OrderOutput, type RawOrderRow, toOrderOut } from './order-out.js';
+
+type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
+
+export async function getOrder(em: EntityManager, caller: Caller, orderId: string): Promise<OrderOutput> {
+  const [row] = await em.execute<RawOrderRow[]>(
+    'select * from orders where brand_id = ? and livemode = ? and order_id = ?',
+    [caller.brandId, caller.livemode, orderId],
+  );
+  if (!row) {
+    throw new AppError(
+      'order_not_found',
+      `No order with order_id '${orderId}' was ingested for this brand in ${caller.livemode ? 'live' : 'test'} mode.`,
+      {
+        param: 'order_id',
+        hint: 'Orders sent with a test key are only visible to test keys, and live ones to live keys.',
+      },
+    );
+  }
+  return toOrderOut(row);
+}
+
+export interface ListOrdersInput {
+  limit: number;
+  cursor?: string | undefined;
+  /** Instants in UTC ISO form (see canonicalInstant), inclusive lower and exclusive upper bound. */
+  occurredAtGte?: string | undefined;
+  occurredAtLt?: string | undefined;
+  status?: OrderStatus | undefined;
+}
+
+export interface OrderPage {
+  data: OrderOutput[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+/**
+ * An ISO date-time with offset as a canonical UTC instant with microseconds (PostgreSQL's
+ * precision): the same instant written with another offset binds a cursor to the same filter.
+ */
+export function canonicalInstant(input: string): string {
+  const date = new Date(input);
+  if (Number.isNaN(date.getTime())) throw new RangeError(`not a date-time: ${input}`);
+  const fraction = /T\d\d:\d\d:\d\d\.(\d+)/.exec(input)?.[1] ?? '';
+  return `${date.toISOString().slice(0, 19)}.${fraction.padEnd(6, '0').slice(0, 6)}Z`;
+}
+
+type ListedRow = RawOrderRow & { id: string; cursor_occurred_at: string };
+
+/**
+ * One keyset query over orders_list_index (brand_id, livemode, occurred_at, id), ascending;
+ * one row beyond `limit` tells whether another page exists.
+ */
+export async function listOrders(
+  em: EntityManager,
+  caller: Caller,
+  input: ListOrdersInput,
+  secretKeyBase: string,
+): Promise<OrderPage> {
+  const filters: ListFilters = {
+    occurredAtGte: input.occurredAtGte ?? null,
+    occurredAtLt: input.occurredAtLt ?? null,
+    status: input.status ?? null,
+  };
+  const scope: CursorScope = { brandId: caller.brandId, livemode: caller.livemode, filters };
+  const after = input.cursor === undefined ? null : decodeCursor(secretKeyBase, input.cursor, scope);
+
+  const where = ['brand_id = ?', 'livemode = ?'];
+  const params: unknown[] = [caller.brandId, caller.livemode];
+  if (after) {
+    where.push('(occurred_at, id) > (?::timestamptz, ?)');
+    params.push(after.occurredAt, after.id);
+  }
+  if (filters.occurredAtGte !== null) {
+    where.push('occurred_at >= ?::timestamptz');
+    params.push(filters.occurredAtGte);
+  }
+  if (filters.occurredAtLt !== null) {
+    where.push('occurred_at < ?::timestamptz');
+    params.push(filters.occurredAtLt);
+  }
+  if (filters.status !== null) {
+    where.push('status = ?');
+    params.push(filters.status);
+  }
+  params.push(input.limit + 1);
+
+  const rows = await em.execute<ListedRow[]>(
+    `select *, to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_occurred_at
+       from orders
+      where ${where.join(' and ')}
+      order by occurred_at, id
+      limit ?`,
+    params,
+  );
+  const hasMore = rows.length > input.limit;
+  const page = hasMore ? rows.slice(0, input.limit) : rows;
+  const last = page.at(-1);
+  return {
+    data: page.map(toOrderOut),
+    has_more: hasMore,
+    next_cursor:
+      hasMore && last
+        ? encodeCursor(secretKeyBase, scope, { occurredAt: last.cursor_occurred_at, id: last.id })
+        : null,
+  };
+}
