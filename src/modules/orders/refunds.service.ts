@@ -49,7 +49,9 @@ export async function applyRefund(
     if (seen) return outcome(order);
   }
   const cancelling = event.type === 'order.cancelled';
-  if (cancelling && CLOSED_STATUSES.includes(order.status)) return outcome(order);
+  // A closed order stays closed: nothing (a cancellation or a zero refund) reopens or re-dates it.
+  if (CLOSED_STATUSES.includes(order.status) && (cancelling || event.data.amount === 0))
+    return outcome(order);
   const remainingOriginal = order.originalAmount - order.refundedOriginalAmount;
   let refundOriginal = remainingOriginal;
   if (event.type === 'refund.created') {
