@@ -5,4 +5,6 @@ import { ensureDatabaseExists, migrateUp } from '../src/db/orm.js';
 const config = loadConfigOrExit();
 if (config.NODE_ENV !== 'production') await ensureDatabaseExists(config.DATABASE_URL);
 const applied = await migrateUp(config.DATABASE_URL);
-process.stderr.write(applied.length ? `Applied migrations: ${applied.join(', ')}\n` : 'Database schema is up to date.\n');
+process.stderr.write(
+  applied.length ? `Applied migrations: ${applied.join(', ')}\n` : 'Database schema is up to date.\n',
+);
