@@ -65,3 +65,38 @@ export function expectEnvelope(res: request.Response, status: number, code: stri
     throw new Error(`doc_url ${error.doc_url} does not point at ${code}`);
   return error as { code: string; message: string; param?: string; hint?: string; type: string };
 }
+
+/**
+ * The attribution fixture most ingestion tests share: an offer (window 7 days, 20%), creator
+ * Mina with code MINA20 on that offer and a fresh click, creator Joon with code JOON (brand rate).
+ */
+export async function makeCreators(ctx: TestContext, brandId: string, minaCustomerHashes: string[] = []) {
+  const a = admin(ctx);
+  const offer = await a.post(`/admin/api/brands/${brandId}/offers`, {
+    name: 'Serum',
+    landing_url: 'https://shop.example.com/serum',
+    attribution_window_days: 7,
+    commission_bps: 2000,
+  });
+  const m = await a.post(`/admin/api/brands/${brandId}/creators`, {
+    name: 'Mina',
+    customer_hashes: minaCustomerHashes,
+  });
+  const j = await a.post(`/admin/api/brands/${brandId}/creators`, { name: 'Joon' });
+  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, {
+    creator_id: m.body.id,
+    code: 'MINA20',
+    offer_id: offer.body.id,
+  });
+  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: j.body.id, code: 'JOON' });
+  const click = await a.post(`/admin/api/brands/${brandId}/clicks`, {
+    creator_id: m.body.id,
+    offer_id: offer.body.id,
+  });
+  if (click.status !== 201) throw new Error(`fixture click failed: ${JSON.stringify(click.body)}`);
+  return {
+    offerId: offer.body.id as string,
+    mina: { creatorId: m.body.id as string, clickRef: click.body.click_ref as string },
+    joon: { creatorId: j.body.id as string },
+  };
+}

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, expectEnvelope, makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
+import { admin, expectEnvelope, makeBrandWithKeys, makeCreators, SHOP_ORIGIN } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
@@ -17,35 +17,14 @@ beforeAll(async () => {
     brand: { id: brandId },
     keys,
   } = await makeBrandWithKeys(ctx.orm, { recurring_commission_cycles: 2 }));
-  const a = admin(ctx);
-  const offer = await a.post(`/admin/api/brands/${brandId}/offers`, {
-    name: 'Serum',
-    landing_url: 'https://shop.example.com/serum',
-    attribution_window_days: 7,
-    commission_bps: 2000,
-  });
-  const m = await a.post(`/admin/api/brands/${brandId}/creators`, {
-    name: 'Mina',
-    customer_hashes: ['a'.repeat(64)],
-  });
-  const j = await a.post(`/admin/api/brands/${brandId}/creators`, { name: 'Joon' });
-  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, {
-    creator_id: m.body.id,
-    code: 'MINA20',
-    offer_id: offer.body.id,
-  });
-  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: j.body.id, code: 'JOON' });
-  const click = await a.post(`/admin/api/brands/${brandId}/clicks`, {
-    creator_id: m.body.id,
-    offer_id: offer.body.id,
-  });
-  const old = await a.post(`/admin/api/brands/${brandId}/clicks`, {
-    creator_id: m.body.id,
-    offer_id: offer.body.id,
+  const fixture = await makeCreators(ctx, brandId, ['a'.repeat(64)]);
+  const old = await admin(ctx).post(`/admin/api/brands/${brandId}/clicks`, {
+    creator_id: fixture.mina.creatorId,
+    offer_id: fixture.offerId,
     clicked_at: new Date(Date.now() - 10 * 86_400_000).toISOString(),
   });
-  mina = { creatorId: m.body.id, clickRef: click.body.click_ref, oldClickRef: old.body.click_ref };
-  joon = { creatorId: j.body.id };
+  mina = { ...fixture.mina, oldClickRef: old.body.click_ref };
+  joon = fixture.joon;
 });
 afterAll(async () => {
   if (process.env.DEBUG_LOGS)

@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
+import { makeBrandWithKeys, makeCreators, SHOP_ORIGIN } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
@@ -28,28 +28,7 @@ beforeAll(async () => {
   const made = await makeBrandWithKeys(ctx.orm);
   brandId = made.brand.id;
   sk = made.keys.sk_live;
-  const a = admin(ctx);
-  const offer = await a.post(`/admin/api/brands/${brandId}/offers`, {
-    name: 'Serum',
-    landing_url: 'https://shop.example.com/serum',
-    attribution_window_days: 7,
-    commission_bps: MINA_BPS,
-  });
-  const m = await a.post(`/admin/api/brands/${brandId}/creators`, { name: 'Mina' });
-  const j = await a.post(`/admin/api/brands/${brandId}/creators`, { name: 'Joon' });
-  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, {
-    creator_id: m.body.id,
-    code: 'MINA20',
-    offer_id: offer.body.id,
-  });
-  await a.post(`/admin/api/brands/${brandId}/coupon-codes`, { creator_id: j.body.id, code: 'JOON' });
-  const click = await a.post(`/admin/api/brands/${brandId}/clicks`, {
-    creator_id: m.body.id,
-    offer_id: offer.body.id,
-  });
-  expect(click.status).toBe(201);
-  mina = { creatorId: m.body.id, clickRef: click.body.click_ref };
-  joon = { creatorId: j.body.id };
+  ({ mina, joon } = await makeCreators(ctx, brandId));
   occurredAt = new Date().toISOString();
 }, 60_000);
 
