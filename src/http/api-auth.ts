@@ -49,6 +49,11 @@ export function authenticateApiKey(orm: MikroORM): RequestHandler {
       platform: key.platform,
       rateLimitPerS: key.rateLimitPerS,
       rateLimitBurst: key.rateLimitBurst,
+      terms: {
+        confirmPeriodDays: key.confirmPeriodDays,
+        recurringCommissionCycles: key.recurringCommissionCycles,
+        defaultCommissionBps: key.defaultCommissionBps,
+      },
     };
     next();
   };

@@ -11,6 +11,12 @@ export interface ApiCaller {
   /** The brand's own event rate limit; null = the service default. */
   rateLimitPerS: number | null;
   rateLimitBurst: number | null;
+  /** The brand's settlement terms (decisions.md: confirm period, renewal cycles, default rate). */
+  terms: {
+    confirmPeriodDays: number;
+    recurringCommissionCycles: number | null;
+    defaultCommissionBps: number;
+  };
 }
 
 declare global {

@@ -11,18 +11,6 @@ import type { EventOut } from './events.schemas.js';
 
 export type EventOutBody = z.input<typeof EventOut>;
 
-async function brandTerms(em: EntityManager, brandId: string): Promise<BrandTerms> {
-  const [row] = await em.execute(
-    'select confirm_period_days, recurring_commission_cycles, default_commission_bps from brands where id = ?',
-    [brandId],
-  );
-  return {
-    confirmPeriodDays: row!.confirm_period_days,
-    recurringCommissionCycles: row!.recurring_commission_cycles,
-    defaultCommissionBps: row!.default_commission_bps,
-  };
-}
-
 function storedData(event: ValidEvent): Record<string, unknown> {
   const { customerHash: _customerHash, ...rest } = event.data;
   return rest;
@@ -31,13 +19,13 @@ function storedData(event: ValidEvent): Record<string, unknown> {
 async function applyOne(
   em: EntityManager,
   cause: Cause,
-  terms: () => Promise<BrandTerms>,
+  terms: BrandTerms,
   event: ValidEvent,
   now: Date,
 ): Promise<OrderOutcome> {
   switch (event.type) {
     case 'order.paid':
-      return applyOrderPaid(em, cause, await terms(), event, now);
+      return applyOrderPaid(em, cause, terms, event, now);
     case 'refund.created':
     case 'order.cancelled':
       return applyRefund(em, cause, event);
@@ -63,8 +51,6 @@ export async function ingestEvents(
   now: Date,
   options: { batch: boolean },
 ): Promise<{ outs: EventOutBody[]; failure?: AppError }> {
-  let terms: BrandTerms | undefined;
-  const loadTerms = async () => (terms ??= await brandTerms(em, caller.brandId));
   const outs: EventOutBody[] = [];
   for (const [index, raw] of rawEvents.entries()) {
     let event: ValidEvent;
@@ -83,7 +69,7 @@ export async function ingestEvents(
     };
     if (options.batch) await em.execute('savepoint batch_event');
     try {
-      const result = await applyOne(em, cause, loadTerms, event, now);
+      const result = await applyOne(em, cause, caller.terms, event, now);
       await em.execute(
         `insert into received_events (id, brand_id, livemode, type, order_id, key_kind, occurred_at, received_at, request_id, data)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

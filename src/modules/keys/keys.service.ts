@@ -21,6 +21,10 @@ export interface AuthenticatedKey {
   allowedOrigins: string[];
   rateLimitPerS: number | null;
   rateLimitBurst: number | null;
+  /** Settlement terms, read with the key so ingestion needs no extra query. */
+  confirmPeriodDays: number;
+  recurringCommissionCycles: number | null;
+  defaultCommissionBps: number;
   livemode: boolean;
   kind: KeyKind;
 }
@@ -60,7 +64,8 @@ export async function authenticateKey(
     });
   }
   const rows = await em.execute<Record<string, unknown>[]>(
-    `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins, b.rate_limit_per_s, b.rate_limit_burst
+    `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins, b.rate_limit_per_s, b.rate_limit_burst,
+            b.confirm_period_days, b.recurring_commission_cycles, b.default_commission_bps
        from api_keys k join brands b on b.id = k.brand_id
       where k.secret_hash = ?`,
     [hashKey(plain)],
@@ -94,6 +99,9 @@ export async function authenticateKey(
     allowedOrigins: row.allowed_origins as string[],
     rateLimitPerS: (row.rate_limit_per_s as number | null) ?? null,
     rateLimitBurst: (row.rate_limit_burst as number | null) ?? null,
+    confirmPeriodDays: row.confirm_period_days as number,
+    recurringCommissionCycles: (row.recurring_commission_cycles as number | null) ?? null,
+    defaultCommissionBps: row.default_commission_bps as number,
     livemode: row.livemode as boolean,
     kind: row.kind as KeyKind,
   };
