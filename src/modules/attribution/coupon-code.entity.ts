@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Brand } from '../brands/brand.entity.js';
 import { Creator } from './creator.entity.js';
 import { Offer } from './offer.entity.js';
@@ -15,10 +16,7 @@ export const CouponCode = defineEntity({
     code: p.string().length(40),
     /** Upper-cased: codes are case-insensitive and unique per brand. */
     codeKey: p.string().length(40),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
   },
   uniques: [{ name: 'coupon_codes_brand_code_key_unique', properties: ['brand', 'codeKey'] }],
 });

@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Brand } from '../brands/brand.entity.js';
 
 export const Creator = defineEntity({
@@ -10,10 +11,7 @@ export const Creator = defineEntity({
     name: p.string().length(200),
     /** Lower-case hashes of the creator's own buyer identifiers, for self-purchase detection. */
     customerHashes: p.array().default([]),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
   },
   indexes: [{ properties: ['brand'] }],
 });

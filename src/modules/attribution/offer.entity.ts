@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Brand } from '../brands/brand.entity.js';
 
 export const attributionWindows = [7, 30, 60] as const;
@@ -15,10 +16,7 @@ export const Offer = defineEntity({
     attributionWindowDays: p.integer().default(30),
     /** null = the brand's default_commission_bps. */
     commissionBps: p.integer().nullable(),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
   },
   indexes: [{ properties: ['brand'] }],
   checks: [

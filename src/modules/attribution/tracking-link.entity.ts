@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Brand } from '../brands/brand.entity.js';
 import { Creator } from './creator.entity.js';
 import { Offer } from './offer.entity.js';
@@ -13,10 +14,7 @@ export const TrackingLink = defineEntity({
     creator: () => p.manyToOne(Creator).mapToPk().deleteRule('cascade'),
     offer: () => p.manyToOne(Offer).mapToPk().deleteRule('cascade'),
     slug: p.string().length(32).unique(),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
   },
 });
 export type TrackingLink = InferEntity<typeof TrackingLink>;

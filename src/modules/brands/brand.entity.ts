@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt, updatedAt } from '../../db/timestamps.js';
 
 export const brandStatuses = ['active', 'suspended', 'closed', 'verification_rejected'] as const;
 export type BrandStatus = (typeof brandStatuses)[number];
@@ -19,15 +20,8 @@ export const Brand = defineEntity({
     /** null = the service default (decisions.md). */
     rateLimitPerS: p.integer().nullable(),
     rateLimitBurst: p.integer().nullable(),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
-    updatedAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date())
-      .onUpdate(() => new Date()),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
   checks: [
     { name: 'brands_confirm_period_days_check', expression: 'confirm_period_days between 0 and 365' },

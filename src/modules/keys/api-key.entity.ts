@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Brand } from '../brands/brand.entity.js';
 
 export const keyKinds = ['secret', 'publishable'] as const;
@@ -15,10 +16,7 @@ export const ApiKey = defineEntity({
     kind: p.enum(keyKinds),
     displayPrefix: p.string().length(20),
     secretHash: p.string().length(64).unique(),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
     revokedAt: p.datetime().nullable(),
   },
   uniques: [

@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt, updatedAt } from '../../db/timestamps.js';
 import { Creator } from '../attribution/creator.entity.js';
 import { Brand } from '../brands/brand.entity.js';
 import { Order } from '../orders/order.entity.js';
@@ -17,15 +18,8 @@ export const LedgerEntry = defineEntity({
     order: () => p.manyToOne(Order).mapToPk().unique().deleteRule('cascade'),
     creator: () => p.manyToOne(Creator).mapToPk().nullable(),
     commissionBalance: p.bigint('number').default(0),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
-    updatedAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date())
-      .onUpdate(() => new Date()),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
 });
 export type LedgerEntry = InferEntity<typeof LedgerEntry>;

@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Creator } from '../attribution/creator.entity.js';
 import { Brand } from '../brands/brand.entity.js';
 import { LedgerEntry } from './ledger-entry.entity.js';
@@ -22,10 +23,7 @@ export const LedgerMovement = defineEntity({
     eventId: p.string().length(40).nullable(),
     requestId: p.string().length(40),
     payoutId: p.string().length(40).nullable(),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
   },
   indexes: [
     { name: 'ledger_movements_entry_index', properties: ['entry'] },

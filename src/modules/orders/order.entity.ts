@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt, updatedAt } from '../../db/timestamps.js';
 import { Creator } from '../attribution/creator.entity.js';
 import { Offer } from '../attribution/offer.entity.js';
 import { Brand } from '../brands/brand.entity.js';
@@ -54,15 +55,8 @@ export const Order = defineEntity({
     confirmedAt: p.datetime().nullable(),
     closedAt: p.datetime().nullable(),
     payoutId: p.string().length(40).nullable(),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
-    updatedAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date())
-      .onUpdate(() => new Date()),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
   uniques: [{ name: 'orders_brand_mode_order_id_unique', properties: ['brand', 'livemode', 'orderId'] }],
   indexes: [

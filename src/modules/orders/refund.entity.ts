@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Brand } from '../brands/brand.entity.js';
 import { Order } from './order.entity.js';
 
@@ -23,10 +24,7 @@ export const Refund = defineEntity({
     reason: p.string().length(200).nullable(),
     eventId: p.string().length(40),
     requestId: p.string().length(40),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
   },
   uniques: [{ name: 'refunds_order_refund_id_unique', properties: ['order', 'refundId'] }],
 });

@@ -1,4 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { createdAt } from '../../db/timestamps.js';
 import { Creator } from '../attribution/creator.entity.js';
 import { Brand } from '../brands/brand.entity.js';
 
@@ -17,10 +18,7 @@ export const Payout = defineEntity({
     commissionAmount: p.bigint('number'),
     clawbackAmount: p.bigint('number'),
     netAmount: p.bigint('number'),
-    createdAt: p
-      .datetime()
-      .defaultRaw('now()')
-      .onCreate(() => new Date()),
+    createdAt: createdAt(),
   },
   uniques: [{ name: 'payouts_run_creator_unique', properties: ['brand', 'creator', 'runKey'] }],
 });
