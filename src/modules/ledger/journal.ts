@@ -15,52 +15,47 @@ export interface Movement {
   amount: number;
 }
 
-/** Opens the order's settlement line (one per order, enforced by a unique constraint). */
-export async function openLedgerEntry(em: EntityManager, cause: Cause, orderPk: string): Promise<string> {
-  const id = newId('le');
-  await em.execute(`insert into ledger_entries (id, brand_id, livemode, order_id) values (?, ?, ?, ?)`, [
-    id,
-    cause.brandId,
-    cause.livemode,
-    orderPk,
-  ]);
-  return id;
-}
-
 /**
- * Appends movements to the journal and moves the entry's balance by their sum in the same
- * transaction, so the journal always sums to the entry. Zero movements are not written.
+ * Moves the order's settlement line by the movements and appends them to the journal in
+ * the same transaction, so the journal always sums to the entry. A new order's line is
+ * opened here (one per order, enforced by a unique constraint). Zero movements are not written.
  */
 export async function recordMovements(
   em: EntityManager,
   cause: Cause,
-  orderPk: string,
+  order: { pk: string; isNew: boolean },
   creatorId: string | null,
   movements: Movement[],
 ) {
   const real = movements.filter((m) => m.amount !== 0);
-  const [entry] = await em.execute<{ id: string }[]>(
-    `update ledger_entries set commission_balance = commission_balance + ?, creator_id = ?, updated_at = now()
-      where order_id = ? returning id`,
-    [real.reduce((sum, m) => sum + m.amount, 0), creatorId, orderPk],
+  const total = real.reduce((sum, m) => sum + m.amount, 0);
+  const [entry] = order.isNew
+    ? await em.execute<{ id: string }[]>(
+        `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
+         values (?, ?, ?, ?, ?, ?) returning id`,
+        [newId('le'), cause.brandId, cause.livemode, order.pk, creatorId, total],
+      )
+    : await em.execute<{ id: string }[]>(
+        `update ledger_entries set commission_balance = commission_balance + ?, creator_id = ?, updated_at = now()
+          where order_id = ? returning id`,
+        [total, creatorId, order.pk],
+      );
+  if (real.length === 0) return;
+  await em.execute(
+    `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id)
+     values ${real.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+    real.flatMap((m) => [
+      newId('mv'),
+      cause.brandId,
+      cause.livemode,
+      entry!.id,
+      m.creatorId,
+      m.kind,
+      m.amount,
+      cause.eventId,
+      cause.requestId,
+    ]),
   );
-  for (const m of real) {
-    await em.execute(
-      `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        newId('mv'),
-        cause.brandId,
-        cause.livemode,
-        entry!.id,
-        m.creatorId,
-        m.kind,
-        m.amount,
-        cause.eventId,
-        cause.requestId,
-      ],
-    );
-  }
 }
 
 /**

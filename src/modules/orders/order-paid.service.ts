@@ -4,7 +4,7 @@ import { newId } from '../../shared/ids.js';
 import { commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.js';
 import { type Attribution, creatorCustomerHashes, resolveAttribution } from '../attribution/resolve.js';
 import type { ValidEvent } from '../events/event-validation.js';
-import { type Cause, movementsBetween, openLedgerEntry, recordMovements } from '../ledger/journal.js';
+import { type Cause, movementsBetween, recordMovements } from '../ledger/journal.js';
 import type { AttributionVia, OrderStatus } from './order.entity.js';
 import { CLOSED_STATUSES, lockOrder, type OrderRow } from './order-row.js';
 
@@ -206,13 +206,12 @@ export async function applyOrderPaid(
     );
     // Another request created it between our lookup and insert: apply this one as a resend.
     if (inserted.length === 0) return applyOrderPaid(em, cause, terms, event, now);
-    await openLedgerEntry(em, cause, orderPk);
   }
   const after = { creatorId: values.creator_id, balance: commission - refundedCommission };
   await recordMovements(
     em,
     cause,
-    orderPk,
+    { pk: orderPk, isNew: !existing },
     after.creatorId,
     movementsBetween(before, after, !existing?.creatorId),
   );

@@ -104,7 +104,7 @@ export async function applyRefund(
       where id = ?`,
     [refunded, refundedOriginal, reversed, status, status, order.id],
   );
-  await recordMovements(em, cause, order.id, order.creatorId, [
+  await recordMovements(em, cause, { pk: order.id, isNew: false }, order.creatorId, [
     {
       kind: order.status === 'paid_out' ? 'clawback' : 'reversal',
       creatorId: order.creatorId,
