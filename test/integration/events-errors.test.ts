@@ -136,6 +136,44 @@ describe('every ingestion error code over HTTP', () => {
   });
 });
 
+describe('body size limits', () => {
+  const padding = (bytes: number) =>
+    [{ sku: 'pad', name: 'x'.repeat(300) }].concat(
+      Array.from({ length: Math.ceil(bytes / 330) }, () => ({ sku: 'pad', name: 'x'.repeat(300) })),
+    );
+
+  it('one event over 1 MiB is 413 http_413', async () => {
+    const res = await post({
+      type: 'order.paid',
+      data: { order_id: 'big', amount: 1, items: padding(1.1 * 1024 * 1024) },
+    });
+    expectEnvelope(res, 413, 'http_413');
+  });
+
+  it('a batch may exceed 1 MiB (up to 10 MiB): it is parsed and validated, not refused for size', async () => {
+    const events = [
+      { type: 'order.shipped' },
+      { type: 'order.paid', data: { order_id: 'big-batch', amount: 1, items: padding(1.5 * 1024 * 1024) } },
+    ];
+    const res = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${sk}`)
+      .send({ events });
+    expect(expectEnvelope(res, 422, 'unknown_event_type').param).toBe('events[0].type');
+  });
+
+  it('a batch over 10 MiB is 413 http_413', async () => {
+    const events = [
+      { type: 'order.paid', data: { order_id: 'huge', amount: 1, items: padding(10.2 * 1024 * 1024) } },
+    ];
+    const res = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${sk}`)
+      .send({ events });
+    expectEnvelope(res, 413, 'http_413');
+  });
+});
+
 describe('states', () => {
   it('a paid-out order resent is accepted unchanged; a refund after payout is a clawback', async () => {
     await post({ type: 'order.paid', data: { order_id: 'po-1', amount: 10_000, coupon_code: 'HANA' } });
