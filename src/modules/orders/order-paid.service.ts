@@ -67,6 +67,33 @@ function decided(a: Attribution, customerHash: string | null, cycleNumber: numbe
   };
 }
 
+/** Attribution carried over from an order: the parent of a renewal, or the order itself on a sticky resend. */
+async function inherited(
+  em: EntityManager,
+  from: OrderRow,
+  via: AttributionVia,
+  cycleNumber: number,
+  customerHash: string | null,
+  terms: BrandTerms,
+): Promise<Decided> {
+  const creatorId = from.creatorId!;
+  return {
+    creatorId,
+    offerId: from.offerId,
+    via,
+    commissionBps: from.commissionBps,
+    couponCode: null,
+    clickRef: null,
+    cycleNumber,
+    selfPurchase:
+      customerHash !== null && (await creatorCustomerHashes(em, creatorId)).includes(customerHash),
+    renewalBeyondLimit:
+      via === 'renewal' &&
+      terms.recurringCommissionCycles !== null &&
+      cycleNumber > terms.recurringCommissionCycles,
+  };
+}
+
 /**
  * order.paid: an idempotent upsert keyed by order_id. New orders are attributed by code,
  * then click, then renewal; resends correct values, add or move attribution (sticky when
@@ -104,41 +131,13 @@ export async function applyOrderPaid(
     const renewal = await renewalOf(em, cause, d.parentOrderId);
     if (renewal) cycleNumber = renewal.cycleNumber;
     if (!resolved && renewal?.parent.creatorId) {
-      const p = renewal.parent;
-      decision = {
-        creatorId: p.creatorId,
-        offerId: p.offerId,
-        via: 'renewal',
-        commissionBps: p.commissionBps,
-        couponCode: null,
-        clickRef: null,
-        cycleNumber,
-        selfPurchase:
-          d.customerHash !== null && (await creatorCustomerHashes(em, p.creatorId!)).includes(d.customerHash),
-        renewalBeyondLimit:
-          terms.recurringCommissionCycles !== null && cycleNumber > terms.recurringCommissionCycles,
-      };
+      decision = await inherited(em, renewal.parent, 'renewal', cycleNumber, d.customerHash, terms);
     }
   }
   if (resolved) decision = decided(resolved, d.customerHash, cycleNumber);
   if (!decision && existing?.creatorId) {
     // Sticky: a resend that resolves nothing keeps the attribution it had.
-    decision = {
-      creatorId: existing.creatorId,
-      offerId: existing.offerId,
-      via: existing.attributedVia,
-      commissionBps: existing.commissionBps,
-      couponCode: null,
-      clickRef: null,
-      cycleNumber,
-      selfPurchase:
-        d.customerHash !== null &&
-        (await creatorCustomerHashes(em, existing.creatorId)).includes(d.customerHash),
-      renewalBeyondLimit:
-        terms.recurringCommissionCycles !== null &&
-        cycleNumber > terms.recurringCommissionCycles &&
-        existing.attributedVia === 'renewal',
-    };
+    decision = await inherited(em, existing, existing.attributedVia!, cycleNumber, d.customerHash, terms);
   }
 
   const amount = toKrw(d.amount, d.currency, d.fxRate);
