@@ -31,7 +31,7 @@ function originNotAllowed(origin: string | undefined, registeredBy: string): App
  */
 export function authenticateApiKey(orm: MikroORM): RequestHandler {
   return async (req, res, next) => {
-    const key = await authenticateKey(orm.em.fork(), req.headers.authorization);
+    const key = await authenticateKey(orm, req.headers.authorization);
     res.vary('Origin');
     if (key.kind === 'publishable') {
       const origin = req.headers.origin;

@@ -215,6 +215,44 @@ describe('order.paid', () => {
     ]);
   });
 
+  it('concurrent renewals of one parent take distinct cycle numbers', async () => {
+    const parent = nextOrderId();
+    await send('order.paid', { order_id: parent, amount: 10_000, coupon_code: 'JOON' });
+    const renewals = Array.from({ length: 6 }, nextOrderId);
+    const responses = await Promise.all(
+      renewals.map((id) => send('order.paid', { order_id: id, amount: 10_000, parent_order_id: parent })),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(6).fill(200));
+    const cycles = await Promise.all(renewals.map(async (id) => (await order(id)).cycle_number));
+    expect(cycles.sort()).toEqual([2, 3, 4, 5, 6, 7]);
+  });
+
+  it('batches naming the same orders in opposite order all apply (no deadlock, no lost update)', async () => {
+    const ids = Array.from({ length: 10 }, nextOrderId);
+    const batch = (order: string[]) =>
+      request(ctx.app)
+        .post('/v1/events/batch')
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .send({
+          events: order.map((id) => ({
+            type: 'order.paid',
+            data: { order_id: id, amount: 5000, coupon_code: 'JOON' },
+          })),
+        });
+    const responses = await Promise.all([
+      batch(ids),
+      batch([...ids].reverse()),
+      batch(ids),
+      batch([...ids].reverse()),
+    ]);
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    for (const id of ids) {
+      expect(await journal(id)).toEqual([
+        { kind: 'accrual', amount: 500, creator_id: joon.creatorId, balance: 500 },
+      ]);
+    }
+  });
+
   it('test mode and live mode are separate orders', async () => {
     const id = nextOrderId();
     await send('order.paid', { order_id: id, amount: 1000 }, keys.sk_test);

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../../app.js';
+import { retryLostRace } from '../../db/retry.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
@@ -25,18 +26,20 @@ async function ingest(
   const now = new Date();
   const validate = (raw: unknown, index: number) =>
     validateEvent(raw, { now, keyKind: caller.kind, ...(batch && { paramPrefix: `events[${index}].` }) });
-  const result = await runIdempotent(
-    deps.orm.em.fork(),
-    caller,
-    req.header('Idempotency-Key'),
-    { path: req.path, body: req.body },
-    async (tx): Promise<IngestResult> => {
-      const { outs, failure } = await ingestEvents(tx, caller, rawEvents, validate, req.requestId, now, {
-        batch,
-      });
-      if (failure) return { status: failure.status, body: null, error: failure };
-      return { status: 200, body: batch ? outs : outs[0] };
-    },
+  const result = await retryLostRace(() =>
+    runIdempotent(
+      deps.orm,
+      caller,
+      req.header('Idempotency-Key'),
+      { path: req.path, body: req.body },
+      async (tx): Promise<IngestResult> => {
+        const { outs, failure } = await ingestEvents(tx, caller, rawEvents, validate, req.requestId, now, {
+          batch,
+        });
+        if (failure) return { status: failure.status, body: null, error: failure };
+        return { status: 200, body: batch ? outs : outs[0] };
+      },
+    ),
   );
   if (result.error) throw result.error;
   if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');

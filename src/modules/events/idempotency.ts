@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { inTransaction, type Sql } from '../../db/sql.js';
 import type { ApiCaller } from '../../http/context.js';
 import { AppError } from '../../shared/errors.js';
 
@@ -26,11 +27,11 @@ function requestHash(path: string, body: unknown): string {
  * a concurrent duplicate into 409 instead of a second application.
  */
 export async function runIdempotent(
-  em: EntityManager,
+  orm: MikroORM,
   caller: ApiCaller,
   key: string | undefined,
   request: { path: string; body: unknown },
-  apply: (tx: EntityManager) => Promise<IngestResult>,
+  apply: (sql: Sql) => Promise<IngestResult>,
 ): Promise<IngestResult & { replayed: boolean }> {
   if (key !== undefined && (key.length === 0 || key.length > 255)) {
     throw new AppError('invalid_request_body', 'The Idempotency-Key header must be 1 to 255 characters.', {
@@ -38,11 +39,12 @@ export async function runIdempotent(
     });
   }
   const hash = key === undefined ? '' : requestHash(request.path, request.body);
-  return em.transactional(async (tx) => {
+  return inTransaction(orm, async (tx) => {
     if (key !== undefined) {
-      const [lock] = await tx.execute('select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok', [
-        `${caller.brandId}:${caller.livemode}:${key}`,
-      ]);
+      const [lock] = await tx.query<{ ok: boolean }>(
+        'select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok',
+        [`${caller.brandId}:${caller.livemode}:${key}`],
+      );
       if (!lock?.ok) {
         throw new AppError(
           'idempotency_key_reused',
@@ -52,7 +54,11 @@ export async function runIdempotent(
           },
         );
       }
-      const [seen] = await tx.execute(
+      const [seen] = await tx.query<{
+        request_hash: string;
+        response_status: number;
+        response_body: unknown;
+      }>(
         `select request_hash, response_status, response_body from idempotency_records
           where brand_id = ? and livemode = ? and key = ? and created_at > now() - interval '${REMEMBERED_HOURS} hours'`,
         [caller.brandId, caller.livemode, key],
@@ -72,7 +78,7 @@ export async function runIdempotent(
     }
     const result = await apply(tx);
     if (key !== undefined && !result.error) {
-      await tx.execute(
+      await tx.query(
         `insert into idempotency_records (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
          values (?, ?, ?, ?, ?, ?, now())
          on conflict (brand_id, livemode, key) do update

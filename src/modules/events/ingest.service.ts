@@ -1,10 +1,14 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
+import type { Sql } from '../../db/sql.js';
+import { executeWrites, recordset } from '../../db/write-set.js';
 import type { ApiCaller } from '../../http/context.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
+import { couponCodeKey } from '../attribution/coupon-code.entity.js';
 import type { Cause } from '../ledger/journal.js';
-import { applyOrderPaid, type BrandTerms, type OrderOutcome } from '../orders/order-paid.service.js';
+import type { OrderBook, OrderOutcome } from '../orders/order-book.js';
+import { type BookNeeds, loadOrderBook, orderBookWrites } from '../orders/order-book.store.js';
+import { applyOrderPaid } from '../orders/order-paid.service.js';
 import { applyConfirmation, applyRefund } from '../orders/refunds.service.js';
 import type { ValidEvent } from './event-validation.js';
 import type { EventOut } from './events.schemas.js';
@@ -16,34 +20,55 @@ function storedData(event: ValidEvent): Record<string, unknown> {
   return rest;
 }
 
-async function applyOne(
-  em: EntityManager,
-  cause: Cause,
-  terms: BrandTerms,
-  event: ValidEvent,
-  now: Date,
-): Promise<OrderOutcome> {
+function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcome {
   switch (event.type) {
     case 'order.paid':
-      return applyOrderPaid(em, cause, terms, event, now);
+      return applyOrderPaid(book, cause, event);
     case 'refund.created':
     case 'order.cancelled':
-      return applyRefund(em, cause, event);
+      return applyRefund(book, cause, event);
     case 'order.confirmed':
-      return applyConfirmation(em, cause, event.data.orderId);
+      return applyConfirmation(book, event.data.orderId);
     default:
       // Browser signals are stored as received events only; order.observed never creates an order.
       return { attributedVia: null, conversionId: null };
   }
 }
 
+/** The orders, codes, clicks and refund ids the events name: what the order book loads. */
+function needsOf(events: ValidEvent[]): BookNeeds {
+  const needs: BookNeeds = { orderIds: [], codeKeys: [], clickIds: [], refundIds: [] };
+  for (const { type, data } of events) {
+    if (type === 'order.observed' || !data.orderId) continue;
+    needs.orderIds.push(data.orderId);
+    if (data.parentOrderId) needs.orderIds.push(data.parentOrderId);
+    if (data.couponCode) needs.codeKeys.push(couponCodeKey(data.couponCode));
+    if (data.clickRef) needs.clickIds.push(data.clickRef);
+    if (data.refundId) needs.refundIds.push(data.refundId);
+  }
+  return needs;
+}
+
+const receivedEventColumns = {
+  id: 'text',
+  type: 'text',
+  order_id: 'text',
+  key_kind: 'text',
+  occurred_at: 'timestamptz',
+  received_at: 'timestamptz',
+  request_id: 'text',
+  data: 'jsonb',
+};
+
 /**
- * Applies events in order inside the caller's transaction, each behind a savepoint: the
- * first failing event is rolled back alone, earlier ones stay, and the error names its
- * index. A crash before commit applies nothing, so resending the whole batch converges.
+ * Applies events in order inside the caller's transaction, set-based: validate, load every
+ * order, code and click they name in one query (rows locked), plan each event in memory,
+ * then write everything in one statement. In a batch the first failing event stops the
+ * planning: earlier events are written, the error names its index. A crash before commit
+ * applies nothing, so resending the whole batch converges.
  */
 export async function ingestEvents(
-  em: EntityManager,
+  sql: Sql,
   caller: ApiCaller,
   rawEvents: unknown[],
   validate: (raw: unknown, index: number) => ValidEvent,
@@ -51,63 +76,70 @@ export async function ingestEvents(
   now: Date,
   options: { batch: boolean },
 ): Promise<{ outs: EventOutBody[]; failure?: AppError }> {
-  const outs: EventOutBody[] = [];
+  const events: ValidEvent[] = [];
+  let failure: AppError | undefined;
   for (const [index, raw] of rawEvents.entries()) {
-    let event: ValidEvent;
     try {
-      event = validate(raw, index);
-    } catch (err) {
-      if (options.batch && err instanceof AppError)
-        return { outs, failure: resumeFrom(err, index, err.details.param) };
-      throw err;
-    }
-    const cause: Cause = {
-      brandId: caller.brandId,
-      livemode: caller.livemode,
-      eventId: newId('evt'),
-      requestId,
-    };
-    if (options.batch) await em.execute('savepoint batch_event');
-    try {
-      const result = await applyOne(em, cause, caller.terms, event, now);
-      await em.execute(
-        `insert into received_events (id, brand_id, livemode, type, order_id, key_kind, occurred_at, received_at, request_id, data)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          cause.eventId,
-          caller.brandId,
-          caller.livemode,
-          event.type,
-          event.data.orderId,
-          caller.kind,
-          event.occurredAt,
-          now,
-          requestId,
-          JSON.stringify(storedData(event)),
-        ],
-      );
-      if (options.batch) await em.execute('release savepoint batch_event');
-      outs.push({
-        id: cause.eventId,
-        object: 'event',
-        type: event.type,
-        livemode: caller.livemode,
-        status: 'accepted',
-        attribution: {
-          status: result.attributedVia ? 'attributed' : 'unattributed',
-          via: result.attributedVia,
-        },
-        conversion_id: result.conversionId,
-        request_id: requestId,
-      });
+      events.push(validate(raw, index));
     } catch (err) {
       if (!options.batch || !(err instanceof AppError)) throw err;
-      await em.execute('rollback to savepoint batch_event');
-      const param = err.details.param ? `events[${index}].${err.details.param}` : `events[${index}]`;
-      return { outs, failure: resumeFrom(err, index, param) };
+      failure = resumeFrom(err, index, err.details.param);
+      break;
     }
   }
-  return { outs };
+  const scope = { brandId: caller.brandId, livemode: caller.livemode };
+  const book = await loadOrderBook(sql, scope, caller.terms, now, needsOf(events));
+  const outs: EventOutBody[] = [];
+  const received: object[] = [];
+  for (const [index, event] of events.entries()) {
+    const cause: Cause = { ...scope, eventId: newId('evt'), requestId };
+    let result: OrderOutcome;
+    try {
+      result = applyOne(book, cause, event);
+    } catch (err) {
+      if (!options.batch || !(err instanceof AppError)) throw err;
+      const param = err.details.param ? `events[${index}].${err.details.param}` : `events[${index}]`;
+      failure = resumeFrom(err, index, param);
+      break;
+    }
+    received.push({
+      id: cause.eventId,
+      type: event.type,
+      order_id: event.data.orderId,
+      key_kind: caller.kind,
+      occurred_at: event.occurredAt.toISOString(),
+      received_at: now.toISOString(),
+      request_id: requestId,
+      data: storedData(event),
+    });
+    outs.push({
+      id: cause.eventId,
+      object: 'event',
+      type: event.type,
+      livemode: caller.livemode,
+      status: 'accepted',
+      attribution: {
+        status: result.attributedVia ? 'attributed' : 'unattributed',
+        via: result.attributedVia,
+      },
+      conversion_id: result.conversionId,
+      request_id: requestId,
+    });
+  }
+  await executeWrites(sql, [
+    ...orderBookWrites(book, scope),
+    {
+      sql: `insert into received_events (id, brand_id, livemode, ${Object.keys(receivedEventColumns).slice(1).join(', ')})
+            select x.id, ?, ?, ${Object.keys(receivedEventColumns)
+              .slice(1)
+              .map((c) => `x.${c}`)
+              .join(', ')}
+              from ${recordset(receivedEventColumns)}`,
+      params: [scope.brandId, scope.livemode],
+      rows: received,
+    },
+  ]);
+  return { outs, failure };
 }
 
 /** A batch error names the failing index in `param` and says where to resume in `hint`. */

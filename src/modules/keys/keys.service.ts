@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { queryOnce } from '../../db/sql.js';
 import { AppError } from '../../shared/errors.js';
 import { newId, randomToken } from '../../shared/ids.js';
 import type { BrandStatus } from '../brands/brand.entity.js';
@@ -45,10 +46,13 @@ function describeKey(plain: string): { kind: KeyKind; livemode: boolean } | unde
 }
 
 /** Resolves `Authorization: Bearer <key>` to its brand, or throws 401/403 as api-v1.md says. */
-export async function authenticateKey(
-  em: EntityManager,
-  header: string | undefined,
-): Promise<AuthenticatedKey> {
+/** One indexed join per request: the key, its brand and the brand's settlement terms. */
+export const keyLookupSql = `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins, b.rate_limit_per_s, b.rate_limit_burst,
+            b.confirm_period_days, b.recurring_commission_cycles, b.default_commission_bps
+       from api_keys k join brands b on b.id = k.brand_id
+      where k.secret_hash = ?`;
+
+export async function authenticateKey(orm: MikroORM, header: string | undefined): Promise<AuthenticatedKey> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
   if (!match) {
     throw new AppError(
@@ -63,13 +67,7 @@ export async function authenticateKey(
       hint: 'Keys look like sk_live_ (or sk_test_, pk_live_, pk_test_) followed by 32 letters and digits; copy it again in full.',
     });
   }
-  const rows = await em.execute<Record<string, unknown>[]>(
-    `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins, b.rate_limit_per_s, b.rate_limit_burst,
-            b.confirm_period_days, b.recurring_commission_cycles, b.default_commission_bps
-       from api_keys k join brands b on b.id = k.brand_id
-      where k.secret_hash = ?`,
-    [hashKey(plain)],
-  );
+  const rows = await queryOnce(orm, keyLookupSql, [hashKey(plain)]);
   const row = rows[0];
   if (!row)
     throw new AppError('invalid_api_key', 'The API key is not recognised.', {

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { recordset, type WritePart } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
 import type { MovementKind } from './ledger-movement.entity.js';
 
@@ -15,47 +15,79 @@ export interface Movement {
   amount: number;
 }
 
+interface SettlementLine {
+  id: string;
+  orderPk: string;
+  creatorId: string | null;
+  isNew: boolean;
+  touched: boolean;
+  /** Sum of the movements recorded in this ingestion. */
+  delta: number;
+}
+
+export interface MovementRow {
+  id: string;
+  entry_id: string;
+  creator_id: string | null;
+  kind: MovementKind;
+  amount: number;
+  event_id: string;
+  request_id: string;
+}
+
 /**
- * Moves the order's settlement line by the movements and appends them to the journal in
- * the same transaction, so the journal always sums to the entry. A new order's line is
- * opened here (one per order, enforced by a unique constraint). Zero movements are not written.
+ * The ledger changes of one ingestion, gathered in memory and written together: each
+ * order's settlement line moves by exactly the movements appended for it, so the journal
+ * always sums to the entry. Zero movements are not written.
  */
-export async function recordMovements(
-  em: EntityManager,
-  cause: Cause,
-  order: { pk: string; isNew: boolean },
-  creatorId: string | null,
-  movements: Movement[],
-) {
-  const real = movements.filter((m) => m.amount !== 0);
-  const total = real.reduce((sum, m) => sum + m.amount, 0);
-  const [entry] = order.isNew
-    ? await em.execute<{ id: string }[]>(
-        `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
-         values (?, ?, ?, ?, ?, ?) returning id`,
-        [newId('le'), cause.brandId, cause.livemode, order.pk, creatorId, total],
-      )
-    : await em.execute<{ id: string }[]>(
-        `update ledger_entries set commission_balance = commission_balance + ?, creator_id = ?, updated_at = now()
-          where order_id = ? returning id`,
-        [total, creatorId, order.pk],
-      );
-  if (real.length === 0) return;
-  await em.execute(
-    `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id)
-     values ${real.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-    real.flatMap((m) => [
-      newId('mv'),
-      cause.brandId,
-      cause.livemode,
-      entry!.id,
-      m.creatorId,
-      m.kind,
-      m.amount,
-      cause.eventId,
-      cause.requestId,
-    ]),
-  );
+export class Journal {
+  private readonly lines = new Map<string, SettlementLine>();
+  readonly movements: MovementRow[] = [];
+
+  /** The order's settlement line as loaded; `entryId` null opens a new one (one per order). */
+  open(orderPk: string, entryId: string | null, creatorId: string | null) {
+    this.lines.set(orderPk, {
+      id: entryId ?? newId('le'),
+      orderPk,
+      creatorId,
+      isNew: entryId === null,
+      touched: entryId === null,
+      delta: 0,
+    });
+  }
+
+  record(cause: Cause, orderPk: string, creatorId: string | null, movements: Movement[]) {
+    const line = this.lines.get(orderPk);
+    if (!line) throw new Error(`no settlement line was opened for order ${orderPk}`);
+    line.creatorId = creatorId;
+    line.touched = true;
+    for (const m of movements) {
+      if (m.amount === 0) continue;
+      line.delta += m.amount;
+      this.movements.push({
+        id: newId('mv'),
+        entry_id: line.id,
+        creator_id: m.creatorId,
+        kind: m.kind,
+        amount: m.amount,
+        event_id: cause.eventId,
+        request_id: cause.requestId,
+      });
+    }
+  }
+
+  /** New lines with their opening balance, and the balance deltas of existing ones. */
+  lineWrites() {
+    const touched = [...this.lines.values()].filter((l) => l.touched);
+    return {
+      opened: touched
+        .filter((l) => l.isNew)
+        .map((l) => ({ id: l.id, order_id: l.orderPk, creator_id: l.creatorId, balance: l.delta })),
+      moved: touched
+        .filter((l) => !l.isNew)
+        .map((l) => ({ id: l.id, creator_id: l.creatorId, delta: l.delta })),
+    };
+  }
 }
 
 /**
@@ -75,4 +107,40 @@ export function movementsBetween(
   }
   const delta = after.balance - before.balance;
   return [{ kind: firstAccrual ? 'accrual' : 'adjustment', creatorId: after.creatorId, amount: delta }];
+}
+
+/** The set-based writes of a journal: opened lines, moved balances and the appended movements. */
+export function journalWrites(journal: Journal, scope: { brandId: string; livemode: boolean }): WritePart[] {
+  const lines = journal.lineWrites();
+  const scopeParams = [scope.brandId, scope.livemode];
+  return [
+    {
+      sql: `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
+            select x.id, ?, ?, x.order_id, x.creator_id, x.balance
+              from ${recordset({ id: 'text', order_id: 'text', creator_id: 'text', balance: 'bigint' })}`,
+      params: scopeParams,
+      rows: lines.opened,
+    },
+    {
+      sql: `update ledger_entries e
+               set commission_balance = e.commission_balance + x.delta, creator_id = x.creator_id, updated_at = now()
+              from ${recordset({ id: 'text', creator_id: 'text', delta: 'bigint' })} where e.id = x.id`,
+      rows: lines.moved,
+    },
+    {
+      sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id)
+            select x.id, ?, ?, x.entry_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id
+              from ${recordset({
+                id: 'text',
+                entry_id: 'text',
+                creator_id: 'text',
+                kind: 'text',
+                amount: 'bigint',
+                event_id: 'text',
+                request_id: 'text',
+              })}`,
+      params: scopeParams,
+      rows: journal.movements,
+    },
+  ];
 }

@@ -1,34 +1,22 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.js';
-import { type Attribution, creatorCustomerHashes, resolveAttribution } from '../attribution/resolve.js';
+import { type Attribution, isSelfPurchase, resolveAttribution } from '../attribution/resolve.js';
 import type { ValidEvent } from '../events/event-validation.js';
-import { type Cause, movementsBetween, recordMovements } from '../ledger/journal.js';
+import { type Cause, movementsBetween } from '../ledger/journal.js';
 import type { AttributionVia, OrderStatus } from './order.entity.js';
-import { CLOSED_STATUSES, lockOrder, type OrderRow } from './order-row.js';
-
-export interface BrandTerms {
-  confirmPeriodDays: number;
-  recurringCommissionCycles: number | null;
-  defaultCommissionBps: number;
-}
-
-export interface OrderOutcome {
-  attributedVia: AttributionVia | null;
-  conversionId: string | null;
-}
+import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
+import { isClosed, type OrderState } from './order-state.js';
 
 type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;
 
 interface Decided {
-  creatorId: string | null;
+  creatorId: string;
   offerId: string | null;
-  via: AttributionVia | null;
+  via: AttributionVia;
   commissionBps: number | null;
   couponCode: string | null;
   clickRef: string | null;
-  cycleNumber: number;
   selfPurchase: boolean;
   renewalBeyondLimit: boolean;
 }
@@ -38,79 +26,47 @@ function statusFor(attributed: boolean, confirmAt: Date | null, now: Date): Orde
   return confirmAt && confirmAt > now ? 'pending' : 'confirmed';
 }
 
-/** Renewals inherit the first payment's attribution and take the next cycle number (parent row locked). */
-async function renewalOf(
-  em: EntityManager,
-  cause: Cause,
-  parentOrderId: string,
-): Promise<{ parent: OrderRow; cycleNumber: number } | null> {
-  const parent = await lockOrder(em, cause.brandId, cause.livemode, parentOrderId);
-  if (!parent) return null;
-  const [row] = await em.execute<{ last: number | null }[]>(
-    'select max(cycle_number) as last from orders where brand_id = ? and livemode = ? and parent_order_id = ?',
-    [cause.brandId, cause.livemode, parentOrderId],
-  );
-  return { parent, cycleNumber: Math.max(row?.last ?? 1, 1) + 1 };
-}
-
-function decided(a: Attribution, customerHash: string | null, cycleNumber: number): Decided {
+function decided(book: OrderBook, a: Attribution, customerHash: string | null): Decided {
   return {
-    creatorId: a.creatorId,
-    offerId: a.offerId,
-    via: a.via,
-    commissionBps: a.commissionBps,
-    couponCode: a.couponCode,
-    clickRef: a.clickRef,
-    cycleNumber,
-    selfPurchase: customerHash !== null && a.creatorCustomerHashes.includes(customerHash),
+    ...a,
+    selfPurchase: isSelfPurchase(book.catalog, a.creatorId, customerHash),
     renewalBeyondLimit: false,
   };
 }
 
 /** Attribution carried over from an order: the parent of a renewal, or the order itself on a sticky resend. */
-async function inherited(
-  em: EntityManager,
-  from: OrderRow,
+function inherited(
+  book: OrderBook,
+  from: OrderState & { creatorId: string },
   via: AttributionVia,
   cycleNumber: number,
   customerHash: string | null,
-  terms: BrandTerms,
-): Promise<Decided> {
-  const creatorId = from.creatorId!;
+): Decided {
+  const limit = book.terms.recurringCommissionCycles;
   return {
-    creatorId,
+    creatorId: from.creatorId,
     offerId: from.offerId,
     via,
     commissionBps: from.commissionBps,
     couponCode: null,
     clickRef: null,
-    cycleNumber,
-    selfPurchase:
-      customerHash !== null && (await creatorCustomerHashes(em, creatorId)).includes(customerHash),
-    renewalBeyondLimit:
-      via === 'renewal' &&
-      terms.recurringCommissionCycles !== null &&
-      cycleNumber > terms.recurringCommissionCycles,
+    selfPurchase: isSelfPurchase(book.catalog, from.creatorId, customerHash),
+    renewalBeyondLimit: via === 'renewal' && limit !== null && cycleNumber > limit,
   };
 }
+
+const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: string } =>
+  Boolean(o?.creatorId);
 
 /**
  * order.paid: an idempotent upsert keyed by order_id. New orders are attributed by code,
  * then click, then renewal; resends correct values, add or move attribution (sticky when
- * nothing resolves) and write journal movements only for what changed.
+ * nothing resolves) and journal only what changed. Paid-out and closed orders stay as they are.
  */
-export async function applyOrderPaid(
-  em: EntityManager,
-  cause: Cause,
-  terms: BrandTerms,
-  event: PaidEvent,
-  now: Date,
-): Promise<OrderOutcome> {
+export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent): OrderOutcome {
   const d = event.data;
-  const existing = await lockOrder(em, cause.brandId, cause.livemode, d.orderId);
-  if (existing && (existing.status === 'paid_out' || CLOSED_STATUSES.includes(existing.status))) {
-    return { attributedVia: existing.attributedVia, conversionId: existing.conversionId };
-  }
+  const existing = book.orders.get(d.orderId);
+  if (existing && (existing.status === 'paid_out' || isClosed(existing))) return outcomeOf(existing);
   if (existing && d.amount < existing.refundedOriginalAmount) {
     throw new AppError(
       'amount_below_refunded',
@@ -119,29 +75,28 @@ export async function applyOrderPaid(
     );
   }
 
-  const resolved = await resolveAttribution(em, cause.brandId, {
+  const resolved = resolveAttribution(book.catalog, {
     couponCode: d.couponCode,
     clickRef: d.clickRef,
     lastTouchChannel: d.lastTouchChannel,
     occurredAt: event.occurredAt,
   });
-  let decision: Decided | null = null;
+  let decision: Decided | null = resolved ? decided(book, resolved, d.customerHash) : null;
   let cycleNumber = existing?.cycleNumber ?? 1;
-  if (d.parentOrderId && !existing) {
-    const renewal = await renewalOf(em, cause, d.parentOrderId);
-    if (renewal) cycleNumber = renewal.cycleNumber;
-    if (!resolved && renewal?.parent.creatorId) {
-      decision = await inherited(em, renewal.parent, 'renewal', cycleNumber, d.customerHash, terms);
-    }
+  const parent = d.parentOrderId && !existing ? book.orders.get(d.parentOrderId) : undefined;
+  if (parent) {
+    // The next cycle number is kept on the parent, whose row is locked; a unique index backs it.
+    cycleNumber = Math.max(parent.lastRenewalCycle ?? 1, 1) + 1;
+    if (!decision && hasCreator(parent))
+      decision = inherited(book, parent, 'renewal', cycleNumber, d.customerHash);
   }
-  if (resolved) decision = decided(resolved, d.customerHash, cycleNumber);
-  if (!decision && existing?.creatorId) {
+  if (!decision && hasCreator(existing)) {
     // Sticky: a resend that resolves nothing keeps the attribution it had.
-    decision = await inherited(em, existing, existing.attributedVia!, cycleNumber, d.customerHash, terms);
+    decision = inherited(book, existing, existing.attributedVia!, cycleNumber, d.customerHash);
   }
 
   const amount = toKrw(d.amount, d.currency, d.fxRate);
-  const rateBps = decision ? (decision.commissionBps ?? terms.defaultCommissionBps) : null;
+  const rateBps = decision ? (decision.commissionBps ?? book.terms.defaultCommissionBps) : null;
   const commission =
     decision && rateBps !== null && !decision.selfPurchase && !decision.renewalBeyondLimit
       ? commissionFor(amount, rateBps)
@@ -151,68 +106,68 @@ export async function applyOrderPaid(
     refundedOriginal >= d.amount ? amount : Math.min(amount, toKrw(refundedOriginal, d.currency, d.fxRate));
   const refundedCommission = reversedCommissionFor(commission, refunded, amount);
   const confirmAt = decision
-    ? new Date(event.occurredAt.getTime() + terms.confirmPeriodDays * 86_400_000)
+    ? new Date(event.occurredAt.getTime() + book.terms.confirmPeriodDays * 86_400_000)
     : null;
-  const conversionId = decision ? (existing?.conversionId ?? newId('conv')) : null;
-  const values = {
-    status: statusFor(decision !== null, confirmAt, now),
-    amount,
-    original_amount: d.currency === 'KRW' ? null : d.amount,
-    original_currency: d.currency === 'KRW' ? null : d.currency,
-    fx_rate: d.fxRate,
-    commission_amount: commission,
-    refunded_amount: refunded,
-    refunded_commission_amount: refundedCommission,
-    creator_id: decision?.creatorId ?? null,
-    offer_id: decision?.offerId ?? null,
-    attributed_via: decision?.via ?? null,
-    conversion_id: conversionId,
-    commission_bps: rateBps,
-    parent_order_id: d.parentOrderId,
-    cycle_number: cycleNumber,
-    coupon_code: decision?.couponCode ?? null,
-    click_ref: decision?.clickRef ?? d.clickRef,
-    last_touch_channel: d.lastTouchChannel,
-    customer_hash: d.customerHash,
-    // A Postgres array literal: the driver would expand a JS array into a parameter list.
-    flags: decision?.selfPurchase ? '{self_purchase}' : '{}',
-    items: d.items === null ? null : JSON.stringify(d.items),
-    occurred_at: event.occurredAt,
-    confirm_at: confirmAt,
-  };
-  const columns = Object.keys(values);
-  const params = Object.values(values);
 
-  let orderPk: string;
-  let before = { creatorId: null as string | null, balance: 0 };
-  if (existing) {
-    orderPk = existing.id;
-    before = {
-      creatorId: existing.creatorId,
-      balance: existing.commissionAmount - existing.refundedCommissionAmount,
-    };
-    await em.execute(
-      `update orders set ${columns.map((c) => `${c} = ?`).join(', ')}, updated_at = now() where id = ?`,
-      [...params, orderPk],
-    );
-  } else {
-    orderPk = newId('ord');
-    const inserted = await em.execute(
-      `insert into orders (id, brand_id, livemode, order_id, ${columns.join(', ')})
-       values (?, ?, ?, ?, ${columns.map(() => '?').join(', ')})
-       on conflict (brand_id, livemode, order_id) do nothing returning id`,
-      [orderPk, cause.brandId, cause.livemode, d.orderId, ...params],
-    );
-    // Another request created it between our lookup and insert: apply this one as a resend.
-    if (inserted.length === 0) return applyOrderPaid(em, cause, terms, event, now);
+  const before = existing
+    ? {
+        creatorId: existing.creatorId,
+        balance: existing.commissionAmount - existing.refundedCommissionAmount,
+      }
+    : { creatorId: null, balance: 0 };
+  const fields = {
+    changed: true,
+    status: statusFor(decision !== null, confirmAt, book.now),
+    amount,
+    originalAmount: d.amount,
+    originalCurrency: d.currency,
+    fxRate: d.fxRate,
+    commissionAmount: commission,
+    refundedAmount: refunded,
+    refundedCommissionAmount: refundedCommission,
+    creatorId: decision?.creatorId ?? null,
+    offerId: decision?.offerId ?? null,
+    attributedVia: decision?.via ?? null,
+    conversionId: decision ? (existing?.conversionId ?? newId('conv')) : null,
+    commissionBps: rateBps,
+    // A renewal keeps its parent: moving it could collide with the new parent's cycle numbers.
+    parentOrderId: existing?.parentOrderId ?? d.parentOrderId,
+    cycleNumber,
+    couponCode: decision?.couponCode ?? null,
+    clickRef: decision?.clickRef ?? d.clickRef,
+    lastTouchChannel: d.lastTouchChannel,
+    customerHash: d.customerHash,
+    flags: decision?.selfPurchase ? ['self_purchase'] : [],
+    items: d.items,
+    occurredAt: event.occurredAt,
+    confirmAt,
+  } satisfies Omit<
+    OrderState,
+    'id' | 'orderId' | 'isNew' | 'refundedOriginalAmount' | 'closedAt' | 'refundIds' | 'lastRenewalCycle'
+  >;
+  const order: OrderState = existing
+    ? Object.assign(existing, fields)
+    : {
+        id: newId('ord'),
+        orderId: d.orderId,
+        isNew: true,
+        refundedOriginalAmount: 0,
+        closedAt: null,
+        lastRenewalCycle: null,
+        refundIds: new Set(),
+        ...fields,
+      };
+  if (!existing) {
+    book.orders.set(order.orderId, order);
+    book.journal.open(order.id, null, order.creatorId);
+    if (parent) Object.assign(parent, { lastRenewalCycle: cycleNumber, changed: true });
   }
-  const after = { creatorId: values.creator_id, balance: commission - refundedCommission };
-  await recordMovements(
-    em,
+  const after = { creatorId: order.creatorId, balance: commission - refundedCommission };
+  book.journal.record(
     cause,
-    { pk: orderPk, isNew: !existing },
-    after.creatorId,
+    order.id,
+    order.creatorId,
     movementsBetween(before, after, !existing?.creatorId),
   );
-  return { attributedVia: values.attributed_via, conversionId };
+  return outcomeOf(order);
 }

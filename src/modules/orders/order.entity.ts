@@ -44,6 +44,8 @@ export const Order = defineEntity({
     commissionBps: p.integer().nullable(),
     parentOrderId: p.string().length(120).nullable(),
     cycleNumber: p.integer().default(1),
+    /** On a parent order: the highest cycle_number among its renewals. */
+    lastRenewalCycle: p.integer().nullable(),
     couponCode: p.string().length(40).nullable(),
     clickRef: p.string().length(64).nullable(),
     lastTouchChannel: p.string().length(32).nullable(),
@@ -58,7 +60,15 @@ export const Order = defineEntity({
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  uniques: [{ name: 'orders_brand_mode_order_id_unique', properties: ['brand', 'livemode', 'orderId'] }],
+  uniques: [
+    { name: 'orders_brand_mode_order_id_unique', properties: ['brand', 'livemode', 'orderId'] },
+    // Two renewals of one parent never share a cycle number, even when planned concurrently.
+    {
+      name: 'orders_renewal_cycle_unique',
+      properties: ['brand', 'livemode', 'parentOrderId', 'cycleNumber'],
+      where: 'cycle_number > 1',
+    },
+  ],
   indexes: [
     { name: 'orders_list_index', properties: ['brand', 'livemode', 'occurredAt', 'id'] },
     { name: 'orders_confirm_at_index', properties: ['status', 'confirmAt'] },

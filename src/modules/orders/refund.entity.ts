@@ -4,6 +4,7 @@ import { Brand } from '../brands/brand.entity.js';
 import { Order } from './order.entity.js';
 
 export const refundKinds = ['refund', 'cancellation'] as const;
+export type RefundKind = (typeof refundKinds)[number];
 
 /** One refund or cancellation of an order; refund_id makes resends idempotent. */
 export const Refund = defineEntity({

@@ -1,16 +1,15 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { refundKrw, reversedCommissionFor } from '../../shared/money.js';
 import type { ValidEvent } from '../events/event-validation.js';
-import { type Cause, recordMovements } from '../ledger/journal.js';
-import type { OrderOutcome } from './order-paid.service.js';
-import { CLOSED_STATUSES, lockOrder, type OrderRow } from './order-row.js';
+import type { Cause } from '../ledger/journal.js';
+import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
+import { isClosed, type OrderState } from './order-state.js';
 
 type RefundEvent = Extract<ValidEvent, { type: 'refund.created' | 'order.cancelled' }>;
 
-async function existingOrder(em: EntityManager, cause: Cause, orderId: string): Promise<OrderRow> {
-  const order = await lockOrder(em, cause.brandId, cause.livemode, orderId);
+function existingOrder(book: OrderBook, orderId: string): OrderState {
+  const order = book.orders.get(orderId);
   if (!order) {
     throw new AppError(
       'order_not_found',
@@ -24,34 +23,18 @@ async function existingOrder(em: EntityManager, cause: Cause, orderId: string): 
   return order;
 }
 
-const outcome = (o: OrderRow): OrderOutcome => ({
-  attributedVia: o.attributedVia,
-  conversionId: o.conversionId,
-});
-
 /**
  * refund.created and order.cancelled: a refund of `refundOriginal` (the order's original
  * currency units), with KRW and commission reversal computed on cumulative totals.
  * A refund after payout reverses through a clawback netted into the next payout.
  */
-export async function applyRefund(
-  em: EntityManager,
-  cause: Cause,
-  event: RefundEvent,
-): Promise<OrderOutcome> {
+export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): OrderOutcome {
   const d = event.data;
-  const order = await existingOrder(em, cause, d.orderId);
-  if (d.refundId) {
-    const [seen] = await em.execute('select 1 from refunds where order_id = ? and refund_id = ?', [
-      order.id,
-      d.refundId,
-    ]);
-    if (seen) return outcome(order);
-  }
+  const order = existingOrder(book, d.orderId);
+  if (d.refundId && order.refundIds.has(d.refundId)) return outcomeOf(order);
   const cancelling = event.type === 'order.cancelled';
   // A closed order stays closed: nothing (a cancellation or a zero refund) reopens or re-dates it.
-  if (CLOSED_STATUSES.includes(order.status) && (cancelling || event.data.amount === 0))
-    return outcome(order);
+  if (isClosed(order) && (cancelling || event.data.amount === 0)) return outcomeOf(order);
   const remainingOriginal = order.originalAmount - order.refundedOriginalAmount;
   let refundOriginal = remainingOriginal;
   if (event.type === 'refund.created') {
@@ -77,48 +60,41 @@ export async function applyRefund(
   const refundedOriginal = order.refundedOriginalAmount + refundOriginal;
   const reversed = reversedCommissionFor(order.commissionAmount, refunded, order.amount);
   const reversal = reversed - order.refundedCommissionAmount;
-  const fullyRefunded = refundedOriginal >= order.originalAmount;
-  const status = cancelling ? 'cancelled' : fullyRefunded ? 'refunded' : order.status;
+  const kind = order.status === 'paid_out' ? 'clawback' : 'reversal';
+  const status = cancelling
+    ? 'cancelled'
+    : refundedOriginal >= order.originalAmount
+      ? 'refunded'
+      : order.status;
 
-  await em.execute(
-    `insert into refunds (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount, commission_reversed, reason, event_id, request_id)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      newId('rf'),
-      cause.brandId,
-      cause.livemode,
-      order.id,
-      d.refundId,
-      cancelling ? 'cancellation' : 'refund',
-      krw,
-      refundOriginal,
-      reversal,
-      d.reason,
-      cause.eventId,
-      cause.requestId,
-    ],
-  );
-  await em.execute(
-    `update orders set refunded_amount = ?, refunded_original_amount = ?, refunded_commission_amount = ?, status = ?,
-            closed_at = case when ? in ('refunded', 'cancelled') then now() else closed_at end, updated_at = now()
-      where id = ?`,
-    [refunded, refundedOriginal, reversed, status, status, order.id],
-  );
-  await recordMovements(em, cause, { pk: order.id, isNew: false }, order.creatorId, [
-    {
-      kind: order.status === 'paid_out' ? 'clawback' : 'reversal',
-      creatorId: order.creatorId,
-      amount: -reversal,
-    },
+  book.newRefunds.push({
+    id: newId('rf'),
+    order_id: order.id,
+    refund_id: d.refundId,
+    kind: cancelling ? 'cancellation' : 'refund',
+    amount: krw,
+    original_amount: refundOriginal,
+    commission_reversed: reversal,
+    reason: d.reason,
+    event_id: cause.eventId,
+    request_id: cause.requestId,
+  });
+  if (d.refundId) order.refundIds.add(d.refundId);
+  Object.assign(order, {
+    changed: true,
+    refundedAmount: refunded,
+    refundedOriginalAmount: refundedOriginal,
+    refundedCommissionAmount: reversed,
+    status,
+    closedAt: status === 'refunded' || status === 'cancelled' ? book.now : order.closedAt,
+  } satisfies Partial<OrderState>);
+  book.journal.record(cause, order.id, order.creatorId, [
+    { kind, creatorId: order.creatorId, amount: -reversal },
   ]);
-  return outcome(order);
+  return outcomeOf(order);
 }
 
 /** order.confirmed is recorded (as a received event) and changes nothing: payout is never moved earlier. */
-export async function applyConfirmation(
-  em: EntityManager,
-  cause: Cause,
-  orderId: string,
-): Promise<OrderOutcome> {
-  return outcome(await existingOrder(em, cause, orderId));
+export function applyConfirmation(book: OrderBook, orderId: string): OrderOutcome {
+  return outcomeOf(existingOrder(book, orderId));
 }

@@ -1,0 +1,28 @@
+import type { Sql } from './sql.js';
+
+/** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter. */
+export interface WritePart {
+  sql: string;
+  rows: readonly object[];
+  params?: readonly unknown[];
+}
+
+/** `jsonb_to_recordset(?::jsonb) as x(…)`: a JSON array of rows read as a typed relation `x`. */
+export function recordset(columns: Record<string, string>): string {
+  const defs = Object.entries(columns).map(([name, type]) => `${name} ${type}`);
+  return `jsonb_to_recordset(?::jsonb) as x(${defs.join(', ')})`;
+}
+
+/**
+ * Runs every non-empty part as one statement (`with w0 as (…), w1 as (…) select 1`): one
+ * round trip however many rows and tables. The parts see one snapshot, so none may read
+ * another's rows; foreign keys between them hold because they are checked at statement end.
+ */
+export async function executeWrites(sql: Sql, parts: WritePart[]): Promise<void> {
+  const live = parts.filter((p) => p.rows.length > 0);
+  if (live.length === 0) return;
+  await sql.query(
+    `with ${live.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`,
+    live.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]),
+  );
+}
