@@ -14,6 +14,7 @@ import type { Logger } from './logger.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { eventRoutes } from './modules/events/events.routes.js';
+import { integrationRoutes } from './modules/integration/integration.routes.js';
 import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
 import { docsRoutes } from './openapi/docs.routes.js';
@@ -29,7 +30,7 @@ export interface AppDeps {
 
 /** Every public route, in one list: the router and the OpenAPI document both read it. */
 export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
-  return [...pingRoutes, ...eventRoutes(deps), ...orderRoutes(deps)];
+  return [...pingRoutes, ...eventRoutes(deps), ...orderRoutes(deps), ...integrationRoutes(deps)];
 }
 
 export function buildApp(deps: AppDeps): express.Express {

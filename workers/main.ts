@@ -4,7 +4,8 @@ import { initOrm } from '../src/db/orm.js';
 import { closeQueues, createQueues, jobNames } from '../src/jobs/queues.js';
 import { createLogger } from '../src/logger.js';
 import { createRedis } from '../src/redis.js';
-import { checkRegistry, handlers, schedules } from './registry.js';
+import { startOutboxRelay } from './outbox-relay.js';
+import { checkRegistry, runJob, schedules } from './registry.js';
 
 checkRegistry();
 const config = loadConfigOrExit();
@@ -24,18 +25,11 @@ for (const name of jobNames) {
 
 const workers = jobNames.map(
   (name) =>
-    new Worker(
-      name,
-      async (job) => {
-        const jobLogger = logger.child({ queue: name, job_id: job.id, request_id: job.data.request_id });
-        jobLogger.info('job started');
-        const started = Date.now();
-        const result = await handlers[name]({ orm, logger }, job, jobLogger);
-        jobLogger.info({ duration_ms: Date.now() - started }, 'job finished');
-        return result;
-      },
-      { connection, prefix: 'lf', concurrency: 1 },
-    ),
+    new Worker(name, (job) => runJob(name, { orm, logger, config }, job), {
+      connection,
+      prefix: 'lf',
+      concurrency: 1,
+    }),
 );
 for (const worker of workers) {
   worker.on('failed', (job, err) =>
@@ -45,12 +39,14 @@ for (const worker of workers) {
     ),
   );
 }
+const stopRelay = startOutboxRelay(orm, queues, logger);
 logger.info({ queues: jobNames }, 'worker process started');
 
 /** SIGTERM: let running jobs finish, then close connections (BullMQ does not close ours). */
 async function shutdown(signal: string) {
   logger.info({ signal }, 'shutting down worker process');
   setTimeout(() => process.exit(1), 25_000).unref();
+  await stopRelay();
   await Promise.all(workers.map((w) => w.close()));
   await closeQueues(queues);
   connection.disconnect();

@@ -72,7 +72,7 @@ export async function orderPaidPgbenchScript(databaseUrl: string, secretKey: str
         (raw) => validateEvent(raw, { now, keyKind: caller.kind }),
         `req_pgb${R}`,
         now,
-        { batch: false },
+        { batch: false, gapDelayMinutes: 30 },
       );
       throw new RolledBack();
     }).catch((err) => {

@@ -6,12 +6,18 @@ import { TrackingLink } from '../modules/attribution/tracking-link.entity.js';
 import { Brand } from '../modules/brands/brand.entity.js';
 import { IdempotencyRecord } from '../modules/events/idempotency-record.entity.js';
 import { ReceivedEvent } from '../modules/events/received-event.entity.js';
+import {
+  IngestionFailure,
+  IntegrationStatus,
+  MissingOrder,
+} from '../modules/integration/integration.entities.js';
 import { ApiKey } from '../modules/keys/api-key.entity.js';
 import { LedgerEntry } from '../modules/ledger/ledger-entry.entity.js';
 import { LedgerMovement } from '../modules/ledger/ledger-movement.entity.js';
 import { Order } from '../modules/orders/order.entity.js';
 import { Refund } from '../modules/orders/refund.entity.js';
 import { Payout } from '../modules/payouts/payout.entity.js';
+import { OutboxMessage } from '../outbox/outbox-message.entity.js';
 
 export const entities = [
   Brand,
@@ -28,4 +34,8 @@ export const entities = [
   ReceivedEvent,
   IdempotencyRecord,
   Payout,
+  OutboxMessage,
+  MissingOrder,
+  IngestionFailure,
+  IntegrationStatus,
 ];

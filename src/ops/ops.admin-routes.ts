@@ -22,6 +22,9 @@ const TraceOut = z
     request_id: z.string(),
     events: z.array(z.record(z.string(), z.unknown())),
     movements: z.array(z.record(z.string(), z.unknown())),
+    outbox: z
+      .array(z.record(z.string(), z.unknown()))
+      .meta({ description: 'Work the request handed to workers, and when it was relayed to its queue.' }),
     jobs: z.array(z.record(z.string(), z.unknown())),
   })
   .meta({ id: 'Trace' });

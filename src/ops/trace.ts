@@ -1,11 +1,13 @@
+import type { Job } from 'bullmq';
 import type { AppDeps } from '../app.js';
+import type { JobData, JobName } from '../jobs/queues.js';
 
 const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as const;
 
 /** Reads what one request left behind: stored events, journal movements and the jobs it caused. */
 export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queues'>, requestId: string) {
   const em = orm.em.fork();
-  const [events, movements] = await Promise.all([
+  const [events, movements, handedOver] = await Promise.all([
     em.execute(
       `select id, type, order_id, livemode, occurred_at, received_at from received_events where request_id = ? order by id`,
       [requestId],
@@ -16,23 +18,44 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
         where m.request_id = ? order by m.id`,
       [requestId],
     ),
+    em.execute<{ id: string; job_name: JobName }[]>(
+      `select id, job_name, event_id, available_at, relayed_at from outbox_messages where request_id = ? order by id`,
+      [requestId],
+    ),
   ]);
-  // Jobs live in Redis; recent ones (BullMQ keeps a bounded history) are scanned per queue.
-  const jobs = [];
+  // Jobs handed over through the outbox have its row id as job id; admin-triggered ones are
+  // found by scanning the recent history BullMQ keeps per queue.
+  const found = new Map<string, Job<JobData>>();
+  for (const message of handedOver) {
+    const job = await queues[message.job_name]?.getJob(message.id);
+    if (job) found.set(`${message.job_name}/${message.id}`, job);
+  }
   for (const queue of Object.values(queues)) {
     for (const job of await queue.getJobs([...JOB_STATES], 0, 999)) {
-      if (job?.data?.request_id !== requestId) continue;
-      jobs.push({
-        id: job.id,
-        queue: queue.name,
-        name: job.name,
-        state: await job.getState(),
-        attempts_made: job.attemptsMade,
-        created_at: new Date(job.timestamp).toISOString(),
-        finished_at: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
-        failed_reason: job.failedReason ?? null,
-      });
+      if (job?.data?.request_id === requestId) found.set(`${queue.name}/${job.id}`, job);
     }
   }
-  return { id: requestId, object: 'trace' as const, request_id: requestId, events, movements, jobs };
+  const jobs = [];
+  for (const job of found.values()) {
+    jobs.push({
+      id: job.id,
+      queue: job.queueName,
+      name: job.name,
+      state: await job.getState(),
+      attempts_made: job.attemptsMade,
+      created_at: new Date(job.timestamp).toISOString(),
+      finished_at: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+      event_id: job.data.event_id ?? null,
+      failed_reason: job.failedReason ?? null,
+    });
+  }
+  return {
+    id: requestId,
+    object: 'trace' as const,
+    request_id: requestId,
+    events,
+    movements,
+    outbox: handedOver,
+    jobs,
+  };
 }

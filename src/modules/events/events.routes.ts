@@ -3,16 +3,47 @@ import type { AppDeps } from '../../app.js';
 import { retryLostRace } from '../../db/retry.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
+import { OutboxRelay } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
+import { recordIngestionFailure } from '../integration/integration.service.js';
 import { validateBatchEnvelope, validateEvent } from './event-validation.js';
 import { EventBatchIn, EventIn, EventOut } from './events.schemas.js';
 import { type IngestResult, runIdempotent } from './idempotency.js';
 import { ingestEvents } from './ingest.service.js';
 import { EventRateLimiter, rateLimitError } from './rate-limit.js';
 
+interface Ingestion {
+  deps: AppDeps;
+  limiter: EventRateLimiter;
+  relay: OutboxRelay;
+}
+
+/** A failed request is counted for the integration status (last_error_code, consecutive_failures). */
+async function ingestCounted(
+  ingestion: Ingestion,
+  req: Request,
+  res: Response,
+  rawEvents: () => unknown[],
+  batch: boolean,
+) {
+  try {
+    await ingest(ingestion, req, res, rawEvents(), batch);
+  } catch (err) {
+    if (err instanceof AppError && req.caller) {
+      await recordIngestionFailure(ingestion.deps.orm.em.fork(), req.caller, err.code, req.requestId).catch(
+        (recordError: Error) =>
+          ingestion.deps.logger.warn(
+            { err: recordError.message },
+            'could not count a failed ingestion request',
+          ),
+      );
+    }
+    throw err;
+  }
+}
+
 async function ingest(
-  deps: AppDeps,
-  limiter: EventRateLimiter,
+  { deps, limiter, relay }: Ingestion,
   req: Request,
   res: Response,
   rawEvents: unknown[],
@@ -24,6 +55,7 @@ async function ingest(
   res.set(limiter.headers(decision));
   if (!decision.allowed) throw rateLimitError(decision, rawEvents.length);
   const now = new Date();
+  let committedJobs = false;
   const validate = (raw: unknown, index: number) =>
     validateEvent(raw, { now, keyKind: caller.kind, ...(batch && { paramPrefix: `events[${index}].` }) });
   const result = await retryLostRace(() =>
@@ -33,14 +65,23 @@ async function ingest(
       req.header('Idempotency-Key'),
       { path: req.path, body: req.body },
       async (tx): Promise<IngestResult> => {
-        const { outs, failure } = await ingestEvents(tx, caller, rawEvents, validate, req.requestId, now, {
-          batch,
-        });
+        const { outs, failure, handedOver } = await ingestEvents(
+          tx,
+          caller,
+          rawEvents,
+          validate,
+          req.requestId,
+          now,
+          { batch, gapDelayMinutes: deps.config.ORDER_GAP_DELAY_MINUTES },
+        );
+        if (handedOver > 0) committedJobs = true;
         if (failure) return { status: failure.status, body: null, error: failure };
         return { status: 200, body: batch ? outs : outs[0] };
       },
     ),
   );
+  // Committed: hand the new outbox rows to BullMQ now; the worker's relay catches anything this misses.
+  if (committedJobs) relay.nudge();
   if (result.error) throw result.error;
   if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
   res.status(result.status).json(result.body);
@@ -69,7 +110,11 @@ const ingestionErrors = [
 ] as const;
 
 export function eventRoutes(deps: AppDeps) {
-  const limiter = new EventRateLimiter(deps.redis, deps.logger);
+  const ingestion: Ingestion = {
+    deps,
+    limiter: new EventRateLimiter(deps.redis, deps.logger),
+    relay: new OutboxRelay(deps.orm, deps.queues, deps.logger),
+  };
   return [
     route({
       method: 'post',
@@ -85,7 +130,7 @@ export function eventRoutes(deps: AppDeps) {
       responses: { 200: { description: 'The event was applied.', schema: EventOut } },
       errors: [...ingestionErrors],
       async handle(req, res) {
-        await ingest(deps, limiter, req, res, [req.body], false);
+        await ingestCounted(ingestion, req, res, () => [req.body], false);
       },
     }),
     route({
@@ -106,7 +151,7 @@ export function eventRoutes(deps: AppDeps) {
           hint: 'Send batches from your server with a secret key; browsers send single events.',
         }),
       async handle(req, res) {
-        await ingest(deps, limiter, req, res, validateBatchEnvelope(req.body), true);
+        await ingestCounted(ingestion, req, res, () => validateBatchEnvelope(req.body), true);
       },
     }),
   ];

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Sql } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import type { ApiCaller } from '../../http/context.js';
+import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { couponCodeKey } from '../attribution/coupon-code.entity.js';
@@ -74,8 +75,8 @@ export async function ingestEvents(
   validate: (raw: unknown, index: number) => ValidEvent,
   requestId: string,
   now: Date,
-  options: { batch: boolean },
-): Promise<{ outs: EventOutBody[]; failure?: AppError }> {
+  options: { batch: boolean; gapDelayMinutes: number },
+): Promise<{ outs: EventOutBody[]; failure?: AppError; handedOver: number }> {
   const events: ValidEvent[] = [];
   let failure: AppError | undefined;
   for (const [index, raw] of rawEvents.entries()) {
@@ -91,6 +92,7 @@ export async function ingestEvents(
   const book = await loadOrderBook(sql, scope, caller.terms, now, needsOf(events));
   const outs: EventOutBody[] = [];
   const received: object[] = [];
+  const handOver: OutboxEntry[] = [];
   for (const [index, event] of events.entries()) {
     const cause: Cause = { ...scope, eventId: newId('evt'), requestId };
     let result: OrderOutcome;
@@ -112,6 +114,18 @@ export async function ingestEvents(
       request_id: requestId,
       data: storedData(event),
     });
+    if (event.type === 'order.observed') {
+      handOver.push({
+        jobName: 'order-gap-detection',
+        data: {
+          request_id: requestId,
+          triggered_by: 'event',
+          event_id: cause.eventId,
+          observed: { brand_id: scope.brandId, livemode: scope.livemode, order_id: event.data.orderId },
+        },
+        availableAt: new Date(now.getTime() + options.gapDelayMinutes * 60_000),
+      });
+    }
     outs.push({
       id: cause.eventId,
       object: 'event',
@@ -138,8 +152,9 @@ export async function ingestEvents(
       params: [scope.brandId, scope.livemode],
       rows: received,
     },
+    outboxWrite(handOver),
   ]);
-  return { outs, failure };
+  return { outs, failure, handedOver: handOver.length };
 }
 
 /** A batch error names the failing index in `param` and says where to resume in `hint`. */

@@ -20,6 +20,7 @@ export const ReceivedEvent = defineEntity({
   indexes: [
     { name: 'received_events_brand_received_at_index', properties: ['brand', 'livemode', 'receivedAt'] },
     { name: 'received_events_request_id_index', properties: ['requestId'] },
+    { name: 'received_events_observed_index', properties: ['receivedAt'], where: "type = 'order.observed'" },
   ],
 });
 export type ReceivedEvent = InferEntity<typeof ReceivedEvent>;

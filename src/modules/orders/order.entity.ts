@@ -72,6 +72,7 @@ export const Order = defineEntity({
   indexes: [
     { name: 'orders_list_index', properties: ['brand', 'livemode', 'occurredAt', 'id'] },
     { name: 'orders_confirm_at_index', properties: ['status', 'confirmAt'] },
+    { name: 'orders_created_at_index', properties: ['brand', 'livemode', 'createdAt'] },
   ],
   checks: [
     { name: 'orders_refunded_le_amount', expression: 'refunded_amount between 0 and amount' },

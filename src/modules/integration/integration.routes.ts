@@ -1,0 +1,131 @@
+import { z } from 'zod';
+import type { AppDeps } from '../../app.js';
+import { callerOf } from '../../http/context.js';
+import { route } from '../../http/route.js';
+import { AppError } from '../../shared/errors.js';
+import { integrationStatus, listMissingOrders } from './integration.service.js';
+
+export const IntegrationStatusOut = z
+  .object({
+    object: z.literal('integration_status'),
+    livemode: z.boolean(),
+    platform: z.string(),
+    clicks_24h: z
+      .int()
+      .meta({ description: "Clicks on the brand's tracking links (clicks belong to both modes)." }),
+    orders_24h: z.int().meta({ description: 'Orders created from order.paid in this mode.' }),
+    unattributed_24h: z.int().meta({ description: 'Of those, orders no creator was credited for.' }),
+    missing_orders_24h: z.int().meta({
+      description:
+        'Orders a browser observed (order.observed) with no order.paid after the gap delay; list them at /v1/integration/missing_orders.',
+    }),
+    last_event_at: z.iso.datetime().nullable().meta({ description: 'When the last accepted event arrived.' }),
+    last_error_code: z
+      .string()
+      .nullable()
+      .meta({ description: 'Error code of the last failed ingestion request in the last 24 hours.' }),
+    consecutive_failures: z
+      .int()
+      .meta({ description: 'Failed ingestion requests since the last accepted event.' }),
+  })
+  .meta({ id: 'IntegrationStatus' });
+
+const MissingOrderOut = z
+  .object({
+    object: z.literal('missing_order'),
+    order_id: z.string(),
+    observed_at: z.iso.datetime().meta({ description: '`occurred_at` of the order.observed event.' }),
+    amount: z.int().nullable().meta({ description: 'As observed, in minor units of `currency`.' }),
+    currency: z.string().nullable(),
+    observed_event_id: z.string(),
+    request_id: z.string().meta({ description: 'The request that carried the order.observed event.' }),
+  })
+  .meta({ id: 'MissingOrder' });
+
+const MissingOrderList = z
+  .object({ object: z.literal('list'), data: z.array(MissingOrderOut), has_more: z.boolean() })
+  .meta({ id: 'MissingOrderList' });
+
+const MissingOrdersQuery = z.strictObject({
+  limit: z.coerce
+    .number({ error: 'must be an integer from 1 to 500' })
+    .int({ error: 'must be an integer from 1 to 500' })
+    .min(1, { error: 'must be an integer from 1 to 500' })
+    .max(500, { error: 'must be an integer from 1 to 500' })
+    .default(100),
+});
+
+const secretKeyRequired = () =>
+  new AppError('secret_key_required', 'The integration status can only be read with a secret (sk_) key.', {
+    hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
+  });
+
+const errors = [
+  'invalid_api_key',
+  'brand_not_active',
+  'secret_key_required',
+  'temporary_service_error',
+] as const;
+
+export function integrationRoutes({ orm }: AppDeps) {
+  return [
+    route({
+      method: 'get',
+      path: '/v1/integration/status',
+      operationId: 'getIntegrationStatus',
+      summary: 'Integration health over the last 24 hours',
+      description: "Counts for the key's mode, refreshed every minute by a worker (and on read when older).",
+      tag: 'Integration',
+      security: 'secret_key',
+      refusePublishableKey: secretKeyRequired,
+      responses: { 200: { description: 'The summary.', schema: IntegrationStatusOut } },
+      errors: [...errors],
+      async handle(req, res) {
+        const caller = callerOf(req);
+        const s = await integrationStatus(orm.em.fork(), caller);
+        res.json({
+          object: 'integration_status',
+          livemode: caller.livemode,
+          platform: caller.platform,
+          clicks_24h: s.clicks_24h,
+          orders_24h: s.orders_24h,
+          unattributed_24h: s.unattributed_24h,
+          missing_orders_24h: s.missing_orders_24h,
+          last_event_at: s.last_event_at ? new Date(s.last_event_at).toISOString() : null,
+          last_error_code: s.last_error_code,
+          consecutive_failures: s.consecutive_failures,
+        } satisfies z.input<typeof IntegrationStatusOut>);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/v1/integration/missing_orders',
+      operationId: 'listMissingOrders',
+      summary: 'Orders a browser saw but the server never sent',
+      description:
+        'order.observed events with no order.paid after the gap delay, in the last 24 hours, oldest first: resend order.paid for each. An order that arrives leaves the list at once.',
+      tag: 'Integration',
+      security: 'secret_key',
+      refusePublishableKey: secretKeyRequired,
+      query: MissingOrdersQuery,
+      responses: { 200: { description: 'The missing orders.', schema: MissingOrderList } },
+      errors: [...errors, 'invalid_request_body'],
+      async handle(req, res, { query }) {
+        const rows = await listMissingOrders(orm.em.fork(), callerOf(req), query.limit + 1);
+        res.json({
+          object: 'list',
+          has_more: rows.length > query.limit,
+          data: rows.slice(0, query.limit).map((m) => ({
+            object: 'missing_order',
+            order_id: m.order_id,
+            observed_at: new Date(m.observed_at).toISOString(),
+            amount: m.amount === null ? null : Number(m.amount),
+            currency: m.currency,
+            observed_event_id: m.observed_event_id,
+            request_id: m.request_id,
+          })),
+        } satisfies z.input<typeof MissingOrderList>);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,168 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../../shared/ids.js';
+
+export interface Scope {
+  brandId: string;
+  livemode: boolean;
+}
+
+const DAY = `interval '24 hours'`;
+
+/** One (brand, mode) pair per row of `scopes`; the same SQL serves the job (all) and the endpoint (one). */
+const refreshSql = (scopes: string) => `
+insert into integration_status (brand_id, livemode, clicks_24h, orders_24h, unattributed_24h, missing_orders_24h,
+                                last_event_at, last_error_code, consecutive_failures, computed_at)
+select s.brand_id, s.livemode,
+  (select count(*) from clicks k where k.brand_id = s.brand_id and k.clicked_at > now() - ${DAY}),
+  (select count(*) from orders o where o.brand_id = s.brand_id and o.livemode = s.livemode and o.created_at > now() - ${DAY}),
+  (select count(*) from orders o where o.brand_id = s.brand_id and o.livemode = s.livemode and o.created_at > now() - ${DAY}
+      and o.creator_id is null),
+  (select count(*) from missing_orders m where m.brand_id = s.brand_id and m.livemode = s.livemode
+      and m.observed_at > now() - ${DAY}
+      and not exists (select 1 from orders o where o.brand_id = m.brand_id and o.livemode = m.livemode and o.order_id = m.order_id)),
+  last.received_at,
+  (select f.code from ingestion_failures f where f.brand_id = s.brand_id and f.livemode = s.livemode
+      and f.failed_at > now() - ${DAY} order by f.failed_at desc limit 1),
+  (select count(*) from ingestion_failures f where f.brand_id = s.brand_id and f.livemode = s.livemode
+      and f.failed_at > coalesce(last.received_at, '-infinity')),
+  now()
+from (${scopes}) s
+cross join lateral (
+  select max(e.received_at) as received_at from received_events e where e.brand_id = s.brand_id and e.livemode = s.livemode
+) last
+on conflict (brand_id, livemode) do update set
+  clicks_24h = excluded.clicks_24h, orders_24h = excluded.orders_24h, unattributed_24h = excluded.unattributed_24h,
+  missing_orders_24h = excluded.missing_orders_24h, last_event_at = excluded.last_event_at,
+  last_error_code = excluded.last_error_code, consecutive_failures = excluded.consecutive_failures,
+  computed_at = excluded.computed_at`;
+
+/**
+ * Recomputes the summary of every active brand in both modes (the integration-status job).
+ * Idempotent: an upsert of values computed from the source tables, so reruns and concurrent
+ * runs converge on the same rows.
+ */
+export async function refreshAllStatuses(em: EntityManager): Promise<number> {
+  const res = await em.execute(
+    refreshSql(
+      `select b.id as brand_id, m.livemode from brands b cross join (values (true), (false)) m(livemode) where b.status = 'active'`,
+    ),
+    [],
+    'run',
+  );
+  // Failures are only needed back to the last success; a week is far beyond any summary.
+  await em.execute(`delete from ingestion_failures where failed_at < now() - interval '7 days'`);
+  return (res as { affectedRows?: number }).affectedRows ?? 0;
+}
+
+export interface StatusRow {
+  clicks_24h: number;
+  orders_24h: number;
+  unattributed_24h: number;
+  missing_orders_24h: number;
+  last_event_at: Date | null;
+  last_error_code: string | null;
+  consecutive_failures: number;
+}
+
+/** The summary, fresh within a minute: the job keeps it warm; a stale or missing row is recomputed here. */
+export async function integrationStatus(em: EntityManager, scope: Scope): Promise<StatusRow> {
+  const read = () =>
+    em.execute<(StatusRow & { fresh: boolean })[]>(
+      `select clicks_24h, orders_24h, unattributed_24h, missing_orders_24h, last_event_at, last_error_code,
+              consecutive_failures, computed_at > now() - interval '1 minute' as fresh
+         from integration_status where brand_id = ? and livemode = ?`,
+      [scope.brandId, scope.livemode],
+    );
+  let [row] = await read();
+  if (!row?.fresh) {
+    await em.execute(refreshSql(`select ?::varchar as brand_id, ?::boolean as livemode`), [
+      scope.brandId,
+      scope.livemode,
+    ]);
+    [row] = await read();
+  }
+  return row!;
+}
+
+/** Counted for last_error_code and consecutive_failures; a failure to record is not the caller's problem. */
+export async function recordIngestionFailure(
+  em: EntityManager,
+  scope: Scope,
+  code: string,
+  requestId: string,
+) {
+  await em.execute(
+    'insert into ingestion_failures (id, brand_id, livemode, code, request_id) values (?, ?, ?, ?, ?)',
+    [newId('ifl'), scope.brandId, scope.livemode, code, requestId],
+  );
+}
+
+export interface MissingOrderRow {
+  order_id: string;
+  observed_at: Date;
+  amount: number | null;
+  currency: string | null;
+  observed_event_id: string;
+  request_id: string;
+  detected_at: Date;
+}
+
+/** Observed orders still without an order.paid, oldest first (an order that arrived since is left out). */
+export async function listMissingOrders(
+  em: EntityManager,
+  scope: Scope,
+  limit: number,
+): Promise<MissingOrderRow[]> {
+  return em.execute<MissingOrderRow[]>(
+    `select m.order_id, m.observed_at, m.amount, m.currency, m.observed_event_id, m.request_id, m.detected_at
+       from missing_orders m
+      where m.brand_id = ? and m.livemode = ? and m.observed_at > now() - ${DAY}
+        and not exists (select 1 from orders o where o.brand_id = m.brand_id and o.livemode = m.livemode and o.order_id = m.order_id)
+      order by m.observed_at, m.order_id
+      limit ?`,
+    [scope.brandId, scope.livemode, limit],
+  );
+}
+
+const recordMissing = (where: string) => `
+insert into missing_orders (brand_id, livemode, order_id, observed_at, observed_event_id, request_id, amount, currency)
+select distinct on (e.brand_id, e.livemode, e.order_id)
+       e.brand_id, e.livemode, e.order_id, e.occurred_at, e.id, e.request_id, (e.data->>'amount')::bigint, e.data->>'currency'
+  from received_events e
+ where e.type = 'order.observed' and ${where}
+   and not exists (select 1 from orders o where o.brand_id = e.brand_id and o.livemode = e.livemode and o.order_id = e.order_id)
+ order by e.brand_id, e.livemode, e.order_id, e.received_at
+on conflict do nothing`;
+
+/**
+ * Gap check of one observed order, due `ORDER_GAP_DELAY_MINUTES` after it was seen: recorded
+ * missing unless its order.paid arrived. Idempotent: missing_orders' key is (brand, mode, order_id).
+ */
+export async function checkObservedOrder(em: EntityManager, eventId: string): Promise<boolean> {
+  const res = await em.execute(recordMissing('e.id = ?'), [eventId], 'run');
+  return ((res as { affectedRows?: number }).affectedRows ?? 0) > 0;
+}
+
+/**
+ * The sweep behind the per-observation checks: every order observed in the last 24 hours, at
+ * least the delay ago, without an order; and gaps whose order has arrived since are cleared.
+ */
+export async function detectGaps(
+  em: EntityManager,
+  delayMinutes: number,
+): Promise<{ recorded: number; cleared: number }> {
+  const recorded = await em.execute(
+    recordMissing(`e.received_at > now() - ${DAY} and e.received_at <= now() - make_interval(mins => ?)`),
+    [delayMinutes],
+    'run',
+  );
+  const cleared = await em.execute(
+    `delete from missing_orders m
+      where m.observed_at < now() - interval '30 days'
+         or exists (select 1 from orders o where o.brand_id = m.brand_id and o.livemode = m.livemode and o.order_id = m.order_id)`,
+    [],
+    'run',
+  );
+  const count = (r: unknown) => (r as { affectedRows?: number }).affectedRows ?? 0;
+  return { recorded: count(recorded), cleared: count(cleared) };
+}

@@ -1,0 +1,135 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { inTransaction } from '../db/sql.js';
+import { recordset, type WritePart } from '../db/write-set.js';
+import type { JobData, JobName, Queues } from '../jobs/queues.js';
+import type { Logger } from '../logger.js';
+import { newId } from '../shared/ids.js';
+
+export interface OutboxEntry {
+  jobName: JobName;
+  data: JobData;
+  availableAt: Date;
+}
+
+/** The outbox rows of an ingestion, written in the same statement (and transaction) as its ledger changes. */
+export function outboxWrite(entries: OutboxEntry[]): WritePart {
+  return {
+    sql: `insert into outbox_messages (id, job_name, data, request_id, event_id, available_at)
+          select x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
+            from ${recordset({ id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`,
+    rows: entries.map((e) => ({
+      id: newId('obx'),
+      job_name: e.jobName,
+      data: e.data,
+      request_id: e.data.request_id,
+      event_id: e.data.event_id ?? null,
+      available_at: e.availableAt.toISOString(),
+    })),
+  };
+}
+
+interface PendingMessage {
+  id: string;
+  job_name: JobName;
+  data: JobData;
+  available_at: Date;
+}
+
+/** BullMQ waits for Redis to be ready before adding: bounded, so a relay never holds its rows for long. */
+const ENQUEUE_TIMEOUT_MS = 2000;
+
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not accept the job within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Moves committed outbox rows to BullMQ, oldest first. The row id is the job id, so a crash
+ * between enqueue and marking re-enqueues nothing; SKIP LOCKED lets several relays share the
+ * work. With Redis down the enqueue fails, the rows stay, and a later pass drains them.
+ */
+export async function relayOutbox(orm: MikroORM, queues: Queues, limit = 200): Promise<number> {
+  return inTransaction(orm, async (sql) => {
+    const pending = await sql.query<PendingMessage>(
+      `select id, job_name, data, available_at from outbox_messages
+        where relayed_at is null order by id limit ? for update skip locked`,
+      [limit],
+    );
+    const relayed: string[] = [];
+    try {
+      for (const m of pending) {
+        const delay = Math.max(0, new Date(m.available_at).getTime() - Date.now());
+        await withTimeout(
+          queues[m.job_name].add(m.job_name, m.data, {
+            jobId: m.id,
+            delay,
+            // Kept for the trace endpoint: a week of finished jobs, a month of failed ones.
+            removeOnComplete: { age: 7 * 86_400, count: 10_000 },
+            removeOnFail: { age: 30 * 86_400 },
+          }),
+          ENQUEUE_TIMEOUT_MS,
+        );
+        relayed.push(m.id);
+      }
+    } finally {
+      // What reached Redis is marked even when a later enqueue failed.
+      if (relayed.length > 0) {
+        await sql.query(
+          `update outbox_messages set relayed_at = now()
+            where id in (select jsonb_array_elements_text(?::jsonb))`,
+          [JSON.stringify(relayed)],
+        );
+      }
+    }
+    return relayed.length;
+  });
+}
+
+/**
+ * Relays right after commit so jobs start at once, one pass at a time per process; failures
+ * (Redis down) are left to the worker's periodic relay. Never blocks or fails the request.
+ */
+export class OutboxRelay {
+  private running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly queues: Queues,
+    private readonly logger: Logger,
+  ) {}
+
+  nudge(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain().finally(() => {
+      this.running = null;
+    });
+  }
+
+  /** Waits for the pass in progress (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    do {
+      this.again = false;
+      try {
+        await relayOutbox(this.orm, this.queues);
+      } catch (err) {
+        this.logger.warn({ err: (err as Error).message }, 'outbox relay failed; the worker will retry');
+        return;
+      }
+    } while (this.again);
+  }
+}
