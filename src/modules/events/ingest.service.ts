@@ -38,14 +38,14 @@ function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcom
 
 /** The orders, codes, clicks and refund ids the events name: what the order book loads. */
 function needsOf(events: ValidEvent[]): BookNeeds {
-  const needs: BookNeeds = { orderIds: [], codeKeys: [], clickIds: [], refundIds: [] };
+  const needs: BookNeeds = { orderIds: [], codeKeys: [], clickIds: [], refunds: [] };
   for (const { type, data } of events) {
     if (type === 'order.observed' || !data.orderId) continue;
     needs.orderIds.push(data.orderId);
     if (data.parentOrderId) needs.orderIds.push(data.parentOrderId);
     if (data.couponCode) needs.codeKeys.push(couponCodeKey(data.couponCode));
     if (data.clickRef) needs.clickIds.push(data.clickRef);
-    if (data.refundId) needs.refundIds.push(data.refundId);
+    if (data.refundId) needs.refunds.push({ order_id: data.orderId, refund_id: data.refundId });
   }
   return needs;
 }

@@ -16,7 +16,8 @@ export interface BookNeeds {
   orderIds: string[];
   codeKeys: string[];
   clickIds: string[];
-  refundIds: string[];
+  /** refund_ids by the brand's order_id. */
+  refunds: { order_id: string; refund_id: string }[];
 }
 
 const orderFields = ['id', 'order_id', ...Object.keys(orderColumns)]
@@ -27,34 +28,52 @@ const orderFields = ['id', 'order_id', ...Object.keys(orderColumns)]
 // naming the same orders cannot deadlock. The other parts read the snapshot taken before the
 // locks were granted: an order or refund written meanwhile by another request then collides
 // with a unique index on write, and the transaction is retried (src/db/retry.ts).
+// Each list arrives as one JSON array. Every lookup is a LATERAL probe with LIMIT 1, which
+// PostgreSQL cannot flatten into a hash join: whatever plan it caches for the prepared
+// statement, each row is one index probe on a unique key. Orders are locked in the order of
+// the (sorted) list, so two requests naming the same orders cannot deadlock.
 const loadSql = `
-with input as (select ?::jsonb as j),
-locked as (
-  select ${orderFields}, le.id as entry_id
-    from orders o left join ledger_entries le on le.order_id = o.id
-   where o.brand_id = ? and o.livemode = ?
-     and o.order_id = any(array(select jsonb_array_elements_text(j->'orderIds') from input))
-   order by o.order_id
-   for update of o
+with locked as (
+  select o.*, le.id as entry_id
+    from jsonb_array_elements_text(?::jsonb) with ordinality as want(order_id, n)
+    cross join lateral (
+      select ${orderFields} from orders o
+       where o.brand_id = ? and o.livemode = ? and o.order_id = want.order_id
+       limit 1 for update
+    ) o
+    left join ledger_entries le on le.order_id = o.id
 ),
 codes as (
-  select c.code_key, c.creator_id, c.offer_id, f.commission_bps
-    from coupon_codes c left join offers f on f.id = c.offer_id
-   where c.brand_id = ? and c.code_key = any(array(select jsonb_array_elements_text(j->'codeKeys') from input))
+  select c.*
+    from jsonb_array_elements_text(?::jsonb) as want(code_key)
+    cross join lateral (
+      select c.code_key, c.creator_id, c.offer_id, f.commission_bps
+        from coupon_codes c left join offers f on f.id = c.offer_id
+       where c.brand_id = ? and c.code_key = want.code_key
+       limit 1
+    ) c
 ),
 clicks as (
-  select k.id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
-    from clicks k join offers f on f.id = k.offer_id
-   where k.brand_id = ? and k.id = any(array(select jsonb_array_elements_text(j->'clickIds') from input))
+  select k.*
+    from jsonb_array_elements_text(?::jsonb) as want(id)
+    cross join lateral (
+      select k.id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
+        from clicks k join offers f on f.id = k.offer_id
+       where k.brand_id = ? and k.id = want.id
+       limit 1
+    ) k
 ),
 creators as (
   select id, customer_hashes from creators
    where id = any(array(select creator_id from locked union select creator_id from codes union select creator_id from clicks))
 ),
 refunds as (
-  select r.order_id, r.refund_id from refunds r
-   where r.order_id = any(array(select id from locked))
-     and r.refund_id = any(array(select jsonb_array_elements_text(j->'refundIds') from input))
+  select r.*
+    from jsonb_to_recordset(?::jsonb) as want(order_id text, refund_id text)
+    join locked l on l.order_id = want.order_id
+    cross join lateral (
+      select r.order_id, r.refund_id from refunds r where r.order_id = l.id and r.refund_id = want.refund_id limit 1
+    ) r
 )
 select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        (select coalesce(json_agg(codes), '[]') from codes) as codes,
@@ -74,7 +93,17 @@ export async function loadOrderBook(
   needs: BookNeeds,
 ): Promise<OrderBook> {
   const { brandId: b, livemode: l } = scope;
-  const [row] = await sql.query<Record<string, Rows>>(loadSql, [JSON.stringify(needs), b, l, b, b]);
+  const json = (list: string[]) => JSON.stringify(list);
+  const [row] = await sql.query<Record<string, Rows>>(loadSql, [
+    json([...new Set(needs.orderIds)].sort()),
+    b,
+    l,
+    json(needs.codeKeys),
+    b,
+    json(needs.clickIds),
+    b,
+    JSON.stringify(needs.refunds),
+  ]);
   const r = row!;
   const journal = new Journal();
   const orders = new Map(
