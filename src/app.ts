@@ -6,7 +6,7 @@ import type { Config } from './config.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
-import { requireHost } from './http/host-check.js';
+import { hostName, requireHost } from './http/host-check.js';
 import { assignRequestId } from './http/request-id.js';
 import { type AnyRoute, mountRoutes } from './http/route.js';
 import type { Queues } from './jobs/queues.js';
@@ -15,6 +15,8 @@ import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { eventRoutes } from './modules/events/events.routes.js';
 import { integrationRoutes } from './modules/integration/integration.routes.js';
+import { keyIssuanceRoutes } from './modules/keys/issuance.routes.js';
+import { authenticateLoginToken, loginTokenVerifier } from './modules/keys/login-token.js';
 import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
 import { docsRoutes } from './openapi/docs.routes.js';
@@ -54,17 +56,28 @@ export function buildApp(deps: AppDeps): express.Express {
     }),
   );
 
+  // Bodies are JSON whatever the Content-Type says (curl's default form type included).
+  const json = (limit: string) => express.json({ limit, type: () => true, strict: false });
+
+  // The auth host serves key issuance only; anything else there falls through to the host check.
+  const issuanceRoutes = keyIssuanceRoutes(deps);
+  if (config.AUTH_HOSTS.length > 0) {
+    const authHosts = new Set(config.AUTH_HOSTS);
+    const authHost = Router();
+    authHost.use((req, _res, next) => next(authHosts.has(hostName(req.headers.host)) ? undefined : 'router'));
+    authHost.use('/api', json('1mb'));
+    mountRoutes(authHost, issuanceRoutes, [authenticateLoginToken(loginTokenVerifier(config))]);
+    app.use(authHost);
+  }
+
   app.use(
     requireHost([...config.API_HOSTS, ...config.TEST_API_HOSTS], config.API_HOSTS, config.TEST_API_HOSTS),
   );
 
-  // Bodies are JSON whatever the Content-Type says (curl's default form type included).
-  const json = (limit: string) => express.json({ limit, type: () => true, strict: false });
-
   const publicRoutes = publicApiRoutes(deps);
   const adminApiRoutes = adminRoutes(deps);
   const openRoutes = clickRedirectRoutes(deps);
-  const documented = [...publicRoutes, ...adminApiRoutes, ...openRoutes];
+  const documented = [...publicRoutes, ...issuanceRoutes, ...adminApiRoutes, ...openRoutes];
 
   const v1 = Router();
   v1.use('/v1', answerPreflight(orm));

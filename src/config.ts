@@ -89,6 +89,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const config = result.data;
+  if (config.AUTH_HOSTS.length > 0) {
+    const missing =
+      !config.AUTH_JWT_SECRET && !config.AUTH_JWKS_URL
+        ? 'AUTH_JWT_SECRET (or AUTH_JWKS_URL)'
+        : !config.AUTH_JWT_ISSUER
+          ? 'AUTH_JWT_ISSUER'
+          : !config.AUTH_JWT_AUDIENCE
+            ? 'AUTH_JWT_AUDIENCE'
+            : null;
+    if (missing) {
+      throw new ConfigError(
+        `Configuration error: ${missing} is not set, and AUTH_HOSTS needs it to verify brand login tokens. Set it and restart, or unset AUTH_HOSTS.`,
+      );
+    }
+  }
   return { ...config, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}` };
 }
 

@@ -25,6 +25,8 @@ declare global {
       /** `req_...`, set by the first middleware and echoed in `Request-Id`. */
       requestId: string;
       caller?: ApiCaller;
+      /** The brand of a verified login JWT (auth host only). */
+      loginBrandId?: string;
     }
   }
 }

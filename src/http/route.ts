@@ -4,7 +4,7 @@ import type { AppError, ErrorCode } from '../shared/errors.js';
 import { methodNotAllowed } from './error-handler.js';
 import { parseOrThrow } from './validate.js';
 
-export type Security = 'api_key' | 'secret_key' | 'admin' | 'none';
+export type Security = 'api_key' | 'secret_key' | 'admin' | 'login_jwt' | 'none';
 
 type Shape = z.ZodType | undefined;
 type Out<S extends Shape> = S extends z.ZodType ? z.output<S> : undefined;

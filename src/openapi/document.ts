@@ -41,6 +41,7 @@ const securityRequirements: Record<Security, oas32.SecurityRequirementObject[]> 
   api_key: [{ apiKey: [] }],
   secret_key: [{ secretKey: [] }],
   admin: [{ adminToken: [] }, { opsBasic: [] }],
+  login_jwt: [{ loginJwt: [] }],
   none: [],
 };
 
@@ -62,6 +63,13 @@ const securitySchemes: Record<string, oas32.SecuritySchemeObject> = {
     description: 'The ops token: `Authorization: Bearer <ADMIN_TOKEN>`.',
   },
   opsBasic: { type: 'http', scheme: 'basic', description: 'For browsers: user `ops`, password ADMIN_TOKEN.' },
+  loginJwt: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description:
+      "The brand's login JWT (auth host only), signed with the configured HS256 secret or a key of the configured JWKS, with the configured issuer and audience and a `brand_id` claim.",
+  },
 };
 
 function description(baseUrl: string): string {

@@ -8,6 +8,20 @@ export const errorCodes = {
     explains:
       'The Authorization header is missing, malformed, or names a revoked or unknown key. Send `Authorization: Bearer sk_live_...` (or pk_/test) with a current key; reissued keys revoke the earlier ones at once.',
   },
+  invalid_login_token: {
+    status: 401,
+    explains:
+      "Key issuance needs the brand's login JWT: `Authorization: Bearer <jwt>`, signed by the auth service, unexpired, for this service's audience, with a `brand_id` claim. Log in again to get a fresh token.",
+  },
+  integration_access_denied: {
+    status: 403,
+    explains:
+      "The login token's brand does not own this integration. Use the integration id of your own brand.",
+  },
+  integration_not_found: {
+    status: 404,
+    explains: 'No integration has this id. The integration id is your brand id (`brand_...`).',
+  },
   invalid_admin_token: {
     status: 401,
     explains:

@@ -1,23 +1,9 @@
-import { z } from 'zod';
 import type { AppDeps } from '../../app.js';
 import { route } from '../../http/route.js';
+import { KeysIssue, KeysOut, toKeysOut } from '../keys/keys.schemas.js';
 import { issueKeys } from '../keys/keys.service.js';
 import { BrandCreate, BrandIdParams, BrandOut, BrandPatch } from './brands.schemas.js';
 import { createBrand, findBrand, toBrandOut, updateBrand } from './brands.service.js';
-
-const KeysIssue = z.strictObject({ livemode: z.boolean() }).meta({ id: 'AdminKeysIssue' });
-const KeysOut = z
-  .object({
-    object: z.literal('api_keys'),
-    id: z.string().meta({ description: 'The id of the new secret key.' }),
-    brand_id: z.string(),
-    livemode: z.boolean(),
-    secret_key_id: z.string(),
-    publishable_key_id: z.string(),
-    secret_key: z.string().meta({ description: 'Shown only in this response.' }),
-    publishable_key: z.string().meta({ description: 'Shown only in this response.' }),
-  })
-  .meta({ id: 'AdminIssuedKeys' });
 
 export function brandAdminRoutes({ orm }: AppDeps) {
   const tag = 'Admin: brands';
@@ -82,13 +68,7 @@ export function brandAdminRoutes({ orm }: AppDeps) {
       errors: ['invalid_admin_token', 'brand_not_found', 'invalid_request_body'],
       async handle(_req, res, { params, body }) {
         const keys = await issueKeys(orm.em.fork(), params.brand_id, body.livemode);
-        res.status(201).json({
-          object: 'api_keys',
-          id: keys.secret_key_id,
-          brand_id: params.brand_id,
-          livemode: body.livemode,
-          ...keys,
-        } satisfies z.input<typeof KeysOut>);
+        res.status(201).json(toKeysOut(params.brand_id, body.livemode, keys));
       },
     }),
   ];
