@@ -21,6 +21,8 @@ import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
 import { docsRoutes } from './openapi/docs.routes.js';
 import { mountBullBoard } from './ops/bull-board.js';
+import { mountHealth } from './ops/health.routes.js';
+import { createMetrics, type Metrics } from './ops/metrics.js';
 
 export interface AppDeps {
   config: Config;
@@ -28,6 +30,8 @@ export interface AppDeps {
   redis: Redis;
   queues: Queues;
   logger: Logger;
+  /** Created by buildApp when not given. */
+  metrics?: Metrics;
 }
 
 /** Every public route, in one list: the router and the OpenAPI document both read it. */
@@ -35,8 +39,9 @@ export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
   return [...pingRoutes, ...eventRoutes(deps), ...orderRoutes(deps), ...integrationRoutes(deps)];
 }
 
-export function buildApp(deps: AppDeps): express.Express {
-  const { config, orm, logger } = deps;
+export function buildApp(appDeps: AppDeps): express.Express {
+  const deps = { ...appDeps, metrics: appDeps.metrics ?? createMetrics(appDeps.queues) };
+  const { config, orm, logger, metrics } = deps;
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
@@ -55,6 +60,15 @@ export function buildApp(deps: AppDeps): express.Express {
       quietReqLogger: true,
     }),
   );
+
+  app.use(metrics.observeHttp);
+  // Health on every host (load balancers may call by IP); metrics behind the ops credentials.
+  const ops = Router();
+  mountHealth(ops, deps);
+  ops.get('/metrics', requireAdmin(config.ADMIN_TOKEN, { browser: true }), async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  app.use(ops);
 
   // Bodies are JSON whatever the Content-Type says (curl's default form type included).
   const json = (limit: string) => express.json({ limit, type: () => true, strict: false });

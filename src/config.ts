@@ -34,6 +34,11 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** BullMQ key prefix: several environments can share one Redis. */
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9_-]{1,40}$/i, 'must be 1 to 40 letters, digits, - or _')
+    .default('lf'),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /** Verifies brand login JWTs on the auth host: an HS256 secret or a JWKS URL. */

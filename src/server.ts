@@ -10,7 +10,7 @@ const logger = createLogger(config.LOG_LEVEL);
 const orm = await initOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
 const redis = createRedis(config.REDIS_URL);
 redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection problem'));
-const queues = createQueues(redis);
+const queues = createQueues(redis, config.QUEUE_PREFIX);
 
 const server = buildApp({ config, orm, redis, queues, logger }).listen(config.PORT, () => {
   logger.info({ port: config.PORT, base_url: config.PUBLIC_BASE_URL }, 'web process listening');

@@ -12,7 +12,7 @@ const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
 const orm = await initOrm(config.DATABASE_URL, 4);
 const connection = createRedis(config.REDIS_URL, { worker: true });
-const queues = createQueues(connection);
+const queues = createQueues(connection, config.QUEUE_PREFIX);
 
 // Upserting the same scheduler id from several worker dynos leaves exactly one schedule.
 for (const name of jobNames) {
@@ -27,7 +27,7 @@ const workers = jobNames.map(
   (name) =>
     new Worker(name, (job) => runJob(name, { orm, logger, config }, job), {
       connection,
-      prefix: 'lf',
+      prefix: config.QUEUE_PREFIX,
       concurrency: 1,
     }),
 );
@@ -42,15 +42,23 @@ for (const worker of workers) {
 const stopRelay = startOutboxRelay(orm, queues, logger);
 logger.info({ queues: jobNames }, 'worker process started');
 
-/** SIGTERM: let running jobs finish, then close connections (BullMQ does not close ours). */
+/**
+ * SIGTERM (Heroku allows 30 s): stop relaying, let running jobs finish, then close the
+ * connections (BullMQ does not close ones passed in). A second signal or 25 s forces exit.
+ */
 async function shutdown(signal: string) {
   logger.info({ signal }, 'shutting down worker process');
-  setTimeout(() => process.exit(1), 25_000).unref();
+  setTimeout(() => {
+    logger.error('worker shutdown took longer than 25 s: exiting with jobs still running');
+    process.exit(1);
+  }, 25_000).unref();
+  process.once(signal, () => process.exit(1));
   await stopRelay();
   await Promise.all(workers.map((w) => w.close()));
   await closeQueues(queues);
   connection.disconnect();
   await orm.close();
+  logger.info('worker process stopped');
   process.exit(0);
 }
 process.once('SIGTERM', () => void shutdown('SIGTERM'));

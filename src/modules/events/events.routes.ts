@@ -7,7 +7,7 @@ import { OutboxRelay } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { recordIngestionFailure } from '../integration/integration.service.js';
 import { validateBatchEnvelope, validateEvent } from './event-validation.js';
-import { EventBatchIn, EventIn, EventOut } from './events.schemas.js';
+import { EventBatchIn, EventIn, EventOut, eventTypes } from './events.schemas.js';
 import { type IngestResult, runIdempotent } from './idempotency.js';
 import { ingestEvents } from './ingest.service.js';
 import { EventRateLimiter, rateLimitError } from './rate-limit.js';
@@ -19,6 +19,12 @@ interface Ingestion {
 }
 
 /** A failed request is counted for the integration status (last_error_code, consecutive_failures). */
+/** A bounded label: only known event types, never what a client made up. */
+function typeLabel(event: unknown): string {
+  const type = (event as { type?: unknown } | null)?.type;
+  return typeof type === 'string' && (eventTypes as readonly string[]).includes(type) ? type : 'unknown';
+}
+
 async function ingestCounted(
   ingestion: Ingestion,
   req: Request,
@@ -26,9 +32,16 @@ async function ingestCounted(
   rawEvents: () => unknown[],
   batch: boolean,
 ) {
+  const ingested = ingestion.deps.metrics?.eventsIngested;
   try {
-    await ingest(ingestion, req, res, rawEvents(), batch);
+    const events = rawEvents();
+    await ingest(ingestion, req, res, events, batch);
+    for (const event of events) ingested?.inc({ type: typeLabel(event), result: 'accepted' });
   } catch (err) {
+    ingested?.inc({
+      type: batch ? 'batch' : typeLabel(req.body),
+      result: err instanceof AppError ? err.code : 'temporary_service_error',
+    });
     if (err instanceof AppError && req.caller) {
       await recordIngestionFailure(ingestion.deps.orm.em.fork(), req.caller, err.code, req.requestId).catch(
         (recordError: Error) =>
@@ -115,6 +128,7 @@ export function eventRoutes(deps: AppDeps) {
     limiter: new EventRateLimiter(deps.redis, deps.logger),
     relay: new OutboxRelay(deps.orm, deps.queues, deps.logger),
   };
+  deps.metrics?.trackRateLimiter(ingestion.limiter);
   return [
     route({
       method: 'post',

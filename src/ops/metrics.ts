@@ -1,0 +1,121 @@
+import type { RequestHandler } from 'express';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Queues } from '../jobs/queues.js';
+
+/** Redis may be down: a scrape never waits for it longer than this. */
+const SCRAPE_TIMEOUT_MS = 1000;
+const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+/** Job durations are read from the most recent finished jobs BullMQ keeps. */
+const RECENT_JOBS = 100;
+
+function bounded<T>(work: Promise<T>): Promise<T | undefined> {
+  return Promise.race([
+    work,
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), SCRAPE_TIMEOUT_MS).unref()),
+  ]);
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+}
+
+/**
+ * Prometheus metrics of one app instance (its own registry, so several apps in one process
+ * never share counters). Queue depths and job durations are read from Redis at scrape time:
+ * the worker process cannot be scraped on Heroku, BullMQ's own bookkeeping can.
+ */
+export function createMetrics(queues: Queues) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'lf_' });
+
+  const httpRequests = new Counter({
+    name: 'lf_http_requests_total',
+    help: 'HTTP requests by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'lf_http_request_duration_seconds',
+    help: 'HTTP request duration by method and route template.',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const eventsIngested = new Counter({
+    name: 'lf_events_ingested_total',
+    help: 'Events by type and result: accepted, or the error code that refused them.',
+    labelNames: ['type', 'result'] as const,
+    registers: [registry],
+  });
+  const rateLimiterFailOpen = { count: () => 0 };
+  new Gauge({
+    name: 'lf_rate_limiter_fail_open_total',
+    help: 'Requests let through because Redis did not answer the rate limiter (fail open).',
+    registers: [registry],
+    collect() {
+      this.set(rateLimiterFailOpen.count());
+    },
+  });
+  new Gauge({
+    name: 'lf_queue_jobs',
+    help: 'Jobs per queue and state (absent while Redis is unreachable).',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const queue of Object.values(queues)) {
+        const counts = await bounded(queue.getJobCounts(...JOB_STATES)).catch(() => undefined);
+        for (const state of JOB_STATES)
+          if (counts) this.set({ queue: queue.name, state }, counts[state] ?? 0);
+      }
+    },
+  });
+  new Gauge({
+    name: 'lf_job_duration_seconds',
+    help: `Run time of the last ${RECENT_JOBS} completed jobs per queue: p50, p95 and max.`,
+    labelNames: ['queue', 'stat'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const recent = await Promise.all(
+        Object.values(queues).map(async (queue) => ({
+          queue,
+          jobs: await bounded(queue.getJobs(['completed'], 0, RECENT_JOBS - 1)).catch(() => undefined),
+        })),
+      );
+      for (const { queue, jobs } of recent) {
+        const seconds = (jobs ?? [])
+          .filter((j) => j?.processedOn && j.finishedOn)
+          .map((j) => (j.finishedOn! - j.processedOn!) / 1000)
+          .sort((a, b) => a - b);
+        if (seconds.length === 0) continue;
+        this.set({ queue: queue.name, stat: 'p50' }, quantile(seconds, 0.5));
+        this.set({ queue: queue.name, stat: 'p95' }, quantile(seconds, 0.95));
+        this.set({ queue: queue.name, stat: 'max' }, seconds.at(-1)!);
+      }
+    },
+  });
+
+  /** Labels by route template (`/v1/orders/:order_id`), never the raw path, which carries ids. */
+  const observeHttp: RequestHandler = (req, res, next) => {
+    const stop = httpDuration.startTimer();
+    res.on('finish', () => {
+      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched';
+      httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
+      stop({ method: req.method, route });
+    });
+    next();
+  };
+
+  return {
+    registry,
+    observeHttp,
+    eventsIngested,
+    /** The rate limiter lives with the event routes; it reports its fail-open count here. */
+    trackRateLimiter(limiter: { failOpenCount: number }) {
+      rateLimiterFailOpen.count = () => limiter.failOpenCount;
+    },
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
