@@ -39,6 +39,11 @@ const schema = z.object({
     .string()
     .regex(/^[a-z0-9_-]{1,40}$/i, 'must be 1 to 40 letters, digits, - or _')
     .default('lf'),
+  /** When the monthly payout runs (cron, Asia/Seoul): day 10 at 00:00 by default. */
+  PAYOUT_SCHEDULE: z
+    .string()
+    .regex(/^\S+( \S+){4,5}$/, 'must be a cron pattern, e.g. 0 0 10 * *')
+    .default('0 0 10 * *'),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /** Verifies brand login JWTs on the auth host: an HS256 secret or a JWKS URL. */

@@ -7,8 +7,8 @@ import { createRedis } from '../src/redis.js';
 import { startOutboxRelay } from './outbox-relay.js';
 import { checkRegistry, runJob, schedules } from './registry.js';
 
-checkRegistry();
 const config = loadConfigOrExit();
+checkRegistry(config);
 const logger = createLogger(config.LOG_LEVEL);
 const orm = await initOrm(config.DATABASE_URL, 4);
 const connection = createRedis(config.REDIS_URL, { worker: true });
@@ -18,7 +18,7 @@ const queues = createQueues(connection, config.QUEUE_PREFIX);
 for (const name of jobNames) {
   await queues[name].upsertJobScheduler(
     `${name}-schedule`,
-    { pattern: schedules[name], tz: 'Asia/Seoul' },
+    { pattern: schedules(config)[name], tz: 'Asia/Seoul' },
     { name, data: { request_id: `sched_${name}`, triggered_by: 'schedule' } },
   );
 }

@@ -5,12 +5,13 @@ import { type JobData, type JobName, jobNames } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 import { aggregateIntegrationStatus } from './integration-status.js';
 import { detectOrderGaps } from './order-gap-detection.js';
+import { confirmOrders, payOut } from './payouts.js';
 import { deleteOldTestData } from './test-data-deletion.js';
 
 export interface WorkerContext {
   orm: MikroORM;
   logger: Logger;
-  config: Pick<Config, 'ORDER_GAP_DELAY_MINUTES'>;
+  config: Pick<Config, 'ORDER_GAP_DELAY_MINUTES' | 'PAYOUT_SCHEDULE'>;
 }
 
 type Handler = (ctx: WorkerContext, job: Job<JobData>, logger: Logger) => Promise<unknown>;
@@ -20,20 +21,27 @@ export const handlers: Record<JobName, Handler> = {
   'integration-status': (ctx, job, logger) => aggregateIntegrationStatus(ctx.orm, job, logger),
   'order-gap-detection': (ctx, job, logger) =>
     detectOrderGaps(ctx.orm, job, logger, ctx.config.ORDER_GAP_DELAY_MINUTES),
+  'order-confirmation': (ctx, job, logger) => confirmOrders(ctx.orm, job, logger),
+  'payout-run': (ctx, job, logger) => payOut(ctx.orm, job, logger),
 };
 
 /** Cron schedules (Asia/Seoul, the brands' business time zone). */
-export const schedules: Record<JobName, string> = {
-  'test-data-deletion': '0 3 * * *',
-  'integration-status': '* * * * *',
-  'order-gap-detection': '*/5 * * * *',
-};
+export function schedules(config: Pick<Config, 'PAYOUT_SCHEDULE'>): Record<JobName, string> {
+  return {
+    'test-data-deletion': '0 3 * * *',
+    'integration-status': '* * * * *',
+    'order-gap-detection': '*/5 * * * *',
+    'order-confirmation': '*/5 * * * *',
+    'payout-run': config.PAYOUT_SCHEDULE,
+  };
+}
 
 /** A job name without exactly one handler and one schedule is a startup error, not a silent gap. */
-export function checkRegistry(): void {
+export function checkRegistry(config: Pick<Config, 'PAYOUT_SCHEDULE'>): void {
+  const cron = schedules(config);
   for (const name of jobNames) {
     if (typeof handlers[name] !== 'function') throw new Error(`No handler registered for job '${name}'.`);
-    if (!schedules[name]) throw new Error(`No schedule registered for job '${name}'.`);
+    if (!cron[name]) throw new Error(`No schedule registered for job '${name}'.`);
   }
 }
 

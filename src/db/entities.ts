@@ -17,6 +17,7 @@ import { LedgerMovement } from '../modules/ledger/ledger-movement.entity.js';
 import { Order } from '../modules/orders/order.entity.js';
 import { Refund } from '../modules/orders/refund.entity.js';
 import { Payout } from '../modules/payouts/payout.entity.js';
+import { PayoutClawback } from '../modules/payouts/payout-clawback.entity.js';
 import { OutboxMessage } from '../outbox/outbox-message.entity.js';
 
 export const entities = [
@@ -34,6 +35,7 @@ export const entities = [
   ReceivedEvent,
   IdempotencyRecord,
   Payout,
+  PayoutClawback,
   OutboxMessage,
   MissingOrder,
   IngestionFailure,

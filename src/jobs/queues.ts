@@ -5,7 +5,13 @@ import type { Redis } from 'ioredis';
  * The typed job registry: one queue per scheduled job so ops see each in Bull Board.
  * Workers must register exactly one handler per name (checked at boot).
  */
-export const jobNames = ['test-data-deletion', 'integration-status', 'order-gap-detection'] as const;
+export const jobNames = [
+  'test-data-deletion',
+  'integration-status',
+  'order-gap-detection',
+  'order-confirmation',
+  'payout-run',
+] as const;
 export type JobName = (typeof jobNames)[number];
 
 export interface JobData {

@@ -162,7 +162,11 @@ describe('order.observed gap detection', () => {
     const worker = new Worker<JobData>(
       'order-gap-detection',
       (j) =>
-        runJob('order-gap-detection', { orm: ctx.orm, logger, config: { ORDER_GAP_DELAY_MINUTES: 30 } }, j),
+        runJob(
+          'order-gap-detection',
+          { orm: ctx.orm, logger, config: { ORDER_GAP_DELAY_MINUTES: 30, PAYOUT_SCHEDULE: '0 0 10 * *' } },
+          j,
+        ),
       { connection: createRedis(inject('redisUrl'), { worker: true }), prefix: job.prefix },
     );
     try {

@@ -28,6 +28,11 @@ export const LedgerMovement = defineEntity({
   indexes: [
     { name: 'ledger_movements_entry_index', properties: ['entry'] },
     { name: 'ledger_movements_request_id_index', properties: ['requestId'] },
+    {
+      name: 'ledger_movements_clawback_index',
+      properties: ['brand', 'creator'],
+      where: "kind = 'clawback' and livemode",
+    },
   ],
 });
 export type LedgerMovement = InferEntity<typeof LedgerMovement>;

@@ -73,6 +73,11 @@ export const Order = defineEntity({
     { name: 'orders_list_index', properties: ['brand', 'livemode', 'occurredAt', 'id'] },
     { name: 'orders_confirm_at_index', properties: ['status', 'confirmAt'] },
     { name: 'orders_created_at_index', properties: ['brand', 'livemode', 'createdAt'] },
+    {
+      name: 'orders_payable_index',
+      properties: ['brand', 'creator', 'id'],
+      where: "status = 'confirmed' and livemode",
+    },
   ],
   checks: [
     { name: 'orders_refunded_le_amount', expression: 'refunded_amount between 0 and amount' },

@@ -1,0 +1,169 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { inTransaction, type Sql } from '../../db/sql.js';
+import { executeWrites, recordset } from '../../db/write-set.js';
+import { newId } from '../../shared/ids.js';
+
+const CHUNK = 1000;
+
+/**
+ * pending → confirmed once `confirm_at` has passed (both modes: test orders confirm too, they
+ * are only never paid out). In chunks of 1000 rows with SKIP LOCKED, so concurrent runs split
+ * the rows and an order being ingested is simply taken by the next run.
+ */
+export async function confirmDueOrders(em: EntityManager, now = new Date()): Promise<number> {
+  let confirmed = 0;
+  for (;;) {
+    const res = await em.execute(
+      `update orders set status = 'confirmed', confirmed_at = now(), updated_at = now()
+        where id in (select id from orders where status = 'pending' and confirm_at <= ?
+                      order by confirm_at limit ${CHUNK} for update skip locked)`,
+      [now],
+      'run',
+    );
+    const rows = (res as { affectedRows?: number }).affectedRows ?? 0;
+    confirmed += rows;
+    if (rows < CHUNK) return confirmed;
+  }
+}
+
+/** The payout run of a month: `2026-12` for any instant of December 2026 in Asia/Seoul. */
+export function payoutRunKey(at: Date): string {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone: 'Asia/Seoul',
+    year: 'numeric',
+    month: '2-digit',
+  })
+    .formatToParts(at)
+    .reduce<Record<string, string>>((acc, p) => ({ ...acc, [p.type]: p.value }), {});
+  return `${parts.year}-${parts.month}`;
+}
+
+interface Payee {
+  brand_id: string;
+  creator_id: string;
+}
+
+interface PayableOrder {
+  id: string;
+  entry_id: string;
+  balance: string;
+}
+
+interface OpenClawback {
+  id: string;
+  entry_id: string;
+  amount: string;
+}
+
+/**
+ * One chunk of one creator's payout, in one transaction: up to 1000 confirmed live orders and
+ * 1000 clawbacks not netted yet, locked with SKIP LOCKED. The payout row is upserted by
+ * (brand, creator, run) and grows by the chunk; the orders become `paid_out`; each netted
+ * clawback is recorded in payout_clawbacks (its key makes netting twice impossible); `payout`
+ * movements take every settlement line involved to zero, so the journal still sums to the entry.
+ */
+async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: string): Promise<number> {
+  const orders = await sql.query<PayableOrder>(
+    `select o.id, le.id as entry_id, o.commission_amount - o.refunded_commission_amount as balance
+       from orders o join ledger_entries le on le.order_id = o.id
+      where o.brand_id = ? and o.creator_id = ? and o.livemode and o.status = 'confirmed'
+      order by o.id limit ${CHUNK} for update of o skip locked`,
+    [payee.brand_id, payee.creator_id],
+  );
+  const clawbacks = await sql.query<OpenClawback>(
+    `select m.id, m.entry_id, m.amount from ledger_movements m
+      where m.brand_id = ? and m.creator_id = ? and m.kind = 'clawback' and m.livemode
+        and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)
+      order by m.id limit ${CHUNK} for update of m skip locked`,
+    [payee.brand_id, payee.creator_id],
+  );
+  if (orders.length === 0 && clawbacks.length === 0) return 0;
+  const commission = orders.reduce((sum, o) => sum + Number(o.balance), 0);
+  const clawback = clawbacks.reduce((sum, m) => sum + Number(m.amount), 0);
+  const [payout] = await sql.query<{ id: string }>(
+    `insert into payouts (id, brand_id, livemode, creator_id, run_key, order_count, commission_amount, clawback_amount, net_amount)
+     values (?, ?, true, ?, ?, ?, ?, ?, ?)
+     on conflict (brand_id, creator_id, run_key) do update set
+       order_count = payouts.order_count + excluded.order_count,
+       commission_amount = payouts.commission_amount + excluded.commission_amount,
+       clawback_amount = payouts.clawback_amount + excluded.clawback_amount,
+       net_amount = payouts.net_amount + excluded.net_amount
+     returning id`,
+    [
+      newId('po'),
+      payee.brand_id,
+      payee.creator_id,
+      runKey,
+      orders.length,
+      commission,
+      clawback,
+      commission + clawback,
+    ],
+  );
+  const payoutId = payout!.id;
+  // A paid order's line goes to zero; a netted clawback's negative amount is settled back.
+  const moves = [
+    ...orders.map((o) => ({ entry_id: o.entry_id, amount: -Number(o.balance) })),
+    ...clawbacks.map((m) => ({ entry_id: m.entry_id, amount: -Number(m.amount) })),
+  ].filter((m) => m.amount !== 0);
+  const scope = [payee.brand_id];
+  await executeWrites(sql, [
+    {
+      sql: `update orders o set status = 'paid_out', payout_id = ?, updated_at = now()
+              from ${recordset({ id: 'text' })} where o.id = x.id`,
+      params: [payoutId],
+      rows: orders.map((o) => ({ id: o.id })),
+    },
+    {
+      sql: `insert into payout_clawbacks (movement_id, payout_id) select x.id, ? from ${recordset({ id: 'text' })}`,
+      params: [payoutId],
+      rows: clawbacks.map((m) => ({ id: m.id })),
+    },
+    {
+      sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, request_id, payout_id)
+            select x.id, ?, true, x.entry_id, ?, 'payout', x.amount, ?, ? from ${recordset({ id: 'text', entry_id: 'text', amount: 'bigint' })}`,
+      params: [...scope, payee.creator_id, requestId, payoutId],
+      rows: moves.map((m) => ({ id: newId('mv'), ...m })),
+    },
+  ]);
+  // Lines are moved by the sum of their payout movements (one statement per entry set).
+  if (moves.length > 0) {
+    await sql.query(
+      `update ledger_entries e set commission_balance = e.commission_balance + x.amount, updated_at = now()
+         from (select entry_id, sum(amount) as amount from ${recordset({ entry_id: 'text', amount: 'bigint' })} group by entry_id) x
+        where e.id = x.entry_id`,
+      [JSON.stringify(moves)],
+    );
+  }
+  return orders.length + clawbacks.length;
+}
+
+/**
+ * The payout run (monthly): every live creator with confirmed orders or clawbacks not netted
+ * yet gets one payout for `runKey`. Test mode is never paid out. Idempotent: a rerun finds
+ * nothing left to pay; two runs at once split the rows between them.
+ */
+export async function runPayouts(
+  orm: MikroORM,
+  runKey: string,
+  requestId: string,
+  onProgress: (done: number, total: number) => Promise<void> = async () => {},
+): Promise<{ run_key: string; payees: number; items: number }> {
+  const payees = await orm.em.fork().execute<Payee[]>(
+    `select distinct brand_id, creator_id from orders where status = 'confirmed' and livemode and creator_id is not null
+     union
+     select distinct m.brand_id, m.creator_id from ledger_movements m
+      where m.kind = 'clawback' and m.livemode and m.creator_id is not null
+        and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)`,
+  );
+  let items = 0;
+  for (const [i, payee] of payees.entries()) {
+    for (;;) {
+      const paid = await inTransaction(orm, (sql) => payChunk(sql, payee, runKey, requestId));
+      items += paid;
+      if (paid === 0) break;
+    }
+    await onProgress(i + 1, payees.length);
+  }
+  return { run_key: runKey, payees: payees.length, items };
+}
