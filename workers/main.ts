@@ -5,7 +5,7 @@ import { closeQueues, createQueues, jobNames } from '../src/jobs/queues.js';
 import { createLogger } from '../src/logger.js';
 import { createRedis } from '../src/redis.js';
 import { startOutboxRelay } from './outbox-relay.js';
-import { checkRegistry, runJob, schedules } from './registry.js';
+import { checkRegistry, installSchedules, runJob } from './registry.js';
 
 const config = loadConfigOrExit();
 checkRegistry(config);
@@ -14,14 +14,7 @@ const orm = await initOrm(config.DATABASE_URL, 4);
 const connection = createRedis(config.REDIS_URL, { worker: true });
 const queues = createQueues(connection, config.QUEUE_PREFIX);
 
-// Upserting the same scheduler id from several worker dynos leaves exactly one schedule.
-for (const name of jobNames) {
-  await queues[name].upsertJobScheduler(
-    `${name}-schedule`,
-    { pattern: schedules(config)[name], tz: 'Asia/Seoul' },
-    { name, data: { request_id: `sched_${name}`, triggered_by: 'schedule' } },
-  );
-}
+await installSchedules(queues, config);
 
 const workers = jobNames.map(
   (name) =>

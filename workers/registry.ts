@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job } from 'bullmq';
 import type { Config } from '../src/config.js';
-import { type JobData, type JobName, jobNames } from '../src/jobs/queues.js';
+import { type JobData, type JobName, jobNames, type Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 import { aggregateIntegrationStatus } from './integration-status.js';
 import { detectOrderGaps } from './order-gap-detection.js';
@@ -34,6 +34,18 @@ export function schedules(config: Pick<Config, 'PAYOUT_SCHEDULE'>): Record<JobNa
     'order-confirmation': '*/5 * * * *',
     'payout-run': config.PAYOUT_SCHEDULE,
   };
+}
+
+/** Upserting the same scheduler id from several worker dynos leaves exactly one schedule per job. */
+export async function installSchedules(queues: Queues, config: Pick<Config, 'PAYOUT_SCHEDULE'>) {
+  const cron = schedules(config);
+  for (const name of jobNames) {
+    await queues[name].upsertJobScheduler(
+      `${name}-schedule`,
+      { pattern: cron[name], tz: 'Asia/Seoul' },
+      { name, data: { request_id: `sched_${name}`, triggered_by: 'schedule' } },
+    );
+  }
 }
 
 /** A job name without exactly one handler and one schedule is a startup error, not a silent gap. */

@@ -28,14 +28,15 @@ export async function confirmDueOrders(em: EntityManager, now = new Date()): Pro
 
 /** The payout run of a month: `2026-12` for any instant of December 2026 in Asia/Seoul. */
 export function payoutRunKey(at: Date): string {
-  const parts = new Intl.DateTimeFormat('en-CA', {
+  // en-CA formats dates as YYYY-MM-DD.
+  return new Intl.DateTimeFormat('en-CA', {
     timeZone: 'Asia/Seoul',
     year: 'numeric',
     month: '2-digit',
+    day: '2-digit',
   })
-    .formatToParts(at)
-    .reduce<Record<string, string>>((acc, p) => ({ ...acc, [p.type]: p.value }), {});
-  return `${parts.year}-${parts.month}`;
+    .format(at)
+    .slice(0, 7);
 }
 
 interface Payee {
