@@ -139,6 +139,11 @@ describe('order.paid', () => {
     expect(late.body.attribution.via).toBe('code');
     expect((await order(id)).status).toBe('pending');
     await send('order.paid', { order_id: id, amount: 20_000 }); // sticky: no code, keeps Joon
+    expect(await order(id)).toMatchObject({
+      creator_id: joon.creatorId,
+      attributed_via: 'code',
+      coupon_code: 'JOON',
+    });
     await send('order.paid', { order_id: id, amount: 20_000 });
     await send('order.paid', { order_id: id, amount: 20_000, coupon_code: 'MINA20' });
     expect(await journal(id)).toEqual([
@@ -262,6 +267,23 @@ describe('order.paid', () => {
 });
 
 describe('refunds, cancellations and confirmations', () => {
+  it('a resend lowering the amount to what was already refunded closes the order as refunded', async () => {
+    const id = nextOrderId();
+    await send('order.paid', { order_id: id, amount: 10_000, coupon_code: 'JOON' });
+    await send('refund.created', { order_id: id, refund_id: 'r1', amount: 4000 });
+    expect((await send('order.paid', { order_id: id, amount: 4000, coupon_code: 'JOON' })).status).toBe(200);
+    const row = await order(id);
+    expect([
+      row.status,
+      Number(row.amount),
+      Number(row.refunded_amount),
+      Number(row.refunded_commission_amount),
+    ]).toEqual(['refunded', 4000, 4000, 400]);
+    expect(row.closed_at).not.toBeNull();
+    const moves = await journal(id);
+    expect(moves.reduce((s, m) => s + Number(m.amount), 0)).toBe(0);
+  });
+
   it('partial refunds reverse commission in proportion; the full refund closes the order', async () => {
     const id = nextOrderId();
     await send('order.paid', { order_id: id, amount: 30_000, coupon_code: 'JOON' });

@@ -122,6 +122,7 @@ function step(m: Model, ev: Ev): 200 | string {
         m.creator = 'joon';
         m.bps = DEFAULT_BPS;
       } // else sticky
+      if (m.refundedMinor > 0 && m.refundedMinor >= m.minor) m.closed = 'refunded';
       return 200;
     }
     case 'refund.created': {

@@ -48,8 +48,9 @@ function inherited(
     offerId: from.offerId,
     via,
     commissionBps: from.commissionBps,
-    couponCode: null,
-    clickRef: null,
+    // A sticky resend keeps what attributed the order; a renewal was attributed by its parent.
+    couponCode: via === 'renewal' ? null : from.couponCode,
+    clickRef: via === 'renewal' ? null : from.clickRef,
     selfPurchase: isSelfPurchase(book.catalog, from.creatorId, customerHash),
     renewalBeyondLimit: via === 'renewal' && limit !== null && cycleNumber > limit,
   };
@@ -115,9 +116,12 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
         balance: existing.commissionAmount - existing.refundedCommissionAmount,
       }
     : { creatorId: null, balance: 0 };
+  // A resend lowering the amount to what was already refunded leaves nothing open: closed.
+  const fullyRefunded = refundedOriginal > 0 && refundedOriginal >= d.amount;
   const fields = {
     changed: true,
-    status: statusFor(decision !== null, confirmAt, book.now),
+    status: fullyRefunded ? 'refunded' : statusFor(decision !== null, confirmAt, book.now),
+    closedAt: fullyRefunded ? book.now : (existing?.closedAt ?? null),
     amount,
     originalAmount: d.amount,
     originalCurrency: d.currency,
@@ -143,7 +147,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     confirmAt,
   } satisfies Omit<
     OrderState,
-    'id' | 'orderId' | 'isNew' | 'refundedOriginalAmount' | 'closedAt' | 'refundIds' | 'lastRenewalCycle'
+    'id' | 'orderId' | 'isNew' | 'refundedOriginalAmount' | 'refundIds' | 'lastRenewalCycle'
   >;
   const order: OrderState = existing
     ? Object.assign(existing, fields)
@@ -152,7 +156,6 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
         orderId: d.orderId,
         isNew: true,
         refundedOriginalAmount: 0,
-        closedAt: null,
         lastRenewalCycle: null,
         refundIds: new Set(),
         ...fields,
