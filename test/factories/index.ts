@@ -100,3 +100,18 @@ export async function makeCreators(ctx: TestContext, brandId: string, minaCustom
     joon: { creatorId: j.body.id as string },
   };
 }
+
+/** `POST /v1/events` as a shop sends it (its registered Origin, so publishable keys work too). */
+export function sendEvent(app: TestContext['app'], key: string, type: string, data: Record<string, unknown>) {
+  return request(app)
+    .post('/v1/events')
+    .set('Authorization', `Bearer ${key}`)
+    .set('Origin', SHOP_ORIGIN)
+    .send({ type, data });
+}
+
+/** A brand with keys of both modes and the shared attribution fixture. */
+export async function makeShop(ctx: TestContext) {
+  const { brand, keys } = await makeBrandWithKeys(ctx.orm);
+  return { brandId: brand.id, keys, fixture: await makeCreators(ctx, brand.id, []) };
+}

@@ -9,34 +9,32 @@ import { randomToken } from '../../src/shared/ids.js';
 import { aggregateIntegrationStatus } from '../../workers/integration-status.js';
 import { detectOrderGaps } from '../../workers/order-gap-detection.js';
 import { runJob } from '../../workers/registry.js';
-import { admin, expectEnvelope, makeBrandWithKeys, makeCreators, SHOP_ORIGIN } from '../factories/index.js';
+import {
+  admin,
+  expectEnvelope,
+  makeBrandWithKeys,
+  makeShop,
+  SHOP_ORIGIN,
+  sendEvent,
+} from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
 let brandId: string;
-let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
-let fixture: Awaited<ReturnType<typeof makeCreators>>;
+let keys: Awaited<ReturnType<typeof makeShop>>['keys'];
+let fixture: Awaited<ReturnType<typeof makeShop>>['fixture'];
 const silent = createLogger('silent');
 let n = 0;
 const nextOrderId = () => `int-${++n}`;
 
 beforeAll(async () => {
   ctx = await createTestApp();
-  ({
-    brand: { id: brandId },
-    keys,
-  } = await makeBrandWithKeys(ctx.orm));
-  fixture = await makeCreators(ctx, brandId, []);
+  ({ brandId, keys, fixture } = await makeShop(ctx));
 });
 afterAll(() => ctx.close());
 
-function send(type: string, data: Record<string, unknown>, key = keys.sk_live, app = ctx.app) {
-  return request(app)
-    .post('/v1/events')
-    .set('Authorization', `Bearer ${key}`)
-    .set('Origin', SHOP_ORIGIN)
-    .send({ type, data });
-}
+const send = (type: string, data: Record<string, unknown>, key = keys.sk_live, app = ctx.app) =>
+  sendEvent(app, key, type, data);
 
 const status = (key = keys.sk_live) =>
   request(ctx.app).get('/v1/integration/status').set('Authorization', `Bearer ${key}`);

@@ -1,36 +1,26 @@
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { payoutRunKey, runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { confirmOrders } from '../../workers/payouts.js';
-import { admin, makeBrandWithKeys, makeCreators, SHOP_ORIGIN } from '../factories/index.js';
+import { admin, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
 let brandId: string;
-let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
-let fixture: Awaited<ReturnType<typeof makeCreators>>;
+let keys: Awaited<ReturnType<typeof makeShop>>['keys'];
+let fixture: Awaited<ReturnType<typeof makeShop>>['fixture'];
 const silent = createLogger('silent');
 let n = 0;
 const nextOrderId = () => `po-${++n}`;
 
 beforeAll(async () => {
   ctx = await createTestApp();
-  ({
-    brand: { id: brandId },
-    keys,
-  } = await makeBrandWithKeys(ctx.orm));
-  fixture = await makeCreators(ctx, brandId, []);
+  ({ brandId, keys, fixture } = await makeShop(ctx));
 });
 afterAll(() => ctx.close());
 
-function send(type: string, data: Record<string, unknown>, key = keys.sk_live) {
-  return request(ctx.app)
-    .post('/v1/events')
-    .set('Authorization', `Bearer ${key}`)
-    .set('Origin', SHOP_ORIGIN)
-    .send({ type, data });
-}
+const send = (type: string, data: Record<string, unknown>, key = keys.sk_live) =>
+  sendEvent(ctx.app, key, type, data);
 
 async function paid(code: string, amount: number, key = keys.sk_live) {
   const id = nextOrderId();
