@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { validateEvent } from '../../src/modules/events/event-validation.js';
+import { Journal } from '../../src/modules/ledger/journal.js';
+import type { OrderBook } from '../../src/modules/orders/order-book.js';
+import { applyOrderPaid } from '../../src/modules/orders/order-paid.service.js';
+import { applyRefund } from '../../src/modules/orders/refunds.service.js';
+import { AppError } from '../../src/shared/errors.js';
+
+const now = new Date('2026-11-22T00:00:00Z');
+const cause = { brandId: 'brand_x', livemode: true, eventId: 'evt_1', requestId: 'req_1' };
+
+function book(): OrderBook {
+  return {
+    terms: { confirmPeriodDays: 14, recurringCommissionCycles: 2, defaultCommissionBps: 1000 },
+    now,
+    orders: new Map(),
+    catalog: {
+      codes: new Map([['MINA', { creatorId: 'cr_mina', offerId: 'off_1', commissionBps: 2000 }]]),
+      clicks: new Map(),
+      creatorHashes: new Map([['cr_mina', ['a'.repeat(64)]]]),
+    },
+    journal: new Journal(),
+    newRefunds: [],
+  };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the validated event union, narrowed by type below.
+const event = (type: string, data: Record<string, unknown>): any =>
+  validateEvent({ type, data, occurred_at: now.toISOString() }, { now, keyKind: 'secret' });
+
+describe('planning events against an order book (pure, no database)', () => {
+  it('a new order by code opens one settlement line with one accrual', () => {
+    const b = book();
+    const out = applyOrderPaid(
+      b,
+      cause,
+      event('order.paid', { order_id: 'o1', amount: 10_000, coupon_code: 'mina' }),
+    );
+    expect(out.attributedVia).toBe('code');
+    expect(b.orders.get('o1')).toMatchObject({ isNew: true, status: 'pending', commissionAmount: 2000 });
+    expect(b.journal.movements).toMatchObject([{ kind: 'accrual', amount: 2000, creator_id: 'cr_mina' }]);
+    expect(b.journal.lineWrites().opened).toMatchObject([{ balance: 2000, creator_id: 'cr_mina' }]);
+  });
+
+  it('renewals take the next cycle from their parent and stop earning past the limit', () => {
+    const b = book();
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'p', amount: 10_000, coupon_code: 'MINA' }));
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'r2', amount: 10_000, parent_order_id: 'p' }));
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'r3', amount: 10_000, parent_order_id: 'p' }));
+    expect(b.orders.get('r2')).toMatchObject({
+      cycleNumber: 2,
+      attributedVia: 'renewal',
+      commissionAmount: 2000,
+    });
+    expect(b.orders.get('r3')).toMatchObject({ cycleNumber: 3, commissionAmount: 0 });
+    expect(b.orders.get('p')!.lastRenewalCycle).toBe(3);
+  });
+
+  it('a refund in the same book reverses commission in proportion', () => {
+    const b = book();
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'o1', amount: 10_000, coupon_code: 'MINA' }));
+    applyRefund(b, cause, event('refund.created', { order_id: 'o1', refund_id: 'r1', amount: 2500 }));
+    expect(b.orders.get('o1')).toMatchObject({
+      refundedAmount: 2500,
+      refundedCommissionAmount: 500,
+      status: 'pending',
+    });
+    expect(b.journal.lineWrites().opened).toMatchObject([{ balance: 1500 }]);
+    // The same refund_id again changes nothing.
+    applyRefund(b, cause, event('refund.created', { order_id: 'o1', refund_id: 'r1', amount: 2500 }));
+    expect(b.newRefunds).toHaveLength(1);
+  });
+
+  it('a failing event leaves the book exactly as it was', () => {
+    const b = book();
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'o1', amount: 10_000, coupon_code: 'MINA' }));
+    applyRefund(b, cause, event('refund.created', { order_id: 'o1', refund_id: 'r1', amount: 4000 }));
+    const before = structuredClone({
+      order: b.orders.get('o1'),
+      moves: b.journal.movements,
+      refunds: b.newRefunds,
+    });
+    expect(() => applyOrderPaid(b, cause, event('order.paid', { order_id: 'o1', amount: 3999 }))).toThrow(
+      AppError,
+    );
+    expect(() =>
+      applyRefund(b, cause, event('refund.created', { order_id: 'o1', refund_id: 'r2', amount: 6001 })),
+    ).toThrow(AppError);
+    expect(() =>
+      applyRefund(b, cause, event('refund.created', { order_id: 'nope', refund_id: 'r', amount: 1 })),
+    ).toThrow(AppError);
+    expect({ order: b.orders.get('o1'), moves: b.journal.movements, refunds: b.newRefunds }).toEqual(before);
+  });
+
+  it('self-purchase is attributed with commission 0 and flagged', () => {
+    const b = book();
+    applyOrderPaid(
+      b,
+      cause,
+      event('order.paid', {
+        order_id: 'o1',
+        amount: 10_000,
+        coupon_code: 'MINA',
+        customer_hash: 'a'.repeat(64),
+      }),
+    );
+    expect(b.orders.get('o1')).toMatchObject({
+      creatorId: 'cr_mina',
+      commissionAmount: 0,
+      flags: ['self_purchase'],
+    });
+  });
+});
