@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import { relayOutbox } from '../src/outbox/outbox.js';
+import { pruneOutbox, relayOutbox } from '../src/outbox/outbox.js';
 
 /**
  * The worker's side of the outbox: every second, relay what the API could not (Redis was down,
@@ -12,12 +12,18 @@ export function startOutboxRelay(orm: MikroORM, queues: Queues, logger: Logger, 
   let stopped = false;
   let running = false;
   let failing = false;
+  let lastPrune = 0;
   let pass: Promise<void> = Promise.resolve();
   const tick = async () => {
     try {
       const relayed = await relayOutbox(orm, queues);
       if (relayed > 0 || failing) logger.info({ relayed }, 'outbox relayed');
       failing = false;
+      if (Date.now() - lastPrune > 3_600_000) {
+        lastPrune = Date.now();
+        const pruned = await pruneOutbox(orm);
+        if (pruned > 0) logger.info({ pruned }, 'relayed outbox rows older than 7 days deleted');
+      }
     } catch (err) {
       // Logged once per outage, not every second.
       if (!failing)
