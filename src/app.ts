@@ -1,16 +1,12 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
 import express, { Router } from 'express';
-import type { Redis } from 'ioredis';
 import { pinoHttp } from 'pino-http';
-import type { Config } from './config.js';
+import type { AppDeps } from './deps.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import { hostName, requireHost } from './http/host-check.js';
 import { assignRequestId } from './http/request-id.js';
 import { type AnyRoute, mountRoutes } from './http/route.js';
-import type { Queues } from './jobs/queues.js';
-import type { Logger } from './logger.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { eventRoutes } from './modules/events/events.routes.js';
@@ -22,17 +18,9 @@ import { orderRoutes } from './modules/orders/orders.routes.js';
 import { docsRoutes } from './openapi/docs.routes.js';
 import { mountBullBoard } from './ops/bull-board.js';
 import { mountHealth } from './ops/health.routes.js';
-import { createMetrics, type Metrics } from './ops/metrics.js';
+import { createMetrics } from './ops/metrics.js';
 
-export interface AppDeps {
-  config: Config;
-  orm: MikroORM;
-  redis: Redis;
-  queues: Queues;
-  logger: Logger;
-  /** Created by buildApp when not given. */
-  metrics?: Metrics;
-}
+export type { AppDeps };
 
 /** Every public route, in one list: the router and the OpenAPI document both read it. */
 export function publicApiRoutes(deps: AppDeps): AnyRoute[] {

@@ -3,9 +3,9 @@
 // generated ids turned into pgbench variables so every pgbench transaction writes a new order.
 import { initOrm } from '../../src/db/orm.js';
 import { inTransaction, type Sql } from '../../src/db/sql.js';
-import type { ApiCaller } from '../../src/http/context.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { ingestEvents } from '../../src/modules/events/ingest.service.js';
+import type { ApiCaller } from '../../src/modules/keys/caller.js';
 import { authenticateKey, hashKey, keyLookupSql } from '../../src/modules/keys/keys.service.js';
 
 interface Statement {

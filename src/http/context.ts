@@ -1,23 +1,6 @@
-import type { KeyKind } from '../modules/keys/api-key.entity.js';
+import type { ApiCaller } from '../modules/keys/caller.js';
 
-/** Who is calling, as established by the API key. */
-export interface ApiCaller {
-  keyId: string;
-  brandId: string;
-  brandName: string;
-  livemode: boolean;
-  kind: KeyKind;
-  platform: string;
-  /** The brand's own event rate limit; null = the service default. */
-  rateLimitPerS: number | null;
-  rateLimitBurst: number | null;
-  /** The brand's settlement terms (decisions.md: confirm period, renewal cycles, default rate). */
-  terms: {
-    confirmPeriodDays: number;
-    recurringCommissionCycles: number | null;
-    defaultCommissionBps: number;
-  };
-}
+export type { ApiCaller };
 
 declare global {
   namespace Express {

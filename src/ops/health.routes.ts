@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../deps.js';
 
 const CHECK_TIMEOUT_MS = 1000;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../deps.js';
 import { route } from '../http/route.js';
 import { isJobName, jobNames } from '../jobs/queues.js';
 import { AppError } from '../shared/errors.js';

@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../deps.js';
 import type { JobData, JobName } from '../jobs/queues.js';
 
 const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as const;

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { opsAdminRoutes } from '../../ops/ops.admin-routes.js';
 import { attributionAdminRoutes } from '../attribution/attribution.admin-routes.js';
 import { brandAdminRoutes } from '../brands/brands.admin-routes.js';

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { route } from '../../http/route.js';
 import { BrandIdParams } from '../brands/brands.schemas.js';
 import { findBrand } from '../brands/brands.service.js';

@@ -1,4 +1,4 @@
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { route } from '../../http/route.js';
 import { KeysIssue, KeysOut, toKeysOut } from '../keys/keys.schemas.js';
 import { issueKeys } from '../keys/keys.service.js';

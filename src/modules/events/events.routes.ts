@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { AppDeps } from '../../app.js';
 import { retryLostRace } from '../../db/retry.js';
+import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
 import { OutboxRelay } from '../../outbox/outbox.js';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { inTransaction, type Sql } from '../../db/sql.js';
-import type { ApiCaller } from '../../http/context.js';
 import { AppError } from '../../shared/errors.js';
+import type { ApiCaller } from '../keys/caller.js';
 
 export interface IngestResult {
   status: number;

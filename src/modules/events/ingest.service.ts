@@ -1,11 +1,11 @@
 import type { z } from 'zod';
 import type { Sql } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
-import type { ApiCaller } from '../../http/context.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { couponCodeKey } from '../attribution/coupon-code.entity.js';
+import type { ApiCaller } from '../keys/caller.js';
 import type { Cause } from '../ledger/journal.js';
 import type { OrderBook, OrderOutcome } from '../orders/order-book.js';
 import { type BookNeeds, loadOrderBook, orderBookWrites } from '../orders/order-book.store.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { ApiCaller } from '../../http/context.js';
 import type { Logger } from '../../logger.js';
 import { AppError } from '../../shared/errors.js';
+import type { ApiCaller } from '../keys/caller.js';
 
 /**
  * Event rate limit: a token bucket per (brand, mode), counted per event.

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ApiCaller } from '../../http/context.js';
 import { AppError } from '../../shared/errors.js';
+import type { ApiCaller } from '../keys/caller.js';
 import { type CursorScope, decodeCursor, encodeCursor, type ListFilters } from './cursor.js';
 import type { OrderStatus } from './order.entity.js';
 import { type OrderOutput, type RawOrderRow, toOrderOut } from './order-out.js';

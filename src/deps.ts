@@ -1,0 +1,17 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import type { Queues } from './jobs/queues.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './ops/metrics.js';
+
+/** What the web process hands every route module; route files import this, never app.ts. */
+export interface AppDeps {
+  config: Config;
+  orm: MikroORM;
+  redis: Redis;
+  queues: Queues;
+  logger: Logger;
+  /** Created by buildApp when not given. */
+  metrics?: Metrics;
+}
