@@ -10,6 +10,7 @@ import { type AnyRoute, mountRoutes } from './http/route.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { eventRoutes } from './modules/events/events.routes.js';
+import { Ingestion } from './modules/ingestion/ingestion.js';
 import { integrationRoutes } from './modules/integration/integration.routes.js';
 import { keyIssuanceRoutes } from './modules/keys/issuance.routes.js';
 import { authenticateLoginToken, loginTokenVerifier } from './modules/keys/login-token.js';
@@ -28,7 +29,11 @@ export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
 }
 
 export function buildApp(appDeps: AppDeps): express.Express {
-  const deps = { ...appDeps, metrics: appDeps.metrics ?? createMetrics(appDeps.queues) };
+  const deps = {
+    ...appDeps,
+    metrics: appDeps.metrics ?? createMetrics(appDeps.queues),
+    ingestion: appDeps.ingestion ?? new Ingestion(appDeps),
+  };
   const { config, orm, logger, metrics } = deps;
   const app = express();
   app.disable('x-powered-by');

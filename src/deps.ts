@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Queues } from './jobs/queues.js';
 import type { Logger } from './logger.js';
+import type { Ingestion } from './modules/ingestion/ingestion.js';
 import type { Metrics } from './ops/metrics.js';
 
 /** What the web process hands every route module; route files import this, never app.ts. */
@@ -14,4 +15,6 @@ export interface AppDeps {
   logger: Logger;
   /** Created by buildApp when not given. */
   metrics?: Metrics;
+  /** The ingestion engine (group commit); created by buildApp when not given. */
+  ingestion?: Ingestion;
 }

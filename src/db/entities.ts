@@ -4,8 +4,8 @@ import { Creator } from '../modules/attribution/creator.entity.js';
 import { Offer } from '../modules/attribution/offer.entity.js';
 import { TrackingLink } from '../modules/attribution/tracking-link.entity.js';
 import { Brand } from '../modules/brands/brand.entity.js';
-import { IdempotencyRecord } from '../modules/events/idempotency-record.entity.js';
-import { ReceivedEvent } from '../modules/events/received-event.entity.js';
+import { IdempotencyRecord } from '../modules/ingestion/idempotency-record.entity.js';
+import { ReceivedEvent } from '../modules/ingestion/received-event.entity.js';
 import {
   IngestionFailure,
   IntegrationStatus,

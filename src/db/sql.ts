@@ -41,12 +41,16 @@ function sqlOn(client: pg.PoolClient): Sql {
   };
 }
 
-/**
- * Runs `work` in one transaction on a connection of the ORM's own pool. A failed rollback
- * means the connection is broken: it is discarded instead of returned to the pool.
- */
+/** Runs `work` in one transaction on a connection of the ORM's own pool. */
 export async function inTransaction<T>(orm: MikroORM, work: (sql: Sql) => Promise<T>): Promise<T> {
-  const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
+  return inTransactionOn((await orm.em.getConnection().getNativeClient()) as pg.Pool, work);
+}
+
+/**
+ * Runs `work` in one transaction on a connection of `pool`. A failed rollback means the
+ * connection is broken: it is discarded instead of returned to the pool.
+ */
+export async function inTransactionOn<T>(pool: pg.Pool, work: (sql: Sql) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {

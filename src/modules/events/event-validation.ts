@@ -33,6 +33,7 @@
 import type { z } from 'zod';
 import { formatPath } from '../../http/validate.js';
 import { AppError, type ErrorCode } from '../../shared/errors.js';
+import type { ValidEvent } from '../ingestion/valid-event.js';
 import {
   type BrowserEventType,
   browserEventTypes,
@@ -45,7 +46,9 @@ import {
   supportedCurrencies,
 } from './events.schemas.js';
 
-export type KeyKind = 'secret' | 'publishable';
+export type { KeyKind } from '../keys/api-key.entity.js';
+
+import type { KeyKind } from '../keys/api-key.entity.js';
 
 export interface ValidateEventOptions {
   /** The receive time: the default occurred_at and the anchor of the allowed range. */
@@ -54,50 +57,6 @@ export interface ValidateEventOptions {
   /** Prepended to every param, e.g. `events[3].`; a trailing dot is optional. */
   paramPrefix?: string;
 }
-
-export interface ValidOrderItem {
-  sku: string | null;
-  name: string | null;
-  quantity: number | null;
-  amount: number | null;
-}
-
-/** `data`, normalised: absent and null fields are null; currency upper-cased (default KRW). */
-export interface ValidEventData {
-  orderId: string | null;
-  /** Minor units of `currency`. */
-  amount: number | null;
-  currency: SupportedCurrency;
-  /** Canonical decimal string (KRW per 1 major unit); always null for KRW. */
-  fxRate: string | null;
-  clickRef: string | null;
-  couponCode: string | null;
-  parentOrderId: string | null;
-  refundId: string | null;
-  reason: string | null;
-  lastTouchChannel: string | null;
-  /** Lower-cased hex. */
-  customerHash: string | null;
-  /** Null when not sent (distinct from an empty list). */
-  items: ValidOrderItem[] | null;
-}
-
-type Having<K extends keyof ValidEventData> = ValidEventData & { [P in K]: NonNullable<ValidEventData[P]> };
-
-interface EventOf<T extends EventType, D extends ValidEventData> {
-  type: T;
-  /** UTC instant; the receive time when occurred_at was not sent. */
-  occurredAt: Date;
-  data: D;
-}
-
-export type ValidEvent =
-  | EventOf<'order.paid', Having<'orderId' | 'amount'>>
-  | EventOf<'refund.created', Having<'orderId' | 'refundId' | 'amount'>>
-  | EventOf<'order.cancelled', Having<'orderId'>>
-  | EventOf<'order.confirmed', Having<'orderId'>>
-  | EventOf<'order.observed', Having<'orderId' | 'amount'>>
-  | EventOf<'page.viewed' | 'product.viewed' | 'cart.item_added', ValidEventData>;
 
 type DataField = keyof z.input<typeof EventData>;
 

@@ -1,41 +1,42 @@
 import type { Request, Response } from 'express';
-import { retryLostRace } from '../../db/retry.js';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
-import { OutboxRelay } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
+import { checkIdempotencyKey, requestHash } from '../ingestion/idempotency.js';
+import { Ingestion } from '../ingestion/ingestion.js';
+import { resumeFrom } from '../ingestion/plan-request.js';
+import type { ValidEvent } from '../ingestion/valid-event.js';
 import { recordIngestionFailure } from '../integration/integration.service.js';
+import type { KeyKind } from '../keys/api-key.entity.js';
 import { validateBatchEnvelope, validateEvent } from './event-validation.js';
 import { EventBatchIn, EventIn, EventOut, eventTypes } from './events.schemas.js';
-import { type IngestResult, runIdempotent } from './idempotency.js';
-import { ingestEvents } from './ingest.service.js';
 import { EventRateLimiter, rateLimitError } from './rate-limit.js';
 
-interface Ingestion {
+interface Intake {
   deps: AppDeps;
+  ingestion: Ingestion;
   limiter: EventRateLimiter;
-  relay: OutboxRelay;
 }
 
-/** A failed request is counted for the integration status (last_error_code, consecutive_failures). */
 /** A bounded label: only known event types, never what a client made up. */
 function typeLabel(event: unknown): string {
   const type = (event as { type?: unknown } | null)?.type;
   return typeof type === 'string' && (eventTypes as readonly string[]).includes(type) ? type : 'unknown';
 }
 
+/** A failed request is counted for the integration status (last_error_code, consecutive_failures). */
 async function ingestCounted(
-  ingestion: Ingestion,
+  intake: Intake,
   req: Request,
   res: Response,
   rawEvents: () => unknown[],
   batch: boolean,
 ) {
-  const ingested = ingestion.deps.metrics?.eventsIngested;
+  const ingested = intake.deps.metrics?.eventsIngested;
   try {
     const events = rawEvents();
-    await ingest(ingestion, req, res, events, batch);
+    await ingest(intake, req, res, events, batch);
     for (const event of events) ingested?.inc({ type: typeLabel(event), result: 'accepted' });
   } catch (err) {
     ingested?.inc({
@@ -43,61 +44,58 @@ async function ingestCounted(
       result: err instanceof AppError ? err.code : 'temporary_service_error',
     });
     if (err instanceof AppError && req.caller) {
-      await recordIngestionFailure(ingestion.deps.orm.em.fork(), req.caller, err.code, req.requestId).catch(
+      await recordIngestionFailure(intake.deps.orm.em.fork(), req.caller, err.code, req.requestId).catch(
         (recordError: Error) =>
-          ingestion.deps.logger.warn(
-            { err: recordError.message },
-            'could not count a failed ingestion request',
-          ),
+          intake.deps.logger.warn({ err: recordError.message }, 'could not count a failed ingestion request'),
       );
     }
     throw err;
   }
 }
 
+/** Validates in order; a batch keeps the events before its first invalid one, which are still applied. */
+function validated(rawEvents: unknown[], batch: boolean, options: { now: Date; keyKind: KeyKind }) {
+  const events: ValidEvent[] = [];
+  for (const [index, raw] of rawEvents.entries()) {
+    try {
+      events.push(validateEvent(raw, { ...options, ...(batch && { paramPrefix: `events[${index}].` }) }));
+    } catch (err) {
+      if (!batch || !(err instanceof AppError)) throw err;
+      const invalid = resumeFrom(err, index, err.details.param);
+      if (events.length === 0) throw invalid;
+      return { events, invalid };
+    }
+  }
+  return { events };
+}
+
 async function ingest(
-  { deps, limiter, relay }: Ingestion,
+  { ingestion, limiter }: Intake,
   req: Request,
   res: Response,
   rawEvents: unknown[],
   batch: boolean,
 ) {
   const caller = callerOf(req);
+  const key = req.header('Idempotency-Key');
+  checkIdempotencyKey(key);
   // Counted per event before anything is applied: a refused batch applies nothing.
   const decision = await limiter.consume(caller, Math.max(rawEvents.length, 1));
   res.set(limiter.headers(decision));
   if (!decision.allowed) throw rateLimitError(decision, rawEvents.length);
-  const now = new Date();
-  let committedJobs = false;
-  const validate = (raw: unknown, index: number) =>
-    validateEvent(raw, { now, keyKind: caller.kind, ...(batch && { paramPrefix: `events[${index}].` }) });
-  const result = await retryLostRace(() =>
-    runIdempotent(
-      deps.orm,
-      caller,
-      req.header('Idempotency-Key'),
-      { path: req.path, body: req.body },
-      async (tx): Promise<IngestResult> => {
-        const { outs, failure, handedOver } = await ingestEvents(
-          tx,
-          caller,
-          rawEvents,
-          validate,
-          req.requestId,
-          now,
-          { batch, gapDelayMinutes: deps.config.ORDER_GAP_DELAY_MINUTES },
-        );
-        if (handedOver > 0) committedJobs = true;
-        if (failure) return { status: failure.status, body: null, error: failure };
-        return { status: 200, body: batch ? outs : outs[0] };
-      },
-    ),
-  );
-  // Committed: hand the new outbox rows to BullMQ now; the worker's relay catches anything this misses.
-  if (committedJobs) relay.nudge();
-  if (result.error) throw result.error;
-  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
-  res.status(result.status).json(result.body);
+  const { events, invalid } = validated(rawEvents, batch, { now: new Date(), keyKind: caller.kind });
+  const answer = await ingestion.submit({
+    caller,
+    events,
+    batch,
+    invalid,
+    requestId: req.requestId,
+    idempotency: key === undefined ? undefined : { key, hash: requestHash(req.path, req.body) },
+    bytes: Number(req.headers['content-length']) || 1024 * Math.max(events.length, 1),
+  });
+  if (!answer.ok) throw answer.error;
+  if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  res.status(answer.status).json(answer.body);
 }
 
 const ingestionErrors = [
@@ -123,12 +121,12 @@ const ingestionErrors = [
 ] as const;
 
 export function eventRoutes(deps: AppDeps) {
-  const ingestion: Ingestion = {
+  const intake: Intake = {
     deps,
+    ingestion: deps.ingestion ?? new Ingestion(deps),
     limiter: new EventRateLimiter(deps.redis, deps.logger),
-    relay: new OutboxRelay(deps.orm, deps.queues, deps.logger),
   };
-  deps.metrics?.trackRateLimiter(ingestion.limiter);
+  deps.metrics?.trackRateLimiter(intake.limiter);
   return [
     route({
       method: 'post',
@@ -144,7 +142,7 @@ export function eventRoutes(deps: AppDeps) {
       responses: { 200: { description: 'The event was applied.', schema: EventOut } },
       errors: [...ingestionErrors],
       async handle(req, res) {
-        await ingestCounted(ingestion, req, res, () => [req.body], false);
+        await ingestCounted(intake, req, res, () => [req.body], false);
       },
     }),
     route({
@@ -165,7 +163,7 @@ export function eventRoutes(deps: AppDeps) {
           hint: 'Send batches from your server with a secret key; browsers send single events.',
         }),
       async handle(req, res) {
-        await ingestCounted(ingestion, req, res, () => validateBatchEnvelope(req.body), true);
+        await ingestCounted(intake, req, res, () => validateBatchEnvelope(req.body), true);
       },
     }),
   ];

@@ -17,6 +17,8 @@ export interface Movement {
 
 interface SettlementLine {
   id: string;
+  brandId: string;
+  livemode: boolean;
   orderPk: string;
   creatorId: string | null;
   isNew: boolean;
@@ -27,6 +29,8 @@ interface SettlementLine {
 
 export interface MovementRow {
   id: string;
+  brand_id: string;
+  livemode: boolean;
   entry_id: string;
   creator_id: string | null;
   kind: MovementKind;
@@ -45,9 +49,16 @@ export class Journal {
   readonly movements: MovementRow[] = [];
 
   /** The order's settlement line as loaded; `entryId` null opens a new one (one per order). */
-  open(orderPk: string, entryId: string | null, creatorId: string | null) {
+  open(
+    scope: { brandId: string; livemode: boolean },
+    orderPk: string,
+    entryId: string | null,
+    creatorId: string | null,
+  ) {
     this.lines.set(orderPk, {
       id: entryId ?? newId('le'),
+      brandId: scope.brandId,
+      livemode: scope.livemode,
       orderPk,
       creatorId,
       isNew: entryId === null,
@@ -66,6 +77,8 @@ export class Journal {
       line.delta += m.amount;
       this.movements.push({
         id: newId('mv'),
+        brand_id: cause.brandId,
+        livemode: cause.livemode,
         entry_id: line.id,
         creator_id: m.creatorId,
         kind: m.kind,
@@ -76,17 +89,18 @@ export class Journal {
     }
   }
 
-  /** New lines with their opening balance, and the balance deltas of existing ones. */
+  /** Every touched line: a new one opens with the delta as its balance, an existing one moves by it. */
   lineWrites() {
-    const touched = [...this.lines.values()].filter((l) => l.touched);
-    return {
-      opened: touched
-        .filter((l) => l.isNew)
-        .map((l) => ({ id: l.id, order_id: l.orderPk, creator_id: l.creatorId, balance: l.delta })),
-      moved: touched
-        .filter((l) => !l.isNew)
-        .map((l) => ({ id: l.id, creator_id: l.creatorId, delta: l.delta })),
-    };
+    return [...this.lines.values()]
+      .filter((l) => l.touched)
+      .map((l) => ({
+        id: l.id,
+        brand_id: l.brandId,
+        livemode: l.livemode,
+        order_id: l.orderPk,
+        creator_id: l.creatorId,
+        delta: l.delta,
+      }));
   }
 }
 
@@ -109,29 +123,31 @@ export function movementsBetween(
   return [{ kind: firstAccrual ? 'accrual' : 'adjustment', creatorId: after.creatorId, amount: delta }];
 }
 
-/** The set-based writes of a journal: opened lines, moved balances and the appended movements. */
-export function journalWrites(journal: Journal, scope: { brandId: string; livemode: boolean }): WritePart[] {
-  const lines = journal.lineWrites();
-  const scopeParams = [scope.brandId, scope.livemode];
+/**
+ * The set-based writes of a journal. Lines are upserted by primary key: a new line is
+ * inserted with its opening balance, an existing (locked) one moves by the delta. The
+ * conflict check is an index probe by definition, so no cached plan can turn it into a
+ * scan; a line opened concurrently for the same order collides on `order_id` and the
+ * transaction is rerun.
+ */
+export function journalWrites(journal: Journal): WritePart[] {
   return [
     {
       sql: `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
-            select x.id, ?, ?, x.order_id, x.creator_id, x.balance
-              from ${recordset({ id: 'text', order_id: 'text', creator_id: 'text', balance: 'bigint' })}`,
-      params: scopeParams,
-      rows: lines.opened,
-    },
-    {
-      sql: `update ledger_entries e
-               set commission_balance = e.commission_balance + x.delta, creator_id = x.creator_id, updated_at = now()
-              from ${recordset({ id: 'text', creator_id: 'text', delta: 'bigint' })} where e.id = x.id`,
-      rows: lines.moved,
+            select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.delta
+              from ${recordset({ id: 'text', brand_id: 'text', livemode: 'boolean', order_id: 'text', creator_id: 'text', delta: 'bigint' })}
+            on conflict (id) do update
+               set commission_balance = ledger_entries.commission_balance + excluded.commission_balance,
+                   creator_id = excluded.creator_id, updated_at = now()`,
+      rows: journal.lineWrites(),
     },
     {
       sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id)
-            select x.id, ?, ?, x.entry_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id
+            select x.id, x.brand_id, x.livemode, x.entry_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id
               from ${recordset({
                 id: 'text',
+                brand_id: 'text',
+                livemode: 'boolean',
                 entry_id: 'text',
                 creator_id: 'text',
                 kind: 'text',
@@ -139,7 +155,6 @@ export function journalWrites(journal: Journal, scope: { brandId: string; livemo
                 event_id: 'text',
                 request_id: 'text',
               })}`,
-      params: scopeParams,
       rows: journal.movements,
     },
   ];

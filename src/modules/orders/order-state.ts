@@ -46,10 +46,6 @@ export interface OrderState {
   refundIds: Set<string>;
 }
 
-export const CLOSED_STATUSES: readonly OrderStatus[] = ['refunded', 'cancelled'];
-
-export const isClosed = (order: OrderState) => CLOSED_STATUSES.includes(order.status);
-
 /** The order columns ingestion owns, with their SQL types (payout columns belong to the payout jobs). */
 export const orderColumns = {
   status: 'text',

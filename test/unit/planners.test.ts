@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
+import type { OrderBook } from '../../src/modules/ingestion/order-book.js';
+import { applyOrderPaid } from '../../src/modules/ingestion/plan-order-paid.js';
+import { applyRefund } from '../../src/modules/ingestion/plan-refund.js';
 import { Journal } from '../../src/modules/ledger/journal.js';
-import type { OrderBook } from '../../src/modules/orders/order-book.js';
-import { applyOrderPaid } from '../../src/modules/orders/order-paid.service.js';
-import { applyRefund } from '../../src/modules/orders/refunds.service.js';
 import { AppError } from '../../src/shared/errors.js';
 
 const now = new Date('2026-11-22T00:00:00Z');
@@ -11,6 +11,7 @@ const cause = { brandId: 'brand_x', livemode: true, eventId: 'evt_1', requestId:
 
 function book(): OrderBook {
   return {
+    scope: { brandId: 'brand_x', livemode: true },
     terms: { confirmPeriodDays: 14, recurringCommissionCycles: 2, defaultCommissionBps: 1000 },
     now,
     orders: new Map(),
@@ -39,7 +40,7 @@ describe('planning events against an order book (pure, no database)', () => {
     expect(out.attributedVia).toBe('code');
     expect(b.orders.get('o1')).toMatchObject({ isNew: true, status: 'pending', commissionAmount: 2000 });
     expect(b.journal.movements).toMatchObject([{ kind: 'accrual', amount: 2000, creator_id: 'cr_mina' }]);
-    expect(b.journal.lineWrites().opened).toMatchObject([{ balance: 2000, creator_id: 'cr_mina' }]);
+    expect(b.journal.lineWrites()).toMatchObject([{ delta: 2000, creator_id: 'cr_mina' }]);
   });
 
   it('renewals take the next cycle from their parent and stop earning past the limit', () => {
@@ -65,7 +66,7 @@ describe('planning events against an order book (pure, no database)', () => {
       refundedCommissionAmount: 500,
       status: 'pending',
     });
-    expect(b.journal.lineWrites().opened).toMatchObject([{ balance: 1500 }]);
+    expect(b.journal.lineWrites()).toMatchObject([{ delta: 1500 }]);
     // The same refund_id again changes nothing.
     applyRefund(b, cause, event('refund.created', { order_id: 'o1', refund_id: 'r1', amount: 2500 }));
     expect(b.newRefunds).toHaveLength(1);

@@ -1,16 +1,18 @@
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { refundKrw, reversedCommissionFor } from '../../shared/money.js';
-import type { ValidEvent } from '../events/event-validation.js';
 import type { Cause } from '../ledger/journal.js';
+import { isClosedStatus, type LifecycleTrigger, transition } from '../orders/order-lifecycle.js';
+import type { OrderState } from '../orders/order-state.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
-import { isClosed, type OrderState } from './order-state.js';
+import type { ValidEvent } from './valid-event.js';
 
 type RefundEvent = Extract<ValidEvent, { type: 'refund.created' | 'order.cancelled' }>;
 
-function existingOrder(book: OrderBook, orderId: string): OrderState {
+/** The order an after-payment event names; the lifecycle refuses every such event without one. */
+function existingOrder(book: OrderBook, orderId: string, trigger: LifecycleTrigger): OrderState {
   const order = book.orders.get(orderId);
-  if (!order) {
+  if (!order && transition(null, trigger).effect === 'refused') {
     throw new AppError(
       'order_not_found',
       `No order '${orderId}' was ingested with this key's brand and mode.`,
@@ -20,7 +22,7 @@ function existingOrder(book: OrderBook, orderId: string): OrderState {
       },
     );
   }
-  return order;
+  return order!;
 }
 
 /**
@@ -30,13 +32,19 @@ function existingOrder(book: OrderBook, orderId: string): OrderState {
  */
 export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): OrderOutcome {
   const d = event.data;
-  const order = existingOrder(book, d.orderId);
-  if (d.refundId && order.refundIds.has(d.refundId)) return outcomeOf(order);
   const cancelling = event.type === 'order.cancelled';
-  // A closed order stays closed: nothing (a cancellation or a zero refund) reopens or re-dates it.
-  if (isClosed(order) && (cancelling || event.data.amount === 0)) return outcomeOf(order);
+  const order = existingOrder(book, d.orderId, { type: 'order.cancelled' });
+  if (d.refundId && order.refundIds.has(d.refundId)) return outcomeOf(order);
   const remainingOriginal = order.originalAmount - order.refundedOriginalAmount;
-  let refundOriginal = remainingOriginal;
+  const refundOriginal = event.type === 'refund.created' ? event.data.amount : remainingOriginal;
+  const next = transition(order.status, {
+    type: event.type,
+    empty: refundOriginal === 0,
+    refundedInFull: order.refundedOriginalAmount + refundOriginal >= order.originalAmount,
+  });
+  // A closed order stays closed: nothing (a cancellation or a zero refund) reopens or re-dates it.
+  if (next.effect === 'unchanged') return outcomeOf(order);
+  if (next.effect === 'refused') throw new Error(`${event.type} refused from ${order.status}`);
   if (event.type === 'refund.created') {
     if (d.currency !== order.originalCurrency) {
       throw new AppError(
@@ -45,14 +53,13 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
         { param: 'data.currency', hint: `Send the refund in ${order.originalCurrency}.` },
       );
     }
-    if (event.data.amount > remainingOriginal) {
+    if (refundOriginal > remainingOriginal) {
       throw new AppError(
         'refund_exceeds_remaining_amount',
-        `Refunding ${event.data.amount} would exceed what remains refundable on order ${d.orderId} (${remainingOriginal}).`,
+        `Refunding ${refundOriginal} would exceed what remains refundable on order ${d.orderId} (${remainingOriginal}).`,
         { param: 'data.amount', hint: String(remainingOriginal) },
       );
     }
-    refundOriginal = event.data.amount;
   }
 
   const krw = refundKrw({ ...order, currency: order.originalCurrency }, refundOriginal);
@@ -61,14 +68,11 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
   const reversed = reversedCommissionFor(order.commissionAmount, refunded, order.amount);
   const reversal = reversed - order.refundedCommissionAmount;
   const kind = order.status === 'paid_out' ? 'clawback' : 'reversal';
-  const status = cancelling
-    ? 'cancelled'
-    : refundedOriginal >= order.originalAmount
-      ? 'refunded'
-      : order.status;
 
   book.newRefunds.push({
     id: newId('rf'),
+    brand_id: book.scope.brandId,
+    livemode: book.scope.livemode,
     order_id: order.id,
     refund_id: d.refundId,
     kind: cancelling ? 'cancellation' : 'refund',
@@ -85,8 +89,8 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
     refundedAmount: refunded,
     refundedOriginalAmount: refundedOriginal,
     refundedCommissionAmount: reversed,
-    status,
-    closedAt: status === 'refunded' || status === 'cancelled' ? book.now : order.closedAt,
+    status: next.status,
+    closedAt: isClosedStatus(next.status) ? book.now : order.closedAt,
   } satisfies Partial<OrderState>);
   book.journal.record(cause, order.id, order.creatorId, [
     { kind, creatorId: order.creatorId, amount: -reversal },
@@ -96,5 +100,5 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
 
 /** order.confirmed is recorded (as a received event) and changes nothing: payout is never moved earlier. */
 export function applyConfirmation(book: OrderBook, orderId: string): OrderOutcome {
-  return outcomeOf(existingOrder(book, orderId));
+  return outcomeOf(existingOrder(book, orderId, { type: 'order.confirmed' }));
 }

@@ -2,11 +2,12 @@ import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.js';
 import { type Attribution, isSelfPurchase, resolveAttribution } from '../attribution/resolve.js';
-import type { ValidEvent } from '../events/event-validation.js';
 import { type Cause, movementsBetween } from '../ledger/journal.js';
-import type { AttributionVia, OrderStatus } from './order.entity.js';
+import type { AttributionVia } from '../orders/order.entity.js';
+import { transition } from '../orders/order-lifecycle.js';
+import type { OrderState } from '../orders/order-state.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
-import { isClosed, type OrderState } from './order-state.js';
+import type { ValidEvent } from './valid-event.js';
 
 type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;
 
@@ -19,11 +20,6 @@ interface Decided {
   clickRef: string | null;
   selfPurchase: boolean;
   renewalBeyondLimit: boolean;
-}
-
-function statusFor(attributed: boolean, confirmAt: Date | null, now: Date): OrderStatus {
-  if (!attributed) return 'unattributed';
-  return confirmAt && confirmAt > now ? 'pending' : 'confirmed';
 }
 
 function decided(book: OrderBook, a: Attribution, customerHash: string | null): Decided {
@@ -67,15 +63,6 @@ const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: s
 export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent): OrderOutcome {
   const d = event.data;
   const existing = book.orders.get(d.orderId);
-  if (existing && (existing.status === 'paid_out' || isClosed(existing))) return outcomeOf(existing);
-  if (existing && d.amount < existing.refundedOriginalAmount) {
-    throw new AppError(
-      'amount_below_refunded',
-      `The amount ${d.amount} is below what was already refunded for order ${d.orderId}.`,
-      { param: 'data.amount', hint: String(existing.refundedOriginalAmount) },
-    );
-  }
-
   const resolved = resolveAttribution(book.catalog, {
     couponCode: d.couponCode,
     clickRef: d.clickRef,
@@ -117,11 +104,26 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
       }
     : { creatorId: null, balance: 0 };
   // A resend lowering the amount to what was already refunded leaves nothing open: closed.
-  const fullyRefunded = refundedOriginal > 0 && refundedOriginal >= d.amount;
+  const refundedInFull = refundedOriginal > 0 && refundedOriginal >= d.amount;
+  const next = transition(existing?.status ?? null, {
+    type: 'order.paid',
+    attributed: decision !== null,
+    confirmDue: confirmAt !== null && confirmAt <= book.now,
+    refundedInFull,
+  });
+  if (existing && next.effect === 'unchanged') return outcomeOf(existing);
+  if (next.effect !== 'apply') throw new Error(`order.paid cannot be ${next.effect} for a new order`);
+  if (existing && d.amount < existing.refundedOriginalAmount) {
+    throw new AppError(
+      'amount_below_refunded',
+      `The amount ${d.amount} is below what was already refunded for order ${d.orderId}.`,
+      { param: 'data.amount', hint: String(existing.refundedOriginalAmount) },
+    );
+  }
   const fields = {
     changed: true,
-    status: fullyRefunded ? 'refunded' : statusFor(decision !== null, confirmAt, book.now),
-    closedAt: fullyRefunded ? book.now : (existing?.closedAt ?? null),
+    status: next.status,
+    closedAt: refundedInFull ? book.now : (existing?.closedAt ?? null),
     amount,
     originalAmount: d.amount,
     originalCurrency: d.currency,
@@ -162,7 +164,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
       };
   if (!existing) {
     book.orders.set(order.orderId, order);
-    book.journal.open(order.id, null, order.creatorId);
+    book.journal.open(book.scope, order.id, null, order.creatorId);
     if (parent) Object.assign(parent, { lastRenewalCycle: cycleNumber, changed: true });
   }
   const after = { creatorId: order.creatorId, balance: commission - refundedCommission };

@@ -1,0 +1,106 @@
+import type { Sql } from '../../db/sql.js';
+import { executeWrites } from '../../db/write-set.js';
+import type { OutboxEntry } from '../../outbox/outbox.js';
+import type { AppError } from '../../shared/errors.js';
+import type { ApiCaller } from '../keys/caller.js';
+import { idempotencyLockName, keyInFlight, keyReusedWithOtherRequest, lockKeys } from './idempotency.js';
+import { type KeyProbe, loadOrderBooks } from './load-book.js';
+import { scopeKey } from './order-book.js';
+import { type AcceptedEvent, planRequest } from './plan-request.js';
+import type { ValidEvent } from './valid-event.js';
+import type { IdempotencyRow, ReceivedEventRow } from './write-set.js';
+import { groupWrites } from './write-set.js';
+
+/** One HTTP request's events, validated by the intake. */
+export interface IngestRequest {
+  caller: Pick<ApiCaller, 'brandId' | 'livemode' | 'kind' | 'terms'>;
+  /** The events to apply, in order; for a batch, those before the first invalid one. */
+  events: ValidEvent[];
+  batch: boolean;
+  /** The batch's first invalid event (found by the intake), answered after the events before it are applied. */
+  invalid?: AppError;
+  requestId: string;
+  idempotency?: { key: string; hash: string };
+  /** Request body size, for the group's byte bound. */
+  bytes: number;
+}
+
+export type IngestAnswer =
+  | { ok: true; status: number; body: unknown; replayed: boolean }
+  | { ok: false; error: AppError };
+
+const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
+
+/**
+ * One transaction for a group of requests, of any brands and modes: lock their
+ * Idempotency-Keys, load and lock every row they name in one query, plan each request in
+ * arrival order (its error stays its own), write everything in one statement. Returns one
+ * answer per request and how many outbox rows were written. The caller commits.
+ */
+export async function commitGroup(
+  sql: Sql,
+  requests: readonly IngestRequest[],
+  options: { now: Date; gapDelayMinutes: number },
+): Promise<{ answers: IngestAnswer[]; handedOver: number }> {
+  const answers: (IngestAnswer | undefined)[] = requests.map(() => undefined);
+  const keyed = requests.flatMap((r, i) => (r.idempotency ? [{ r, i }] : []));
+  const locked = await lockKeys(
+    sql,
+    keyed.map(({ r }) => idempotencyLockName(scopeOf(r), r.idempotency!.key)),
+  );
+  const probes: KeyProbe[] = [];
+  keyed.forEach(({ r, i }, n) => {
+    if (!locked[n]) answers[i] = { ok: false, error: keyInFlight() };
+    else probes.push({ i, brand_id: r.caller.brandId, livemode: r.caller.livemode, key: r.idempotency!.key });
+  });
+
+  const live = requests.filter((_, i) => !answers[i]);
+  const { books, responses } = await loadOrderBooks(
+    sql,
+    live.map((r) => ({ scope: scopeOf(r), terms: r.caller.terms, events: r.events })),
+    probes,
+    options.now,
+  );
+  for (const stored of responses) {
+    const r = requests[stored.i]!;
+    answers[stored.i] =
+      stored.request_hash === r.idempotency!.hash
+        ? { ok: true, status: stored.response_status, body: stored.response_body, replayed: true }
+        : { ok: false, error: keyReusedWithOtherRequest() };
+  }
+
+  const received: ReceivedEventRow[] = [];
+  const handOver: OutboxEntry[] = [];
+  const remembered: IdempotencyRow[] = [];
+  requests.forEach((r, i) => {
+    if (answers[i]) return;
+    const plan = planRequest(books.get(scopeKey(scopeOf(r)))!, {
+      events: r.events,
+      batch: r.batch,
+      keyKind: r.caller.kind,
+      requestId: r.requestId,
+      gapDelayMinutes: options.gapDelayMinutes,
+    });
+    received.push(...plan.received);
+    handOver.push(...plan.handOver);
+    const error = plan.failure ?? r.invalid;
+    if (error) {
+      answers[i] = { ok: false, error };
+      return;
+    }
+    const body: AcceptedEvent | AcceptedEvent[] = r.batch ? plan.accepted : plan.accepted[0]!;
+    answers[i] = { ok: true, status: 200, body, replayed: false };
+    if (r.idempotency) {
+      remembered.push({
+        brand_id: r.caller.brandId,
+        livemode: r.caller.livemode,
+        key: r.idempotency.key,
+        request_hash: r.idempotency.hash,
+        response_status: 200,
+        response_body: body,
+      });
+    }
+  });
+  await executeWrites(sql, groupWrites(books.values(), received, handOver, remembered));
+  return { answers: answers as IngestAnswer[], handedOver: handOver.length };
+}

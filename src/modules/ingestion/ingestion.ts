@@ -1,0 +1,123 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import type { Config } from '../../config.js';
+import { lostRace } from '../../db/retry.js';
+import { inTransactionOn } from '../../db/sql.js';
+import type { Queues } from '../../jobs/queues.js';
+import type { Logger } from '../../logger.js';
+import { OutboxRelay } from '../../outbox/outbox.js';
+import { commitGroup, type IngestAnswer, type IngestRequest } from './commit-group.js';
+import { GroupCommit, type Settled } from './group-commit.js';
+import { idempotencyLockName } from './idempotency.js';
+
+export type { IngestAnswer, IngestRequest };
+
+/** Group bounds: a group's load and write statements stay a few MiB of JSON at most. */
+const MAX_GROUP_EVENTS = 1000;
+const MAX_GROUP_BYTES = 4 * 1024 * 1024;
+/** A transaction that lost a race to another process is rerun whole, this many times in all. */
+const RACE_ATTEMPTS = 4;
+
+export interface IngestionOptions {
+  /** Groups in flight at once; each holds one connection of the engine's own pool. */
+  lanes?: number;
+}
+
+/**
+ * The ingestion engine's entry point: `submit` one request's validated events and get its own
+ * answer once the group it joined has committed. It owns group commit, race reruns,
+ * idempotency, the transaction and the outbox nudge (README "Group commit").
+ *
+ * Its connections are its own pool, opened with sequential scans disabled: together with
+ * load-book.ts's single-index probes and write-set.ts's upserts by key, the only plans left
+ * are index probes on unique keys, whatever the statistics say (docs/decisions.md).
+ */
+export class Ingestion {
+  private pool: pg.Pool | undefined;
+  private readonly relay: OutboxRelay;
+  private readonly lane: GroupCommit<IngestRequest, IngestAnswer>;
+
+  constructor(
+    private readonly deps: { config: Config; orm: MikroORM; queues: Queues; logger: Logger },
+    options: IngestionOptions = {},
+  ) {
+    this.relay = new OutboxRelay(deps.orm, deps.queues, deps.logger);
+    this.lane = new GroupCommit({
+      lanes: options.lanes ?? 1,
+      maxEvents: MAX_GROUP_EVENTS,
+      maxBytes: MAX_GROUP_BYTES,
+      size: (r) => ({ events: Math.max(r.events.length, 1), bytes: r.bytes }),
+      exclusiveKey: (r) =>
+        r.idempotency &&
+        idempotencyLockName({ brandId: r.caller.brandId, livemode: r.caller.livemode }, r.idempotency.key),
+      run: (group) => this.runGroup(group),
+    });
+  }
+
+  submit(request: IngestRequest): Promise<IngestAnswer> {
+    return this.lane.submit(request);
+  }
+
+  async close(): Promise<void> {
+    await this.lane.idle();
+    await this.relay.idle();
+    await this.pool?.end();
+    this.pool = undefined;
+  }
+
+  private connections(): pg.Pool {
+    if (!this.pool) {
+      this.pool = new pg.Pool({
+        connectionString: this.deps.config.DATABASE_URL,
+        max: 2,
+        idleTimeoutMillis: 30_000,
+        options: '-c enable_seqscan=off',
+      });
+      // An idle connection that dies (database restart, a test dropping its database) is replaced on next use.
+      this.pool.on('error', (err) =>
+        this.deps.logger.warn({ err: err.message }, 'ingestion connection lost'),
+      );
+    }
+    return this.pool;
+  }
+
+  /** One transaction for the group; a lost race reruns it; any other failure isolates each request. */
+  private async runGroup(group: IngestRequest[]): Promise<Settled<IngestAnswer>[]> {
+    try {
+      return (await this.commit(group)).map((value) => ({ ok: true, value }));
+    } catch (err) {
+      if (group.length === 1) return [{ ok: false, error: err }];
+      // One request's bad row (a database error, not a planning error) must not fail the
+      // others: each runs alone, and only the culprit gets the error.
+      this.deps.logger.warn(
+        { err: (err as Error).message, requests: group.length },
+        'group commit failed; retrying its requests one by one',
+      );
+      const settled: Settled<IngestAnswer>[] = [];
+      for (const request of group) {
+        try {
+          settled.push({ ok: true, value: (await this.commit([request]))[0]! });
+        } catch (error) {
+          settled.push({ ok: false, error });
+        }
+      }
+      return settled;
+    }
+  }
+
+  private async commit(group: IngestRequest[]): Promise<IngestAnswer[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const now = new Date();
+        const { answers, handedOver } = await inTransactionOn(this.connections(), (sql) =>
+          commitGroup(sql, group, { now, gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES }),
+        );
+        // Committed: hand the new outbox rows to BullMQ now; the worker's relay catches anything this misses.
+        if (handedOver > 0) this.relay.nudge();
+        return answers;
+      } catch (err) {
+        if (attempt >= RACE_ATTEMPTS || !lostRace(err)) throw err;
+      }
+    }
+  }
+}

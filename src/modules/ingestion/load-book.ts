@@ -1,0 +1,198 @@
+import type { Sql } from '../../db/sql.js';
+import { couponCodeKey } from '../attribution/coupon-code.entity.js';
+import type { AttributionCatalog } from '../attribution/resolve.js';
+import type { BrandTerms } from '../keys/caller.js';
+import { Journal } from '../ledger/journal.js';
+import { orderColumns, orderFromRow } from '../orders/order-state.js';
+import { type NewRefund, type OrderBook, orderLookupKey, type Scope, scopeKey } from './order-book.js';
+import type { ValidEvent } from './valid-event.js';
+
+/** One request's part of a group: its brand and mode, the brand's terms and its events. */
+export interface BookRequest {
+  scope: Scope;
+  terms: BrandTerms;
+  events: readonly ValidEvent[];
+}
+
+/** An Idempotency-Key to look up, with the position of the request that sent it. */
+export interface KeyProbe {
+  i: number;
+  brand_id: string;
+  livemode: boolean;
+  key: string;
+}
+
+export interface StoredResponse {
+  i: number;
+  request_hash: string;
+  response_status: number;
+  response_body: unknown;
+}
+
+const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'lookup_key', ...Object.keys(orderColumns)]
+  .map((c) => (c === 'fx_rate' ? 'o.fx_rate::text as fx_rate' : `o.${c}`))
+  .join(', ');
+
+// One statement, one round trip, for every request of a group. Every lookup is a LATERAL
+// probe with LIMIT 1 on a column set that exactly one unique index covers (orders by
+// lookup_key, clicks by primary key, codes by (brand_id, code_key), ledger lines by order,
+// refunds by (order, refund_id), idempotency records by primary key), and the engine's
+// connections plan with seq scans disabled (ingestion.ts): whatever the statistics say, each
+// wanted row is one index probe. Orders are locked in lookup_key order (the list arrives
+// sorted), so two groups naming the same orders cannot deadlock. The other parts read the
+// snapshot taken before the locks were granted: a row written meanwhile by another
+// transaction collides with a unique index on write, and the group is rerun.
+const loadSql = `
+with locked as (
+  select o.*, le.id as entry_id
+    from jsonb_array_elements_text(?::jsonb) with ordinality as want(lookup_key, n)
+    cross join lateral (
+      select ${orderFields} from orders o where o.lookup_key = want.lookup_key limit 1 for update
+    ) o
+    left join lateral (select le.id from ledger_entries le where le.order_id = o.id limit 1) le on true
+),
+codes as (
+  select c.*
+    from jsonb_to_recordset(?::jsonb) as want(brand_id text, code_key text)
+    cross join lateral (
+      select c.brand_id, c.code_key, c.creator_id, c.offer_id, f.commission_bps
+        from coupon_codes c left join offers f on f.id = c.offer_id
+       where c.brand_id = want.brand_id and c.code_key = want.code_key
+       limit 1
+    ) c
+),
+clicks as (
+  select k.*
+    from jsonb_array_elements_text(?::jsonb) as want(id)
+    cross join lateral (
+      select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
+        from clicks k join offers f on f.id = k.offer_id
+       where k.id = want.id
+       limit 1
+    ) k
+),
+creators as (
+  select id, customer_hashes from creators
+   where id = any(array(select creator_id from locked union select creator_id from codes union select creator_id from clicks))
+),
+refunds as (
+  select l.lookup_key, r.refund_id
+    from jsonb_to_recordset(?::jsonb) as want(lookup_key text, refund_id text)
+    join locked l on l.lookup_key = want.lookup_key
+    cross join lateral (
+      select r.refund_id from refunds r where r.order_id = l.id and r.refund_id = want.refund_id limit 1
+    ) r
+),
+responses as (
+  select want.i, r.request_hash, r.response_status, r.response_body
+    from jsonb_to_recordset(?::jsonb) as want(i int, brand_id text, livemode boolean, key text)
+    cross join lateral (
+      select r.request_hash, r.response_status, r.response_body, r.created_at from idempotency_records r
+       where r.brand_id = want.brand_id and r.livemode = want.livemode and r.key = want.key
+       limit 1
+    ) r
+   where r.created_at > now() - interval '24 hours'
+)
+select (select coalesce(json_agg(locked), '[]') from locked) as orders,
+       (select coalesce(json_agg(codes), '[]') from codes) as codes,
+       (select coalesce(json_agg(clicks), '[]') from clicks) as clicks,
+       (select coalesce(json_agg(creators), '[]') from creators) as creators,
+       (select coalesce(json_agg(refunds), '[]') from refunds) as refunds,
+       (select coalesce(json_agg(responses), '[]') from responses) as responses`;
+
+export const LOAD_BOOK_SQL = loadSql;
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
+type Rows = any[];
+
+/** What the requests' events name: orders (renewal parents included), codes, clicks, refund ids. */
+function needsOf(requests: readonly BookRequest[]) {
+  const orders = new Set<string>();
+  const codes = new Map<string, { brand_id: string; code_key: string }>();
+  const clicks = new Set<string>();
+  const refunds: { lookup_key: string; refund_id: string }[] = [];
+  for (const { scope, events } of requests) {
+    for (const { type, data } of events) {
+      if (type === 'order.observed' || !data.orderId) continue;
+      orders.add(orderLookupKey(scope, data.orderId));
+      if (data.parentOrderId) orders.add(orderLookupKey(scope, data.parentOrderId));
+      if (data.couponCode) {
+        const code_key = couponCodeKey(data.couponCode);
+        codes.set(`${scope.brandId}/${code_key}`, { brand_id: scope.brandId, code_key });
+      }
+      if (data.clickRef) clicks.add(data.clickRef);
+      if (data.refundId)
+        refunds.push({ lookup_key: orderLookupKey(scope, data.orderId), refund_id: data.refundId });
+    }
+  }
+  return { orders: [...orders].sort(), codes: [...codes.values()], clicks: [...clicks], refunds };
+}
+
+/**
+ * Loads and locks everything a group's requests name, in one query, and lays it out as one
+ * order book per brand and mode; journal and new refunds are shared by all of them.
+ * Idempotency records of the keyed requests come back in the same round trip.
+ */
+export async function loadOrderBooks(
+  sql: Sql,
+  requests: readonly BookRequest[],
+  keys: readonly KeyProbe[],
+  now: Date,
+): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[] }> {
+  const needs = needsOf(requests);
+  const [row] = await sql.query<Record<string, Rows>>(loadSql, [
+    JSON.stringify(needs.orders),
+    JSON.stringify(needs.codes),
+    JSON.stringify(needs.clicks),
+    JSON.stringify(needs.refunds),
+    JSON.stringify(keys),
+  ]);
+  const r = row!;
+  const journal = new Journal();
+  const newRefunds: NewRefund[] = [];
+  const creatorHashes = new Map<string, string[]>(r.creators!.map((c) => [c.id, c.customer_hashes ?? []]));
+  const books = new Map<string, OrderBook>();
+  for (const { scope, terms } of requests) {
+    const key = scopeKey(scope);
+    if (books.has(key)) continue;
+    const catalog: AttributionCatalog = {
+      codes: new Map(
+        r
+          .codes!.filter((c) => c.brand_id === scope.brandId)
+          .map((c) => [
+            c.code_key,
+            { creatorId: c.creator_id, offerId: c.offer_id, commissionBps: c.commission_bps },
+          ]),
+      ),
+      // A click id is global; another brand's click attributes nothing here.
+      clicks: new Map(
+        r
+          .clicks!.filter((k) => k.brand_id === scope.brandId)
+          .map((k) => [
+            k.id,
+            {
+              creatorId: k.creator_id,
+              offerId: k.offer_id,
+              commissionBps: k.commission_bps,
+              clickedAt: new Date(k.clicked_at),
+              attributionWindowDays: k.attribution_window_days,
+            },
+          ]),
+      ),
+      creatorHashes,
+    };
+    books.set(key, { scope, terms, now, orders: new Map(), catalog, journal, newRefunds });
+  }
+  const seenRefunds = new Map<string, string[]>();
+  for (const seen of r.refunds!) {
+    seenRefunds.set(seen.lookup_key, [...(seenRefunds.get(seen.lookup_key) ?? []), seen.refund_id]);
+  }
+  for (const o of r.orders!) {
+    const book = books.get(scopeKey({ brandId: o.brand_id, livemode: o.livemode }))!;
+    const order = orderFromRow(o);
+    for (const refundId of seenRefunds.get(o.lookup_key) ?? []) order.refundIds.add(refundId);
+    journal.open(book.scope, order.id, o.entry_id, order.creatorId);
+    book.orders.set(order.orderId, order);
+  }
+  return { books, responses: r.responses! };
+}

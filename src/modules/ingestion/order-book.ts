@@ -1,0 +1,59 @@
+import type { AttributionCatalog } from '../attribution/resolve.js';
+import type { BrandTerms } from '../keys/caller.js';
+import type { Journal } from '../ledger/journal.js';
+import type { AttributionVia } from '../orders/order.entity.js';
+import type { OrderState } from '../orders/order-state.js';
+import type { RefundKind } from '../orders/refund.entity.js';
+
+/** A brand and a mode: every order, event and ledger line belongs to exactly one. */
+export interface Scope {
+  brandId: string;
+  livemode: boolean;
+}
+
+export const scopeKey = (scope: Scope) => `${scope.brandId}/${scope.livemode ? 'live' : 'test'}`;
+
+/** orders.lookup_key: the only column ingestion finds an order by (see the migration that adds it). */
+export const orderLookupKey = (scope: Scope, orderId: string) => `${scopeKey(scope)}/${orderId}`;
+
+export interface OrderOutcome {
+  attributedVia: AttributionVia | null;
+  conversionId: string | null;
+}
+
+export interface NewRefund {
+  id: string;
+  brand_id: string;
+  livemode: boolean;
+  order_id: string;
+  refund_id: string | null;
+  kind: RefundKind;
+  amount: number;
+  original_amount: number;
+  commission_reversed: number;
+  reason: string | null;
+  event_id: string;
+  request_id: string;
+}
+
+/**
+ * What one group commit reads and changes for one brand and mode, in memory: the orders its
+ * events name (rows locked), the attribution catalog, and, shared by every book of the group,
+ * the journal and new refunds. Events are planned against it one by one, synchronously; a
+ * planner validates before it changes anything, so a failing event leaves no trace.
+ */
+export interface OrderBook {
+  scope: Scope;
+  terms: BrandTerms;
+  now: Date;
+  /** By the brand's order_id: loaded orders, then orders created by earlier events. */
+  orders: Map<string, OrderState>;
+  catalog: AttributionCatalog;
+  journal: Journal;
+  newRefunds: NewRefund[];
+}
+
+export const outcomeOf = (o: OrderState): OrderOutcome => ({
+  attributedVia: o.attributedVia,
+  conversionId: o.conversionId,
+});

@@ -1,0 +1,132 @@
+import { recordset, type WritePart } from '../../db/write-set.js';
+import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
+import { journalWrites } from '../ledger/journal.js';
+import { orderColumns, orderToRow } from '../orders/order-state.js';
+import type { OrderBook } from './order-book.js';
+
+const written = Object.keys(orderColumns);
+const orderRecordset = recordset({
+  id: 'text',
+  brand_id: 'text',
+  livemode: 'boolean',
+  order_id: 'text',
+  ...orderColumns,
+});
+
+/** A received event as stored: the event minus `customer_hash`, with the request that carried it. */
+export interface ReceivedEventRow {
+  id: string;
+  brand_id: string;
+  livemode: boolean;
+  type: string;
+  order_id: string | null;
+  key_kind: string;
+  occurred_at: string;
+  received_at: string;
+  request_id: string;
+  data: Record<string, unknown>;
+}
+
+export interface IdempotencyRow {
+  brand_id: string;
+  livemode: boolean;
+  key: string;
+  request_hash: string;
+  response_status: number;
+  response_body: unknown;
+}
+
+const receivedEventColumns = {
+  id: 'text',
+  brand_id: 'text',
+  livemode: 'boolean',
+  type: 'text',
+  order_id: 'text',
+  key_kind: 'text',
+  occurred_at: 'timestamptz',
+  received_at: 'timestamptz',
+  request_id: 'text',
+  data: 'jsonb',
+};
+
+const columnList = (columns: object) => Object.keys(columns).join(', ');
+const fromX = (columns: object) =>
+  Object.keys(columns)
+    .map((c) => `x.${c}`)
+    .join(', ');
+
+/**
+ * Everything a group commit writes, as one statement (db/write-set.ts). New orders are plain
+ * inserts (a concurrent insert of the same order collides and the group is rerun); changed
+ * orders, which the load locked, are upserted by primary key, so the write is an index probe
+ * by construction and never a join a cached plan could turn into a scan.
+ */
+export function groupWrites(
+  books: Iterable<OrderBook>,
+  received: ReceivedEventRow[],
+  handOver: OutboxEntry[],
+  responses: IdempotencyRow[],
+): WritePart[] {
+  const all = [...books];
+  const rows = all.flatMap((book) =>
+    [...book.orders.values()]
+      .filter((o) => o.changed)
+      .map((o) => ({
+        isNew: o.isNew,
+        row: { ...orderToRow(o), brand_id: book.scope.brandId, livemode: book.scope.livemode },
+      })),
+  );
+  const { journal, newRefunds } = all[0] ?? { journal: undefined, newRefunds: [] };
+  return [
+    {
+      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')})
+            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}
+              from ${orderRecordset}`,
+      rows: rows.filter((o) => o.isNew).map((o) => o.row),
+    },
+    {
+      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')})
+            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}
+              from ${orderRecordset}
+            on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')}, updated_at = now()`,
+      rows: rows.filter((o) => !o.isNew).map((o) => o.row),
+    },
+    {
+      sql: `insert into refunds (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
+                                 commission_reversed, reason, event_id, request_id)
+            select x.id, x.brand_id, x.livemode, x.order_id, x.refund_id, x.kind, x.amount, x.original_amount,
+                   x.commission_reversed, x.reason, x.event_id, x.request_id
+              from ${recordset({
+                id: 'text',
+                brand_id: 'text',
+                livemode: 'boolean',
+                order_id: 'text',
+                refund_id: 'text',
+                kind: 'text',
+                amount: 'bigint',
+                original_amount: 'bigint',
+                commission_reversed: 'bigint',
+                reason: 'text',
+                event_id: 'text',
+                request_id: 'text',
+              })}`,
+      rows: newRefunds,
+    },
+    ...(journal ? journalWrites(journal) : []),
+    {
+      sql: `insert into received_events (${columnList(receivedEventColumns)})
+            select ${fromX(receivedEventColumns)} from ${recordset(receivedEventColumns)}`,
+      rows: received,
+    },
+    outboxWrite(handOver),
+    {
+      sql: `insert into idempotency_records (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
+            select x.brand_id, x.livemode, x.key, x.request_hash, x.response_status, x.response_body, now()
+              from ${recordset({ brand_id: 'text', livemode: 'boolean', key: 'text', request_hash: 'text', response_status: 'int', response_body: 'jsonb' })}
+            on conflict (brand_id, livemode, key) do update
+              set request_hash = excluded.request_hash, response_status = excluded.response_status,
+                  response_body = excluded.response_body, created_at = excluded.created_at`,
+      rows: responses,
+    },
+  ];
+}
