@@ -14,6 +14,12 @@ interface Prepared {
 
 const prepared = new Map<string, Prepared>();
 
+/** `?` placeholders as PostgreSQL's `$1, $2, …`. */
+export function positional(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
 /**
  * Every statement runs as a named prepared statement, parsed and planned once per connection:
  * MikroORM's `execute` inlines the values into new SQL text each time, and planning the
@@ -22,10 +28,9 @@ const prepared = new Map<string, Prepared>();
 function prepare(text: string): Prepared {
   let statement = prepared.get(text);
   if (!statement) {
-    let n = 0;
     statement = {
       name: `lf_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`,
-      text: text.replace(/\?/g, () => `$${++n}`),
+      text: positional(text),
     };
     prepared.set(text, statement);
   }

@@ -14,15 +14,16 @@ export function recordset(columns: Record<string, string>): string {
 }
 
 /**
- * Runs every non-empty part as one statement (`with w0 as (…), w1 as (…) select 1`): one
- * round trip however many rows and tables. The parts see one snapshot, so none may read
- * another's rows; foreign keys between them hold because they are checked at statement end.
+ * Runs every part as one statement (`with w0 as (…), w1 as (…) select 1`): one round trip
+ * however many rows and tables. Empty parts stay in (they insert nothing), so a caller's
+ * statement text never varies and is prepared and planned once per connection. The parts see
+ * one snapshot, so none may read another's rows; foreign keys between them hold because they
+ * are checked at statement end.
  */
 export async function executeWrites(sql: Sql, parts: WritePart[]): Promise<void> {
-  const live = parts.filter((p) => p.rows.length > 0);
-  if (live.length === 0) return;
+  if (parts.every((p) => p.rows.length === 0)) return;
   await sql.query(
-    `with ${live.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`,
-    live.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]),
+    `with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`,
+    parts.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]),
   );
 }

@@ -18,6 +18,12 @@ const MAX_GROUP_BYTES = 4 * 1024 * 1024;
 /** A transaction that lost a race to another process is rerun whole, this many times in all. */
 const RACE_ATTEMPTS = 4;
 
+/**
+ * The engine's connections never plan a sequential scan: with every hot-path lookup written
+ * as a probe that exactly one unique index can serve, an index probe is the only plan left.
+ */
+export const ENGINE_CONNECTION_OPTIONS = '-c enable_seqscan=off';
+
 export interface IngestionOptions {
   /** Groups in flight at once; each holds one connection of the engine's own pool. */
   lanes?: number;
@@ -36,6 +42,8 @@ export class Ingestion {
   private pool: pg.Pool | undefined;
   private readonly relay: OutboxRelay;
   private readonly lane: GroupCommit<IngestRequest, IngestAnswer>;
+  /** Committed groups and the requests in them, reruns after lost races, groups split after a failure. */
+  readonly stats = { groups: 0, requests: 0, reruns: 0, isolated: 0 };
 
   constructor(
     private readonly deps: { config: Config; orm: MikroORM; queues: Queues; logger: Logger },
@@ -71,7 +79,7 @@ export class Ingestion {
         connectionString: this.deps.config.DATABASE_URL,
         max: 2,
         idleTimeoutMillis: 30_000,
-        options: '-c enable_seqscan=off',
+        options: ENGINE_CONNECTION_OPTIONS,
       });
       // An idle connection that dies (database restart, a test dropping its database) is replaced on next use.
       this.pool.on('error', (err) =>
@@ -89,6 +97,7 @@ export class Ingestion {
       if (group.length === 1) return [{ ok: false, error: err }];
       // One request's bad row (a database error, not a planning error) must not fail the
       // others: each runs alone, and only the culprit gets the error.
+      this.stats.isolated++;
       this.deps.logger.warn(
         { err: (err as Error).message, requests: group.length },
         'group commit failed; retrying its requests one by one',
@@ -112,11 +121,14 @@ export class Ingestion {
         const { answers, handedOver } = await inTransactionOn(this.connections(), (sql) =>
           commitGroup(sql, group, { now, gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES }),
         );
+        this.stats.groups++;
+        this.stats.requests += group.length;
         // Committed: hand the new outbox rows to BullMQ now; the worker's relay catches anything this misses.
         if (handedOver > 0) this.relay.nudge();
         return answers;
       } catch (err) {
         if (attempt >= RACE_ATTEMPTS || !lostRace(err)) throw err;
+        this.stats.reruns++;
       }
     }
   }

@@ -52,7 +52,7 @@ export const orderColumns = {
   amount: 'bigint',
   original_amount: 'bigint',
   original_currency: 'varchar(3)',
-  fx_rate: 'numeric',
+  fx_rate: 'numeric(18,8)',
   commission_amount: 'bigint',
   refunded_amount: 'bigint',
   refunded_original_amount: 'bigint',

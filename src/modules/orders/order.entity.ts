@@ -28,6 +28,15 @@ export const Order = defineEntity({
     brand: () => p.manyToOne(Brand).mapToPk(),
     livemode: p.boolean(),
     orderId: p.string().length(120),
+    /** brand_id/live|test/order_id: the one column ingestion finds an order by (its own unique index). */
+    lookupKey: p
+      .string()
+      .columnType('text')
+      .generated(
+        `(brand_id || '/' || case when livemode then 'live' else 'test' end || '/' || order_id) stored`,
+      )
+      .nullable()
+      .unique('orders_lookup_key_unique'),
     status: p.enum(orderStatuses),
     amount: p.bigint('number'),
     originalAmount: p.bigint('number').nullable(),

@@ -2,8 +2,14 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { inTransaction, type Sql } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
+import { jobTransition } from '../orders/order-lifecycle.js';
 
 const CHUNK = 1000;
+
+/** The lifecycle's job transitions as SQL literals (a fixed enum, so partial indexes still match). */
+const sqlStatuses = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join(', ');
+const confirmation = jobTransition('confirmation_due');
+const paying = jobTransition('payout');
 
 /**
  * pending → confirmed once `confirm_at` has passed (both modes: test orders confirm too, they
@@ -14,8 +20,8 @@ export async function confirmDueOrders(em: EntityManager, now = new Date()): Pro
   let confirmed = 0;
   for (;;) {
     const res = await em.execute(
-      `update orders set status = 'confirmed', confirmed_at = now(), updated_at = now()
-        where id in (select id from orders where status = 'pending' and confirm_at <= ?
+      `update orders set status = '${confirmation.to}', confirmed_at = now(), updated_at = now()
+        where id in (select id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
                       order by confirm_at limit ${CHUNK} for update skip locked)`,
       [now],
       'run',
@@ -67,7 +73,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   const orders = await sql.query<PayableOrder>(
     `select o.id, le.id as entry_id, o.commission_amount - o.refunded_commission_amount as balance
        from orders o join ledger_entries le on le.order_id = o.id
-      where o.brand_id = ? and o.creator_id = ? and o.livemode and o.status = 'confirmed'
+      where o.brand_id = ? and o.creator_id = ? and o.livemode and o.status in (${sqlStatuses(paying.from)})
       order by o.id limit ${CHUNK} for update of o skip locked`,
     [payee.brand_id, payee.creator_id],
   );
@@ -110,7 +116,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   const scope = [payee.brand_id];
   await executeWrites(sql, [
     {
-      sql: `update orders o set status = 'paid_out', payout_id = ?, updated_at = now()
+      sql: `update orders o set status = '${paying.to}', payout_id = ?, updated_at = now()
               from ${recordset({ id: 'text' })} where o.id = x.id`,
       params: [payoutId],
       rows: orders.map((o) => ({ id: o.id })),
@@ -151,7 +157,7 @@ export async function runPayouts(
   onProgress: (done: number, total: number) => Promise<void> = async () => {},
 ): Promise<{ run_key: string; payees: number; items: number }> {
   const payees = await orm.em.fork().execute<Payee[]>(
-    `select distinct brand_id, creator_id from orders where status = 'confirmed' and livemode and creator_id is not null
+    `select distinct brand_id, creator_id from orders where status in (${sqlStatuses(paying.from)}) and livemode and creator_id is not null
      union
      select distinct m.brand_id, m.creator_id from ledger_movements m
       where m.kind = 'clawback' and m.livemode and m.creator_id is not null

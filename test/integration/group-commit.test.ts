@@ -1,0 +1,243 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { validateEvent } from '../../src/modules/events/event-validation.js';
+import { requestHash } from '../../src/modules/ingestion/idempotency.js';
+import { type IngestAnswer, Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
+import { newId } from '../../src/shared/ids.js';
+import { makeBrand, makeCreators } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+// The engine driven directly: requests submitted in the same tick while a group is in flight
+// are committed together in the next group, so the grouping below is deterministic.
+let ctx: TestContext;
+let db: pg.Client;
+const scopes: { a: IngestRequest['caller']; b: IngestRequest['caller'] } = {} as never;
+const terms = { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 };
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  db = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+  await db.connect();
+  for (const name of ['a', 'b'] as const) {
+    const brand = await makeBrand(ctx.orm);
+    await makeCreators(ctx, brand.id);
+    scopes[name] = { brandId: brand.id, livemode: true, kind: 'secret', terms };
+  }
+});
+
+afterAll(async () => {
+  await db.end();
+  await ctx.close();
+});
+
+const engine = () => new Ingestion({ ...ctx, logger: createLogger('silent') });
+const now = () => new Date();
+
+function request(
+  caller: IngestRequest['caller'],
+  events: { type: string; data: Record<string, unknown> }[],
+  options: { batch?: boolean; key?: string } = {},
+): IngestRequest {
+  const body = options.batch ? { events } : events[0];
+  return {
+    caller,
+    events: events.map((e) => validateEvent(e, { now: now(), keyKind: 'secret' })),
+    batch: options.batch ?? false,
+    requestId: newId('req'),
+    idempotency: options.key ? { key: options.key, hash: requestHash('/v1/events', body) } : undefined,
+    bytes: JSON.stringify(body).length,
+  };
+}
+
+const paid = (orderId: string, extra: Record<string, unknown> = {}) => ({
+  type: 'order.paid',
+  data: { order_id: orderId, amount: 10_000, coupon_code: 'MINA20', ...extra },
+});
+
+const settle = (answers: Promise<IngestAnswer>[]) =>
+  Promise.allSettled(answers).then((all) =>
+    all.map((s) => (s.status === 'fulfilled' ? s.value : { ok: false as const, thrown: s.reason as Error })),
+  );
+
+async function orderCount(orderIds: string[]) {
+  const { rows } = await db.query('select count(*)::int as n from orders where order_id = any($1)', [
+    orderIds,
+  ]);
+  return rows[0].n as number;
+}
+
+describe('group commit', () => {
+  it('commits concurrent requests of different brands in one transaction, each with its own answer', async () => {
+    const ingestion = engine();
+    const tag = newId('t');
+    const answers = await settle([
+      ingestion.submit(request(scopes.a, [paid(`${tag}-lead`)])),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-a1`)])),
+      ingestion.submit(request(scopes.b, [paid(`${tag}-b1`, { coupon_code: 'JOON' })])),
+      ingestion.submit(request(scopes.b, [paid(`${tag}-b2`), paid(`${tag}-b3`)], { batch: true })),
+    ]);
+    // The first ran alone on the idle lane; the three that arrived meanwhile shared the next group.
+    expect(ingestion.stats).toMatchObject({ groups: 2, requests: 4 });
+    expect(answers.map((a) => a.ok)).toEqual([true, true, true, true]);
+    const b1 = answers[2] as Extract<IngestAnswer, { ok: true }>;
+    expect(b1.body).toMatchObject({ object: 'event', attribution: { status: 'attributed', via: 'code' } });
+    const batch = answers[3] as Extract<IngestAnswer, { ok: true }>;
+    expect(batch.body).toHaveLength(2);
+    const ids = (batch.body as { request_id: string }[]).map((e) => e.request_id);
+    expect(new Set(ids).size).toBe(1);
+    const { rows } = await db.query(
+      `select o.order_id, o.brand_id, count(m.id)::int as movements, min(m.request_id) as request_id
+         from orders o join ledger_entries le on le.order_id = o.id join ledger_movements m on m.entry_id = le.id
+        where o.order_id like $1 group by o.order_id, o.brand_id order by o.order_id`,
+      [`${tag}-%`],
+    );
+    expect(rows.map((r) => [r.order_id.slice(tag.length + 1), r.brand_id, r.movements])).toEqual([
+      ['a1', scopes.a.brandId, 1],
+      ['b1', scopes.b.brandId, 1],
+      ['b2', scopes.b.brandId, 1],
+      ['b3', scopes.b.brandId, 1],
+      ['lead', scopes.a.brandId, 1],
+    ]);
+    // request_ids stay exact per request inside the shared transaction.
+    expect(rows.find((r) => r.order_id.endsWith('-b2')).request_id).toBe(ids[0]);
+    await ingestion.close();
+  });
+
+  it("keeps one request's failing event from touching the others' events", async () => {
+    const ingestion = engine();
+    const tag = newId('t');
+    const answers = await settle([
+      ingestion.submit(request(scopes.a, [paid(`${tag}-lead`)])),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-ok1`)])),
+      ingestion.submit(
+        request(scopes.a, [{ type: 'order.cancelled', data: { order_id: `${tag}-missing` } }]),
+      ),
+      ingestion.submit(
+        request(
+          scopes.b,
+          [
+            paid(`${tag}-batch0`),
+            { type: 'refund.created', data: { order_id: `${tag}-batch0`, refund_id: 'r1', amount: 99_999 } },
+            paid(`${tag}-batch2`),
+          ],
+          { batch: true },
+        ),
+      ),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-ok2`)])),
+    ]);
+    expect(ingestion.stats).toMatchObject({ groups: 2, isolated: 0 });
+    expect(answers.map((a) => a.ok)).toEqual([true, true, false, false, true]);
+    const missing = answers[2] as Extract<IngestAnswer, { ok: false }>;
+    expect(missing.error.code).toBe('order_not_found');
+    const batch = answers[3] as Extract<IngestAnswer, { ok: false }>;
+    expect(batch.error).toMatchObject({ code: 'refund_exceeds_remaining_amount' });
+    expect(batch.error.details.param).toBe('events[1].data.amount');
+    // The batch's event before the failing one stays applied; the one after it never ran.
+    expect(await orderCount([`${tag}-ok1`, `${tag}-ok2`, `${tag}-batch0`])).toBe(3);
+    expect(await orderCount([`${tag}-missing`, `${tag}-batch2`])).toBe(0);
+    await ingestion.close();
+  });
+
+  it('replays Idempotency-Keys inside a group and never applies one key twice', async () => {
+    const ingestion = engine();
+    const tag = newId('t');
+    const first = await ingestion.submit(request(scopes.a, [paid(`${tag}-stored`)], { key: `${tag}-k1` }));
+    expect(first.ok).toBe(true);
+    const answers = await settle([
+      ingestion.submit(request(scopes.a, [paid(`${tag}-lead`)])),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-stored`)], { key: `${tag}-k1` })),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-other`)], { key: `${tag}-k1` })),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-new`)], { key: `${tag}-k2` })),
+      // Same key and body as the one just before, in the same wave: it waits for that group, then replays.
+      ingestion.submit(request(scopes.a, [paid(`${tag}-new`)], { key: `${tag}-k2` })),
+      // The same key in the other brand is another key.
+      ingestion.submit(request(scopes.b, [paid(`${tag}-stored`)], { key: `${tag}-k1` })),
+    ]);
+    const [, replay, reused, fresh, duplicate, otherBrand] = answers as IngestAnswer[];
+    expect(replay).toMatchObject({ ok: true, replayed: true, body: (first as { body: unknown }).body });
+    expect(reused).toMatchObject({ ok: false, error: { code: 'idempotency_key_reused' } });
+    expect(fresh).toMatchObject({ ok: true, replayed: false });
+    expect(duplicate).toMatchObject({ ok: true, replayed: true, body: (fresh as { body: unknown }).body });
+    expect(otherBrand).toMatchObject({ ok: true, replayed: false });
+    const { rows } = await db.query(
+      `select count(*)::int as n from received_events where order_id = $1 and brand_id = $2`,
+      [`${tag}-new`, scopes.a.brandId],
+    );
+    expect(rows[0].n).toBe(1);
+    await ingestion.close();
+  });
+
+  it('reruns a group that lost a race to another process, and counts the order once', async () => {
+    const [one, two] = [engine(), engine()];
+    const tag = newId('t');
+    // Both groups load (the contested order does not exist yet), then wait at their write
+    // behind this lock; released, one commits first and the other collides and reruns.
+    const blocker = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+    await blocker.connect();
+    await blocker.query('begin');
+    await blocker.query('lock table received_events in exclusive mode');
+    const racing = [
+      ...[one, two].map((ingestion, n) =>
+        ingestion.submit(request(scopes.a, [paid(`${tag}-lead${n}`, { coupon_code: null })])),
+      ),
+      ...[one, two].flatMap((ingestion, n) => [
+        ingestion.submit(request(scopes.a, [paid(`${tag}-contested`)])),
+        ingestion.submit(request(scopes.b, [paid(`${tag}-own${n}`)])),
+      ]),
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await blocker.query('commit');
+    await blocker.end();
+    const answers = await settle(racing);
+    expect(answers.map((a) => a.ok)).toEqual([true, true, true, true, true, true]);
+    expect(one.stats.reruns + two.stats.reruns).toBeGreaterThanOrEqual(1);
+    const { rows } = await db.query(
+      `select count(distinct o.id)::int as orders, count(m.id)::int as movements, coalesce(sum(m.amount), 0)::int as commission
+         from orders o join ledger_entries le on le.order_id = o.id left join ledger_movements m on m.entry_id = le.id
+        where o.order_id = $1`,
+      [`${tag}-contested`],
+    );
+    expect(rows[0]).toEqual({ orders: 1, movements: 1, commission: 2000 });
+    expect(await orderCount([`${tag}-own0`, `${tag}-own1`])).toBe(2);
+    await Promise.all([one.close(), two.close()]);
+  });
+
+  it('answers nothing as success when the group cannot commit, and isolates the request that broke it', async () => {
+    await db.query(`create or replace function fail_at_commit() returns trigger language plpgsql as $$
+      begin if new.order_id like '%-crash' then raise exception 'simulated failure at commit'; end if; return null; end $$`);
+    await db.query(`create constraint trigger orders_fail_at_commit after insert on orders
+      deferrable initially deferred for each row execute function fail_at_commit()`);
+    try {
+      const ingestion = engine();
+      const tag = newId('t');
+      const answers = await settle([
+        ingestion.submit(request(scopes.a, [paid(`${tag}-lead`)])),
+        ingestion.submit(request(scopes.a, [paid(`${tag}-ok1`)])),
+        ingestion.submit(request(scopes.b, [paid(`${tag}-crash`)])),
+        ingestion.submit(request(scopes.b, [paid(`${tag}-ok2`)])),
+      ]);
+      expect(ingestion.stats.isolated).toBe(1);
+      expect(answers.map((a) => a.ok)).toEqual([true, true, false, true]);
+      expect((answers[2] as { thrown: Error }).thrown.message).toContain('simulated failure at commit');
+      expect(await orderCount([`${tag}-ok1`, `${tag}-ok2`])).toBe(2);
+      expect(await orderCount([`${tag}-crash`])).toBe(0);
+      const lone = await settle([ingestion.submit(request(scopes.a, [paid(`${tag}-alone-crash`)]))]);
+      expect(lone[0]!.ok).toBe(false);
+      expect(await orderCount([`${tag}-alone-crash`])).toBe(0);
+      await ingestion.close();
+    } finally {
+      await db.query('drop trigger orders_fail_at_commit on orders');
+    }
+  });
+
+  it('never waits for company: a lone request on an idle engine commits at once', async () => {
+    const ingestion = engine();
+    const started = performance.now();
+    const answer = await ingestion.submit(request(scopes.a, [paid(newId('lone'))]));
+    expect(answer.ok).toBe(true);
+    expect(ingestion.stats).toMatchObject({ groups: 1, requests: 1 });
+    expect(performance.now() - started).toBeLessThan(1000);
+    await ingestion.close();
+  });
+});

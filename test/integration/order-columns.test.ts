@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initOrm } from '../../src/db/orm.js';
+import { Order } from '../../src/modules/orders/order.entity.js';
+import { orderColumns, orderFromRow, orderToRow } from '../../src/modules/orders/order-state.js';
+import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+
+// The order's shape is written in three places: the entity (and through it the migration
+// snapshot), the migrations that built the table, and the hot path's column map with SQL
+// types (order-state.ts). This test fails as soon as they disagree.
+let url: string;
+let orm: MikroORM;
+let db: pg.Client;
+
+beforeAll(async () => {
+  url = await createTestDatabase();
+  orm = await initOrm(url, 1);
+  db = new pg.Client({ connectionString: url });
+  await db.connect();
+});
+
+afterAll(async () => {
+  await db.end();
+  await orm.close(true);
+  await dropTestDatabase(url);
+});
+
+/** Column name → `format_type` of a relation's columns, as PostgreSQL itself spells them. */
+async function columnTypes(relation: string): Promise<Map<string, string>> {
+  const { rows } = await db.query(
+    `select attname, format_type(atttypid, atttypmod) as type from pg_attribute
+      where attrelid = $1::regclass and attnum > 0 and not attisdropped`,
+    [relation],
+  );
+  return new Map(rows.map((r) => [r.attname, r.type]));
+}
+
+describe("the order's columns", () => {
+  it('are the same in the entity, the migration snapshot and the migrated table', async () => {
+    const entity = orm
+      .getMetadata()
+      .get(Order)
+      .props.flatMap((p) => p.fieldNames ?? [])
+      .sort();
+    const snapshot = JSON.parse(readFileSync('migrations/.snapshot.json', 'utf8')) as {
+      tables: { name: string; columns: Record<string, unknown> }[];
+    };
+    const snapshotColumns = Object.keys(snapshot.tables.find((t) => t.name === 'orders')!.columns).sort();
+    const table = [...(await columnTypes('orders')).keys()].sort();
+    expect(entity).toEqual(table);
+    expect(snapshotColumns).toEqual(table);
+  });
+
+  it("match the ingestion column map's SQL types exactly (typmods included)", async () => {
+    // The map's types, read back by PostgreSQL from a table declared with them.
+    await db.query(
+      `create temp table order_column_map (${Object.entries(orderColumns)
+        .map(([name, type]) => `${name} ${type}`)
+        .join(', ')})`,
+    );
+    const declared = await columnTypes('order_column_map');
+    const actual = await columnTypes('orders');
+    const mismatches = [...declared].filter(([name, type]) => actual.get(name) !== type);
+    expect(mismatches).toEqual([]);
+    // Every column the map leaves out is one ingestion must not write.
+    const notWritten = [...actual.keys()].filter((c) => !declared.has(c)).sort();
+    expect(notWritten).toEqual([
+      'brand_id',
+      'confirmed_at',
+      'created_at',
+      'id',
+      'livemode',
+      'lookup_key',
+      'order_id',
+      'payout_id',
+      'updated_at',
+    ]);
+  });
+
+  it('round-trip through orderFromRow and orderToRow with every mapped column', async () => {
+    const { rows } = await db.query(
+      `select ${['id', 'order_id', ...Object.keys(orderColumns)].map((c) => (c === 'fx_rate' ? 'fx_rate::text' : c)).join(', ')}
+         from (select 'ord_1' as id, 'o-1' as order_id, 'pending' as status, 100::bigint as amount, 10::bigint as original_amount,
+                      'USD' as original_currency, 1300.5::numeric as fx_rate, 10::bigint as commission_amount, 0::bigint as refunded_amount,
+                      0::bigint as refunded_original_amount, 0::bigint as refunded_commission_amount, 'cr_1' as creator_id,
+                      'off_1' as offer_id, 'code' as attributed_via, 'conv_1' as conversion_id, 1000 as commission_bps,
+                      null as parent_order_id, 1 as cycle_number, null::int as last_renewal_cycle, 'MINA' as coupon_code,
+                      null as click_ref, null as last_touch_channel, null as customer_hash, '{self_purchase}'::text[] as flags,
+                      '[]'::jsonb as items, now() as occurred_at, now() as confirm_at, null::timestamptz as closed_at) x`,
+    );
+    const row = orderToRow(orderFromRow(rows[0]));
+    expect(Object.keys(row).sort()).toEqual(['id', 'order_id', ...Object.keys(orderColumns)].sort());
+  });
+});

@@ -1,0 +1,199 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { positional, type Sql } from '../../src/db/sql.js';
+import { createLogger } from '../../src/logger.js';
+import { validateEvent } from '../../src/modules/events/event-validation.js';
+import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
+import { requestHash } from '../../src/modules/ingestion/idempotency.js';
+import { ENGINE_CONNECTION_OPTIONS, Ingestion } from '../../src/modules/ingestion/ingestion.js';
+import { newId } from '../../src/shared/ids.js';
+import { makeBrand, makeCreators } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+// Plans that cannot degrade (docs/decisions.md): the engine's load and write statements are
+// prepared while the tables are empty and never analyzed, their generic plans are cached,
+// the brand then grows to a few thousand orders, and the cached plans run: no step may
+// read more rows than it returns.
+let ctx: TestContext;
+let engine: pg.Client;
+let caller: IngestRequest['caller'];
+let clickRef: string;
+
+const GROWN_ORDERS = 3000;
+const tables = [
+  'orders',
+  'ledger_entries',
+  'ledger_movements',
+  'clicks',
+  'coupon_codes',
+  'refunds',
+  'creators',
+  'offers',
+  'received_events',
+  'idempotency_records',
+];
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  engine = new pg.Client({ connectionString: ctx.config.DATABASE_URL, options: ENGINE_CONNECTION_OPTIONS });
+  await engine.connect();
+  // Autovacuum is off on this project's machines; make sure of it wherever the test runs.
+  for (const t of tables) await engine.query(`alter table ${t} set (autovacuum_enabled = false)`);
+  await engine.query('set plan_cache_mode = force_generic_plan');
+  const brand = await makeBrand(ctx.orm);
+  const fixture = await makeCreators(ctx, brand.id);
+  clickRef = fixture.mina.clickRef;
+  caller = {
+    brandId: brand.id,
+    livemode: true,
+    kind: 'secret',
+    terms: { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 },
+  };
+});
+
+afterAll(async () => {
+  await engine.end();
+  await ctx.close();
+});
+
+const now = () => new Date();
+const event = (type: string, data: Record<string, unknown>) =>
+  validateEvent({ type, data }, { now: now(), keyKind: 'secret' });
+
+/** A group that uses every part of the load and the write: new, changed and renewed orders, refunds, a click, a key. */
+function mixedGroup(tag: string): IngestRequest[] {
+  const body = { type: 'order.paid', data: { order_id: `${tag}-keyed`, amount: 5000 } };
+  return [
+    {
+      caller,
+      events: [
+        event('order.paid', { order_id: `${tag}-new`, amount: 10_000, coupon_code: 'MINA20' }),
+        event('order.paid', { order_id: `${tag}-click`, amount: 10_000, click_ref: clickRef }),
+        event('order.paid', { order_id: 'grown-7', amount: 12_000, coupon_code: 'JOON' }),
+        event('order.paid', { order_id: `${tag}-renewal`, amount: 10_000, parent_order_id: 'grown-8' }),
+        event('refund.created', { order_id: 'grown-9', refund_id: `${tag}-r`, amount: 100 }),
+        event('refund.created', { order_id: 'grown-10', refund_id: 'seen', amount: 100 }),
+        event('order.observed', { order_id: `${tag}-observed`, amount: 100 }),
+      ],
+      batch: true,
+      requestId: newId('req'),
+      bytes: 1000,
+    },
+    {
+      caller,
+      events: [event('order.paid', body.data)],
+      batch: false,
+      requestId: newId('req'),
+      idempotency: { key: `${tag}-key`, hash: requestHash('/v1/events', body) },
+      bytes: 100,
+    },
+  ];
+}
+
+/** The statements one group commit sends, with their values; the transaction is rolled back. */
+async function capture(tag: string): Promise<{ sql: string; values: readonly unknown[] }[]> {
+  const captured: { sql: string; values: readonly unknown[] }[] = [];
+  const recording: Sql = {
+    async query(text, values = []) {
+      captured.push({ sql: text, values });
+      return (await engine.query(positional(text), [...values])).rows;
+    },
+  };
+  await engine.query('begin');
+  try {
+    await commitGroup(recording, mixedGroup(tag), { now: now(), gapDelayMinutes: 30 });
+  } finally {
+    await engine.query('rollback');
+  }
+  return captured;
+}
+
+const literal = (v: unknown) =>
+  v === null || v === undefined
+    ? 'null'
+    : typeof v === 'boolean' || typeof v === 'number'
+      ? String(v)
+      : engine.escapeLiteral(String(v));
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Join Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Every step that read rows it did not return, or scanned a table sequentially. */
+function wastefulSteps(node: PlanNode, found: string[] = []): string[] {
+  const removed =
+    (node['Rows Removed by Filter'] ?? 0) +
+    (node['Rows Removed by Join Filter'] ?? 0) +
+    (node['Rows Removed by Index Recheck'] ?? 0);
+  const where = `${node['Node Type']} on ${node['Relation Name'] ?? '?'}${node['Index Name'] ? ` using ${node['Index Name']}` : ''}`;
+  if (removed > 0) found.push(`${where}: read ${removed} rows more than it returned`);
+  if (node['Node Type'] === 'Seq Scan') found.push(`${where}: sequential scan`);
+  for (const child of node.Plans ?? []) wastefulSteps(child, found);
+  return found;
+}
+
+describe('the hot path on a never-analyzed database, with cached generic plans', () => {
+  it('probes unique keys only, however much the brand has grown since the plans were made', async () => {
+    const empty = await capture('plan0');
+    const statements = empty.filter((s) => !/^select pg_try_advisory/.test(s.sql));
+    expect(statements.map((s) => s.sql.trim().slice(0, 4))).toEqual(['with', 'with']);
+    for (const [i, s] of statements.entries()) {
+      await engine.query(`prepare hot${i} as ${positional(s.sql)}`);
+      // The generic plan is made now, while every table is empty, and cached for the session.
+      await engine.query('begin');
+      await engine.query(`explain execute hot${i}(${s.values.map(literal).join(', ')})`);
+      await engine.query('rollback');
+    }
+
+    const ingestion = new Ingestion({ ...ctx, logger: createLogger('silent') });
+    for (let start = 0; start < GROWN_ORDERS; start += 500) {
+      const events = Array.from({ length: 500 }, (_, j) =>
+        event('order.paid', {
+          order_id: `grown-${start + j}`,
+          amount: 10_000,
+          coupon_code: j % 2 ? 'MINA20' : null,
+        }),
+      );
+      const answer = await ingestion.submit({
+        caller,
+        events,
+        batch: true,
+        requestId: newId('req'),
+        bytes: 50_000,
+      });
+      expect(answer.ok).toBe(true);
+    }
+    await ingestion.submit({
+      caller,
+      events: [event('refund.created', { order_id: 'grown-10', refund_id: 'seen', amount: 100 })],
+      batch: false,
+      requestId: newId('req'),
+      bytes: 100,
+    });
+    await ingestion.close();
+    const { rows: stats } = await engine.query(
+      `select count(*)::int as n from pg_statistic where starelid = any(array[${tables.map((t) => `'${t}'::regclass`).join(', ')}])`,
+    );
+    expect(stats[0].n).toBe(0);
+
+    const grown = (await capture('plan1')).filter((s) => !/^select pg_try_advisory/.test(s.sql));
+    expect(grown.map((s) => s.sql)).toEqual(statements.map((s) => s.sql));
+    for (const [i, s] of grown.entries()) {
+      await engine.query('begin');
+      const { rows } = await engine.query(
+        `explain (analyze, format json) execute hot${i}(${s.values.map(literal).join(', ')})`,
+      );
+      await engine.query('rollback');
+      const plan = rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+      expect({ statement: i, wasteful: wastefulSteps(plan) }).toEqual({ statement: i, wasteful: [] });
+    }
+  });
+});
