@@ -13,6 +13,7 @@ import { eventRoutes } from './modules/events/events.routes.js';
 import { Ingestion } from './modules/ingestion/ingestion.js';
 import { integrationRoutes } from './modules/integration/integration.routes.js';
 import { keyIssuanceRoutes } from './modules/keys/issuance.routes.js';
+import { KeyCache } from './modules/keys/key-cache.js';
 import { authenticateLoginToken, loginTokenVerifier } from './modules/keys/login-token.js';
 import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
@@ -38,6 +39,13 @@ export function buildApp(appDeps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
+  // The key cache holds a LISTEN connection and the engine its own pool: `app.locals.close()`
+  // (after the server stopped accepting) ends what buildApp made.
+  const keyCache = deps.keyCache ?? new KeyCache({ databaseUrl: config.DATABASE_URL, orm, logger });
+  app.locals.close = async () => {
+    if (deps.ingestion !== appDeps.ingestion) await deps.ingestion.close();
+    if (keyCache !== deps.keyCache) await keyCache.close();
+  };
 
   app.use(assignRequestId);
   app.use(
@@ -90,7 +98,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
   v1.use('/v1', answerPreflight(orm));
   v1.post('/v1/events/batch', json('10mb'));
   v1.use('/v1', json('1mb'));
-  mountRoutes(v1, publicRoutes, [authenticateApiKey(orm)]);
+  mountRoutes(v1, publicRoutes, [authenticateApiKey(keyCache)]);
   app.use(v1);
 
   const admin = Router();

@@ -34,6 +34,8 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** HTTP workers of the web process (node:cluster, the Heroku convention); 1 is one plain process. */
+  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(32).default(1),
   /** BullMQ key prefix: several environments can share one Redis. */
   QUEUE_PREFIX: z
     .string()

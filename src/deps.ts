@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { Queues } from './jobs/queues.js';
 import type { Logger } from './logger.js';
 import type { Ingestion } from './modules/ingestion/ingestion.js';
+import type { KeyCache } from './modules/keys/key-cache.js';
 import type { Metrics } from './ops/metrics.js';
 
 /** What the web process hands every route module; route files import this, never app.ts. */
@@ -17,4 +18,6 @@ export interface AppDeps {
   metrics?: Metrics;
   /** The ingestion engine (group commit); created by buildApp when not given. */
   ingestion?: Ingestion;
+  /** Created (and closed by `app.locals.close`) by buildApp when not given. */
+  keyCache?: KeyCache;
 }

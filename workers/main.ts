@@ -33,7 +33,6 @@ for (const worker of workers) {
   );
 }
 const stopRelay = startOutboxRelay(orm, queues, logger);
-logger.info({ queues: jobNames }, 'worker process started');
 
 /**
  * SIGTERM (Heroku allows 30 s): stop relaying, let running jobs finish, then close the
@@ -56,3 +55,5 @@ async function shutdown(signal: string) {
 }
 process.once('SIGTERM', () => void shutdown('SIGTERM'));
 process.once('SIGINT', () => void shutdown('SIGINT'));
+// Only now: whoever waits for this line may send SIGTERM at once, and it must find the handler.
+logger.info({ queues: jobNames }, 'worker process started');

@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { RequestHandler, Response } from 'express';
+import type { KeyCache } from '../modules/keys/key-cache.js';
 import { authenticateKey } from '../modules/keys/keys.service.js';
 import { AppError } from '../shared/errors.js';
 
@@ -28,10 +29,12 @@ function originNotAllowed(origin: string | undefined, registeredBy: string): App
  * Establishes `req.caller` from the bearer key. Publishable keys live in web pages, so
  * they are honoured only from the brand's registered origins (a missing Origin header
  * counts as unregistered); secret keys never get CORS headers, so browsers cannot use them.
+ * Keys are read through the process's KeyCache (invalidated at commit by NOTIFY).
  */
-export function authenticateApiKey(orm: MikroORM): RequestHandler {
+export function authenticateApiKey(keys: KeyCache): RequestHandler {
+  const lookup = (secretHash: string) => keys.lookup(secretHash);
   return async (req, res, next) => {
-    const key = await authenticateKey(orm, req.headers.authorization);
+    const key = await authenticateKey(lookup, req.headers.authorization);
     res.vary('Origin');
     if (key.kind === 'publishable') {
       const origin = req.headers.origin;

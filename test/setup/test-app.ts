@@ -89,6 +89,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
       if (redis.status === 'ready') {
         await Promise.all(Object.values(queues).map((q) => q.obliterate({ force: true }).catch(() => {})));
       }
+      await app.locals.close();
       await closeQueues(queues);
       redis.disconnect();
       await orm.close(true);

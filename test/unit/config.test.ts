@@ -37,6 +37,10 @@ describe('configuration', () => {
     ['PORT', 'eighty', /PORT/],
     ['DATABASE_URL', 'mysql://x', /DATABASE_URL must be a postgres:\/\/ URL/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL/],
+    ['WEB_CONCURRENCY', 'two', /WEB_CONCURRENCY/],
+    ['WEB_CONCURRENCY', '0', /WEB_CONCURRENCY/],
+    ['WEB_CONCURRENCY', '33', /WEB_CONCURRENCY/],
+    ['WEB_CONCURRENCY', '1.5', /WEB_CONCURRENCY/],
   ])('a bad %s stops with one line naming it', (name, value, message) => {
     let error: Error | undefined;
     try {
@@ -46,6 +50,13 @@ describe('configuration', () => {
     }
     expect(error?.message).toMatch(message);
     expect(error?.message.split('\n')).toHaveLength(1);
+  });
+
+  it('WEB_CONCURRENCY is 1 (one plain process) unless set, and read as an integer', () => {
+    expect(loadConfig(production).WEB_CONCURRENCY).toBe(1);
+    expect(loadConfig({ ...production, WEB_CONCURRENCY: '' }).WEB_CONCURRENCY).toBe(1);
+    expect(loadConfig({ ...production, WEB_CONCURRENCY: '4' }).WEB_CONCURRENCY).toBe(4);
+    expect(loadConfig({ ...production, WEB_CONCURRENCY: '32' }).WEB_CONCURRENCY).toBe(32);
   });
 
   it('development has working defaults', () => {

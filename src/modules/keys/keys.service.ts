@@ -45,14 +45,31 @@ function describeKey(plain: string): { kind: KeyKind; livemode: boolean } | unde
   return { kind: m[1] === 'sk' ? 'secret' : 'publishable', livemode: m[2] === 'live' };
 }
 
-/** Resolves `Authorization: Bearer <key>` to its brand, or throws 401/403 as api-v1.md says. */
-/** One indexed join per request: the key, its brand and the brand's settlement terms. */
+/** One indexed join: the key, its brand and the brand's settlement terms (cached per process by KeyCache). */
 export const keyLookupSql = `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins, b.rate_limit_per_s, b.rate_limit_burst,
             b.confirm_period_days, b.recurring_commission_cycles, b.default_commission_bps
        from api_keys k join brands b on b.id = k.brand_id
       where k.secret_hash = ?`;
 
-export async function authenticateKey(orm: MikroORM, header: string | undefined): Promise<AuthenticatedKey> {
+/** A row of `keyLookupSql`. */
+export type KeyRow = Record<string, unknown>;
+
+/** Finds the `keyLookupSql` row of a key hash: `readKey(orm)` uncached, or `KeyCache.lookup`. */
+export type KeyLookup = (secretHash: string) => Promise<KeyRow | undefined>;
+
+/** The uncached read: one prepared statement on the ORM's pool. */
+export function readKey(orm: MikroORM): KeyLookup {
+  return async (secretHash) => (await queryOnce(orm, keyLookupSql, [secretHash]))[0];
+}
+
+/**
+ * Resolves `Authorization: Bearer <key>` to its brand, or throws 401/403 as api-v1.md says.
+ * Given an ORM instead of a lookup, it reads uncached (the bench captures that statement).
+ */
+export async function authenticateKey(
+  lookup: KeyLookup,
+  header: string | undefined,
+): Promise<AuthenticatedKey> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
   if (!match) {
     throw new AppError(
@@ -67,8 +84,7 @@ export async function authenticateKey(orm: MikroORM, header: string | undefined)
       hint: 'Keys look like sk_live_ (or sk_test_, pk_live_, pk_test_) followed by 32 letters and digits; copy it again in full.',
     });
   }
-  const rows = await queryOnce(orm, keyLookupSql, [hashKey(plain)]);
-  const row = rows[0];
+  const row = await lookup(hashKey(plain));
   if (!row)
     throw new AppError('invalid_api_key', 'The API key is not recognised.', {
       hint: 'Check that you copied the whole key, or issue a new one.',

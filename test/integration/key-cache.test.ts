@@ -1,0 +1,290 @@
+import { Writable } from 'node:stream';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { initOrm } from '../../src/db/orm.js';
+import { closeQueues, createQueues } from '../../src/jobs/queues.js';
+import { createLogger } from '../../src/logger.js';
+import { KeyCache } from '../../src/modules/keys/key-cache.js';
+import { hashKey } from '../../src/modules/keys/keys.service.js';
+import { createRedis } from '../../src/redis.js';
+import { randomToken } from '../../src/shared/ids.js';
+import { admin, expectEnvelope, makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+// App A is the test app; app B is a second web process on the same database, with its own
+// ORM, Redis, queues and key cache. Changes are made through A (or behind every cache's back,
+// with triggers disabled) and observed through B.
+
+interface WebProcess {
+  app: ReturnType<typeof buildApp>;
+  orm: MikroORM;
+  cache: KeyCache;
+  logLines: string[];
+  close(): Promise<void>;
+}
+
+let ctx: TestContext;
+let b: WebProcess;
+const others: WebProcess[] = [];
+
+async function webProcess(cache: { ttlMs?: number; databaseUrl?: string } = {}): Promise<WebProcess> {
+  const orm = await initOrm(ctx.config.DATABASE_URL, 5);
+  const redis = createRedis(ctx.config.REDIS_URL);
+  redis.on('error', () => {});
+  const queues = createQueues(redis, `lftest_${randomToken(8)}`);
+  const logLines: string[] = [];
+  const logger = createLogger(
+    'info',
+    new Writable({
+      write(chunk, _enc, done) {
+        logLines.push(String(chunk));
+        done();
+      },
+    }),
+  );
+  const keyCache = new KeyCache({
+    databaseUrl: cache.databaseUrl ?? ctx.config.DATABASE_URL,
+    orm,
+    logger,
+    ttlMs: cache.ttlMs,
+  });
+  const app = buildApp({ config: ctx.config, orm, redis, queues, logger, keyCache });
+  const p = {
+    app,
+    orm,
+    cache: keyCache,
+    logLines,
+    async close() {
+      await app.locals.close();
+      await keyCache.close();
+      await closeQueues(queues);
+      redis.disconnect();
+      await orm.close(true);
+    },
+  };
+  others.push(p);
+  return p;
+}
+
+async function listeningProcess(cache: { ttlMs?: number } = {}): Promise<WebProcess> {
+  const p = await webProcess(cache);
+  await vi.waitFor(() => expect(p.cache.listening).toBe(true), { timeout: 5_000 });
+  return p;
+}
+
+const ping = (p: WebProcess, key: string) =>
+  request(p.app).get('/v1/ping').set('Authorization', `Bearer ${key}`).set('Origin', SHOP_ORIGIN);
+
+/** The status of one ping, and how many database reads it cost. */
+async function pingCounted(p: WebProcess, key: string): Promise<{ status: number; reads: number }> {
+  const before = p.cache.reads;
+  const res = await ping(p, key);
+  return { status: res.status, reads: p.cache.reads - before };
+}
+
+/**
+ * Runs writes whose triggers notify `count` times, then waits until every listening process has
+ * received them. NOTIFY reaches a listener a moment after the writer's commit returns (well under
+ * a millisecond when idle, longer on a loaded test machine): waiting makes the next step the
+ * "next request" of a client that comes after the notification, and keeps late notifications of
+ * one step from clearing caches in the middle of the next.
+ */
+async function notifying<T>(count: number, writes: () => Promise<T>): Promise<T> {
+  const listening = others.filter((p) => p.cache.listening);
+  const since = listening.map((p) => p.cache.notifications);
+  const result = await writes();
+  await vi.waitFor(
+    () => {
+      for (const [i, p] of listening.entries())
+        expect(p.cache.notifications).toBeGreaterThanOrEqual(since[i]! + count);
+    },
+    { timeout: 2_000, interval: 1 },
+  );
+  return result;
+}
+
+/** A brand with keys of both modes: one key transaction per mode, so two notifications. */
+const brandWithKeys = () => notifying(2, () => makeBrandWithKeys(ctx.orm));
+
+/** A change no trigger sees, so no process is notified: only the TTL or a bypass reveals it. */
+async function revokeBehindTheCachesBack(key: string): Promise<void> {
+  const side = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+  await side.connect();
+  try {
+    await side.query('set session_replication_role = replica');
+    const res = await side.query('update api_keys set revoked_at = now() where secret_hash = $1', [
+      hashKey(key),
+    ]);
+    expect(res.rowCount).toBe(1);
+  } finally {
+    await side.end();
+  }
+}
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  b = await listeningProcess();
+});
+afterAll(async () => {
+  for (const p of others) await p.close();
+  await ctx?.close();
+});
+
+describe('key cache', () => {
+  it('caches a found key: a second request does not query', async () => {
+    const { keys } = await brandWithKeys();
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 1 });
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 0 });
+    expect(await pingCounted(b, keys.pk_live)).toEqual({ status: 200, reads: 1 });
+    expect(await pingCounted(b, keys.pk_live)).toEqual({ status: 200, reads: 0 });
+  });
+
+  it('never caches an unknown key', async () => {
+    const unknown = `sk_live_${randomToken(32)}`;
+    for (let i = 0; i < 2; i++) {
+      const before = b.cache.reads;
+      const error = expectEnvelope(await ping(b, unknown), 401, 'invalid_api_key');
+      expect(error.message).toMatch(/not recognised/);
+      expect(b.cache.reads - before).toBe(1);
+    }
+  });
+
+  it('refuses a cached key on process B at once after a reissue through A', async () => {
+    const { brand, keys } = await brandWithKeys();
+    expect((await ping(b, keys.sk_live)).status).toBe(200);
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 0 });
+    expect((await ping(b, keys.sk_test)).status).toBe(200);
+
+    const reissued = await notifying(1, () =>
+      admin(ctx).post(`/admin/api/brands/${brand.id}/api-keys`, { livemode: true }),
+    );
+    expect(reissued.status).toBe(201);
+
+    const error = expectEnvelope(await ping(b, keys.sk_live), 401, 'invalid_api_key');
+    expect(error.message).toMatch(/revoked/);
+    expect((await ping(b, reissued.body.secret_key)).status).toBe(200);
+    expect((await ping(b, keys.sk_test)).status).toBe(200);
+    // The revoked key's row is cached too, and stays refused without a query.
+    const before = b.cache.reads;
+    expectEnvelope(await ping(b, keys.sk_live), 401, 'invalid_api_key');
+    expect(b.cache.reads).toBe(before);
+  });
+
+  it('refuses a suspended brand on process B at once, and accepts it again at once', async () => {
+    const { brand, keys } = await brandWithKeys();
+    expect((await ping(b, keys.sk_live)).status).toBe(200);
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 0 });
+
+    const suspended = await notifying(1, () =>
+      admin(ctx).patch(`/admin/api/brands/${brand.id}`, { status: 'suspended' }),
+    );
+    expect(suspended.status).toBe(200);
+    expectEnvelope(await ping(b, keys.sk_live), 403, 'brand_not_active');
+    const before = b.cache.reads;
+    expectEnvelope(await ping(b, keys.sk_live), 403, 'brand_not_active');
+    expect(b.cache.reads).toBe(before);
+
+    const active = await notifying(1, () =>
+      admin(ctx).patch(`/admin/api/brands/${brand.id}`, { status: 'active' }),
+    );
+    expect(active.status).toBe(200);
+    expect((await ping(b, keys.sk_live)).status).toBe(200);
+  });
+
+  it("clears on its own ORM's commits, before the writing request answers", async () => {
+    const { keys } = await brandWithKeys();
+    expect((await ping(b, keys.sk_live)).status).toBe(200);
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 0 });
+    // Through B's own ORM with the triggers off: no notification, only the local commit clears.
+    const since = b.cache.notifications;
+    await b.orm.em.fork().transactional(async (tx) => {
+      await tx.execute('set local session_replication_role = replica');
+      await tx.execute('update api_keys set revoked_at = now() where secret_hash = ?', [
+        hashKey(keys.sk_live),
+      ]);
+    });
+    expectEnvelope(await ping(b, keys.sk_live), 401, 'invalid_api_key');
+    expect(b.cache.notifications).toBe(since);
+  });
+
+  it('serves a cached row until the TTL passes when no notification comes', async () => {
+    const ttlMs = 500;
+    const short = await listeningProcess({ ttlMs });
+    const { keys } = await brandWithKeys();
+
+    const cachedAt = Date.now();
+    expect((await ping(short, keys.sk_live)).status).toBe(200);
+    await revokeBehindTheCachesBack(keys.sk_live);
+    expect(await pingCounted(short, keys.sk_live)).toEqual({ status: 200, reads: 0 });
+    expect(Date.now() - cachedAt).toBeLessThan(ttlMs); // so the stale answer above came from the cache
+
+    await new Promise((resolve) => setTimeout(resolve, ttlMs + 50));
+    expectEnvelope(await ping(short, keys.sk_live), 401, 'invalid_api_key');
+  });
+
+  it('reads the database on every request while the listener cannot connect', async () => {
+    const down = await webProcess({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nowhere' });
+    const { keys } = await brandWithKeys();
+    await vi.waitFor(() => expect(down.logLines.join('')).toMatch(/key cache listener down/));
+    expect(down.cache.listening).toBe(false);
+
+    expect(await pingCounted(down, keys.sk_live)).toEqual({ status: 200, reads: 1 });
+    expect(await pingCounted(down, keys.sk_live)).toEqual({ status: 200, reads: 1 });
+    await revokeBehindTheCachesBack(keys.sk_live);
+    expectEnvelope(await ping(down, keys.sk_live), 401, 'invalid_api_key');
+
+    const warning = JSON.parse(down.logLines.find((l) => l.includes('key cache listener down'))!);
+    expect(warning.level).toBe(40);
+    expect(JSON.stringify(warning)).not.toContain('postgres://');
+  });
+
+  it('reads the database after close(), and does not reconnect', async () => {
+    const closed = await listeningProcess();
+    const { keys } = await brandWithKeys();
+    expect((await ping(closed, keys.sk_live)).status).toBe(200);
+    expect(await pingCounted(closed, keys.sk_live)).toEqual({ status: 200, reads: 0 });
+    await closed.cache.close();
+    expect(closed.cache.listening).toBe(false);
+    await revokeBehindTheCachesBack(keys.sk_live);
+    expectEnvelope(await ping(closed, keys.sk_live), 401, 'invalid_api_key');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(closed.cache.listening).toBe(false);
+  });
+
+  // Last: it drops the listener of every process on this database.
+  it('bypasses the cache while the listener connection is lost, and starts empty on reconnect', async () => {
+    const lost = await listeningProcess();
+    const { keys } = await brandWithKeys();
+    expect((await ping(lost, keys.sk_live)).status).toBe(200);
+    expect((await ping(lost, keys.sk_test)).status).toBe(200);
+    expect(await pingCounted(lost, keys.sk_test)).toEqual({ status: 200, reads: 0 });
+
+    const side = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+    await side.connect();
+    try {
+      const killed = await side.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity
+          where application_name = 'lf_key_cache' and datname = current_database()`,
+      );
+      expect(killed.rowCount).toBeGreaterThan(0);
+    } finally {
+      await side.end();
+    }
+    await vi.waitFor(() => expect(lost.logLines.join('')).toMatch(/key cache listener down/));
+
+    // Missed while down (or just reconnected): either way the cached row must not be served.
+    await revokeBehindTheCachesBack(keys.sk_live);
+    expectEnvelope(await ping(lost, keys.sk_live), 401, 'invalid_api_key');
+
+    await vi.waitFor(() => expect(lost.cache.listening).toBe(true), { timeout: 5_000 });
+    await revokeBehindTheCachesBack(keys.sk_test);
+    expectEnvelope(await ping(lost, keys.sk_test), 401, 'invalid_api_key');
+    // Caching again once reconnected.
+    const fresh = await brandWithKeys();
+    expect((await ping(lost, fresh.keys.sk_live)).status).toBe(200);
+    expect(await pingCounted(lost, fresh.keys.sk_live)).toEqual({ status: 200, reads: 0 });
+  });
+});
