@@ -1,11 +1,11 @@
 import express, { Router } from 'express';
-import { pinoHttp } from 'pino-http';
 import type { AppDeps } from './deps.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import { hostName, requireHost } from './http/host-check.js';
 import { assignRequestId } from './http/request-id.js';
+import { logRequests } from './http/request-log.js';
 import { type AnyRoute, mountRoutes } from './http/route.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
@@ -48,19 +48,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
   };
 
   app.use(assignRequestId);
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req) => (req as express.Request).requestId,
-      customAttributeKeys: { reqId: 'request_id' },
-      // Only the path is logged: query strings and bodies may carry personal data.
-      serializers: {
-        req: (req) => ({ method: req.method, path: String(req.url).split('?')[0] }),
-        res: (res) => ({ status: res.statusCode }),
-      },
-      quietReqLogger: true,
-    }),
-  );
+  app.use(logRequests(logger));
 
   app.use(metrics.observeHttp);
   // Health on every host (load balancers may call by IP); metrics behind the ops credentials.

@@ -2,13 +2,15 @@ import { Redis } from 'ioredis';
 
 /**
  * For the web process: fail fast while Redis is down (no offline queue), so a request
- * never waits on Redis. Workers pass `{ maxRetriesPerRequest: null }` as BullMQ requires.
+ * never waits on Redis; commands issued in the same tick (every request's rate-limit call)
+ * leave in one write. Workers pass `{ worker: true }` (`maxRetriesPerRequest: null`, as BullMQ requires).
  */
 export function createRedis(url: string, options: { worker?: boolean } = {}): Redis {
   return new Redis(url, {
     lazyConnect: false,
     enableOfflineQueue: !!options.worker,
     maxRetriesPerRequest: options.worker ? null : 1,
+    enableAutoPipelining: !options.worker,
     connectTimeout: 2000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 5000),
   });

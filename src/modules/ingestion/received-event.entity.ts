@@ -7,7 +7,8 @@ export const ReceivedEvent = defineEntity({
   tableName: 'received_events',
   properties: {
     id: p.string().primary(),
-    brand: () => p.manyToOne(Brand).mapToPk(),
+    // No foreign key: copied from the order row or the key (Migration20261123110000).
+    brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
     type: p.string().length(40),
     orderId: p.string().length(120).nullable(),

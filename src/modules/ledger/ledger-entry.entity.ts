@@ -13,10 +13,11 @@ export const LedgerEntry = defineEntity({
   tableName: 'ledger_entries',
   properties: {
     id: p.string().primary(),
-    brand: () => p.manyToOne(Brand).mapToPk(),
+    // No foreign key: copied from the order row or the key (Migration20261123110000).
+    brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
     order: () => p.manyToOne(Order).mapToPk().unique().deleteRule('cascade'),
-    creator: () => p.manyToOne(Creator).mapToPk().nullable(),
+    creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
     commissionBalance: p.bigint('number').default(0),
     createdAt: createdAt(),
     updatedAt: updatedAt(),

@@ -13,10 +13,11 @@ export const LedgerMovement = defineEntity({
   tableName: 'ledger_movements',
   properties: {
     id: p.string().primary(),
-    brand: () => p.manyToOne(Brand).mapToPk(),
+    // No foreign key: copied from the order row or the key (Migration20261123110000).
+    brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
     entry: () => p.manyToOne(LedgerEntry).mapToPk().deleteRule('cascade'),
-    creator: () => p.manyToOne(Creator).mapToPk().nullable(),
+    creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
     kind: p.enum(movementKinds),
     /** Signed KRW: accruals positive, reversals and clawbacks negative. */
     amount: p.bigint('number'),
