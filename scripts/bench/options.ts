@@ -1,0 +1,114 @@
+// What `npm run bench` was asked to do (environment variables and `--soak N`), where it writes,
+// and the small helpers every part of the bench shares.
+import { existsSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+
+function projectRoot(): string {
+  let dir = import.meta.dirname;
+  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+  return dir;
+}
+export const root = projectRoot();
+
+/** A bad setting stops the run before it starts, with one line naming it. */
+function fail(message: string): never {
+  process.stderr.write(`[bench] ${message}\n`);
+  process.exit(2);
+}
+
+function integer(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const digits = raw.trim().replaceAll('_', '').replaceAll(',', '');
+  const n = /^\d+$/.test(digits) ? Number(digits) : Number.NaN;
+  if (!Number.isInteger(n) || n < min) fail(`${name} must be an integer of at least ${min} (got ${raw})`);
+  return n;
+}
+
+/** `--soak 30`, `--soak=30` or BENCH_SOAK_MINUTES=30; 0 means the normal run. */
+function soakMinutes(): number {
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--soak');
+  const inline = args.find((a) => a.startsWith('--soak='));
+  const raw = at >= 0 ? args[at + 1] : inline?.slice('--soak='.length);
+  if (raw === undefined) return integer('BENCH_SOAK_MINUTES', 0, 0);
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1) fail(`--soak takes a number of minutes (got ${raw ?? 'nothing'})`);
+  return n;
+}
+
+const db = process.env.BENCH_DB?.trim() || 'lf_bench';
+if (!/^[a-z_][a-z0-9_]{0,62}$/.test(db)) fail(`BENCH_DB must be a plain lower-case name (got ${db})`);
+
+export const options = {
+  /** The throwaway database, dropped and recreated each run. */
+  db,
+  /** Seconds of each load level on the grown brand, and of each pgbench beside it. */
+  seconds: integer('BENCH_SECONDS', 10, 1),
+  /** Phase (a): seconds of single events on the fresh database, reported in 5-second slices. */
+  freshSeconds: integer('BENCH_FRESH_SECONDS', 20, 1),
+  freshSliceSeconds: 5,
+  /** Phase (b): the brand is grown through the API to this many live orders. */
+  orders: integer('BENCH_ORDERS', 1_000_000, 1),
+  growthConnections: integer('BENCH_GROWTH_CONNECTIONS', 4, 1),
+  batches: integer('BENCH_BATCHES', 20, 1),
+  /** Paging the whole order list stops after this long (and says so) rather than run for hours. */
+  pagingMaxSeconds: integer('BENCH_PAGING_MAX_SECONDS', 900, 1),
+  batchSize: 500,
+  levels: [1, 16, 64] as const,
+  /** Passed through to the server unchanged (src/server.ts decides what it means). */
+  webConcurrency: String(integer('WEB_CONCURRENCY', 1, 1)),
+  poolMax: integer('DATABASE_POOL_MAX', 20, 1),
+  compareConcurrency: process.env.BENCH_COMPARE_CONCURRENCY === '1',
+  soakMinutes: soakMinutes(),
+};
+
+export const tmpDir = join(root, 'tmp', `bench-${options.db}`);
+mkdirSync(tmpDir, { recursive: true });
+
+export const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function fmt(n: number, digits = 0): string {
+  if (!Number.isFinite(n)) return 'n/a';
+  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** Milliseconds with the precision that matters at that size. */
+export function ms(n: number): string {
+  if (!Number.isFinite(n)) return 'n/a';
+  return n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : n.toFixed(0);
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+export function sortedOf(values: number[]): Float64Array {
+  return Float64Array.from(values).sort();
+}
+
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(', ');
+
+export interface PhaseMark {
+  name: string;
+  at: string;
+  load: string;
+}
+
+/** The load average when the run and each phase started: anything well above 0 means shared cores. */
+export const phases: PhaseMark[] = [{ name: 'run started', at: new Date().toISOString(), load: loadavg() }];
+
+export function phase(name: string): void {
+  const mark = { name, at: new Date().toISOString(), load: loadavg() };
+  phases.push(mark);
+  log(`${name} (load average ${mark.load})`);
+}
