@@ -1,45 +1,46 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case
 
 let lastTime = -1;
-let lastTail: number[] = [];
+let lastHead = '';
+const tail = new Uint8Array(16);
 
-/** 16 random base32 digits, or (within the same millisecond) the previous ones plus one. */
-function nextTail(time: number): number[] {
-  if (time === lastTime) {
-    const tail = [...lastTail];
-    for (let i = tail.length - 1; i >= 0; i--) {
+/** 10 base32 digits of the millisecond, most significant first. */
+function timeHead(time: number): string {
+  let head = '';
+  for (let i = 0; i < 10; i++) {
+    head = ALPHABET[time % 32] + head;
+    time = Math.floor(time / 32);
+  }
+  return head;
+}
+
+/**
+ * `<prefix>_<10 chars of time><16 chars of randomness>`, monotonic within a process (as
+ * ULIDs are): within one millisecond the random part of the previous id is incremented, so
+ * journal rows written in one millisecond keep their order, and ids stay unguessable. Called
+ * several times per event on the hot path, hence no intermediate arrays.
+ */
+export function newId(prefix: string): string {
+  const now = Date.now();
+  if (now !== lastTime) {
+    lastTime = now;
+    lastHead = timeHead(now);
+    randomFillSync(tail);
+    for (let i = 0; i < 16; i++) tail[i]! &= 31;
+  } else {
+    for (let i = 15; i >= 0; i--) {
       if (tail[i]! < 31) {
         tail[i]! += 1;
         break;
       }
       tail[i] = 0;
     }
-    lastTail = tail;
-    return tail;
   }
-  lastTime = time;
-  lastTail = [...randomBytes(16)].map((b) => b % 32);
-  return lastTail;
-}
-
-/**
- * `<prefix>_<10 chars of time><16 chars of randomness>`, monotonic within a process (as
- * ULIDs are): ids sort in creation order, so journal rows written in one millisecond keep
- * their order, and stay unguessable.
- */
-export function newId(prefix: string): string {
-  const now = Date.now();
-  let time = now;
-  let head = '';
-  for (let i = 0; i < 10; i++) {
-    head = ALPHABET[time % 32] + head;
-    time = Math.floor(time / 32);
-  }
-  return `${prefix}_${head}${nextTail(now)
-    .map((d) => ALPHABET[d])
-    .join('')}`;
+  let id = `${prefix}_${lastHead}`;
+  for (let i = 0; i < 16; i++) id += ALPHABET[tail[i]!];
+  return id;
 }
 
 /** A random token of base62 characters, for secrets and slugs. */

@@ -31,7 +31,7 @@ afterAll(async () => {
   await ctx.close();
 });
 
-const engine = () => new Ingestion({ ...ctx, logger: createLogger('silent') });
+const engine = (lanes = 1) => new Ingestion({ ...ctx, logger: createLogger('silent') }, { lanes });
 const now = () => new Date();
 
 function request(
@@ -229,6 +229,19 @@ describe('group commit', () => {
     } finally {
       await db.query('drop trigger orders_fail_at_commit on orders');
     }
+  });
+
+  it('with two lanes, a second group starts while the first is in flight', async () => {
+    const ingestion = engine(2);
+    const tag = newId('t');
+    const answers = await settle(
+      [0, 1, 2, 3, 4].map((n) => ingestion.submit(request(scopes.a, [paid(`${tag}-${n}`)]))),
+    );
+    expect(answers.every((a) => a.ok)).toBe(true);
+    // Requests 0 and 1 each found an idle lane; 2, 3 and 4 waited and shared the next group.
+    expect(ingestion.stats).toMatchObject({ groups: 3, requests: 5 });
+    expect(await orderCount([0, 1, 2, 3, 4].map((n) => `${tag}-${n}`))).toBe(5);
+    await ingestion.close();
   });
 
   it('never waits for company: a lone request on an idle engine commits at once', async () => {

@@ -25,7 +25,11 @@ const RACE_ATTEMPTS = 4;
 export const ENGINE_CONNECTION_OPTIONS = '-c enable_seqscan=off';
 
 export interface IngestionOptions {
-  /** Groups in flight at once; each holds one connection of the engine's own pool. */
+  /**
+   * Groups in flight at once, each on its own connection: with two, one group's load and
+   * planning overlap the other's write and WAL flush, and PostgreSQL works on both cores
+   * (docs/benchmarks.md: batches 6,000 → 9,900 events/s, singles at 64 connections +25%).
+   */
   lanes?: number;
 }
 
@@ -51,7 +55,7 @@ export class Ingestion {
   ) {
     this.relay = new OutboxRelay(deps.orm, deps.queues, deps.logger);
     this.lane = new GroupCommit({
-      lanes: options.lanes ?? 1,
+      lanes: options.lanes ?? 2,
       maxEvents: MAX_GROUP_EVENTS,
       maxBytes: MAX_GROUP_BYTES,
       size: (r) => ({ events: Math.max(r.events.length, 1), bytes: r.bytes }),

@@ -70,7 +70,6 @@ export const Order = defineEntity({
     updatedAt: updatedAt(),
   },
   uniques: [
-    { name: 'orders_brand_mode_order_id_unique', properties: ['brand', 'livemode', 'orderId'] },
     // Two renewals of one parent never share a cycle number, even when planned concurrently.
     {
       name: 'orders_renewal_cycle_unique',
