@@ -13,13 +13,13 @@ interface Statement {
 }
 
 /** Records every statement a transaction runs. */
+/** Records every statement a transaction runs; the last one runs without its commit (rolled back). */
 function recording(sql: Sql, into: Statement[]): Sql {
-  return {
-    query(text, values = []) {
-      into.push({ sql: text, params: values });
-      return sql.query(text, values);
-    },
+  const query = (text: string, values: readonly unknown[] = []) => {
+    into.push({ sql: text, params: values });
+    return sql.query(text, values);
   };
+  return { query, queryAndCommit: query } as Sql;
 }
 
 const GENERATED_ID = /\b(ord|le|mv|evt|conv|rf)_[0-9A-Za-z]{26}\b/g;

@@ -20,10 +20,13 @@ export function recordset(columns: Record<string, string>): string {
  * one snapshot, so none may read another's rows; foreign keys between them hold because they
  * are checked at statement end.
  */
-export async function executeWrites(sql: Sql, parts: WritePart[]): Promise<void> {
+export async function executeWrites(
+  sql: Sql,
+  parts: WritePart[],
+  options: { commit?: boolean } = {},
+): Promise<void> {
   if (parts.every((p) => p.rows.length === 0)) return;
-  await sql.query(
-    `with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`,
-    parts.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]),
-  );
+  const text = `with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`;
+  const values = parts.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]);
+  await (options.commit ? sql.queryAndCommit(text, values) : sql.query(text, values));
 }

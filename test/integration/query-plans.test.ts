@@ -93,12 +93,12 @@ function mixedGroup(tag: string): IngestRequest[] {
 /** The statements one group commit sends, with their values; the transaction is rolled back. */
 async function capture(tag: string): Promise<{ sql: string; values: readonly unknown[] }[]> {
   const captured: { sql: string; values: readonly unknown[] }[] = [];
-  const recording: Sql = {
-    async query(text, values = []) {
-      captured.push({ sql: text, values });
-      return (await engine.query(positional(text), [...values])).rows;
-    },
+  const query = async (text: string, values: readonly unknown[] = []) => {
+    captured.push({ sql: text, values });
+    return (await engine.query(positional(text), [...values])).rows;
   };
+  // Rolled back below: the last statement runs without its commit.
+  const recording = { query, queryAndCommit: query } as Sql;
   await engine.query('begin');
   try {
     await commitGroup(recording, mixedGroup(tag), { now: now(), gapDelayMinutes: 30 });

@@ -35,7 +35,8 @@ const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.
  * One transaction for a group of requests, of any brands and modes: lock their
  * Idempotency-Keys, load and lock every row they name in one query, plan each request in
  * arrival order (its error stays its own), write everything in one statement. Returns one
- * answer per request and how many outbox rows were written. The caller commits.
+ * answer per request and how many outbox rows were written. It commits with its last
+ * statement; the answers are valid only once it has returned.
  */
 export async function commitGroup(
   sql: Sql,
@@ -101,6 +102,7 @@ export async function commitGroup(
       });
     }
   });
-  await executeWrites(sql, groupWrites(books.values(), received, handOver, remembered));
+  // The last statement: COMMIT goes with it (db/sql.ts).
+  await executeWrites(sql, groupWrites(books.values(), received, handOver, remembered), { commit: true });
   return { answers: answers as IngestAnswer[], handedOver: handOver.length };
 }
