@@ -125,14 +125,23 @@ async function main(ctx: Context): Promise<void> {
     singles.push({ run: run.whole, pg: await pgPair(connections), cpu });
   }
 
-  phase(`phase (b): ${options.batches} batches of ${options.batchSize} events, 1 connection`);
-  await batchesPaid(target(), code, options.batchSize, 2); // warm-up
-  const [batchRun, batchCpu] = await withCpu(server.pid, () =>
-    batchesPaid(target(), code, options.batchSize, options.batches),
+  phase(
+    `phase (b): ${options.batches} batches of ${options.batchSize} events, ${options.batchConnections} connection(s)`,
   );
-  // One connection, one batch at a time: the events over the time spent waiting for answers
-  // (autocannon's own start and stop, up to a second, is not the service's).
-  const batchEventsPerS = (batchRun.whole.ok * options.batchSize) / batchRun.whole.busySeconds;
+  await batchesPaid(
+    target(),
+    code,
+    options.batchSize,
+    2 * options.batchConnections,
+    options.batchConnections,
+  ); // warm-up
+  const [batchRun, batchCpu] = await withCpu(server.pid, () =>
+    batchesPaid(target(), code, options.batchSize, options.batches, options.batchConnections),
+  );
+  // Every connection keeps one batch in flight: the events over the time spent waiting for
+  // answers per connection (autocannon's own start and stop, up to a second, is not the service's).
+  const batchEventsPerS =
+    (batchRun.whole.ok * options.batchSize) / (batchRun.whole.busySeconds / options.batchConnections);
   log(
     `  batches: ${fmt(batchEventsPerS)} events/s, p50 ${ms(batchRun.whole.p50)} ms, ${batchRun.whole.bad} failed`,
   );

@@ -169,10 +169,16 @@ export function singlePaid(
 }
 
 /** `amount` batches of `size` new order.paid events (`POST /v1/events/batch`), one connection. */
-export function batchesPaid(target: Target, code: string, size: number, amount: number): Promise<LoadRun> {
+export function batchesPaid(
+  target: Target,
+  code: string,
+  size: number,
+  amount: number,
+  connections = 1,
+): Promise<LoadRun> {
   return load({
     ...target,
-    connections: 1,
+    connections,
     amount,
     timeoutSeconds: 120,
     request: () => ({

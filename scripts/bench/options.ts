@@ -52,7 +52,9 @@ export const options = {
   /** Phase (b): the brand is grown through the API to this many live orders. */
   orders: integer('BENCH_ORDERS', 1_000_000, 1),
   growthConnections: integer('BENCH_GROWTH_CONNECTIONS', 4, 1),
-  batches: integer('BENCH_BATCHES', 20, 1),
+  batches: integer('BENCH_BATCHES', 40, 1),
+  /** Batches in flight at once: throughput, not one client's round-trip latency. */
+  batchConnections: integer('BENCH_BATCH_CONNECTIONS', 4, 1),
   /** Paging the whole order list stops after this long (and says so) rather than run for hours. */
   pagingMaxSeconds: integer('BENCH_PAGING_MAX_SECONDS', 900, 1),
   batchSize: 500,

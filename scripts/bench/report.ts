@@ -291,7 +291,7 @@ export function renderMain(r: MainReport): string {
     'lrrrrrr',
     [
       [
-        `${options.batchSize} new order.paid × ${r.batches.run.ok + r.batches.run.bad} batches, 1 connection`,
+        `${options.batchSize} new order.paid × ${r.batches.run.ok + r.batches.run.bad} batches, ${options.batchConnections} connection(s)`,
         ms(r.batches.run.p50),
         ms(r.batches.run.p99),
         fmt(r.batches.eventsPerS),
@@ -484,6 +484,7 @@ export function renderMain(r: MainReport): string {
     `BENCH_GROWTH_CONNECTIONS=${options.growthConnections}`,
     `BENCH_SECONDS=${options.seconds}`,
     `BENCH_BATCHES=${options.batches}`,
+    `BENCH_BATCH_CONNECTIONS=${options.batchConnections}`,
     `BENCH_PAGING_MAX_SECONDS=${options.pagingMaxSeconds}`,
     `BENCH_COMPARE_CONCURRENCY=${options.compareConcurrency ? 1 : 0}`,
     `BENCH_DB=${options.db}`,
@@ -624,7 +625,8 @@ const ENV_TABLE = table(['variable', 'default', 'what it sets'], 'lrl', [
   ['`BENCH_ORDERS`', '1000000', 'phase (b): orders the growth adds through the API'],
   ['`BENCH_GROWTH_CONNECTIONS`', '4', 'parallel connections of the growth batches'],
   ['`BENCH_SECONDS`', '10', 'each load level of phase (b) and each pgbench beside it'],
-  ['`BENCH_BATCHES`', '20', '500-event batches measured (1 connection)'],
+  ['`BENCH_BATCHES`', '40', '500-event batches measured'],
+  ['`BENCH_BATCH_CONNECTIONS`', '4', 'batches in flight at once'],
   ['`BENCH_PAGING_MAX_SECONDS`', '900', 'paging the whole list stops after this long (the report says so)'],
   [
     '`BENCH_COMPARE_CONCURRENCY`',
