@@ -4,8 +4,9 @@ import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { type IngestAnswer, Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
+import { orderLookupKey } from '../../src/modules/orders/order-state.js';
 import { newId } from '../../src/shared/ids.js';
-import { makeBrand, makeCreators } from '../factories/index.js';
+import { expectEnvelope, makeBrand, makeBrandWithKeys, makeCreators, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 // The engine driven directly: requests submitted in the same tick while a group is in flight
@@ -99,6 +100,12 @@ describe('group commit', () => {
       ['b3', scopes.b.brandId, 1],
       ['lead', scopes.a.brandId, 1],
     ]);
+    // The engine's lookup key is the database's generated column, exactly.
+    const { rows: keyed } = await db.query(
+      'select lookup_key from orders where brand_id = $1 and livemode and order_id = $2',
+      [scopes.a.brandId, `${tag}-a1`],
+    );
+    expect(keyed[0].lookup_key).toBe(orderLookupKey(scopes.a, `${tag}-a1`));
     // request_ids stay exact per request inside the shared transaction.
     expect(rows.find((r) => r.order_id.endsWith('-b2')).request_id).toBe(ids[0]);
     await ingestion.close();
@@ -226,6 +233,16 @@ describe('group commit', () => {
       expect(lone[0]!.ok).toBe(false);
       expect(await orderCount([`${tag}-alone-crash`])).toBe(0);
       await ingestion.close();
+
+      // Over HTTP the client is told to retry, in the envelope, and nothing of it was written.
+      const { keys } = await makeBrandWithKeys(ctx.orm);
+      const res = await sendEvent(ctx.app, keys.sk_live, 'order.paid', {
+        order_id: `${tag}-http-crash`,
+        amount: 100,
+      });
+      const error = expectEnvelope(res, 500, 'temporary_service_error');
+      expect(error.message).not.toContain('simulated');
+      expect(await orderCount([`${tag}-http-crash`])).toBe(0);
     } finally {
       await db.query('drop trigger orders_fail_at_commit on orders');
     }

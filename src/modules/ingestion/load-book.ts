@@ -3,8 +3,8 @@ import { couponCodeKey } from '../attribution/coupon-code.entity.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import { Journal } from '../ledger/journal.js';
-import { orderColumns, orderFromRow } from '../orders/order-state.js';
-import { type NewRefund, type OrderBook, orderLookupKey, type Scope, scopeKey } from './order-book.js';
+import { orderColumns, orderFromRow, orderLookupKey } from '../orders/order-state.js';
+import { type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
 import type { ValidEvent } from './valid-event.js';
 
 /** One request's part of a group: its brand and mode, the brand's terms and its events. */
@@ -99,8 +99,6 @@ select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        (select coalesce(json_agg(creators), '[]') from creators) as creators,
        (select coalesce(json_agg(refunds), '[]') from refunds) as refunds,
        (select coalesce(json_agg(responses), '[]') from responses) as responses`;
-
-export const LOAD_BOOK_SQL = loadSql;
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];

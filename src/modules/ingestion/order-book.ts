@@ -13,9 +13,6 @@ export interface Scope {
 
 export const scopeKey = (scope: Scope) => `${scope.brandId}/${scope.livemode ? 'live' : 'test'}`;
 
-/** orders.lookup_key: the only column ingestion finds an order by (see the migration that adds it). */
-export const orderLookupKey = (scope: Scope, orderId: string) => `${scopeKey(scope)}/${orderId}`;
-
 export interface OrderOutcome {
   attributedVia: AttributionVia | null;
   conversionId: string | null;

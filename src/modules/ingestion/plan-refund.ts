@@ -33,7 +33,14 @@ function existingOrder(book: OrderBook, orderId: string, trigger: LifecycleTrigg
 export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): OrderOutcome {
   const d = event.data;
   const cancelling = event.type === 'order.cancelled';
-  const order = existingOrder(book, d.orderId, { type: 'order.cancelled' });
+  // Only whether an order must exist is asked here; the refund's own facts come below.
+  const order = existingOrder(
+    book,
+    d.orderId,
+    cancelling
+      ? { type: 'order.cancelled' }
+      : { type: 'refund.created', empty: false, refundedInFull: false },
+  );
   if (d.refundId && order.refundIds.has(d.refundId)) return outcomeOf(order);
   const remainingOriginal = order.originalAmount - order.refundedOriginalAmount;
   const refundOriginal = event.type === 'refund.created' ? event.data.amount : remainingOriginal;

@@ -4,13 +4,14 @@ import type { ApiCaller } from '../keys/caller.js';
 import { type CursorScope, decodeCursor, encodeCursor, type ListFilters } from './cursor.js';
 import type { OrderStatus } from './order.entity.js';
 import { type OrderOutput, type RawOrderRow, toOrderOut } from './order-out.js';
+import { orderLookupKey } from './order-state.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
 
 export async function getOrder(em: EntityManager, caller: Caller, orderId: string): Promise<OrderOutput> {
   // By lookup_key: the one unique index that can serve it, whatever the statistics say.
   const [row] = await em.execute<RawOrderRow[]>('select * from orders where lookup_key = ?', [
-    `${caller.brandId}/${caller.livemode ? 'live' : 'test'}/${orderId}`,
+    orderLookupKey(caller, orderId),
   ]);
   if (!row) {
     throw new AppError(
