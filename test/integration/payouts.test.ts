@@ -130,6 +130,17 @@ describe('payout run', () => {
     );
     expect(line.balance).toBe(0);
     await expectJournalBalanced();
+    // Each payout movement names its payout and the run's request, and no event.
+    const moves = await sql(
+      `select m.payout_id, m.request_id, m.event_id, m.amount::int as amount from ledger_movements m
+         join ledger_entries e on e.id = m.entry_id join orders o on o.id = e.order_id
+        where o.order_id = ? and m.kind = 'payout'`,
+      [minaA],
+    );
+    expect(moves).toEqual([
+      { payout_id: payoutA.id, request_id: expect.any(String), event_id: null, amount: expect.any(Number) },
+    ]);
+    expect(moves[0].amount).toBeLessThan(0);
 
     // A resend of a paid-out order changes nothing.
     await send('order.paid', { order_id: minaA, amount: 99_000, coupon_code: 'JOON' });

@@ -1,11 +1,21 @@
+import type { Sql } from '../../db/sql.js';
 import { recordset, type WritePart } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
 import type { MovementKind } from './ledger-movement.entity.js';
 
+/** An ingested event caused the movements. */
 export interface Cause {
   brandId: string;
   livemode: boolean;
   eventId: string;
+  requestId: string;
+}
+
+/** A payout settled the lines: its run's request id and the payout. */
+export interface PayoutCause {
+  brandId: string;
+  livemode: boolean;
+  payoutId: string;
   requestId: string;
 }
 
@@ -35,8 +45,9 @@ export interface MovementRow {
   creator_id: string | null;
   kind: MovementKind;
   amount: number;
-  event_id: string;
+  event_id: string | null;
   request_id: string;
+  payout_id: string | null;
 }
 
 /**
@@ -67,7 +78,11 @@ export class Journal {
     });
   }
 
-  record(cause: Cause, orderPk: string, creatorId: string | null, movements: Movement[]) {
+  isOpen(orderPk: string): boolean {
+    return this.lines.has(orderPk);
+  }
+
+  record(cause: Cause | PayoutCause, orderPk: string, creatorId: string | null, movements: Movement[]) {
     const line = this.lines.get(orderPk);
     if (!line) throw new Error(`no settlement line was opened for order ${orderPk}`);
     line.creatorId = creatorId;
@@ -83,8 +98,9 @@ export class Journal {
         creator_id: m.creatorId,
         kind: m.kind,
         amount: m.amount,
-        event_id: cause.eventId,
+        event_id: 'eventId' in cause ? cause.eventId : null,
         request_id: cause.requestId,
+        payout_id: 'payoutId' in cause ? cause.payoutId : null,
       });
     }
   }
@@ -142,8 +158,8 @@ export function journalWrites(journal: Journal): WritePart[] {
       rows: journal.lineWrites(),
     },
     {
-      sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id)
-            select x.id, x.brand_id, x.livemode, x.entry_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id
+      sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id, payout_id)
+            select x.id, x.brand_id, x.livemode, x.entry_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
               from ${recordset({
                 id: 'text',
                 brand_id: 'text',
@@ -154,8 +170,28 @@ export function journalWrites(journal: Journal): WritePart[] {
                 amount: 'bigint',
                 event_id: 'text',
                 request_id: 'text',
+                payout_id: 'text',
               })}`,
       rows: journal.movements,
     },
   ];
+}
+
+/**
+ * Erases the settlement lines of test-mode orders with their whole journal (movements first,
+ * then the lines), so no line is ever left without the movements that sum to it. Live lines
+ * cannot be erased: the journal's append-only trigger refuses, whatever the caller asks.
+ */
+export async function eraseTestLines(sql: Sql, orderPks: readonly string[]): Promise<void> {
+  if (orderPks.length === 0) return;
+  const ids = JSON.stringify(orderPks);
+  await sql.query(
+    `delete from ledger_movements where entry_id in (
+       select id from ledger_entries where order_id in (select jsonb_array_elements_text(?::jsonb)) and not livemode)`,
+    [ids],
+  );
+  await sql.query(
+    `delete from ledger_entries where order_id in (select jsonb_array_elements_text(?::jsonb)) and not livemode`,
+    [ids],
+  );
 }

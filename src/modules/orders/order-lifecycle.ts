@@ -67,3 +67,14 @@ export function jobTransition(type: 'confirmation_due' | 'payout'): { from: Orde
   if (moves.some((m) => m.to !== to)) throw new Error(`${type} must lead to one status`);
   return { from: moves.map((m) => m.from), to };
 }
+
+/**
+ * Test-mode orders are erased, with their refunds, ledger lines and journal, this long after
+ * they were created; live orders never are (decisions.md "Test mode").
+ */
+export const TEST_DATA_RETENTION_DAYS = 30;
+
+/** Orders of test mode created before this instant are due for erasure. */
+export function testDataErasureCutoff(now: Date): Date {
+  return new Date(now.getTime() - TEST_DATA_RETENTION_DAYS * 86_400_000);
+}

@@ -2,6 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { inTransaction, type Sql } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
+import { Journal, journalWrites } from '../ledger/journal.js';
 import { jobTransition } from '../orders/order-lifecycle.js';
 
 const CHUNK = 1000;
@@ -50,42 +51,42 @@ interface Payee {
   creator_id: string;
 }
 
-interface PayableOrder {
+/** A settlement line to pay: a confirmed order's, or one holding a clawback not netted yet. */
+interface SettledLine {
   id: string;
   entry_id: string;
-  balance: string;
-}
-
-interface OpenClawback {
-  id: string;
-  entry_id: string;
+  order_pk: string;
+  line_creator_id: string | null;
   amount: string;
 }
 
 /**
  * One chunk of one creator's payout, in one transaction: up to 1000 confirmed live orders and
  * 1000 clawbacks not netted yet, locked with SKIP LOCKED. The payout row is upserted by
- * (brand, creator, run) and grows by the chunk; the orders become `paid_out`; each netted
- * clawback is recorded in payout_clawbacks (its key makes netting twice impossible); `payout`
- * movements take every settlement line involved to zero, so the journal still sums to the entry.
+ * (brand, creator, run) and grows by the chunk; the orders take the lifecycle's `payout`
+ * transition; each netted clawback is recorded in payout_clawbacks (its key makes netting
+ * twice impossible); the Journal records `payout` movements that take every line involved to
+ * zero, so the ledger's "movements sum to the entry" rule is kept in one place.
  */
 async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: string): Promise<number> {
-  const orders = await sql.query<PayableOrder>(
-    `select o.id, le.id as entry_id, o.commission_amount - o.refunded_commission_amount as balance
+  const orders = await sql.query<SettledLine>(
+    `select o.id, le.id as entry_id, o.id as order_pk, le.creator_id as line_creator_id,
+            o.commission_amount - o.refunded_commission_amount as amount
        from orders o join ledger_entries le on le.order_id = o.id
       where o.brand_id = ? and o.creator_id = ? and o.livemode and o.status in (${sqlStatuses(paying.from)})
       order by o.id limit ${CHUNK} for update of o skip locked`,
     [payee.brand_id, payee.creator_id],
   );
-  const clawbacks = await sql.query<OpenClawback>(
-    `select m.id, m.entry_id, m.amount from ledger_movements m
+  const clawbacks = await sql.query<SettledLine>(
+    `select m.id, m.entry_id, le.order_id as order_pk, le.creator_id as line_creator_id, m.amount
+       from ledger_movements m join ledger_entries le on le.id = m.entry_id
       where m.brand_id = ? and m.creator_id = ? and m.kind = 'clawback' and m.livemode
         and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)
       order by m.id limit ${CHUNK} for update of m skip locked`,
     [payee.brand_id, payee.creator_id],
   );
   if (orders.length === 0 && clawbacks.length === 0) return 0;
-  const commission = orders.reduce((sum, o) => sum + Number(o.balance), 0);
+  const commission = orders.reduce((sum, o) => sum + Number(o.amount), 0);
   const clawback = clawbacks.reduce((sum, m) => sum + Number(m.amount), 0);
   const [payout] = await sql.query<{ id: string }>(
     `insert into payouts (id, brand_id, livemode, creator_id, run_key, order_count, commission_amount, clawback_amount, net_amount)
@@ -109,11 +110,15 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   );
   const payoutId = payout!.id;
   // A paid order's line goes to zero; a netted clawback's negative amount is settled back.
-  const moves = [
-    ...orders.map((o) => ({ entry_id: o.entry_id, amount: -Number(o.balance) })),
-    ...clawbacks.map((m) => ({ entry_id: m.entry_id, amount: -Number(m.amount) })),
-  ].filter((m) => m.amount !== 0);
-  const scope = [payee.brand_id];
+  const journal = new Journal();
+  const scope = { brandId: payee.brand_id, livemode: true };
+  const cause = { ...scope, payoutId, requestId };
+  for (const line of [...orders, ...clawbacks]) {
+    if (!journal.isOpen(line.order_pk)) journal.open(scope, line.order_pk, line.entry_id, line.line_creator_id);
+    journal.record(cause, line.order_pk, line.line_creator_id, [
+      { kind: 'payout', creatorId: payee.creator_id, amount: -Number(line.amount) },
+    ]);
+  }
   await executeWrites(sql, [
     {
       sql: `update orders o set status = '${paying.to}', payout_id = ?, updated_at = now()
@@ -126,22 +131,8 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
       params: [payoutId],
       rows: clawbacks.map((m) => ({ id: m.id })),
     },
-    {
-      sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, request_id, payout_id)
-            select x.id, ?, true, x.entry_id, ?, 'payout', x.amount, ?, ? from ${recordset({ id: 'text', entry_id: 'text', amount: 'bigint' })}`,
-      params: [...scope, payee.creator_id, requestId, payoutId],
-      rows: moves.map((m) => ({ id: newId('mv'), ...m })),
-    },
+    ...journalWrites(journal),
   ]);
-  // Lines are moved by the sum of their payout movements (one statement per entry set).
-  if (moves.length > 0) {
-    await sql.query(
-      `update ledger_entries e set commission_balance = e.commission_balance + x.amount, updated_at = now()
-         from (select entry_id, sum(amount) as amount from ${recordset({ entry_id: 'text', amount: 'bigint' })} group by entry_id) x
-        where e.id = x.entry_id`,
-      [JSON.stringify(moves)],
-    );
-  }
   return orders.length + clawbacks.length;
 }
 

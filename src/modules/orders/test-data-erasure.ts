@@ -1,0 +1,69 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { inTransaction } from '../../db/sql.js';
+import { eraseTestLines } from '../ledger/journal.js';
+import { testDataErasureCutoff } from './order-lifecycle.js';
+
+const BATCH = 1000;
+
+export interface ErasedTestData {
+  orders: number;
+  received_events: number;
+  idempotency_records: number;
+}
+
+/**
+ * Erases test-mode data past the lifecycle's retention: orders with their refunds and, through
+ * the Journal, their ledger lines; then received events and idempotency records. In batches of
+ * 1000 rows per transaction with SKIP LOCKED, so no statement holds locks for long, two runs
+ * at once split the rows, and a rerun finds nothing left (what is gone stays gone).
+ */
+export async function eraseExpiredTestData(
+  orm: MikroORM,
+  now: Date,
+  onProgress: (done: number, total: number) => Promise<void> = async () => {},
+): Promise<{ cutoff: Date; erased: ErasedTestData }> {
+  const cutoff = testDataErasureCutoff(now);
+  const erased: ErasedTestData = { orders: 0, received_events: 0, idempotency_records: 0 };
+
+  for (;;) {
+    const count = await inTransaction(orm, async (sql) => {
+      const rows = await sql.query<{ id: string }>(
+        `select id from orders where livemode = false and created_at < ? limit ${BATCH} for update skip locked`,
+        [cutoff],
+      );
+      const ids = rows.map((r) => r.id);
+      if (ids.length === 0) return 0;
+      await eraseTestLines(sql, ids);
+      const list = JSON.stringify(ids);
+      await sql.query(`delete from refunds where order_id in (select jsonb_array_elements_text(?::jsonb))`, [list]);
+      await sql.query(`delete from orders where id in (select jsonb_array_elements_text(?::jsonb))`, [list]);
+      return ids.length;
+    });
+    erased.orders += count;
+    if (count < BATCH) break;
+  }
+  await onProgress(1, 3);
+
+  // Intake records outlive nothing they explain once the orders are gone.
+  const intake = [
+    { table: 'received_events', column: 'received_at', key: 'id' },
+    { table: 'idempotency_records', column: 'created_at', key: 'ctid' },
+  ] as const;
+  for (const [i, { table, column, key }] of intake.entries()) {
+    for (;;) {
+      const count = await inTransaction(orm, async (sql) => {
+        const res = await sql.query<{ n: number }>(
+          `with gone as (delete from ${table} where ${key} in (
+             select ${key} from ${table} where livemode = false and ${column} < ? limit ${BATCH} for update skip locked)
+           returning 1) select count(*)::int as n from gone`,
+          [cutoff],
+        );
+        return res[0]!.n;
+      });
+      erased[table] += count;
+      if (count < BATCH) break;
+    }
+    await onProgress(i + 2, 3);
+  }
+  return { cutoff, erased };
+}
