@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job } from 'bullmq';
 import type { JobData } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import { eraseExpiredTestData } from '../src/modules/orders/test-data-erasure.js';
+import { eraseExpiredTestData } from '../src/modules/retention/test-data-erasure.js';
 
 /**
  * Daily: test-mode data past the lifecycle's retention (30 days) is erased. Idempotency: what is

@@ -32,8 +32,8 @@ describe('who may write the ledger and the orders', () => {
   it('orders are written by ingestion, the lifecycle jobs and test-data erasure only', () => {
     expect(writersOf('orders').sort()).toEqual([
       'src/modules/ingestion/write-set.ts',
-      'src/modules/orders/test-data-erasure.ts',
       'src/modules/payouts/payouts.service.ts',
+      'src/modules/retention/test-data-erasure.ts',
     ]);
   });
 

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { inTransaction } from '../../db/sql.js';
 import { eraseTestLines } from '../ledger/journal.js';
-import { testDataErasureCutoff } from './order-lifecycle.js';
+import { testDataErasureCutoff } from '../orders/order-lifecycle.js';
 
 const BATCH = 1000;
 
