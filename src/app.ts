@@ -1,4 +1,5 @@
 import express, { Router } from 'express';
+import helmet from 'helmet';
 import type { AppDeps } from './deps.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
@@ -39,6 +40,22 @@ export function buildApp(appDeps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
+  // First, so every response has them, errors included. Most responses are JSON (nothing to run or
+  // frame); /docs and Bull Board set their own CSP. Referrer-Policy and COOP are left out so the
+  // click redirect hands the creator's page on to the shop as before. See docs/decisions.md.
+  app.use(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+      },
+      xFrameOptions: { action: 'deny' },
+      referrerPolicy: false,
+      crossOriginOpenerPolicy: false,
+    }),
+  );
+  // Brands' shops call /v1 (CORS decides who may read it) and will load /lf.js with <script src>.
+  app.use(['/v1', '/lf.js'], helmet.crossOriginResourcePolicy({ policy: 'cross-origin' }));
   // The key cache holds a LISTEN connection and the engine its own pool: `app.locals.close()`
   // (after the server stopped accepting) ends what buildApp made.
   const keyCache = deps.keyCache ?? new KeyCache({ databaseUrl: config.DATABASE_URL, orm, logger });

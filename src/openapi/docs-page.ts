@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { oas32 } from 'zod-openapi';
 import { isRetryable } from '../shared/errors.js';
 
@@ -176,6 +177,15 @@ pre{background:#f6f8fa;border:1px solid #e3e6ec;border-radius:6px;padding:12px;o
 table{border-collapse:collapse;width:100%;font-size:14px}th,td{border:1px solid #e3e6ec;padding:6px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}tr:target{background:#fff6d6}small{color:#5d6678}
 @media (max-width:800px){.layout{display:block}nav{position:static;max-height:none;border:0}main{padding:16px}}`;
+
+/** The page is static HTML and its one <style>: no scripts, images, fonts or fetches, never framed. */
+export const docsPageCsp = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(css).digest('base64')}'`,
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 export function renderDocsPage(doc: oas32.OpenAPIObject, errorTable: ErrorTable): string {
   const schemas = (doc.components?.schemas ?? {}) as Schemas;

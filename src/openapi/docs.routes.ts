@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { type AnyRoute, route } from '../http/route.js';
 import { errorCodes } from '../shared/errors.js';
-import { renderDocsPage } from './docs-page.js';
+import { docsPageCsp, renderDocsPage } from './docs-page.js';
 import { buildOpenApiDocument } from './document.js';
 
 export function docsRoutes(config: Config, documented: AnyRoute[]): AnyRoute[] {
@@ -34,6 +34,7 @@ export function docsRoutes(config: Config, documented: AnyRoute[]): AnyRoute[] {
       errors: [],
       async handle(_req, res) {
         res.setHeader('Content-Type', 'text/html; charset=utf-8');
+        res.setHeader('Content-Security-Policy', docsPageCsp);
         res.send(html);
       },
     }),

@@ -1,0 +1,243 @@
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { Worker } from 'bullmq';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { JobName } from '../../src/jobs/queues.js';
+import { createRedis } from '../../src/redis.js';
+import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
+
+/**
+ * The pages ops and integrators open in a browser still work under their Content-Security-Policy:
+ * rendered, and not one `securitypolicyviolation`. Needs Debian's chromium (`apt-get install -y chromium`);
+ * without it the file is skipped locally and fails in CI (.ci/run installs it).
+ */
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = existsSync(chromiumPath);
+const skip = !haveChromium && !process.env.CI;
+if (skip) {
+  console.warn(
+    `test/browser/ops-pages.test.ts SKIPPED: no chromium at ${chromiumPath}. Install it (apt-get install -y chromium) or set CHROMIUM_PATH; in CI this file fails instead.`,
+  );
+}
+
+interface Seen {
+  /** `securitypolicyviolation` events of every document the page showed, and CSP console errors. */
+  violations: string[];
+  console: string[];
+  errors: string[];
+  /** Every response the app sent while the page rendered: documents, scripts, styles, JSON, worker. */
+  responses: Promise<{ url: string; headers: Record<string, string> }>[];
+}
+
+/** The few browser globals the in-page functions below use (the tsconfig has no DOM lib). */
+interface InPage {
+  document: {
+    addEventListener(
+      type: 'securitypolicyviolation',
+      listener: (e: {
+        effectiveDirective: string;
+        blockedURI: string;
+        sourceFile: string;
+        lineNumber: number;
+      }) => void,
+    ): void;
+  };
+  getComputedStyle(element: unknown): { backgroundColor: string; display: string };
+  __reportCsp?: (violation: string) => void;
+}
+
+let ctx: TestContext;
+let server: Server;
+let base: string;
+let browser: Browser;
+/** Another site (another port, so another origin) whose page frames one of ours: `/?path=/docs`. */
+let framerServer: Server;
+let framer: string;
+
+beforeAll(async () => {
+  if (skip) return;
+  if (!haveChromium)
+    throw new Error(`CI is set but there is no chromium at ${chromiumPath}: .ci/run installs it`);
+  ctx = await createTestApp();
+  server = ctx.app.listen(0, '127.0.0.1');
+  await new Promise<void>((done) => server.once('listening', done));
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  framerServer = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', base).searchParams.get('path') ?? '/';
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.end(`<!doctype html><iframe src="${base}${path}"></iframe>`);
+  }).listen(0, '127.0.0.1');
+  await new Promise<void>((done) => framerServer.once('listening', done));
+  framer = `http://127.0.0.1:${(framerServer.address() as { port: number }).port}`;
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  if (server) await new Promise((done) => server.close(done));
+  if (framerServer) await new Promise((done) => framerServer.close(done));
+  await ctx?.close();
+});
+
+/** One job of `name` run by a throwaway worker and failed, so the board has a stack trace to show. */
+async function failOneJob(name: JobName) {
+  const queue = ctx.queues[name];
+  const connection = createRedis(ctx.config.REDIS_URL, { worker: true });
+  const worker = new Worker(
+    name,
+    async () => {
+      throw new Error('browser check failure');
+    },
+    { connection, prefix: queue.opts.prefix },
+  );
+  const failed = new Promise((done) => worker.once('failed', done));
+  await queue.add(name, { request_id: 'req_browser_check', triggered_by: 'admin' });
+  await failed;
+  await worker.close();
+  await connection.quit();
+}
+
+/** A browser context in which every document reports its CSP violations to `__reportCsp`. */
+async function openContext(options: Parameters<Browser['newContext']>[0] = {}) {
+  const context = await browser.newContext(options);
+  // Nothing off this host is reachable here (Bull Board asks Google for fonts): fail such requests
+  // at once. CSP is checked by the renderer before a request leaves, so this hides no violation.
+  await context.route(
+    (url) => url.origin !== base && url.origin !== framer,
+    (route) => route.abort(),
+  );
+  await context.addInitScript(() => {
+    // Looked up per event: the page's binding may be installed after this script ran.
+    const page = globalThis as unknown as InPage;
+    page.document.addEventListener('securitypolicyviolation', (e) =>
+      page.__reportCsp?.(
+        `${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`,
+      ),
+    );
+  });
+  return context;
+}
+
+/** A page of `context` whose violations, console, page errors and responses from the app are recorded. */
+async function watchedPage(context: BrowserContext): Promise<{ page: Page; seen: Seen }> {
+  const page = await context.newPage();
+  const seen: Seen = { violations: [], console: [], errors: [], responses: [] };
+  await page.exposeFunction('__reportCsp', (violation: string) => seen.violations.push(violation));
+  page.on('response', (r) => {
+    if (r.url().startsWith(base))
+      seen.responses.push(r.allHeaders().then((headers) => ({ url: r.url(), headers })));
+  });
+  page.on('console', (m) => {
+    seen.console.push(`${m.type()}: ${m.text()}`);
+    if (/Content.Security.Policy/i.test(m.text())) seen.violations.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => seen.errors.push(String(e)));
+  page.on('worker', (worker) =>
+    worker.on('console', (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) seen.violations.push(`worker console: ${m.text()}`);
+    }),
+  );
+  return { page, seen };
+}
+
+async function expectNoViolations(page: Page, seen: Seen) {
+  // Violation events are queued as tasks: give the last ones time to arrive.
+  await page.waitForTimeout(250);
+  expect(seen.violations, seen.console.join('\n')).toEqual([]);
+  expect(seen.errors).toEqual([]);
+}
+
+/** Each response the page loaded from the app: no sniffing, no framing, no banner. */
+async function expectAllProtected(seen: Seen, atLeast: number) {
+  const responses = await Promise.all(seen.responses);
+  expect(responses.length).toBeGreaterThanOrEqual(atLeast);
+  for (const { url, headers } of responses) {
+    expect(headers['x-content-type-options'], url).toBe('nosniff');
+    expect(headers['x-frame-options'], url).toBe('DENY');
+    expect(headers['x-powered-by'], url).toBeUndefined();
+  }
+  return responses;
+}
+
+/** Another site frames `path`: the browser must refuse to render it there. */
+async function renderedInForeignFrame(context: BrowserContext, path: string): Promise<boolean> {
+  const page = await context.newPage();
+  await page.goto(`${framer}/?path=${encodeURIComponent(path)}`);
+  const frame = page.frames().find((f) => f !== page.mainFrame());
+  await frame?.waitForLoadState().catch(() => {});
+  const rendered = frame?.url().startsWith(base) === true && (await frame.locator('body *').count()) > 0;
+  await page.close();
+  return rendered;
+}
+
+describe.skipIf(skip)('pages under their CSP in Chromium', () => {
+  let context: BrowserContext | undefined;
+  afterEach(() => context?.close());
+
+  it('/docs renders its operations with its stylesheet applied, no CSP violation, not framable', async () => {
+    context = await openContext();
+    const { page, seen } = await watchedPage(context);
+    const res = await page.goto(`${base}/docs`);
+    expect(res?.status()).toBe(200);
+    expect(res?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+
+    expect(await page.locator('article.op h3').count()).toBeGreaterThan(5);
+    await expect.poll(() => page.locator('#op-getDocsPage h3').isVisible()).toBe(true);
+    expect(await page.locator('#op-getDocsPage h3').textContent()).toContain('/docs');
+    // The inline <style> applied (allowed by its hash): GET badges are green, the layout a grid.
+    expect(
+      await page
+        .locator('.method.get')
+        .first()
+        .evaluate((el) => (globalThis as unknown as InPage).getComputedStyle(el).backgroundColor),
+    ).toBe('rgb(31, 122, 77)');
+    expect(
+      await page
+        .locator('.layout')
+        .evaluate((el) => (globalThis as unknown as InPage).getComputedStyle(el).display),
+    ).toBe('grid');
+
+    await expectNoViolations(page, seen);
+    await expectAllProtected(seen, 1);
+    expect(await renderedInForeignFrame(context, '/docs')).toBe(false);
+  });
+
+  it('Bull Board (ops login) lists every queue and shows a failed job, no CSP violation, not framable', async () => {
+    await failOneJob('integration-status');
+    context = await openContext({
+      httpCredentials: { username: 'ops', password: ADMIN_TOKEN, origin: base },
+    });
+    const { page, seen } = await watchedPage(context);
+    const res = await page.goto(`${base}/admin/queues`);
+    expect(res?.status()).toBe(200);
+
+    // The overview: every queue, drawn by React from the board's JSON API.
+    for (const name of Object.keys(ctx.queues)) {
+      await expect
+        .poll(() => page.getByText(name, { exact: true }).first().isVisible(), { timeout: 15_000 })
+        .toBe(true);
+    }
+    // A failed job's stack trace, highlighted by the board's web worker (worker-src).
+    await page.goto(`${base}/admin/queues/queue/integration-status?status=failed`);
+    await page.getByText('Error', { exact: true }).first().click();
+    await expect
+      .poll(() => page.getByText('browser check failure').first().isVisible(), { timeout: 15_000 })
+      .toBe(true);
+
+    await expectNoViolations(page, seen);
+    // The pages, their scripts and styles, the board's JSON API and the highlight worker.
+    const responses = await expectAllProtected(seen, 6);
+    expect(responses.some((r) => /highlight-worker/.test(r.url))).toBe(true);
+    expect(await renderedInForeignFrame(context, '/admin/queues')).toBe(false);
+  });
+});
