@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { AppError, docUrl, errorCodes, isRetryable } from '../shared/errors.js';
+import { AppError, docUrl, errorCodes, isRetryable, storageRefusal } from '../shared/errors.js';
 
 export interface ErrorBody {
   error: {
@@ -77,6 +77,15 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
       res
         .status(infra.status)
         .json(errorBody(req, baseUrl, infra.status, `http_${infra.status}`, infra.message));
+      return;
+    }
+    const refused = storageRefusal(err);
+    if (refused) {
+      // A value validation let through: the client gets a 422 it must not retry, ops a warning to close the gap.
+      logger.warn({ err, request_id: req.requestId }, 'the database refused a value of the request');
+      res
+        .status(refused.status)
+        .json(errorBody(req, baseUrl, refused.status, refused.code, refused.message, refused.details));
       return;
     }
     logger.error({ err, request_id: req.requestId }, 'unhandled error while serving request');

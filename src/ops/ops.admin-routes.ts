@@ -3,6 +3,7 @@ import type { AppDeps } from '../deps.js';
 import { route } from '../http/route.js';
 import { isJobName, jobNames } from '../jobs/queues.js';
 import { AppError } from '../shared/errors.js';
+import { text } from '../shared/text.js';
 import { traceRequest } from './trace.js';
 
 const JobOut = z
@@ -39,9 +40,9 @@ export function opsAdminRoutes(deps: AppDeps) {
       description: `Enqueues the job for the worker process. Job names: ${jobNames.join(', ')}.`,
       tag: 'Admin: operations',
       security: 'admin',
-      params: z.object({ job_name: z.string().max(60) }),
+      params: z.object({ job_name: text().max(60) }),
       responses: { 201: { description: 'The enqueued job.', schema: JobOut } },
-      errors: ['invalid_admin_token', 'job_not_found', 'temporary_service_error'],
+      errors: ['invalid_admin_token', 'job_not_found', 'invalid_request_body', 'temporary_service_error'],
       async handle(req, res, { params }) {
         const name = params.job_name;
         if (!isJobName(name)) {
@@ -78,11 +79,11 @@ export function opsAdminRoutes(deps: AppDeps) {
       description: 'The events, order journal movements and jobs of one request, for support.',
       tag: 'Admin: operations',
       security: 'admin',
-      params: z.object({ request_id: z.string().max(40) }),
+      params: z.object({ request_id: text().max(40) }),
       responses: {
         200: { description: 'The trace (empty lists when nothing was recorded).', schema: TraceOut },
       },
-      errors: ['invalid_admin_token'],
+      errors: ['invalid_admin_token', 'invalid_request_body'],
       async handle(_req, res, { params }) {
         res.json(await traceRequest(deps, params.request_id));
       },

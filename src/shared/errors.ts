@@ -124,7 +124,7 @@ export const errorCodes = {
   invalid_request_body: {
     status: 422,
     explains:
-      'The request does not match the schema: a wrong type, a value out of range, or an unknown field. `param` gives the path of the offending field.',
+      'The request does not match the schema: a wrong type, a value out of range, an unknown field, or a string holding a NUL character or an unpaired UTF-16 surrogate (which cannot be stored). `param` gives the path of the offending field. Do not resend it unchanged.',
   },
   rate_limit_exceeded: {
     status: 429,
@@ -183,4 +183,29 @@ export function isRetryable(status: number): boolean {
 
 export function docUrl(baseUrl: string, code: string): string {
   return `${baseUrl}/docs#error-${code}`;
+}
+
+/**
+ * PostgreSQL refusing a value the request carried: SQLSTATE class 22 (data exception: 22P05
+ * NUL in text, 22P02 bad input syntax, 22001 too long, 22003 out of range, …), and 08P01
+ * `invalid message format`, which is what node-postgres gets for a NUL inside a bound text
+ * parameter (PostgreSQL reads it as a C string). Sending the same request again cannot succeed,
+ * so the answer is a non-retryable 422, never a 500. Validation refuses such values first; this
+ * is the net for one that slips through. Neither the value nor PostgreSQL's message (which can
+ * quote it) reaches the client.
+ */
+export function storageRefusal(err: unknown): AppError | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { code, severity, message } = err as { code?: unknown; severity?: unknown; message?: unknown };
+  if (typeof code !== 'string' || typeof severity !== 'string') return undefined;
+  // MikroORM appends `\n - detail: …` to the driver's message.
+  const refused =
+    /^22[0-9A-Z]{3}$/.test(code) ||
+    (code === '08P01' && typeof message === 'string' && /^invalid message format($|\n)/.test(message));
+  if (!refused) return undefined;
+  return new AppError(
+    'invalid_request_body',
+    `A value in the request cannot be stored (SQLSTATE ${code}). Remove NUL characters and unpaired UTF-16 surrogates from strings and keep numbers within the documented ranges; resending it unchanged will fail again.`,
+    { hint: 'Check every string and number of the request against the field rules in /docs.' },
+  );
 }

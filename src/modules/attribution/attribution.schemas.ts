@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { storable, text } from '../../shared/text.js';
 
-const id = z.string().min(1).max(40);
+const id = text().min(1).max(40);
 
 export const OfferCreate = z
   .strictObject({
-    name: z.string().trim().min(1).max(200),
-    landing_url: z.url({ protocol: /^https?$/ }).max(2000),
+    name: text().trim().min(1).max(200),
+    landing_url: storable(z.url({ protocol: /^https?$/ }).max(2000)),
     attribution_window_days: z.union([z.literal(7), z.literal(30), z.literal(60)]).default(30),
     commission_bps: z.int().min(0).max(10000).nullable().optional(),
   })
@@ -24,11 +25,11 @@ export const OfferOut = z
   })
   .meta({ id: 'Offer' });
 
-const customerHash = z.string().regex(/^[0-9a-fA-F]{32,64}$/, 'must be 32 to 64 hexadecimal characters');
+const customerHash = text().regex(/^[0-9a-fA-F]{32,64}$/, 'must be 32 to 64 hexadecimal characters');
 
 export const CreatorCreate = z
   .strictObject({
-    name: z.string().trim().min(1).max(200),
+    name: text().trim().min(1).max(200),
     customer_hashes: z.array(customerHash).max(100).default([]),
   })
   .meta({ id: 'CreatorCreate' });
@@ -47,7 +48,7 @@ export const CreatorOut = z
 export const CouponCodeCreate = z
   .strictObject({
     creator_id: id,
-    code: z.string().trim().min(1).max(40),
+    code: text().trim().min(1).max(40),
     offer_id: id.optional(),
   })
   .meta({ id: 'CouponCodeCreate' });

@@ -31,7 +31,7 @@ export function brandAdminRoutes({ orm }: AppDeps) {
       security: 'admin',
       params: BrandIdParams,
       responses: { 200: { description: 'The brand.', schema: BrandOut } },
-      errors: ['invalid_admin_token', 'brand_not_found'],
+      errors: ['invalid_admin_token', 'brand_not_found', 'invalid_request_body'],
       async handle(_req, res, { params }) {
         res.json(toBrandOut(await findBrand(orm.em.fork(), params.brand_id)));
       },

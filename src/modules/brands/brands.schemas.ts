@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { text } from '../../shared/text.js';
 import { brandStatuses } from './brand.entity.js';
 
-const origin = z
-  .string()
+const origin = text()
   .max(200)
   .refine(
     (s) => URL.canParse(s) && new URL(s).origin === s,
@@ -10,8 +10,8 @@ const origin = z
   );
 
 const brandSettings = {
-  name: z.string().trim().min(1).max(200),
-  platform: z.string().min(1).max(40).optional(),
+  name: text().trim().min(1).max(200),
+  platform: text().min(1).max(40).optional(),
   confirm_period_days: z.int().min(0).max(365).optional(),
   recurring_commission_cycles: z.int().min(1).max(1000).nullable().optional(),
   default_commission_bps: z.int().min(0).max(10000).optional(),
@@ -47,4 +47,4 @@ export const BrandOut = z
   })
   .meta({ id: 'Brand' });
 
-export const BrandIdParams = z.object({ brand_id: z.string().max(40) });
+export const BrandIdParams = z.object({ brand_id: text().max(40) });

@@ -1,5 +1,6 @@
 import { Decimal } from 'decimal.js';
 import { z } from 'zod';
+import { text } from '../../shared/text.js';
 
 /** The event types, in the order of the spec's Events table. */
 export const eventTypes = [
@@ -36,9 +37,9 @@ const FX_RATE_STRING_MAX_LENGTH = 40;
 const minorUnitsHint =
   'must be an integer from 0 to 2147483647 in minor units (e.g. 12900 for 12,900 KRW, 1999 for 19.99 USD); send a JSON number without decimals, not a string';
 
-/** A string of at most `max` characters; `min` 1 for identifiers. */
-function text(max: number, min = 0) {
-  const s = z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+/** A storable string of at most `max` characters; `min` 1 for identifiers. */
+function limitedText(max: number, min = 0) {
+  const s = text({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
   return min > 0 ? s.min(min, 'must not be empty') : s;
 }
 
@@ -77,7 +78,7 @@ export function parseFxRate(input: unknown): FxRateResult {
 }
 
 const fxRate = z
-  .union([z.number(), z.string()], { error: 'must be a number or a decimal string like "1350.25"' })
+  .union([z.number(), text()], { error: 'must be a number or a decimal string like "1350.25"' })
   .superRefine((value, ctx) => {
     const result = parseFxRate(value);
     if (!result.ok) ctx.addIssue({ code: 'custom', message: result.message });
@@ -93,8 +94,8 @@ const opt = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
 
 export const OrderItem = z
   .strictObject({
-    sku: opt(text(120)),
-    name: opt(text(300)),
+    sku: opt(limitedText(120)),
+    name: opt(limitedText(300)),
     quantity: opt(z.int({ error: 'must be an integer from 0 to 2147483647' }).min(0).max(INT32_MAX)),
     amount: opt(minorAmount).meta({
       description: 'Commission-eligible amount of the line, in the minor unit of the order currency.',
@@ -107,7 +108,7 @@ export const OrderItem = z
 
 export const EventData = z
   .strictObject({
-    order_id: opt(text(120, 1)).meta({
+    order_id: opt(limitedText(120, 1)).meta({
       description:
         'Unique within the brand; the idempotency key of the order. Required for every order type.',
     }),
@@ -116,22 +117,26 @@ export const EventData = z
         'Commission-eligible amount actually paid after discounts, in the minor unit of `currency` (KRW = won, USD = cents). Excludes shipping, point top-ups, gift vouchers and ineligible goods. Ignored for order.cancelled.',
     }),
     currency: opt(
-      z.string({ error: 'must be a string' }).length(3, 'must be exactly 3 characters (ISO 4217)'),
+      text({ error: 'must be a string' }).length(3, 'must be exactly 3 characters (ISO 4217)'),
     ).meta({
       description: 'ISO 4217, case-insensitive. Default KRW. Supported: KRW, USD, JPY, EUR, GBP.',
       examples: ['KRW'],
     }),
     fx_rate: opt(fxRate),
-    click_ref: opt(text(64)).meta({ description: 'The `lf_click` query parameter of the landing URL.' }),
-    coupon_code: opt(text(40)).meta({ description: 'Creator discount code; wins over click_ref.' }),
-    parent_order_id: opt(text(120, 1)).meta({
+    click_ref: opt(limitedText(64)).meta({
+      description: 'The `lf_click` query parameter of the landing URL.',
+    }),
+    coupon_code: opt(limitedText(40)).meta({ description: 'Creator discount code; wins over click_ref.' }),
+    parent_order_id: opt(limitedText(120, 1)).meta({
       description: 'On a subscription renewal, the order_id of the first payment.',
     }),
-    refund_id: opt(text(64, 1)).meta({ description: 'Identifies one refund; required for refund.created.' }),
-    reason: opt(text(200)),
-    last_touch_channel: opt(text(32)),
+    refund_id: opt(limitedText(64, 1)).meta({
+      description: 'Identifies one refund; required for refund.created.',
+    }),
+    reason: opt(limitedText(200)),
+    last_touch_channel: opt(limitedText(32)),
     customer_hash: opt(
-      z.string().regex(CUSTOMER_HASH_PATTERN, 'must be 32 to 64 hexadecimal characters').meta({
+      text().regex(CUSTOMER_HASH_PATTERN, 'must be 32 to 64 hexadecimal characters').meta({
         description:
           'A 32 to 64 character hex hash (sha256 recommended) of a buyer identifier, for self-purchase detection. Raw e-mails, phone numbers, names or addresses are rejected with 422 personal_data_not_allowed.',
       }),
@@ -146,8 +151,7 @@ export const EventData = z
 
 export const EventIn = z
   .strictObject({
-    type: z
-      .string()
+    type: text()
       .max(40)
       .meta({ description: `One of: ${eventTypes.join(', ')}.`, examples: ['order.paid'] }),
     occurred_at: z.iso.datetime({ offset: true }).nullable().optional().meta({

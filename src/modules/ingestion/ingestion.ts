@@ -6,6 +6,7 @@ import { inTransactionOn } from '../../db/sql.js';
 import type { Queues } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
 import { OutboxRelay } from '../../outbox/outbox.js';
+import { storageRefusal } from '../../shared/errors.js';
 import { commitGroup, type IngestAnswer, type IngestRequest } from './commit-group.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { idempotencyLockName } from './idempotency.js';
@@ -89,6 +90,9 @@ export class Ingestion {
       this.pool.on('error', (err) =>
         this.deps.logger.warn({ err: err.message }, 'ingestion connection lost'),
       );
+      // A checked-out one emits on itself, not the pool: unheard, that would crash the process.
+      // Its statement in flight rejects on its own and the group is answered retryable.
+      this.pool.on('connect', (client) => client.on('error', () => {}));
     }
     return this.pool;
   }
@@ -98,12 +102,12 @@ export class Ingestion {
     try {
       return (await this.commit(group)).map((value) => ({ ok: true, value }));
     } catch (err) {
-      if (group.length === 1) return [{ ok: false, error: err }];
+      if (group.length === 1) return [this.failed(group[0]!, err)];
       // One request's bad row (a database error, not a planning error) must not fail the
       // others: each runs alone, and only the culprit gets the error.
       this.stats.isolated++;
       this.deps.logger.warn(
-        { err: (err as Error).message, requests: group.length },
+        { err, requests: group.length },
         'group commit failed; retrying its requests one by one',
       );
       const settled: Settled<IngestAnswer>[] = [];
@@ -111,11 +115,26 @@ export class Ingestion {
         try {
           settled.push({ ok: true, value: (await this.commit([request]))[0]! });
         } catch (error) {
-          settled.push({ ok: false, error });
+          settled.push(this.failed(request, error));
         }
       }
       return settled;
     }
+  }
+
+  /**
+   * A request that failed alone. A value PostgreSQL refuses (a data exception) fails the same way
+   * on every resend: that request's own non-retryable 422, like any validation error; anything
+   * else stays a thrown error (a retryable 500).
+   */
+  private failed(request: IngestRequest, err: unknown): Settled<IngestAnswer> {
+    const refused = storageRefusal(err);
+    if (!refused) return { ok: false, error: err };
+    this.deps.logger.warn(
+      { err, request_id: request.requestId },
+      'the database refused a value of an ingestion request',
+    );
+    return { ok: true, value: { ok: false, error: refused } };
   }
 
   private async commit(group: IngestRequest[]): Promise<IngestAnswer[]> {

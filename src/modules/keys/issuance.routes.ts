@@ -2,15 +2,13 @@ import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
+import { text } from '../../shared/text.js';
 import { Brand } from '../brands/brand.entity.js';
 import { KeysIssue, KeysOut, toKeysOut } from './keys.schemas.js';
 import { issueKeys } from './keys.service.js';
 
 const IntegrationParams = z.strictObject({
-  integration_id: z
-    .string()
-    .max(255)
-    .meta({ description: 'Your integration id: your brand id (`brand_...`).' }),
+  integration_id: text().max(255).meta({ description: 'Your integration id: your brand id (`brand_...`).' }),
 });
 
 /** Key issuance on the auth host, authenticated by the brand's login JWT (src/modules/keys/login-token.ts). */

@@ -3,6 +3,7 @@ import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
+import { text } from '../../shared/text.js';
 import { CURSOR_MAX_LENGTH } from './cursor.js';
 import { orderStatuses } from './order.entity.js';
 import { OrderOut } from './order-out.js';
@@ -40,7 +41,8 @@ export const OrderListQuery = z.strictObject({
     .max(500, { error: limitError })
     .default(100)
     .meta({ description: 'Page size, 1 to 500.' }),
-  // The length is checked with the signature so that any cursor not issued here is `invalid_cursor`.
+  // The length is checked with the signature so that any cursor not issued here is `invalid_cursor`;
+  // so is one with a NUL (api-v1.md: a bad cursor is `invalid_cursor`): nothing reads it before its signature.
   cursor: z.string().optional().meta({
     description: '`next_cursor` of the previous page, unchanged. Omit it for the first page.',
     maxLength: CURSOR_MAX_LENGTH,
@@ -51,7 +53,7 @@ export const OrderListQuery = z.strictObject({
 });
 
 const OrderParams = z.strictObject({
-  order_id: z.string().min(1).max(120).meta({ description: 'The order_id the store sent.' }),
+  order_id: text().min(1).max(120).meta({ description: 'The order_id the store sent.' }),
 });
 
 const cannotReadOrders = () =>

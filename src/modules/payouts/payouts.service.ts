@@ -114,7 +114,8 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   const scope = { brandId: payee.brand_id, livemode: true };
   const cause = { ...scope, payoutId, requestId };
   for (const line of [...orders, ...clawbacks]) {
-    if (!journal.isOpen(line.order_pk)) journal.open(scope, line.order_pk, line.entry_id, line.line_creator_id);
+    if (!journal.isOpen(line.order_pk))
+      journal.open(scope, line.order_pk, line.entry_id, line.line_creator_id);
     journal.record(cause, line.order_pk, line.line_creator_id, [
       { kind: 'payout', creatorId: payee.creator_id, amount: -Number(line.amount) },
     ]);

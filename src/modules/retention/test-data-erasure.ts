@@ -35,7 +35,9 @@ export async function eraseExpiredTestData(
       if (ids.length === 0) return 0;
       await eraseTestLines(sql, ids);
       const list = JSON.stringify(ids);
-      await sql.query(`delete from refunds where order_id in (select jsonb_array_elements_text(?::jsonb))`, [list]);
+      await sql.query(`delete from refunds where order_id in (select jsonb_array_elements_text(?::jsonb))`, [
+        list,
+      ]);
       await sql.query(`delete from orders where id in (select jsonb_array_elements_text(?::jsonb))`, [list]);
       return ids.length;
     });

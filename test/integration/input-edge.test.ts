@@ -1,0 +1,1005 @@
+import type { Server } from 'node:http';
+import { Writable } from 'node:stream';
+import fc from 'fast-check';
+import { SignJWT } from 'jose';
+import pg from 'pg';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { validateEvent } from '../../src/modules/events/event-validation.js';
+import { eventTypes } from '../../src/modules/events/events.schemas.js';
+import { Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
+import { storageRefusal } from '../../src/shared/errors.js';
+import { newId } from '../../src/shared/ids.js';
+import { UNSTORABLE_TEXT_MESSAGE } from '../../src/shared/text.js';
+import { expectEnvelope, makeBrandWithKeys, makeCreators, SHOP_ORIGIN } from '../factories/index.js';
+import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
+
+// Issue 9: NUL (U+0000) and unpaired UTF-16 surrogates, which PostgreSQL cannot store, were
+// answered 500 `temporary_service_error` (retryable), so a client following the retry rule
+// resent them forever. Every such input is now a 422 naming its field, and nothing is written.
+
+const AUTH_HOST = 'auth.example.com';
+const JWT_SECRET = 'login-jwt-secret-for-input-edge-0123456789';
+const ISSUER = 'https://login.example.com';
+const AUDIENCE = 'lf-key-issuance';
+/** A stand-in for personal data in a request body: it must never reach a log line. */
+const FRAGMENT = 'mina.kim@example.com';
+
+let ctx: TestContext;
+let server: Server;
+let db: pg.Client;
+let shop: { brandId: string; keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'] };
+/** A second brand for the admin routes, whose fuzzing may suspend it or reissue its keys. */
+let other: { brandId: string; creatorId: string; offerId: string };
+
+beforeAll(async () => {
+  ctx = await createTestApp({
+    AUTH_HOSTS: AUTH_HOST,
+    AUTH_JWT_SECRET: JWT_SECRET,
+    AUTH_JWT_ISSUER: ISSUER,
+    AUTH_JWT_AUDIENCE: AUDIENCE,
+  });
+  server = ctx.app.listen(0, '127.0.0.1');
+  db = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+  await db.connect();
+  const limits = { rate_limit_per_s: 100_000, rate_limit_burst: 1_000_000 };
+  const made = await makeBrandWithKeys(ctx.orm, limits);
+  shop = { brandId: made.brand.id, keys: made.keys };
+  await makeCreators(ctx, shop.brandId);
+  const second = await makeBrandWithKeys(ctx.orm, limits);
+  const fixture = await makeCreators(ctx, second.brand.id);
+  other = { brandId: second.brand.id, creatorId: fixture.joon.creatorId, offerId: fixture.offerId };
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  await db.end();
+  await ctx.close();
+});
+
+const http = () => request(server);
+const withKey = (key: string) => ({ Authorization: `Bearer ${key}`, Origin: SHOP_ORIGIN });
+const adminAuth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
+/** Rows in every table a request could write (failed ingestion requests are counted on purpose, so not those). */
+const TABLES = [
+  'brands',
+  'api_keys',
+  'offers',
+  'creators',
+  'coupon_codes',
+  'tracking_links',
+  'clicks',
+  'orders',
+  'refunds',
+  'received_events',
+  'ledger_entries',
+  'ledger_movements',
+  'idempotency_records',
+  'outbox_messages',
+  'missing_orders',
+  'payouts',
+] as const;
+
+async function rowCounts(): Promise<Record<(typeof TABLES)[number], number>> {
+  const { rows } = await db.query(
+    `select ${TABLES.map((t) => `(select count(*)::int from ${t}) as ${t}`).join(', ')}`,
+  );
+  return rows[0];
+}
+
+/** Runs `send` and asserts it was refused with a non-retryable 4xx and wrote nothing. */
+async function refusedWithoutWrites(
+  send: () => Promise<request.Response>,
+  status: number,
+  code: string,
+  param?: string,
+) {
+  const before = await rowCounts();
+  const res = await send();
+  const error = expectEnvelope(res, status, code);
+  expect(res.body.error.retryable).toBe(false);
+  if (param !== undefined) expect(error.param).toBe(param);
+  expect(await rowCounts()).toEqual(before);
+  return error;
+}
+
+function postEvent(key: string, body: unknown) {
+  return http()
+    .post('/v1/events')
+    .set(withKey(key))
+    .send(body as object);
+}
+
+async function orderExists(orderId: string, brandId = shop.brandId): Promise<boolean> {
+  const { rows } = await db.query('select 1 from orders where brand_id = $1 and order_id = $2', [
+    brandId,
+    orderId,
+  ]);
+  return rows.length === 1;
+}
+
+const BAD = { nul: 'a\u0000b', surrogate: '\ud800x' } as const;
+
+describe('NUL and unpaired surrogates are a 422 naming the field, and nothing is written', () => {
+  const paidFields = [
+    'order_id',
+    'coupon_code',
+    'click_ref',
+    'parent_order_id',
+    'last_touch_channel',
+    'reason',
+  ] as const;
+  const cases = paidFields.flatMap((field) =>
+    Object.entries(BAD).map(([kind, value]) => ({ field, kind, value })),
+  );
+
+  it.each(cases)('order.paid data.$field with a $kind', async ({ field, value }) => {
+    const error = await refusedWithoutWrites(
+      () =>
+        postEvent(shop.keys.sk_live, {
+          type: 'order.paid',
+          data: { order_id: newId('o'), amount: 1, [field]: value },
+        }),
+      422,
+      'invalid_request_body',
+      `data.${field}`,
+    );
+    expect(error.message).toContain(UNSTORABLE_TEXT_MESSAGE);
+  });
+
+  it.each(['name', 'sku'])('order.paid data.items[0].%s', async (field) => {
+    for (const value of Object.values(BAD)) {
+      await refusedWithoutWrites(
+        () =>
+          postEvent(shop.keys.sk_live, {
+            type: 'order.paid',
+            data: { order_id: newId('o'), amount: 1, items: [{ [field]: value }] },
+          }),
+        422,
+        'invalid_request_body',
+        `data.items[0].${field}`,
+      );
+    }
+  });
+
+  it('refund.created refund_id and reason, order.cancelled reason, on an existing order', async () => {
+    const orderId = newId('o');
+    expect(
+      (await postEvent(shop.keys.sk_live, { type: 'order.paid', data: { order_id: orderId, amount: 5000 } }))
+        .status,
+    ).toBe(200);
+    for (const value of Object.values(BAD)) {
+      for (const [type, data, param] of [
+        ['refund.created', { refund_id: value, amount: 100 }, 'data.refund_id'],
+        ['refund.created', { refund_id: 're_1', amount: 100, reason: value }, 'data.reason'],
+        ['order.cancelled', { reason: value }, 'data.reason'],
+      ] as const) {
+        await refusedWithoutWrites(
+          () => postEvent(shop.keys.sk_live, { type, data: { order_id: orderId, ...data } }),
+          422,
+          'invalid_request_body',
+          param,
+        );
+      }
+    }
+  });
+
+  it('order.observed with a publishable key', async () => {
+    for (const value of Object.values(BAD)) {
+      await refusedWithoutWrites(
+        () => postEvent(shop.keys.pk_live, { type: 'order.observed', data: { order_id: value, amount: 1 } }),
+        422,
+        'invalid_request_body',
+        'data.order_id',
+      );
+    }
+  });
+
+  it('a batch keeps its valid first event applied and reports the second, as the contract says', async () => {
+    const applied = newId('o');
+    const before = await rowCounts();
+    const res = await http()
+      .post('/v1/events/batch')
+      .set(withKey(shop.keys.sk_live))
+      .send({
+        events: [
+          { type: 'order.paid', data: { order_id: applied, amount: 1000 } },
+          { type: 'order.paid', data: { order_id: newId('o'), amount: 1000, coupon_code: 'x\u0000' } },
+        ],
+      });
+    const error = expectEnvelope(res, 422, 'invalid_request_body');
+    expect(res.body.error.retryable).toBe(false);
+    expect(error.param).toBe('events[1].data.coupon_code');
+    expect(error.hint).toContain('Events before index 1 were applied');
+    expect(await orderExists(applied)).toBe(true);
+    const after = await rowCounts();
+    expect(after.orders).toBe(before.orders + 1);
+    expect(after.received_events).toBe(before.received_events + 1);
+  });
+
+  it.each([
+    ['GET /v1/orders/%00', () => http().get('/v1/orders/%00').set(withKey(shop.keys.sk_live)), 'order_id'],
+    [
+      'GET /v1/orders/a%00b',
+      () => http().get('/v1/orders/a%00b').set(withKey(shop.keys.sk_live)),
+      'order_id',
+    ],
+    ['GET /c/%00', () => http().get('/c/%00'), 'slug'],
+    ['GET /admin/api/trace/%00', () => http().get('/admin/api/trace/%00').set(adminAuth), 'request_id'],
+    ['GET /admin/api/brands/%00', () => http().get('/admin/api/brands/%00').set(adminAuth), 'brand_id'],
+    [
+      'PATCH /admin/api/brands/%00',
+      () => http().patch('/admin/api/brands/%00').set(adminAuth).send({ name: 'x' }),
+      'brand_id',
+    ],
+    [
+      'GET /admin/api/brands/%00/payouts',
+      () => http().get('/admin/api/brands/%00/payouts').set(adminAuth),
+      'brand_id',
+    ],
+    [
+      'POST /admin/api/brands/%00/creators',
+      () => http().post('/admin/api/brands/%00/creators').set(adminAuth).send({ name: 'Mina' }),
+      'brand_id',
+    ],
+  ] as const)('path parameter: %s', async (_name, send, param) => {
+    await refusedWithoutWrites(send, 422, 'invalid_request_body', param);
+  });
+
+  const adminBodies: [string, () => [string, object], string][] = [
+    ['POST /admin/api/brands name (NUL)', () => ['/admin/api/brands', { name: BAD.nul }], 'name'],
+    ['POST /admin/api/brands name (surrogate)', () => ['/admin/api/brands', { name: BAD.surrogate }], 'name'],
+    [
+      'POST /admin/api/brands platform',
+      () => ['/admin/api/brands', { name: 'Acme', platform: BAD.nul }],
+      'platform',
+    ],
+    [
+      'POST offers name',
+      () => [
+        `/admin/api/brands/${other.brandId}/offers`,
+        { name: BAD.nul, landing_url: 'https://shop.example.com/a' },
+      ],
+      'name',
+    ],
+    [
+      'POST offers landing_url',
+      () => [
+        `/admin/api/brands/${other.brandId}/offers`,
+        { name: 'Serum', landing_url: 'https://shop.example.com/a\u0000' },
+      ],
+      'landing_url',
+    ],
+    [
+      'POST creators name',
+      () => [`/admin/api/brands/${other.brandId}/creators`, { name: BAD.surrogate }],
+      'name',
+    ],
+    [
+      'POST coupon-codes code',
+      () => [
+        `/admin/api/brands/${other.brandId}/coupon-codes`,
+        { creator_id: other.creatorId, code: 'A\u0000' },
+      ],
+      'code',
+    ],
+    [
+      'POST coupon-codes creator_id',
+      () => [`/admin/api/brands/${other.brandId}/coupon-codes`, { creator_id: BAD.nul, code: 'NEWCODE' }],
+      'creator_id',
+    ],
+    [
+      'POST links offer_id',
+      () => [`/admin/api/brands/${other.brandId}/links`, { creator_id: other.creatorId, offer_id: BAD.nul }],
+      'offer_id',
+    ],
+    [
+      'POST clicks creator_id',
+      () => [`/admin/api/brands/${other.brandId}/clicks`, { creator_id: BAD.nul, offer_id: other.offerId }],
+      'creator_id',
+    ],
+  ];
+  it.each(adminBodies)('admin body: %s', async (_name, target, param) => {
+    const [path, body] = target();
+    await refusedWithoutWrites(
+      () => http().post(path).set(adminAuth).send(body),
+      422,
+      'invalid_request_body',
+      param,
+    );
+  });
+
+  it('admin PATCH body', async () => {
+    const before = await http().get(`/admin/api/brands/${other.brandId}`).set(adminAuth);
+    await refusedWithoutWrites(
+      () =>
+        http().patch(`/admin/api/brands/${other.brandId}`).set(adminAuth).send({ platform: BAD.surrogate }),
+      422,
+      'invalid_request_body',
+      'platform',
+    );
+    const after = await http().get(`/admin/api/brands/${other.brandId}`).set(adminAuth);
+    expect(after.body.platform).toBe(before.body.platform);
+  });
+});
+
+describe('a value PostgreSQL refuses despite validation is a non-retryable 422 (defence in depth)', () => {
+  // Triggers stand in for a validation gap: they refuse chosen values with a data exception whose
+  // message and detail quote the value, as PostgreSQL's own errors do.
+  beforeAll(async () => {
+    await db.query(`create function input_edge_refuse() returns trigger language plpgsql as $$
+      begin
+        if NEW.${'name'} like 'trip22%' then
+          raise exception 'value "%" is out of range for type integer', NEW.name
+            using errcode = '22003', detail = 'Failing row contains (' || NEW.name || ').';
+        end if;
+        return NEW;
+      end $$`);
+    await db.query(`create trigger input_edge_refuse before insert or update on brands
+      for each row execute function input_edge_refuse()`);
+    await db.query(`create function input_edge_refuse_order() returns trigger language plpgsql as $$
+      begin
+        if NEW.order_id like 'trip22%' then
+          raise exception 'unsupported Unicode escape sequence'
+            using errcode = '22P05', detail = 'Key (order_id)=(' || NEW.order_id || ')';
+        end if;
+        return NEW;
+      end $$`);
+    await db.query(`create trigger input_edge_refuse_order before insert or update on orders
+      for each row execute function input_edge_refuse_order()`);
+    await db.query(`create unique index input_edge_brand_name on brands (name) where name like 'dup-%'`);
+  });
+  afterAll(async () => {
+    await db.query('drop trigger input_edge_refuse on brands; drop function input_edge_refuse()');
+    await db.query('drop trigger input_edge_refuse_order on orders; drop function input_edge_refuse_order()');
+    await db.query('drop index input_edge_brand_name');
+  });
+
+  const logSince = (from: number) => ctx.logLines.slice(from).join('');
+
+  it('through the error handler: 422 invalid_request_body, logged with its SQLSTATE and without the value', async () => {
+    const from = ctx.logLines.length;
+    const error = await refusedWithoutWrites(
+      () =>
+        http()
+          .post('/admin/api/brands')
+          .set(adminAuth)
+          .send({ name: `trip22 ${FRAGMENT}` }),
+      422,
+      'invalid_request_body',
+    );
+    expect(error.message).toContain('SQLSTATE 22003');
+    expect(error.message).not.toContain(FRAGMENT);
+    const log = logSince(from);
+    expect(log).toContain('"code":"22003"');
+    expect(log).toContain('the database refused a value of the request');
+    expect(log).not.toContain(FRAGMENT);
+  });
+
+  it('through the ingestion engine: that request gets the 422, nothing is written, nothing quoted in logs', async () => {
+    const from = ctx.logLines.length;
+    const error = await refusedWithoutWrites(
+      () =>
+        postEvent(shop.keys.sk_live, {
+          type: 'order.paid',
+          data: { order_id: `trip22-${FRAGMENT}`, amount: 1 },
+        }),
+      422,
+      'invalid_request_body',
+    );
+    expect(error.message).toContain('SQLSTATE 22P05');
+    const log = logSince(from);
+    expect(log).toContain('"code":"22P05"');
+    expect(log).not.toContain(FRAGMENT);
+  });
+
+  it('in a group commit, only the culprit fails; the others in its group still commit', async () => {
+    const lines: string[] = [];
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk, _enc, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    const ingestion = new Ingestion({ ...ctx, logger }, { lanes: 1 });
+    const caller: IngestRequest['caller'] = {
+      brandId: shop.brandId,
+      livemode: true,
+      kind: 'secret',
+      terms: { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 },
+    };
+    const submit = (orderId: string) =>
+      ingestion.submit({
+        caller,
+        events: [
+          validateEvent(
+            { type: 'order.paid', data: { order_id: orderId, amount: 100 } },
+            { now: new Date(), keyKind: 'secret' },
+          ),
+        ],
+        batch: false,
+        requestId: newId('req'),
+        bytes: 100,
+      });
+    const tag = newId('g');
+    try {
+      // The lead runs alone on the idle lane; the three behind it form one group.
+      const answers = await Promise.all([
+        submit(`${tag}-lead`),
+        submit(`${tag}-ok1`),
+        submit(`trip22-${tag}-${FRAGMENT}`),
+        submit(`${tag}-ok2`),
+      ]);
+      expect(answers.map((a) => a.ok)).toEqual([true, true, false, true]);
+      const refused = answers[2]!;
+      if (refused.ok) throw new Error('unreachable');
+      expect(refused.error.status).toBe(422);
+      expect(refused.error.code).toBe('invalid_request_body');
+      expect(ingestion.stats.isolated).toBe(1);
+      for (const ok of ['lead', 'ok1', 'ok2']) expect(await orderExists(`${tag}-${ok}`)).toBe(true);
+      expect(await orderExists(`trip22-${tag}-${FRAGMENT}`)).toBe(false);
+      const log = lines.join('');
+      expect(log).toContain('"code":"22P05"');
+      expect(log).not.toContain(FRAGMENT);
+    } finally {
+      await ingestion.close();
+    }
+  });
+
+  it('a unique violation the app does not expect is a 500, logged with its constraint and without the value', async () => {
+    const name = `dup-${FRAGMENT}`;
+    expect((await http().post('/admin/api/brands').set(adminAuth).send({ name })).status).toBe(201);
+    const from = ctx.logLines.length;
+    const res = await http().post('/admin/api/brands').set(adminAuth).send({ name });
+    expectEnvelope(res, 500, 'temporary_service_error');
+    const log = logSince(from);
+    expect(log).toContain('"code":"23505"');
+    expect(log).toContain('input_edge_brand_name');
+    expect(log).not.toContain(FRAGMENT);
+  });
+
+  it('recognises the errors PostgreSQL really gives for a NUL, and the connection stays usable', async () => {
+    const caught: unknown[] = [];
+    await db.query('select $1::text', ['a\u0000b']).catch((err) => caught.push(err));
+    await db
+      .query('select $1::jsonb', [JSON.stringify({ v: 'a\u0000b' })])
+      .then((r) => db.query("select $1::jsonb ->> 'v'", [JSON.stringify(r.rows[0])]))
+      .catch((err) => caught.push(err));
+    await db
+      .query('select ($1::jsonb ->> 0)', [JSON.stringify(['\ud800x'])])
+      .catch((err) => caught.push(err));
+    await ctx.orm.em
+      .fork()
+      .execute('select ? as v', ['a\u0000b'])
+      .catch((err) => caught.push(err));
+    expect(caught.length).toBe(4);
+    for (const err of caught) expect(storageRefusal(err)?.status, String(err)).toBe(422);
+    expect((await db.query('select 1 as one')).rows[0].one).toBe(1);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Property: whatever a client sends into whatever field of whatever route, the answer is a 2xx,
+// a 3xx redirect, or a 4xx in the error envelope with `retryable: false`; never a 5xx.
+
+const RAW = '\u0001raw:';
+/** JSON number literals JSON.stringify cannot produce: spliced into the body text as they are. */
+const rawNumber = fc
+  .constantFrom(
+    '1e400',
+    '-1e400',
+    '123456789012345678901234567890',
+    '9007199254740993',
+    '-0',
+    '1e-400',
+    '2147483648',
+    '-2147483649',
+    '1.5',
+    '1E2',
+  )
+  .map((literal) => `${RAW}${literal}`);
+
+const badChar = fc.constantFrom('\u0000', '\ud800', '\udbff', '\udc00', '\udfff');
+const nastyString = fc.oneof(
+  { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 30 }) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(
+        fc.string({ unit: 'binary', maxLength: 8 }),
+        badChar,
+        fc.string({ unit: 'binary', maxLength: 8 }),
+      )
+      .map(([a, b, c]) => a + b + c),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '',
+      ' ',
+      'KRW',
+      'USD',
+      '1350.5',
+      '2026-11-22T00:00:00Z',
+      'order.paid',
+      'pending',
+    ),
+  },
+);
+const oddValue = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  rawNumber,
+  fc.array(fc.oneof(nastyString, fc.integer(), fc.constant(null)), { maxLength: 3 }),
+  fc.dictionary(nastyString, fc.oneof(nastyString, fc.integer()), { maxKeys: 3 }),
+);
+const anyValue = fc.oneof({ weight: 4, arbitrary: nastyString }, { weight: 1, arbitrary: oddValue });
+
+type Path = (string | number)[];
+
+/** `base` with each (path, value) set; a path through a non-object replaces it with an object. */
+function mutate(base: unknown, mutations: [Path, unknown][]): unknown {
+  let out = structuredClone(base);
+  for (const [path, value] of mutations) {
+    if (path.length === 0) {
+      out = value;
+      continue;
+    }
+    let node = out as Record<string | number, unknown>;
+    if (typeof node !== 'object' || node === null) out = node = {};
+    for (const key of path.slice(0, -1)) {
+      const next = node[key];
+      if (typeof next !== 'object' || next === null) node[key] = typeof key === 'number' ? [] : {};
+      node = node[key] as Record<string | number, unknown>;
+    }
+    node[path.at(-1)!] = value;
+  }
+  return out;
+}
+
+function bodyText(body: unknown): string {
+  return (JSON.stringify(body) ?? 'null').replace(/"\\u0001raw:([^"]*)"/g, '$1');
+}
+
+/** Percent-encodes UTF-16 as UTF-8; an unpaired surrogate as its (invalid) 3-byte form. */
+function pct(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      out += encodeURIComponent(s.slice(i, i + 2));
+      i++;
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)]
+        .map((b) => `%${b.toString(16).toUpperCase()}`)
+        .join('');
+    } else out += encodeURIComponent(s[i]!);
+  }
+  return out;
+}
+
+function queryString(pairs: [string, string][]): string {
+  return pairs.length === 0 ? '' : `?${pairs.map(([k, v]) => `${pct(k)}=${pct(v)}`).join('&')}`;
+}
+
+/** Answers that refused a string PostgreSQL cannot store: a property must have sent some. */
+let unstorableRefused = 0;
+
+/** The assertion of the property; the message carries what was sent. */
+function expectSane(res: request.Response, sent: string): void {
+  if (String(res.body?.error?.message).includes(UNSTORABLE_TEXT_MESSAGE)) unstorableRefused++;
+  const where = `${sent} → ${res.status} ${JSON.stringify(res.body)?.slice(0, 400)}`;
+  if (res.status >= 500) throw new Error(`5xx: ${where}`);
+  if (res.status < 400) return;
+  const error = res.body?.error;
+  const ok =
+    error &&
+    typeof error.code === 'string' &&
+    typeof error.message === 'string' &&
+    error.type === 'invalid_request_error' &&
+    typeof error.doc_url === 'string' &&
+    error.request_id === res.headers['request-id'] &&
+    error.retryable === (res.status === 429);
+  if (!ok) throw new Error(`not the error envelope: ${where}`);
+}
+
+function send(
+  method: 'get' | 'post' | 'patch' | 'options',
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+) {
+  const req = http()[method](path).set(headers).redirects(0);
+  if (body === undefined) return req;
+  return req.set('Content-Type', 'application/json').send(bodyText(body));
+}
+
+const eventFields: Path[] = [
+  [],
+  ['type'],
+  ['occurred_at'],
+  ['data'],
+  ['data', 'order_id'],
+  ['data', 'amount'],
+  ['data', 'currency'],
+  ['data', 'fx_rate'],
+  ['data', 'click_ref'],
+  ['data', 'coupon_code'],
+  ['data', 'parent_order_id'],
+  ['data', 'refund_id'],
+  ['data', 'reason'],
+  ['data', 'last_touch_channel'],
+  ['data', 'customer_hash'],
+  ['data', 'items'],
+  ['data', 'items', 0],
+  ['data', 'items', 0, 'sku'],
+  ['data', 'items', 0, 'name'],
+  ['data', 'items', 0, 'quantity'],
+  ['data', 'items', 0, 'amount'],
+];
+
+/** (path, value) edits: known fields, and unknown ones with any name, at any level. */
+function mutations(fields: Path[], parents: Path[] = [[]], strings: Path[] = fields) {
+  const known = fc.tuple(fc.constantFrom(...fields), anyValue);
+  const text = fc.tuple(fc.constantFrom(...strings), nastyString);
+  const unknown = fc
+    .tuple(fc.constantFrom(...parents), nastyString, anyValue)
+    .map(([parent, key, value]): [Path, unknown] => [[...parent, key], value]);
+  return fc.array(
+    fc.oneof(
+      { weight: 3, arbitrary: known },
+      { weight: 3, arbitrary: text },
+      { weight: 1, arbitrary: unknown },
+    ),
+    { minLength: 1, maxLength: 3 },
+  );
+}
+
+let serial = 0;
+const event = (type: string) => ({
+  type,
+  data: { order_id: `fz-${++serial}`, amount: 1200, currency: 'KRW', items: [{ sku: 's', name: 'n' }] },
+});
+const eventEdits = fc.tuple(
+  fc.constantFrom(...eventTypes),
+  mutations(
+    eventFields,
+    [[], ['data'], ['data', 'items', 0]],
+    [
+      ...[
+        'order_id',
+        'click_ref',
+        'coupon_code',
+        'parent_order_id',
+        'refund_id',
+        'reason',
+        'last_touch_channel',
+      ].map((field): Path => ['data', field]),
+      ['data', 'items', 0, 'sku'],
+      ['data', 'items', 0, 'name'],
+    ],
+  ),
+);
+
+/** In a URL an unpaired surrogate can only be invalid UTF-8 (400 before any route), so paths favour NUL. */
+const nulString = fc
+  .tuple(fc.string({ unit: 'binary', maxLength: 8 }), fc.string({ unit: 'binary', maxLength: 8 }))
+  .map(([a, b]) => `${a}\u0000${b}`);
+const anyPathSegment = fc.oneof(
+  { weight: 2, arbitrary: nastyString },
+  { weight: 2, arbitrary: nulString },
+  { weight: 1, arbitrary: fc.constant('x') },
+);
+
+/** Returns how many answers refused an unstorable string, so a property can show it sent such input. */
+async function property<T>(
+  arbitrary: fc.Arbitrary<T>,
+  run: (value: T) => Promise<void>,
+  numRuns: number,
+): Promise<number> {
+  unstorableRefused = 0;
+  await fc.assert(fc.asyncProperty(arbitrary, run), { numRuns, endOnFailure: true });
+  return unstorableRefused;
+}
+
+const brandFields: Path[] = [
+  ['name'],
+  ['platform'],
+  ['confirm_period_days'],
+  ['recurring_commission_cycles'],
+  ['default_commission_bps'],
+  ['allowed_origins'],
+  ['allowed_origins', 0],
+  ['rate_limit_per_s'],
+  ['rate_limit_burst'],
+  ['status'],
+];
+
+/** Every admin API operation: its path from one id segment, and a valid body to edit. */
+const adminCases = {
+  adminCreateBrand: {
+    method: 'post',
+    path: () => '/admin/api/brands',
+    base: () => ({ name: 'Fuzz' }),
+    fields: brandFields,
+  },
+  adminUpdateBrand: {
+    method: 'patch',
+    path: (b: string) => `/admin/api/brands/${b}`,
+    base: () => ({ name: 'Fuzz' }),
+    fields: brandFields,
+  },
+  adminGetBrand: { method: 'get', path: (b: string) => `/admin/api/brands/${b}` },
+  adminIssueKeys: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/api-keys`,
+    base: () => ({ livemode: false }),
+    fields: [['livemode']],
+  },
+  adminCreateOffer: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/offers`,
+    base: () => ({
+      name: 'Serum',
+      landing_url: 'https://shop.example.com/x',
+      attribution_window_days: 7,
+      commission_bps: 100,
+    }),
+    fields: [['name'], ['landing_url'], ['attribution_window_days'], ['commission_bps']],
+  },
+  adminCreateCreator: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/creators`,
+    base: () => ({ name: 'Mina', customer_hashes: ['a'.repeat(64)] }),
+    fields: [['name'], ['customer_hashes'], ['customer_hashes', 0]],
+  },
+  adminCreateCouponCode: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/coupon-codes`,
+    base: () => ({ creator_id: other.creatorId, code: `FZ${++serial}`, offer_id: other.offerId }),
+    fields: [['creator_id'], ['code'], ['offer_id']],
+  },
+  adminCreateLink: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/links`,
+    base: () => ({ creator_id: other.creatorId, offer_id: other.offerId }),
+    fields: [['creator_id'], ['offer_id']],
+  },
+  adminCreateClick: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/clicks`,
+    base: () => ({
+      creator_id: other.creatorId,
+      offer_id: other.offerId,
+      clicked_at: new Date().toISOString(),
+    }),
+    fields: [['creator_id'], ['offer_id'], ['clicked_at']],
+  },
+  adminListPayouts: { method: 'get', path: (b: string) => `/admin/api/brands/${b}/payouts` },
+  adminTraceRequest: { method: 'get', path: (s: string) => `/admin/api/trace/${s}` },
+  adminRunJob: {
+    method: 'post',
+    path: (s: string) => `/admin/api/jobs/${s}/run`,
+    base: () => ({}),
+    fields: [['x']],
+  },
+} as const satisfies Record<
+  string,
+  {
+    method: 'get' | 'post' | 'patch';
+    path: (segment: string) => string;
+    base?: () => unknown;
+    fields?: Path[];
+  }
+>;
+
+/** The public reads: path template (`{}` for the one segment) and the query names they know. */
+const readCases = {
+  getOrder: { path: '/v1/orders/{}', query: [] },
+  listOrders: {
+    path: '/v1/orders',
+    query: ['limit', 'cursor', 'status', 'occurred_at[gte]', 'occurred_at[lt]'],
+  },
+  ping: { path: '/v1/ping', query: [] },
+  getIntegrationStatus: { path: '/v1/integration/status', query: [] },
+  listMissingOrders: { path: '/v1/integration/missing_orders', query: ['limit'] },
+  followTrackingLink: { path: '/c/{}', query: ['lf_click'] },
+  getOpenApiDocument: { path: '/openapi.json', query: [] },
+  getDocsPage: { path: '/docs', query: [] },
+  // Not in the OpenAPI document.
+  healthz: { path: '/healthz', query: [] },
+  readyz: { path: '/readyz', query: [] },
+  metrics: { path: '/metrics', query: [] },
+} as const;
+
+/** Every operation some property below sends anything to. */
+const fuzzed = new Set<string>([
+  'sendEvent',
+  'sendEventBatch',
+  'issueApiKeys',
+  ...Object.keys(adminCases),
+  ...Object.keys(readCases),
+]);
+
+/** Header values a client can send (Node refuses NUL and other control characters before the app). */
+const headerValue = fc.string({
+  unit: fc
+    .oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0x80, max: 0xff }), fc.constant(0x09))
+    .map((c) => String.fromCharCode(c)),
+  maxLength: 300,
+});
+
+describe('any input: never a 5xx, always the error envelope', () => {
+  it('POST /v1/events with a secret key, with or without any Idempotency-Key', async () => {
+    const refused = await property(
+      fc.tuple(eventEdits, fc.option(headerValue)),
+      async ([[type, edits], key]) => {
+        const body = mutate(event(type), edits);
+        const headers = { ...withKey(shop.keys.sk_live), ...(key !== null && { 'Idempotency-Key': key }) };
+        expectSane(
+          await send('post', '/v1/events', headers, body),
+          `key ${JSON.stringify(key)} ${bodyText(body)}`,
+        );
+      },
+      120,
+    );
+    expect(refused).toBeGreaterThan(0);
+  });
+
+  it('POST /v1/events with a publishable key', async () => {
+    await property(
+      eventEdits,
+      async ([type, edits]) => {
+        const body = mutate(event(type), edits);
+        expectSane(await send('post', '/v1/events', withKey(shop.keys.pk_test), body), bodyText(body));
+      },
+      40,
+    );
+  });
+
+  it('POST /v1/events/batch keeps its valid first event applied whatever the second holds', async () => {
+    const refused = await property(
+      fc.tuple(
+        eventEdits,
+        fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+      ),
+      async ([[type, edits], envelope]) => {
+        const first = event('order.paid');
+        const body = envelope
+          ? mutate(
+              { events: [first, event(type)] },
+              edits.map(([path, value]) => [path.length ? ['events', ...path] : ['events'], value]),
+            )
+          : { events: [first, mutate(event(type), edits)] };
+        const res = await send('post', '/v1/events/batch', withKey(shop.keys.sk_live), body);
+        expectSane(res, bodyText(body));
+        if (!envelope && res.status >= 400) {
+          expect(res.body.error.param ?? '').toMatch(/^events\[1\]/);
+          expect(await orderExists(first.data.order_id)).toBe(true);
+        }
+      },
+      60,
+    );
+    expect(refused).toBeGreaterThan(0);
+  });
+
+  it('GET routes with any path segment and query string, with either key; CORS preflights with any Origin; every documented operation is fuzzed', async () => {
+    const ops = Object.keys(readCases) as (keyof typeof readCases)[];
+    const refused = await property(
+      fc.tuple(
+        // The routes with a path segment are where a NUL could reach the database.
+        fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom<(typeof ops)[number]>('getOrder', 'followTrackingLink') },
+          { weight: 3, arbitrary: fc.constantFrom(...ops) },
+        ),
+        anyPathSegment,
+        fc.array(
+          fc.tuple(
+            fc.oneof(fc.constantFrom('limit', 'cursor', 'status', 'occurred_at[gte]', 'x'), nastyString),
+            nastyString,
+          ),
+          {
+            maxLength: 4,
+          },
+        ),
+        fc.oneof(
+          { weight: 3, arbitrary: fc.constant(shop.keys.sk_live) },
+          { weight: 1, arbitrary: fc.constantFrom(shop.keys.pk_live, ADMIN_TOKEN) },
+        ),
+      ),
+      async ([op, segment, pairs, key]) => {
+        const path = `${readCases[op].path.replace('{}', pct(segment))}${queryString(pairs)}`;
+        expectSane(await send('get', path, withKey(key)), path);
+      },
+      120,
+    );
+    expect(refused).toBeGreaterThan(0);
+    // Every operation the OpenAPI document lists is fuzzed by one of these properties.
+    const doc = (await http().get('/openapi.json')).body as {
+      paths: Record<string, Record<string, { operationId: string }>>;
+    };
+    const operations = Object.values(doc.paths).flatMap((ops) =>
+      Object.values(ops).map((op) => op.operationId),
+    );
+    expect(operations.length).toBeGreaterThan(20);
+    expect(operations.filter((op) => !fuzzed.has(op))).toEqual([]);
+    await property(
+      headerValue,
+      async (origin) => {
+        const res = await send('options', '/v1/events', {
+          Origin: origin,
+          'Access-Control-Request-Method': 'POST',
+        });
+        if (res.status !== 204) expectSane(res, `OPTIONS Origin ${JSON.stringify(origin)}`);
+      },
+      15,
+    );
+  });
+
+  it('admin API: brands, keys, attribution, payouts, jobs and trace', async () => {
+    const ops = Object.keys(adminCases) as (keyof typeof adminCases)[];
+    const refused = await property(
+      fc
+        .constantFrom(...ops)
+        .chain((op) =>
+          fc.tuple(
+            fc.constant(op),
+            fc.oneof(
+              { weight: 3, arbitrary: fc.constant('OTHER') },
+              { weight: 1, arbitrary: anyPathSegment },
+            ),
+            mutations([...((adminCases[op] as { fields?: readonly Path[] }).fields ?? [['x']])]),
+            fc.boolean(),
+          ),
+        ),
+      async ([op, segment, edits, edit]) => {
+        const c = adminCases[op];
+        // Jobs and trace take their own ids; a random one never names a real job.
+        const own = op === 'adminRunJob' || op === 'adminTraceRequest' ? 'nothing' : other.brandId;
+        const path = c.path(pct(segment === 'OTHER' ? own : segment));
+        const base = 'base' in c ? c.base() : undefined;
+        const body = base === undefined ? undefined : edit ? mutate(base, edits) : base;
+        expectSane(await send(c.method, path, adminAuth, body), `${c.method} ${path} ${bodyText(body)}`);
+      },
+      150,
+    );
+    expect(refused).toBeGreaterThan(0);
+  });
+
+  it('key issuance on the auth host, with any integration id in the path and the token', async () => {
+    const secret = new TextEncoder().encode(JWT_SECRET);
+    const refused = await property(
+      fc.tuple(
+        fc.oneof({ weight: 3, arbitrary: anyPathSegment }, { weight: 1, arbitrary: fc.constant('OTHER') }),
+        fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+        anyValue,
+      ),
+      async ([segment, sameInToken, livemode]) => {
+        const id = segment === 'OTHER' ? other.brandId : segment;
+        const token = await new SignJWT({ brand_id: sameInToken ? id : other.brandId })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer(ISSUER)
+          .setAudience(AUDIENCE)
+          .setExpirationTime('5m')
+          .sign(secret);
+        const path = `/api/v2/biz/integrations/${pct(id)}/api-keys`;
+        const res = await send(
+          'post',
+          path,
+          { Host: AUTH_HOST, Authorization: `Bearer ${token}` },
+          { livemode },
+        );
+        expectSane(res, `${path} livemode ${bodyText(livemode)}`);
+      },
+      40,
+    );
+    expect(refused).toBeGreaterThan(0);
+  });
+});

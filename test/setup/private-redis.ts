@@ -1,0 +1,47 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { canConnect, freePort } from '../../scripts/local-services.js';
+
+/**
+ * A redis-server of the test's own on a spare port, for fault tests that stop, restart or
+ * flush it without touching the Redis other test files share. Nothing is kept on disk, so a
+ * restart comes back empty, as after a lost Redis.
+ */
+export interface PrivateRedis {
+  url: string;
+  port: number;
+  /** SIGKILL: connections drop at once, like a crashed or partitioned Redis. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port (empty). */
+  start(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const exitHook = () => child?.kill('SIGKILL');
+  process.once('exit', exitHook);
+
+  const start = async () => {
+    child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    for (let i = 0; i < 100; i++) {
+      if (await canConnect(port)) return;
+      await sleep(50);
+    }
+    throw new Error(`redis-server did not start on port ${port}`);
+  };
+  const kill = async () => {
+    const running = child;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, port, kill, start };
+}
