@@ -46,7 +46,7 @@ async function ingestCounted(
     if (err instanceof AppError && req.caller) {
       await recordIngestionFailure(intake.deps.orm.em.fork(), req.caller, err.code, req.requestId).catch(
         (recordError: Error) =>
-          intake.deps.logger.warn({ err: recordError.message }, 'could not count a failed ingestion request'),
+          intake.deps.logger.warn({ err: recordError }, 'could not count a failed ingestion request'),
       );
     }
     throw err;

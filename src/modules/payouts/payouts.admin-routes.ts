@@ -34,7 +34,7 @@ export function payoutAdminRoutes({ orm }: AppDeps) {
       security: 'admin',
       params: BrandIdParams,
       responses: { 200: { description: 'The payouts with their orders’ totals.', schema: PayoutList } },
-      errors: ['invalid_admin_token', 'brand_not_found'],
+      errors: ['invalid_admin_token', 'brand_not_found', 'invalid_request_body'],
       async handle(_req, res, { params }) {
         const em = orm.em.fork();
         await findBrand(em, params.brand_id);
