@@ -338,6 +338,42 @@ describe('refunds, cancellations and confirmations', () => {
     ]);
   });
 
+  it('order.cancelled under the refund_id of an earlier refund still closes the order; resends change nothing', async () => {
+    const id = nextOrderId();
+    await send('order.paid', { order_id: id, amount: 10_000, coupon_code: 'JOON' });
+    await send('refund.created', { order_id: id, refund_id: 'r1', amount: 3000 });
+    const cancelled = await send('order.cancelled', { order_id: id, refund_id: 'r1' });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.status).toBe('accepted');
+    const row = await order(id);
+    expect([row.status, Number(row.refunded_amount), Number(row.refunded_commission_amount)]).toEqual([
+      'cancelled',
+      10_000,
+      1000,
+    ]);
+    expect(row.closed_at).not.toBeNull();
+    // The earlier refund stays as it was; the cancellation reverses the remaining 7,000.
+    const refunds = await ctx.orm.em
+      .fork()
+      .execute(
+        `select kind, refund_id, amount::int as amount, commission_reversed::int as reversed from refunds
+          where order_id = ? order by created_at, kind desc`,
+        [row.id],
+      );
+    expect(refunds).toEqual([
+      { kind: 'refund', refund_id: 'r1', amount: 3000, reversed: 300 },
+      { kind: 'cancellation', refund_id: null, amount: 7000, reversed: 700 },
+    ]);
+    for (const resend of [
+      { type: 'order.cancelled', data: { order_id: id, refund_id: 'r1' } },
+      { type: 'refund.created', data: { order_id: id, refund_id: 'r1', amount: 3000 } },
+    ]) {
+      expect((await send(resend.type, resend.data)).status).toBe(200);
+    }
+    expect((await journal(id)).reduce((sum, m) => sum + Number(m.amount), 0)).toBe(0);
+    expect((await journal(id)).length).toBe(3);
+  });
+
   it.each(['refund.created', 'order.cancelled', 'order.confirmed'])(
     '%s for an unknown order is 404 order_not_found',
     async (type) => {

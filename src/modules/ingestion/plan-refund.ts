@@ -41,7 +41,11 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
       ? { type: 'order.cancelled' }
       : { type: 'refund.created', empty: false, refundedInFull: false },
   );
-  if (d.refundId && order.refundIds.has(d.refundId)) return outcomeOf(order);
+  // A resend of a refund is idempotent by its refund_id. A cancellation always closes the order,
+  // even under the refund_id of an earlier refund.created: that refund stays as it was and the
+  // remainder is reversed (decisions.md "Refunds and cancellations"); a closed order is unchanged.
+  const reusedRefundId = !!d.refundId && order.refundIds.has(d.refundId);
+  if (reusedRefundId && !cancelling) return outcomeOf(order);
   const remainingOriginal = order.originalAmount - order.refundedOriginalAmount;
   const refundOriginal = event.type === 'refund.created' ? event.data.amount : remainingOriginal;
   const next = transition(order.status, {
@@ -81,7 +85,8 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
     brand_id: book.scope.brandId,
     livemode: book.scope.livemode,
     order_id: order.id,
-    refund_id: d.refundId,
+    // The id already names the earlier refund (unique per order): the cancellation row goes without it.
+    refund_id: reusedRefundId ? null : d.refundId,
     kind: cancelling ? 'cancellation' : 'refund',
     amount: krw,
     original_amount: refundOriginal,
