@@ -46,6 +46,13 @@ const schema = z.object({
     .string()
     .regex(/^\S+( \S+){4,5}$/, 'must be a cron pattern, e.g. 0 0 10 * *')
     .default('0 0 10 * *'),
+  /** How often the worker checks that every job schedule is still in Redis (and installs what is missing). */
+  SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  /**
+   * On SIGTERM, how long the worker lets running jobs finish before handing them back to the
+   * queue; with the connection teardown after it, the worker exits within about 10 s.
+   */
+  WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(20_000).default(7_000),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /** Verifies brand login JWTs on the auth host: an HS256 secret or a JWKS URL. */

@@ -1,8 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job } from 'bullmq';
-import type { JobData } from '../src/jobs/queues.js';
+import type { JobPayload } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 import { refreshAllStatuses } from '../src/modules/integration/integration.service.js';
+import { defineJob } from './job.js';
 
 /**
  * Every minute: recomputes clicks_24h, orders_24h, unattributed_24h, missing_orders_24h,
@@ -11,7 +12,7 @@ import { refreshAllStatuses } from '../src/modules/integration/integration.servi
  */
 export async function aggregateIntegrationStatus(
   orm: MikroORM,
-  job: Job<JobData> | undefined,
+  job: Job<JobPayload<'integration-status'>> | undefined,
   logger: Logger,
 ) {
   const rows = await refreshAllStatuses(orm.em.fork());
@@ -19,3 +20,9 @@ export async function aggregateIntegrationStatus(
   logger.info({ rows }, 'integration status refreshed');
   return { rows };
 }
+
+export const integrationStatusJob = defineJob({
+  name: 'integration-status',
+  schedule: () => '* * * * *',
+  handler: (ctx, job, logger) => aggregateIntegrationStatus(ctx.orm, job, logger),
+});

@@ -1,8 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job } from 'bullmq';
-import type { JobData } from '../src/jobs/queues.js';
+import type { JobPayload } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 import { checkObservedOrder, detectGaps } from '../src/modules/integration/integration.service.js';
+import { defineJob } from './job.js';
 
 /**
  * order.observed with no server-side order.paid after the delay is recorded as missing. Run
@@ -11,18 +12,19 @@ import { checkObservedOrder, detectGaps } from '../src/modules/integration/integ
  */
 export async function detectOrderGaps(
   orm: MikroORM,
-  job: Job<JobData> | undefined,
+  job: Job<JobPayload<'order-gap-detection'>> | undefined,
   logger: Logger,
   delayMinutes: number,
 ) {
   const em = orm.em.fork();
-  if (job?.data.event_id && job.data.observed) {
-    const missing = await checkObservedOrder(em, job.data.event_id);
+  const data = job?.data;
+  if (data?.triggered_by === 'event') {
+    const missing = await checkObservedOrder(em, data.event_id);
     logger.info(
       {
-        event_id: job.data.event_id,
-        livemode: job.data.observed.livemode,
-        brand_id: job.data.observed.brand_id,
+        event_id: data.event_id,
+        livemode: data.observed.livemode,
+        brand_id: data.observed.brand_id,
         missing,
       },
       missing
@@ -36,3 +38,9 @@ export async function detectOrderGaps(
   logger.info(result, 'order gap sweep finished');
   return result;
 }
+
+export const orderGapDetectionJob = defineJob({
+  name: 'order-gap-detection',
+  schedule: () => '*/5 * * * *',
+  handler: (ctx, job, logger) => detectOrderGaps(ctx.orm, job, logger, ctx.config.ORDER_GAP_DELAY_MINUTES),
+});

@@ -1,34 +1,35 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import { pruneOutbox, relayOutbox } from '../src/outbox/outbox.js';
+import { relayOutbox } from '../src/outbox/outbox.js';
+import { ThrottledWarning } from '../src/outbox/throttled-warning.js';
 
 /**
  * The worker's side of the outbox: every second, relay what the API could not (Redis was down,
  * or the web process died between commit and enqueue). Several workers share rows with
- * SKIP LOCKED. Returns a stop function that waits for the pass in progress.
+ * SKIP LOCKED. Pruning relayed rows is a job of its own (outbox-prune). Returns a stop function
+ * that waits for the pass in progress, at most `stopTimeoutMs` (an enqueue waits up to 2 s).
  */
-export function startOutboxRelay(orm: MikroORM, queues: Queues, logger: Logger, intervalMs = 1000) {
+export function startOutboxRelay(
+  orm: MikroORM,
+  queues: Queues,
+  logger: Logger,
+  intervalMs = 1000,
+  options: { stopTimeoutMs?: number } = {},
+) {
   let stopped = false;
   let running = false;
-  let failing = false;
-  let lastPrune = 0;
   let pass: Promise<void> = Promise.resolve();
+  const failures = new ThrottledWarning(logger, 'outbox relay failed; retrying every second', {
+    recoveredMessage: 'outbox relay recovered',
+  });
   const tick = async () => {
     try {
       const relayed = await relayOutbox(orm, queues);
-      if (relayed > 0 || failing) logger.info({ relayed }, 'outbox relayed');
-      failing = false;
-      if (Date.now() - lastPrune > 3_600_000) {
-        lastPrune = Date.now();
-        const pruned = await pruneOutbox(orm);
-        if (pruned > 0) logger.info({ pruned }, 'relayed outbox rows older than 7 days deleted');
-      }
+      failures.succeeded();
+      if (relayed > 0) logger.info({ relayed }, 'outbox relayed');
     } catch (err) {
-      // Logged once per outage, not every second.
-      if (!failing)
-        logger.warn({ err: (err as Error).message }, 'outbox relay failed; retrying every second');
-      failing = true;
+      failures.failed(err);
     }
   };
   const timer = setInterval(() => {
@@ -41,6 +42,13 @@ export function startOutboxRelay(orm: MikroORM, queues: Queues, logger: Logger, 
   return async () => {
     stopped = true;
     clearInterval(timer);
-    await pass;
+    let timeout: NodeJS.Timeout | undefined;
+    await Promise.race([
+      pass,
+      new Promise((resolve) => {
+        timeout = setTimeout(resolve, options.stopTimeoutMs ?? 3000);
+      }),
+    ]);
+    clearTimeout(timeout);
   };
 }

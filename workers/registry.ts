@@ -1,73 +1,151 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Job } from 'bullmq';
+import { isDeepStrictEqual } from 'node:util';
+import { type Job, MetricsTime, UnrecoverableError, type WorkerOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Config } from '../src/config.js';
-import { type JobData, type JobName, jobNames, type Queues } from '../src/jobs/queues.js';
-import type { Logger } from '../src/logger.js';
-import { aggregateIntegrationStatus } from './integration-status.js';
-import { detectOrderGaps } from './order-gap-detection.js';
-import { confirmOrders, payOut } from './payouts.js';
-import { deleteOldTestData } from './test-data-deletion.js';
+import {
+  isScheduleMissing,
+  type JobData,
+  type JobName,
+  jobNames,
+  type Queues,
+  schedulerId,
+} from '../src/jobs/queues.js';
+import { integrationStatusJob } from './integration-status.js';
+import { dueAt, type JobModule, type WorkerContext } from './job.js';
+import { orderConfirmationJob } from './order-confirmation.js';
+import { orderGapDetectionJob } from './order-gap-detection.js';
+import { outboxPruneJob } from './outbox-prune.js';
+import { payoutRunJob } from './payout-run.js';
+import { testDataDeletionJob } from './test-data-deletion.js';
 
-export interface WorkerContext {
-  orm: MikroORM;
-  logger: Logger;
-  config: Pick<Config, 'ORDER_GAP_DELAY_MINUTES' | 'PAYOUT_SCHEDULE'>;
-}
+export type { WorkerContext } from './job.js';
 
-type Handler = (ctx: WorkerContext, job: Job<JobData>, logger: Logger) => Promise<unknown>;
+/** Every job module; the registry is keyed by their names (checked at boot). */
+export const jobModules: readonly JobModule[] = [
+  testDataDeletionJob,
+  integrationStatusJob,
+  orderGapDetectionJob,
+  orderConfirmationJob,
+  payoutRunJob,
+  outboxPruneJob,
+] as JobModule[];
 
-export const handlers: Record<JobName, Handler> = {
-  'test-data-deletion': (ctx, job, logger) => deleteOldTestData(ctx.orm, job, logger),
-  'integration-status': (ctx, job, logger) => aggregateIntegrationStatus(ctx.orm, job, logger),
-  'order-gap-detection': (ctx, job, logger) =>
-    detectOrderGaps(ctx.orm, job, logger, ctx.config.ORDER_GAP_DELAY_MINUTES),
-  'order-confirmation': (ctx, job, logger) => confirmOrders(ctx.orm, job, logger),
-  'payout-run': (ctx, job, logger) => payOut(ctx.orm, job, logger),
-};
+type ScheduleConfig = Pick<Config, 'PAYOUT_SCHEDULE'>;
 
 /** Cron schedules (Asia/Seoul, the brands' business time zone). */
-export function schedules(config: Pick<Config, 'PAYOUT_SCHEDULE'>): Record<JobName, string> {
+export function schedules(config: ScheduleConfig): Record<JobName, string> {
+  return Object.fromEntries(jobModules.map((job) => [job.name, job.schedule(config)])) as Record<
+    JobName,
+    string
+  >;
+}
+
+/**
+ * A job name without exactly one module, or a module without a schedule, is a startup error,
+ * not a silent gap.
+ */
+export function checkRegistry(config: ScheduleConfig, modules: readonly JobModule[] = jobModules): void {
+  for (const name of jobNames) {
+    const found = modules.filter((job) => job.name === name);
+    if (found.length !== 1)
+      throw new Error(`Job '${name}' has ${found.length} job modules registered; it needs exactly one.`);
+    if (typeof found[0]!.handler !== 'function') throw new Error(`No handler registered for job '${name}'.`);
+    if (!found[0]!.schedule(config)) throw new Error(`No schedule registered for job '${name}'.`);
+  }
+  for (const job of modules)
+    if (!(jobNames as readonly string[]).includes(job.name)) throw new Error(`Unknown job '${job.name}'.`);
+}
+
+function moduleOf(name: JobName): JobModule {
+  return jobModules.find((job) => job.name === name)!;
+}
+
+/** What the scheduler of `job` must be: its cron, and the template of every run it creates. */
+function desiredScheduler(job: JobModule, config: ScheduleConfig) {
   return {
-    'test-data-deletion': '0 3 * * *',
-    'integration-status': '* * * * *',
-    'order-gap-detection': '*/5 * * * *',
-    'order-confirmation': '*/5 * * * *',
-    'payout-run': config.PAYOUT_SCHEDULE,
+    repeat: { pattern: job.schedule(config), tz: 'Asia/Seoul' },
+    template: {
+      name: job.name,
+      data: { request_id: `sched_${job.name}`, triggered_by: 'schedule' } satisfies JobData,
+      opts: job.options,
+    },
   };
 }
 
-/** Upserting the same scheduler id from several worker dynos leaves exactly one schedule per job. */
-export async function installSchedules(queues: Queues, config: Pick<Config, 'PAYOUT_SCHEDULE'>) {
-  const cron = schedules(config);
-  for (const name of jobNames) {
-    await queues[name].upsertJobScheduler(
-      `${name}-schedule`,
-      { pattern: cron[name], tz: 'Asia/Seoul' },
-      { name, data: { request_id: `sched_${name}`, triggered_by: 'schedule' } },
-    );
+/**
+ * Upserts (by scheduler id) every schedule that is missing, whose next run's job is gone, or
+ * whose definition changed (cron, template); returns the names it (re)installed. A schedule
+ * that matches is left alone: upserting a cron scheduler replaces its pending job by the next
+ * occurrence after now, so a run that is due but not picked up yet (a worker restarting or
+ * reconnecting at that moment) would be skipped, a month for the payout run. Several workers
+ * calling this at once still leave one scheduler per job.
+ */
+export async function installSchedules(queues: Queues, config: ScheduleConfig): Promise<JobName[]> {
+  const installed: JobName[] = [];
+  for (const job of jobModules) {
+    const queue = queues[job.name];
+    const want = desiredScheduler(job, config);
+    const have = await queue.getJobScheduler(schedulerId(job.name));
+    const matches =
+      have &&
+      have.pattern === want.repeat.pattern &&
+      have.tz === want.repeat.tz &&
+      isDeepStrictEqual(have.template?.data, want.template.data) &&
+      isDeepStrictEqual(
+        pick(have.template?.opts, ['attempts', 'backoff', 'removeOnComplete', 'removeOnFail']),
+        pick(want.template.opts, ['attempts', 'backoff', 'removeOnComplete', 'removeOnFail']),
+      ) &&
+      !(await isScheduleMissing(queue, job.name));
+    if (matches) continue;
+    await queue.upsertJobScheduler(schedulerId(job.name), want.repeat, want.template);
+    installed.push(job.name);
   }
+  return installed;
 }
 
-/** A job name without exactly one handler and one schedule is a startup error, not a silent gap. */
-export function checkRegistry(config: Pick<Config, 'PAYOUT_SCHEDULE'>): void {
-  const cron = schedules(config);
-  for (const name of jobNames) {
-    if (typeof handlers[name] !== 'function') throw new Error(`No handler registered for job '${name}'.`);
-    if (!cron[name]) throw new Error(`No schedule registered for job '${name}'.`);
-  }
+function pick(value: object | undefined, keys: string[]): Record<string, unknown> {
+  const from = (value ?? {}) as Record<string, unknown>;
+  return Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]]));
 }
 
-/** Runs one job with a logger bound to its queue, job id, request_id and event_id (every line carries them). */
+/** The worker of one queue: its options (failed and completed counts kept for `/metrics`). */
+export function workerOptions(connection: Redis, prefix: string): WorkerOptions {
+  return { connection, prefix, concurrency: 1, metrics: { maxDataPoints: MetricsTime.ONE_WEEK } };
+}
+
+/**
+ * Runs one job at the worker's edge: parses its payload with the job's schema (a payload that
+ * fails can never succeed: UnrecoverableError, so BullMQ fails it at once without retries),
+ * gives each scheduled run its own request_id (`sched_<job>_<due ms>`, kept on the job for the
+ * trace endpoint), and binds queue, job id, attempt, request_id and event_id to every log line.
+ */
 export async function runJob(name: JobName, ctx: WorkerContext, job: Job<JobData>) {
+  const module = moduleOf(name);
+  const parsed = module.payload.safeParse(job.data);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || 'data'}: ${i.message}`);
+    throw new UnrecoverableError(`Invalid ${name} payload: ${issues.join('; ')}`);
+  }
+  let data: JobData = parsed.data;
+  if (data.triggered_by === 'schedule' && job.repeatJobKey) {
+    const requestId = `sched_${name}_${dueAt(job).getTime()}`;
+    if (data.request_id !== requestId) {
+      data = { ...data, request_id: requestId };
+      // Only for the trace endpoint: the run goes ahead with its request_id either way.
+      await job.updateData(data).catch(() => {});
+    }
+  }
+  job.data = data;
   const logger = ctx.logger.child({
     queue: name,
     job_id: job.id,
-    request_id: job.data.request_id,
-    ...(job.data.event_id && { event_id: job.data.event_id }),
+    attempt: job.attemptsMade + 1,
+    request_id: data.request_id,
+    ...(data.event_id && { event_id: data.event_id }),
   });
   logger.info('job started');
   const started = Date.now();
-  const result = await handlers[name](ctx, job, logger);
+  const result = await module.handler(ctx, job as never, logger);
   logger.info({ duration_ms: Date.now() - started }, 'job finished');
   return result;
 }

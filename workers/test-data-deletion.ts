@@ -3,6 +3,7 @@ import type { Job } from 'bullmq';
 import type { JobData } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 import { eraseExpiredTestData } from '../src/modules/retention/test-data-erasure.js';
+import { defineJob } from './job.js';
 
 /**
  * Daily: test-mode data past the lifecycle's retention (30 days) is erased. Idempotency: what is
@@ -20,3 +21,9 @@ export async function deleteOldTestData(
   logger.info({ deleted: erased, cutoff: cutoff.toISOString() }, 'old test-mode data deleted');
   return erased;
 }
+
+export const testDataDeletionJob = defineJob({
+  name: 'test-data-deletion',
+  schedule: () => '0 3 * * *',
+  handler: (ctx, job, logger) => deleteOldTestData(ctx.orm, job, logger),
+});

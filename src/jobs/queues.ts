@@ -1,45 +1,81 @@
-import { Queue } from 'bullmq';
+import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { type JobData, type JobName, jobNames } from './payloads.js';
+
+export { isJobName, type JobData, type JobName, type JobPayload, jobNames, jobPayloads } from './payloads.js';
 
 /**
- * The typed job registry: one queue per scheduled job so ops see each in Bull Board.
- * Workers must register exactly one handler per name (checked at boot).
+ * How often each job is tried and how long it waits between tries (exponential: `backoffMs`,
+ * then twice that, ...). The web process enqueues with these too (admin trigger, outbox
+ * relay), so they live here rather than in workers/. Reasons per job in docs/decisions.md.
  */
-export const jobNames = [
-  'test-data-deletion',
-  'integration-status',
-  'order-gap-detection',
-  'order-confirmation',
-  'payout-run',
-] as const;
-export type JobName = (typeof jobNames)[number];
+export const jobRetry: Record<JobName, { attempts: number; backoffMs: number }> = {
+  // Daily: gives up after about 75 minutes (5, 10, 20, 40 min); tomorrow's run picks up what is left.
+  'test-data-deletion': { attempts: 5, backoffMs: 5 * 60_000 },
+  // Every minute: 10 s and 20 s cover a blip; the next run is never more than a minute away.
+  'integration-status': { attempts: 3, backoffMs: 10_000 },
+  // Per observation it runs once only: about 15 minutes of retries (30 s ... 8 min).
+  'order-gap-detection': { attempts: 6, backoffMs: 30_000 },
+  // Every 5 minutes: two retries within 90 s; the next run confirms whatever is left.
+  'order-confirmation': { attempts: 3, backoffMs: 30_000 },
+  // Monthly: a missed run waits a month, so about two hours of retries (1, 2, 4, ... 64 min).
+  'payout-run': { attempts: 8, backoffMs: 60_000 },
+  // Hourly and only housekeeping: two retries, the next hour does the rest.
+  'outbox-prune': { attempts: 3, backoffMs: 60_000 },
+};
 
-export interface JobData {
-  /** The request that caused the job (an API request, an admin trigger, or `sched_<name>`). */
-  request_id: string;
-  triggered_by: 'schedule' | 'admin' | 'event';
-  /** The event that caused the job, for jobs handed over by ingestion through the outbox. */
-  event_id?: string;
-  /** order-gap-detection for one observed order; without it the job sweeps every brand. */
-  observed?: { brand_id: string; livemode: boolean; order_id: string };
+/**
+ * The options every job of `name` is added with: queue default, scheduler template and
+ * outbox-relayed job alike. Finished jobs are kept for the trace endpoint: a week of
+ * completed ones, a month of failed ones. `backoffMs` overrides the first backoff (tests).
+ */
+export function jobOptions(name: JobName, overrides: { backoffMs?: number } = {}): JobsOptions {
+  const { attempts, backoffMs } = jobRetry[name];
+  return {
+    attempts,
+    backoff: { type: 'exponential', delay: overrides.backoffMs ?? backoffMs },
+    removeOnComplete: { age: 7 * 86_400, count: 10_000 },
+    removeOnFail: { age: 30 * 86_400 },
+  };
 }
 
 export type Queues = Record<JobName, Queue<JobData>>;
 
-export function isJobName(name: string): name is JobName {
-  return (jobNames as readonly string[]).includes(name);
-}
-
-/** `prefix` isolates test runs that share one Redis. */
-export function createQueues(connection: Redis, prefix = 'lf'): Queues {
+/** `prefix` isolates test runs that share one Redis; `backoffMs` shortens every backoff (tests). */
+export function createQueues(
+  connection: Redis,
+  prefix = 'lf',
+  overrides: { backoffMs?: number } = {},
+): Queues {
   return Object.fromEntries(
     jobNames.map((name) => {
-      const queue = new Queue<JobData>(name, { connection, prefix });
+      const queue = new Queue<JobData>(name, {
+        connection,
+        prefix,
+        defaultJobOptions: jobOptions(name, overrides),
+      });
       // Connection errors are logged once by the connection's owner; unheard they would crash the process.
       queue.on('error', () => {});
       return [name, queue];
     }),
   ) as Queues;
+}
+
+/** One scheduler per job, upserted under this id by every worker. */
+export function schedulerId(name: JobName): string {
+  return `${name}-schedule`;
+}
+
+/**
+ * True when the job's schedule will not fire: its scheduler is gone (Redis lost its data) or
+ * the job of its next run is (removed by hand, or evicted). BullMQ creates that job when the
+ * previous run starts, so while the scheduler exists the job exists.
+ */
+export async function isScheduleMissing(queue: Queue<JobData>, name: JobName): Promise<boolean> {
+  const id = schedulerId(name);
+  const scheduler = await queue.getJobScheduler(id);
+  if (!scheduler?.next) return true;
+  return !(await queue.getJob(`repeat:${id}:${scheduler.next}`));
 }
 
 /** Bounded: BullMQ waits for Redis before closing, which never comes during an outage. */

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Queues } from '../jobs/queues.js';
+import { isScheduleMissing, type JobName, type Queues } from '../jobs/queues.js';
 
 /** Redis may be down: a scrape never waits for it longer than this. */
 const SCRAPE_TIMEOUT_MS = 1000;
@@ -63,11 +63,44 @@ export function createMetrics(queues: Queues) {
     registers: [registry],
     async collect() {
       this.reset();
-      for (const queue of Object.values(queues)) {
-        const counts = await bounded(queue.getJobCounts(...JOB_STATES)).catch(() => undefined);
-        for (const state of JOB_STATES)
-          if (counts) this.set({ queue: queue.name, state }, counts[state] ?? 0);
-      }
+      // All queues at once: one after the other, an unreachable Redis cost a second per queue.
+      await Promise.all(
+        Object.values(queues).map(async (queue) => {
+          const counts = await bounded(queue.getJobCounts(...JOB_STATES)).catch(() => undefined);
+          for (const state of JOB_STATES)
+            if (counts) this.set({ queue: queue.name, state }, counts[state] ?? 0);
+        }),
+      );
+    },
+  });
+  new Gauge({
+    name: 'lf_job_schedule_missing',
+    help: 'Per queue: 1 when its job schedule is not in Redis (the worker installs it again within SCHEDULE_CHECK_INTERVAL_MS), else 0; absent while Redis is unreachable.',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      await Promise.all(
+        Object.entries(queues).map(async ([name, queue]) => {
+          const missing = await bounded(isScheduleMissing(queue, name as JobName)).catch(() => undefined);
+          if (missing !== undefined) this.set({ queue: name }, missing ? 1 : 0);
+        }),
+      );
+    },
+  });
+  new Counter({
+    name: 'lf_job_failures_total',
+    help: "Jobs that failed for good per queue (every attempt used, or a payload that can never succeed), from BullMQ's own count (the workers' `metrics` option); starts again at 0 if Redis loses its data.",
+    labelNames: ['queue'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      await Promise.all(
+        Object.values(queues).map(async (queue) => {
+          const failed = await bounded(queue.getMetrics('failed', 0, 0)).catch(() => undefined);
+          if (failed) this.inc({ queue: queue.name }, failed.meta.count);
+        }),
+      );
     },
   });
   new Gauge({

@@ -1,15 +1,15 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { inTransaction } from '../db/sql.js';
 import { recordset, type WritePart } from '../db/write-set.js';
-import type { JobData, JobName, Queues } from '../jobs/queues.js';
+import { type JobData, type JobName, type JobPayload, jobOptions, type Queues } from '../jobs/queues.js';
 import type { Logger } from '../logger.js';
 import { newId } from '../shared/ids.js';
+import { ThrottledWarning } from './throttled-warning.js';
 
-export interface OutboxEntry {
-  jobName: JobName;
-  data: JobData;
-  availableAt: Date;
-}
+/** Work handed to a job: its name and that job's own payload. */
+export type OutboxEntry = {
+  [N in JobName]: { jobName: N; data: JobPayload<N>; availableAt: Date };
+}[JobName];
 
 /** The outbox rows of an ingestion, written in the same statement (and transaction) as its ledger changes. */
 export function outboxWrite(entries: OutboxEntry[]): WritePart {
@@ -22,7 +22,7 @@ export function outboxWrite(entries: OutboxEntry[]): WritePart {
       job_name: e.jobName,
       data: e.data,
       request_id: e.data.request_id,
-      event_id: e.data.event_id ?? null,
+      event_id: 'event_id' in e.data ? e.data.event_id : null,
       available_at: e.availableAt.toISOString(),
     })),
   };
@@ -53,7 +53,8 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 /**
  * Moves committed outbox rows to BullMQ, oldest first. The row id is the job id, so a crash
  * between enqueue and marking re-enqueues nothing; SKIP LOCKED lets several relays share the
- * work. With Redis down the enqueue fails, the rows stay, and a later pass drains them.
+ * work. With Redis down the enqueue fails, the rows stay, and a later pass drains them. Each
+ * job gets its job's retry options (attempts, backoff, retention) like any other add.
  */
 export async function relayOutbox(orm: MikroORM, queues: Queues, limit = 200): Promise<number> {
   return inTransaction(orm, async (sql) => {
@@ -67,13 +68,7 @@ export async function relayOutbox(orm: MikroORM, queues: Queues, limit = 200): P
       for (const m of pending) {
         const delay = Math.max(0, new Date(m.available_at).getTime() - Date.now());
         await withTimeout(
-          queues[m.job_name].add(m.job_name, m.data, {
-            jobId: m.id,
-            delay,
-            // Kept for the trace endpoint: a week of finished jobs, a month of failed ones.
-            removeOnComplete: { age: 7 * 86_400, count: 10_000 },
-            removeOnFail: { age: 30 * 86_400 },
-          }),
+          queues[m.job_name].add(m.job_name, m.data, { ...jobOptions(m.job_name), jobId: m.id, delay }),
           ENQUEUE_TIMEOUT_MS,
         );
         relayed.push(m.id);
@@ -94,7 +89,8 @@ export async function relayOutbox(orm: MikroORM, queues: Queues, limit = 200): P
 
 /**
  * Relayed rows are kept a week (as long as finished jobs, for the trace endpoint), then
- * deleted in batches of 1000 so no statement holds locks for long.
+ * deleted in batches of 1000 so no statement holds locks for long. Run by the `outbox-prune`
+ * job (workers/outbox-prune.ts).
  */
 export async function pruneOutbox(orm: MikroORM, keepDays = 7): Promise<number> {
   const em = orm.em.fork();
@@ -115,16 +111,23 @@ export async function pruneOutbox(orm: MikroORM, keepDays = 7): Promise<number> 
 /**
  * Relays right after commit so jobs start at once, one pass at a time per process; failures
  * (Redis down) are left to the worker's periodic relay. Never blocks or fails the request.
+ * While Redis is down every request's nudge fails: the warning is throttled (one line per 10 s
+ * with the count), or an outage would write one line per request.
  */
 export class OutboxRelay {
   private running: Promise<void> | null = null;
   private again = false;
+  private readonly failures: ThrottledWarning;
 
   constructor(
     private readonly orm: MikroORM,
     private readonly queues: Queues,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    this.failures = new ThrottledWarning(logger, 'outbox relay failed; the worker will retry', {
+      recoveredMessage: 'outbox relay recovered',
+    });
+  }
 
   nudge(): void {
     if (this.running) {
@@ -147,9 +150,10 @@ export class OutboxRelay {
       try {
         await relayOutbox(this.orm, this.queues);
       } catch (err) {
-        this.logger.warn({ err: (err as Error).message }, 'outbox relay failed; the worker will retry');
+        this.failures.failed(err);
         return;
       }
+      this.failures.succeeded();
     } while (this.again);
   }
 }

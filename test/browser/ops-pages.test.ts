@@ -101,7 +101,7 @@ async function failOneJob(name: JobName) {
     { connection, prefix: queue.opts.prefix },
   );
   const failed = new Promise((done) => worker.once('failed', done));
-  await queue.add(name, { request_id: 'req_browser_check', triggered_by: 'admin' });
+  await queue.add(name, { request_id: 'req_browser_check', triggered_by: 'admin' }, { attempts: 1 });
   await failed;
   await worker.close();
   await connection.quit();

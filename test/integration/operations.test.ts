@@ -84,6 +84,9 @@ describe('/metrics', () => {
     expect(text).toMatch(/lf_queue_jobs\{queue="test-data-deletion",state="waiting"\} 1/);
     expect(text).toMatch(/lf_queue_jobs\{queue="order-gap-detection",state="delayed"\} 0/);
     expect(text).toMatch(/lf_rate_limiter_fail_open_total 0/);
+    // No worker has installed this app's schedules, and nothing has failed.
+    expect(text).toMatch(/lf_job_schedule_missing\{queue="payout-run"\} 1/);
+    expect(text).toMatch(/lf_job_failures_total\{queue="payout-run"\} 0/);
     expect(text).toMatch(/lf_http_request_duration_seconds_bucket/);
     expect(text).toMatch(/lf_process_cpu_user_seconds_total/);
   });
@@ -96,10 +99,15 @@ describe('/metrics', () => {
         .post('/v1/events')
         .set('Authorization', `Bearer ${downKeys.sk_live}`)
         .send({ type: 'order.paid', data: { order_id: 'm-2', amount: 1000 } });
+      const started = Date.now();
       const res = await request(down.app).get('/metrics').auth('ops', ADMIN_TOKEN);
+      // Every queue figure waits for Redis at most 1 s, all at once (not a second per queue).
+      expect(Date.now() - started).toBeLessThan(2500);
       expect(res.status).toBe(200);
       expect(res.text).toMatch(/lf_rate_limiter_fail_open_total 1/);
       expect(res.text).not.toMatch(/lf_queue_jobs\{/);
+      expect(res.text).not.toMatch(/lf_job_schedule_missing\{/);
+      expect(res.text).not.toMatch(/lf_job_failures_total\{/);
     } finally {
       await down.close();
     }

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/**
+ * The job names: one queue per job, so ops see each in Bull Board. The worker registers exactly
+ * one job module per name (workers/registry.ts, checked at boot).
+ */
+export const jobNames = [
+  'test-data-deletion',
+  'integration-status',
+  'order-gap-detection',
+  'order-confirmation',
+  'payout-run',
+  'outbox-prune',
+] as const;
+export type JobName = (typeof jobNames)[number];
+
+export function isJobName(name: string): name is JobName {
+  return (jobNames as readonly string[]).includes(name);
+}
+
+/** The request that caused the job: an API request, an admin trigger, or `sched_<name>` for a scheduled run. */
+const requestId = z.string().min(1).max(100);
+
+/** What a scheduled job needs: nothing but who asked. Unknown fields are dropped, never an error. */
+const runPayload = z.object({
+  request_id: requestId,
+  triggered_by: z.enum(['schedule', 'admin']),
+});
+
+/**
+ * order-gap-detection: handed over by ingestion through the outbox for one observed order (its
+ * event and order), or a sweep of every brand (schedule, admin). An `event` job without its
+ * observation can never succeed, so it fails at once instead of sweeping by accident.
+ */
+const gapPayload = z.discriminatedUnion('triggered_by', [
+  z.object({
+    request_id: requestId,
+    triggered_by: z.literal('event'),
+    event_id: z.string().min(1).max(100),
+    observed: z.object({
+      brand_id: z.string().min(1),
+      livemode: z.boolean(),
+      order_id: z.string().min(1),
+    }),
+  }),
+  runPayload,
+]);
+
+/** One payload schema per job, parsed at the worker's edge (a payload that fails is never retried). */
+export const jobPayloads = {
+  'test-data-deletion': runPayload,
+  'integration-status': runPayload,
+  'order-gap-detection': gapPayload,
+  'order-confirmation': runPayload,
+  'payout-run': runPayload,
+  'outbox-prune': runPayload,
+} satisfies Record<JobName, z.ZodType>;
+
+export type JobPayload<N extends JobName> = z.output<(typeof jobPayloads)[N]>;
+
+/**
+ * Any job's data as it sits in Redis (what Bull Board, the trace endpoint and `Queue<JobData>`
+ * see): every payload above is one of these. Handlers get their own job's parsed payload.
+ */
+export interface JobData {
+  request_id: string;
+  triggered_by: 'schedule' | 'admin' | 'event';
+  /** The event that caused the job, for jobs handed over by ingestion through the outbox. */
+  event_id?: string;
+  /** order-gap-detection for one observed order; without it the job sweeps every brand. */
+  observed?: { brand_id: string; livemode: boolean; order_id: string };
+}

@@ -1,0 +1,169 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initOrm } from '../../src/db/orm.js';
+import {
+  closeQueues,
+  createQueues,
+  isScheduleMissing,
+  jobNames,
+  type Queues,
+} from '../../src/jobs/queues.js';
+import { createRedis } from '../../src/redis.js';
+import { randomToken } from '../../src/shared/ids.js';
+import { makeBrand } from '../factories/index.js';
+import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
+import { ADMIN_TOKEN, createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+
+/**
+ * The worker process (workers/main.ts under tsx, as operations.test.ts starts it) against a
+ * redis-server of this file's own: schedules that come back after Redis lost its data, and a
+ * SIGTERM that ends within 10 s with a job overrunning or Redis gone.
+ */
+let redis: PrivateRedis;
+let databaseUrl: string;
+const children: ChildProcess[] = [];
+const opened: { queues: Queues; connection: Redis }[] = [];
+
+beforeAll(async () => {
+  redis = await startPrivateRedis();
+  databaseUrl = await createTestDatabase();
+});
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const { queues, connection } of opened) {
+    await closeQueues(queues, 500);
+    connection.disconnect();
+  }
+  await redis.kill();
+  await dropTestDatabase(databaseUrl);
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+function startWorker(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redis.url,
+      ADMIN_TOKEN,
+      SECRET_KEY_BASE: 'worker-process-test-secret-key-base-'.padEnd(48, 'w'),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr!.on('data', (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+    child.once('exit', (code) => resolve({ code, at: Date.now() })),
+  );
+  const started = until('worker process started', () => output.includes('worker process started'), 30_000);
+  const lines = () =>
+    output
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line));
+  return { child, started, exited, output: () => output, lines };
+}
+
+function queuesOf(prefix: string) {
+  const connection = createRedis(redis.url, { worker: true });
+  connection.on('error', () => {});
+  const queues = createQueues(connection, prefix);
+  opened.push({ queues, connection });
+  return { queues, connection };
+}
+
+async function missing(queues: Queues) {
+  const flags = await Promise.all(jobNames.map((name) => isScheduleMissing(queues[name], name)));
+  return jobNames.filter((_, i) => flags[i]);
+}
+
+describe('the worker process', () => {
+  it('installs every schedule again within the check interval after Redis lost its data', async () => {
+    const prefix = `lftest_${randomToken(8)}`;
+    const worker = startWorker({ QUEUE_PREFIX: prefix, SCHEDULE_CHECK_INTERVAL_MS: '300' });
+    await worker.started;
+    const { queues, connection } = queuesOf(prefix);
+    expect(await missing(queues)).toEqual([]);
+
+    await connection.flushall();
+    await until('every schedule back', async () => (await missing(queues)).length === 0, 10_000);
+    expect(worker.lines().find((l) => l.msg.startsWith('job schedules were missing'))).toMatchObject({
+      level: 40,
+      schedules: [...jobNames],
+    });
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+  }, 40_000);
+
+  it('hands a job still running after the grace period back to the queue and exits', async () => {
+    const prefix = `lftest_${randomToken(8)}`;
+    const worker = startWorker({ QUEUE_PREFIX: prefix, WORKER_SHUTDOWN_GRACE_MS: '1000' });
+    await worker.started;
+    const { queues } = queuesOf(prefix);
+    const orm = await initOrm(databaseUrl, 1);
+    await makeBrand(orm);
+    await orm.close(true);
+    // Holds the brands table, so the integration-status run blocks on its first query.
+    const blocker = new pg.Client({ connectionString: databaseUrl });
+    await blocker.connect();
+    try {
+      await blocker.query('begin');
+      await blocker.query('lock table brands in access exclusive mode');
+      const job = await queues['integration-status'].add('integration-status', {
+        request_id: 'req_overrun',
+        triggered_by: 'admin',
+      });
+      await until('the job to start', async () => (await job.getState()) === 'active');
+
+      const signalled = Date.now();
+      worker.child.kill('SIGTERM');
+      const { code, at } = await worker.exited;
+      expect(at - signalled).toBeLessThan(10_000);
+      expect(code).toBe(0);
+      expect(await job.getState()).toBe('waiting');
+      expect(worker.lines().find((l) => l.msg.includes('handed back'))).toMatchObject({
+        jobs: [`integration-status/${job.id}`],
+        handed_back: 1,
+      });
+      expect(worker.output()).toContain('worker process stopped');
+    } finally {
+      await blocker.query('rollback').catch(() => {});
+      await blocker.end();
+    }
+  }, 40_000);
+
+  it('exits within 10 s of SIGTERM while Redis is down', async () => {
+    const worker = startWorker({ QUEUE_PREFIX: `lftest_${randomToken(8)}` });
+    await worker.started;
+    await redis.kill();
+    await sleep(300);
+
+    const signalled = Date.now();
+    worker.child.kill('SIGTERM');
+    const { code, at } = await worker.exited;
+    expect(at - signalled).toBeLessThan(10_000);
+    expect(code).toBe(0);
+    expect(worker.output()).toContain('worker process stopped');
+    expect(worker.output()).not.toContain('took longer than');
+  }, 40_000);
+});

@@ -1,0 +1,48 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Job, JobsOptions } from 'bullmq';
+import type { Config } from '../src/config.js';
+import { type JobName, type JobPayload, jobOptions, jobPayloads } from '../src/jobs/queues.js';
+import type { Logger } from '../src/logger.js';
+
+export interface WorkerContext {
+  orm: MikroORM;
+  logger: Logger;
+  config: Pick<Config, 'ORDER_GAP_DELAY_MINUTES' | 'PAYOUT_SCHEDULE'>;
+}
+
+/** A job run: its payload already parsed by the job's schema (job.data is that payload). */
+export type JobHandler<N extends JobName> = (
+  ctx: WorkerContext,
+  job: Job<JobPayload<N>>,
+  logger: Logger,
+) => Promise<unknown>;
+
+/**
+ * One job: its name, payload schema and options (shared with the web process, which enqueues
+ * too: src/jobs), its cron schedule (Asia/Seoul) and its handler. workers/registry.ts assembles them.
+ */
+export interface JobModule<N extends JobName = JobName> {
+  name: N;
+  payload: (typeof jobPayloads)[N];
+  options: JobsOptions;
+  schedule: (config: Pick<Config, 'PAYOUT_SCHEDULE'>) => string;
+  handler: JobHandler<N>;
+}
+
+export function defineJob<N extends JobName>(job: {
+  name: N;
+  schedule: JobModule<N>['schedule'];
+  handler: JobHandler<N>;
+}): JobModule<N> {
+  return { ...job, payload: jobPayloads[job.name], options: jobOptions(job.name) };
+}
+
+/**
+ * When a run was due: a scheduler's job carries its due time in its id (`repeat:<scheduler>:<ms>`);
+ * its `timestamp` is when BullMQ created it, at the previous run's start (a month early for the
+ * payout run). Any other job is due when it was added.
+ */
+export function dueAt(job: Pick<Job, 'id' | 'repeatJobKey' | 'timestamp'>): Date {
+  const due = job.repeatJobKey ? /:(\d+)$/.exec(job.id ?? '')?.[1] : undefined;
+  return new Date(due ? Number(due) : job.timestamp);
+}
