@@ -53,6 +53,11 @@ const schema = z.object({
    * queue; with the connection teardown after it, the worker exits within about 10 s.
    */
   WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(20_000).default(7_000),
+  /**
+   * How long a running job's lock lasts (renewed at half-time while the worker lives): a job whose
+   * worker died (SIGKILL, lost dyno) is taken over by another worker within about twice this.
+   */
+  JOB_LOCK_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /** Verifies brand login JWTs on the auth host: an HS256 secret or a JWKS URL. */

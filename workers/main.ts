@@ -42,7 +42,7 @@ const workers = jobNames.map((name) => {
       running.set(key, { job, token });
       return runJob(name, { orm, logger, config }, job).finally(() => running.delete(key));
     },
-    workerOptions(connection, config.QUEUE_PREFIX),
+    workerOptions(connection, config.QUEUE_PREFIX, config.JOB_LOCK_MS),
   );
   worker.on('error', (err) => redisTrouble.failed(err));
   worker.on('failed', (job, err) => {

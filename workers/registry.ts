@@ -109,8 +109,16 @@ function pick(value: object | undefined, keys: string[]): Record<string, unknown
 }
 
 /** The worker of one queue: its options (failed and completed counts kept for `/metrics`). */
-export function workerOptions(connection: Redis, prefix: string): WorkerOptions {
-  return { connection, prefix, concurrency: 1, metrics: { maxDataPoints: MetricsTime.ONE_WEEK } };
+export function workerOptions(connection: Redis, prefix: string, lockMs = 30_000): WorkerOptions {
+  return {
+    connection,
+    prefix,
+    concurrency: 1,
+    metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
+    // A dead worker's job is found stalled and rerun (every job is idempotent) within 2 × lockMs.
+    lockDuration: lockMs,
+    stalledInterval: lockMs,
+  };
 }
 
 /**

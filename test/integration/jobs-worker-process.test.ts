@@ -152,6 +152,91 @@ describe('the worker process', () => {
     }
   }, 40_000);
 
+  it('killed mid-payout, the run is taken over by another worker and every order is paid once', async () => {
+    const prefix = `lftest_${randomToken(8)}`;
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    const sql = async (text: string, params: unknown[] = []) => (await db.query(text, params)).rows;
+    try {
+      // 30 creators × 1,000 confirmed live orders of 1,000 commission each: 30 chunks of one
+      // transaction each, so the run is still going when the first payout row appears.
+      const orm = await initOrm(databaseUrl, 1);
+      const brandId = (await makeBrand(orm)).id;
+      await orm.close(true);
+      const CREATORS = 30;
+      const PER_CREATOR = 1000;
+      await sql(
+        `insert into creators (id, brand_id, name) select 'cr_kill_' || c, $1, 'Creator ' || c from generate_series(1, $2::int) c`,
+        [brandId, CREATORS],
+      );
+      await sql(
+        `insert into orders (id, brand_id, livemode, order_id, status, amount, commission_amount, creator_id, occurred_at)
+         select 'ord_kill_' || n, $1, true, 'kill-' || n, 'confirmed', 10000, 1000, 'cr_kill_' || (n % $2 + 1), now()
+           from generate_series(1, $3::int) n`,
+        [brandId, CREATORS, CREATORS * PER_CREATOR],
+      );
+      await sql(
+        `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
+         select 'le_kill_' || substr(o.id, 10), o.brand_id, true, o.id, o.creator_id, 1000 from orders o where o.order_id like 'kill-%'`,
+      );
+      await sql(
+        `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, request_id)
+         select 'mv_kill_' || substr(e.id, 9), e.brand_id, true, e.id, e.creator_id, 'accrual', 1000, 'req_fixture'
+           from ledger_entries e where e.id like 'le_kill_%'`,
+      );
+
+      const env = { QUEUE_PREFIX: prefix, JOB_LOCK_MS: '1000' };
+      const first = startWorker(env);
+      await first.started;
+      const { queues } = queuesOf(prefix);
+      const job = await queues['payout-run'].add('payout-run', {
+        request_id: 'req_kill',
+        triggered_by: 'admin',
+      });
+      await until(
+        'the first payout chunk to commit',
+        async () => (await sql('select 1 from payouts limit 1')).length > 0,
+      );
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const [left] = await sql(`select count(*)::int as n from orders where status = 'confirmed'`);
+      expect(left.n).toBeGreaterThan(0);
+
+      const second = startWorker(env);
+      await second.started;
+      await until(
+        'the run to finish on the second worker',
+        async () => (await job.getState()) === 'completed',
+        30_000,
+      );
+      second.child.kill('SIGTERM');
+      await second.exited;
+
+      const [orders] = await sql(
+        `select count(*) filter (where status = 'paid_out')::int as paid, count(*)::int as n from orders`,
+      );
+      expect(orders).toEqual({ paid: CREATORS * PER_CREATOR, n: CREATORS * PER_CREATOR });
+      const payouts = await sql(
+        `select count(*)::int as n, sum(order_count)::int as orders, sum(net_amount)::bigint::text as net from payouts`,
+      );
+      expect(payouts).toEqual([
+        { n: CREATORS, orders: CREATORS * PER_CREATOR, net: String(CREATORS * PER_CREATOR * 1000) },
+      ]);
+      // One payout movement per line, every line settled to zero and equal to its journal.
+      const [moves] = await sql(
+        `select count(*)::int as n, count(distinct entry_id)::int as lines from ledger_movements where kind = 'payout'`,
+      );
+      expect(moves).toEqual({ n: CREATORS * PER_CREATOR, lines: CREATORS * PER_CREATOR });
+      const off = await sql(
+        `select e.id from ledger_entries e left join ledger_movements m on m.entry_id = e.id
+          group by e.id, e.commission_balance having e.commission_balance <> 0 or coalesce(sum(m.amount), 0) <> 0`,
+      );
+      expect(off).toEqual([]);
+    } finally {
+      await db.end();
+    }
+  }, 90_000);
+
   it('exits within 10 s of SIGTERM while Redis is down', async () => {
     const worker = startWorker({ QUEUE_PREFIX: `lftest_${randomToken(8)}` });
     await worker.started;
