@@ -2,7 +2,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeBrandWithKeys, makeShop, SHOP_ORIGIN } from '../factories/index.js';
-import { startPrivateRedis } from '../setup/private-redis.js';
+import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -11,8 +11,10 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * (Lost Redis data and a worker killed mid-payout are in jobs-*.test.ts and worker-faults.test.ts.)
  */
 const opened: TestContext[] = [];
+const redisServers: PrivateRedis[] = [];
 afterAll(async () => {
   for (const ctx of opened) await ctx.close();
+  for (const redis of redisServers) await redis.kill();
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -48,6 +50,7 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number
 describe('Redis stopped during ingestion', () => {
   it('acknowledges every event, stores every acknowledged one, and drains the outbox once Redis is back', async () => {
     const redis = await startPrivateRedis();
+    redisServers.push(redis);
     const ctx = await createTestApp({ REDIS_URL: redis.url });
     opened.push(ctx);
     const { keys } = await makeBrandWithKeys(ctx.orm);
