@@ -1,11 +1,9 @@
 import type { Server } from 'node:http';
-import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { eventTypes } from '../../src/modules/events/events.schemas.js';
 import { Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
@@ -13,6 +11,7 @@ import { storageRefusal } from '../../src/shared/errors.js';
 import { newId } from '../../src/shared/ids.js';
 import { UNSTORABLE_TEXT_MESSAGE } from '../../src/shared/text.js';
 import { expectEnvelope, makeBrandWithKeys, makeCreators, SHOP_ORIGIN } from '../factories/index.js';
+import { capturingLogger } from '../setup/capturing-logger.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
 // Issue 9: NUL (U+0000) and unpaired UTF-16 surrogates, which PostgreSQL cannot store, were
@@ -396,16 +395,7 @@ describe('a value PostgreSQL refuses despite validation is a non-retryable 422 (
   });
 
   it('in a group commit, only the culprit fails; the others in its group still commit', async () => {
-    const lines: string[] = [];
-    const logger = createLogger(
-      'info',
-      new Writable({
-        write(chunk, _enc, done) {
-          lines.push(String(chunk));
-          done();
-        },
-      }),
-    );
+    const { logger, lines } = capturingLogger();
     const ingestion = new Ingestion({ ...ctx, logger }, { lanes: 1 });
     const caller: IngestRequest['caller'] = {
       brandId: shop.brandId,

@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import request from 'supertest';
@@ -6,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { initOrm } from '../../src/db/orm.js';
 import { closeQueues, createQueues } from '../../src/jobs/queues.js';
-import { createLogger } from '../../src/logger.js';
 import { KeyCache } from '../../src/modules/keys/key-cache.js';
 import { hashKey } from '../../src/modules/keys/keys.service.js';
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { admin, expectEnvelope, makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
+import { capturingLogger } from '../setup/capturing-logger.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 // App A is the test app; app B is a second web process on the same database, with its own
@@ -35,16 +34,7 @@ async function webProcess(cache: { ttlMs?: number; databaseUrl?: string } = {}):
   const redis = createRedis(ctx.config.REDIS_URL);
   redis.on('error', () => {});
   const queues = createQueues(redis, `lftest_${randomToken(8)}`);
-  const logLines: string[] = [];
-  const logger = createLogger(
-    'info',
-    new Writable({
-      write(chunk, _enc, done) {
-        logLines.push(String(chunk));
-        done();
-      },
-    }),
-  );
+  const { logger, lines: logLines } = capturingLogger();
   const keyCache = new KeyCache({
     databaseUrl: cache.databaseUrl ?? ctx.config.DATABASE_URL,
     orm,

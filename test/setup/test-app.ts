@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -6,9 +5,9 @@ import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { initOrm } from '../../src/db/orm.js';
 import { closeQueues, createQueues, type Queues } from '../../src/jobs/queues.js';
-import { createLogger } from '../../src/logger.js';
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
+import { capturingLogger } from './capturing-logger.js';
 
 export const ADMIN_TOKEN = `adm_test_${'x'.repeat(40)}`;
 
@@ -62,16 +61,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     LOG_LEVEL: 'info',
     ...env,
   });
-  const logLines: string[] = [];
-  const logger = createLogger(
-    config.LOG_LEVEL,
-    new Writable({
-      write(chunk, _enc, done) {
-        logLines.push(String(chunk));
-        done();
-      },
-    }),
-  );
+  const { logger, lines: logLines } = capturingLogger(config.LOG_LEVEL);
   const orm = await initOrm(databaseUrl, 10);
   const redis = createRedis(config.REDIS_URL);
   redis.on('error', () => {});

@@ -1,16 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const root = resolve(import.meta.dirname, '../..');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
-}
+import { root, serviceFiles } from './source-files.js';
 
 /** Every relative import and re-export of a file, type-only ones included: they circle too. */
 function importsOf(file: string): string[] {
@@ -55,7 +46,7 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
-const files = [...sourceFiles(join(root, 'src')), ...sourceFiles(join(root, 'workers'))];
+const files = serviceFiles();
 const graph = new Map(files.map((f) => [f, importsOf(f)]));
 const rel = (f: string) => relative(root, f);
 

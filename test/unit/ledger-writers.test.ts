@@ -1,18 +1,9 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { root, serviceFiles } from './source-files.js';
 
-const root = resolve(import.meta.dirname, '../..');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
-}
-
-const code = [...sourceFiles(join(root, 'src')), ...sourceFiles(join(root, 'workers'))].map((file) => ({
+const code = serviceFiles().map((file) => ({
   file: relative(root, file),
   text: readFileSync(file, 'utf8'),
 }));

@@ -1,6 +1,6 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, safePostgresMessage, serializeError } from '../../src/logger.js';
+import { safePostgresMessage, serializeError } from '../../src/logger.js';
+import { capturingLogger } from '../setup/capturing-logger.js';
 
 /** node-postgres' DatabaseError as it arrives: every field PostgreSQL sent, own and enumerable. */
 function pgError(fields: Record<string, unknown> & { message: string }) {
@@ -22,16 +22,7 @@ class UniqueConstraintViolationException extends Error {
 const FRAGMENT = 'mina.kim@example.com';
 
 function logged(err: unknown): string {
-  const lines: string[] = [];
-  const logger = createLogger(
-    'info',
-    new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    }),
-  );
+  const { logger, lines } = capturingLogger();
   logger.error({ err }, 'failed');
   return lines.join('');
 }
