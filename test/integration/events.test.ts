@@ -353,13 +353,11 @@ describe('refunds, cancellations and confirmations', () => {
     ]);
     expect(row.closed_at).not.toBeNull();
     // The earlier refund stays as it was; the cancellation reverses the remaining 7,000.
-    const refunds = await ctx.orm.em
-      .fork()
-      .execute(
-        `select kind, refund_id, amount::int as amount, commission_reversed::int as reversed from refunds
+    const refunds = await ctx.orm.em.fork().execute(
+      `select kind, refund_id, amount::int as amount, commission_reversed::int as reversed from refunds
           where order_id = ? order by created_at, kind desc`,
-        [row.id],
-      );
+      [row.id],
+    );
     expect(refunds).toEqual([
       { kind: 'refund', refund_id: 'r1', amount: 3000, reversed: 300 },
       { kind: 'cancellation', refund_id: null, amount: 7000, reversed: 700 },
