@@ -10,14 +10,19 @@ import type { ValidEvent } from '../ingestion/valid-event.js';
 import { recordIngestionFailure } from '../integration/integration.service.js';
 import type { KeyKind } from '../keys/api-key.entity.js';
 import { validateBatchEnvelope, validateEvent } from './event-validation.js';
-import { EventBatchIn, EventIn, EventOut, eventTypes } from './events.schemas.js';
+import { EventBatchIn, EventIn, EventOut, EventSendQuery, eventTypes } from './events.schemas.js';
 import { EventRateLimiter, rateLimitError } from './rate-limit.js';
 
 interface Intake {
   deps: AppDeps;
   ingestion: Ingestion;
   limiter: EventRateLimiter;
+  /** Dry runs' own small budget, so trying events out never spends the real one. */
+  dryRunLimiter: EventRateLimiter;
 }
+
+/** A dry run's budget per brand and mode, whatever the brand's own limits are. */
+const DRY_RUN_LIMITS = { defaultPerSecond: 5, defaultBurst: 50 };
 
 /** A bounded label: only known event types, never what a client made up. */
 function typeLabel(event: unknown): string {
@@ -32,11 +37,14 @@ async function ingestCounted(
   res: Response,
   rawEvents: () => unknown[],
   batch: boolean,
+  dryRun: boolean,
 ) {
+  // A dry run counts nowhere: not in metrics, not in the integration status.
+  if (dryRun) return ingest(intake, req, res, rawEvents(), batch, true);
   const ingested = intake.deps.metrics?.eventsIngested;
   try {
     const events = rawEvents();
-    await ingest(intake, req, res, events, batch);
+    await ingest(intake, req, res, events, batch, false);
     for (const event of events) ingested?.inc({ type: typeLabel(event), result: 'accepted' });
   } catch (err) {
     ingested?.inc({
@@ -70,21 +78,28 @@ function validated(rawEvents: unknown[], batch: boolean, options: { now: Date; k
 }
 
 async function ingest(
-  { ingestion, limiter }: Intake,
+  { ingestion, limiter, dryRunLimiter }: Intake,
   req: Request,
   res: Response,
   rawEvents: unknown[],
   batch: boolean,
+  dryRun: boolean,
 ) {
   const caller = callerOf(req);
   const key = req.header('Idempotency-Key');
   checkIdempotencyKey(key);
+  if (dryRun) res.setHeader('Dry-Run', 'true');
   // Counted per event before anything is applied: a refused batch applies nothing.
-  const decision = await limiter.consume(caller, Math.max(rawEvents.length, 1));
+  const decision = dryRun
+    ? await dryRunLimiter.consume(
+        { ...caller, rateLimitPerS: null, rateLimitBurst: null },
+        Math.max(rawEvents.length, 1),
+      )
+    : await limiter.consume(caller, Math.max(rawEvents.length, 1));
   res.set(limiter.headers(decision));
   if (!decision.allowed) throw rateLimitError(decision, rawEvents.length);
   const { events, invalid } = validated(rawEvents, batch, { now: new Date(), keyKind: caller.kind });
-  const answer = await ingestion.submit({
+  const answer = await (dryRun ? ingestion.dryRun.bind(ingestion) : ingestion.submit.bind(ingestion))({
     caller,
     events,
     batch,
@@ -125,6 +140,10 @@ export function eventRoutes(deps: AppDeps) {
     deps,
     ingestion: deps.ingestion ?? new Ingestion(deps),
     limiter: new EventRateLimiter(deps.redis, deps.logger),
+    dryRunLimiter: new EventRateLimiter(deps.redis, deps.logger, {
+      keyPrefix: 'lf:ratelimit:dry-run:',
+      ...DRY_RUN_LIMITS,
+    }),
   };
   deps.metrics?.trackRateLimiter(intake.limiter);
   return [
@@ -138,11 +157,14 @@ export function eventRoutes(deps: AppDeps) {
       tag: 'Events',
       security: 'api_key',
       body: EventIn,
+      query: EventSendQuery,
       validatesBodyItself: true,
-      responses: { 200: { description: 'The event was applied.', schema: EventOut } },
+      responses: {
+        200: { description: 'The event was applied (or, with `dry_run=true`, would be).', schema: EventOut },
+      },
       errors: [...ingestionErrors],
-      async handle(req, res) {
-        await ingestCounted(intake, req, res, () => [req.body], false);
+      async handle(req, res, { query }) {
+        await ingestCounted(intake, req, res, () => [req.body], false, query?.dry_run === 'true');
       },
     }),
     route({
@@ -155,6 +177,7 @@ export function eventRoutes(deps: AppDeps) {
       tag: 'Events',
       security: 'secret_key',
       body: EventBatchIn,
+      query: EventSendQuery,
       validatesBodyItself: true,
       responses: { 200: { description: 'One EventOut per event, sharing one request_id.' } },
       errors: [...ingestionErrors, 'secret_key_required'],
@@ -162,8 +185,15 @@ export function eventRoutes(deps: AppDeps) {
         new AppError('secret_key_required', 'The batch endpoint needs a secret (sk_) key.', {
           hint: 'Send batches from your server with a secret key; browsers send single events.',
         }),
-      async handle(req, res) {
-        await ingestCounted(intake, req, res, () => validateBatchEnvelope(req.body), true);
+      async handle(req, res, { query }) {
+        await ingestCounted(
+          intake,
+          req,
+          res,
+          () => validateBatchEnvelope(req.body),
+          true,
+          query?.dry_run === 'true',
+        );
       },
     }),
   ];

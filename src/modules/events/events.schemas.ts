@@ -187,3 +187,11 @@ export const EventOut = z
     request_id: z.string().meta({ description: 'Prefix `req_`. Quote it when contacting support.' }),
   })
   .meta({ id: 'EventOut' });
+
+/** `?dry_run=true`: validate, attribute and plan exactly as a real send, write nothing. */
+export const EventSendQuery = z.object({
+  dry_run: z.enum(['true', 'false']).optional().meta({
+    description:
+      'With `true`, the request is authenticated, validated, attributed and planned against the current state exactly as a real send, and answered with what would happen (the same body or error), but nothing is written: no order, journal movement, idempotency record or outbox row. Answers carry `Dry-Run: true`. Dry runs spend tokens from a small separate rate-limit budget (5 events/s, burst 50 per brand and mode), never the real one.',
+  }),
+});

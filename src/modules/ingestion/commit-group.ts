@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/sql.js';
-import { executeWrites } from '../../db/write-set.js';
+import { executeWrites, type WritePart } from '../../db/write-set.js';
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import type { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
@@ -31,24 +31,33 @@ export type IngestAnswer =
 
 const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
 
+/** What a group's planning produced: one answer per request and the writes that make them true. */
+interface GroupPlan {
+  answers: IngestAnswer[];
+  writes: WritePart[];
+  handedOver: number;
+}
+
 /**
- * One transaction for a group of requests, of any brands and modes: lock their
+ * Plans a group of requests, of any brands and modes, without writing: lock their
  * Idempotency-Keys, load and lock every row they name in one query, plan each request in
- * arrival order (its error stays its own), write everything in one statement. Returns one
- * answer per request and how many outbox rows were written. It commits with its last
- * statement; the answers are valid only once it has returned.
+ * arrival order (its error stays its own). A dry run takes no lock and reads its snapshot: it
+ * answers what a real send would at this moment and leaves no trace.
  */
-export async function commitGroup(
+async function planGroup(
   sql: Sql,
   requests: readonly IngestRequest[],
-  options: { now: Date; gapDelayMinutes: number },
-): Promise<{ answers: IngestAnswer[]; handedOver: number }> {
+  options: { now: Date; gapDelayMinutes: number; dryRun?: boolean },
+): Promise<GroupPlan> {
+  const lock = !options.dryRun;
   const answers: (IngestAnswer | undefined)[] = requests.map(() => undefined);
   const keyed = requests.flatMap((r, i) => (r.idempotency ? [{ r, i }] : []));
-  const locked = await lockKeys(
-    sql,
-    keyed.map(({ r }) => idempotencyLockName(scopeOf(r), r.idempotency!.key)),
-  );
+  const locked = lock
+    ? await lockKeys(
+        sql,
+        keyed.map(({ r }) => idempotencyLockName(scopeOf(r), r.idempotency!.key)),
+      )
+    : keyed.map(() => true);
   const probes: KeyProbe[] = [];
   keyed.forEach(({ r, i }, n) => {
     if (!locked[n]) answers[i] = { ok: false, error: keyInFlight() };
@@ -61,6 +70,7 @@ export async function commitGroup(
     live.map((r) => ({ scope: scopeOf(r), terms: r.caller.terms, events: r.events })),
     probes,
     options.now,
+    { lock },
   );
   for (const stored of responses) {
     const r = requests[stored.i]!;
@@ -102,7 +112,35 @@ export async function commitGroup(
       });
     }
   });
+  return {
+    answers: answers as IngestAnswer[],
+    writes: groupWrites(books.values(), received, handOver, remembered),
+    handedOver: handOver.length,
+  };
+}
+
+/**
+ * One transaction for a group of requests: plan them (above), then write everything in one
+ * statement. Returns one answer per request and how many outbox rows were written. It commits
+ * with its last statement; the answers are valid only once it has returned.
+ */
+export async function commitGroup(
+  sql: Sql,
+  requests: readonly IngestRequest[],
+  options: { now: Date; gapDelayMinutes: number },
+): Promise<{ answers: IngestAnswer[]; handedOver: number }> {
+  const { answers, writes, handedOver } = await planGroup(sql, requests, options);
   // The last statement: COMMIT goes with it (db/sql.ts).
-  await executeWrites(sql, groupWrites(books.values(), received, handOver, remembered), { commit: true });
-  return { answers: answers as IngestAnswer[], handedOver: handOver.length };
+  await executeWrites(sql, writes, { commit: true });
+  return { answers, handedOver };
+}
+
+/** A request's answer as a real send would get it now, with nothing written and nothing locked. */
+export async function dryRunRequest(
+  sql: Sql,
+  request: IngestRequest,
+  options: { now: Date; gapDelayMinutes: number },
+): Promise<IngestAnswer> {
+  const { answers } = await planGroup(sql, [request], { ...options, dryRun: true });
+  return answers[0]!;
 }

@@ -7,7 +7,7 @@ import type { Queues } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
 import { OutboxRelay } from '../../outbox/outbox.js';
 import { storageRefusal } from '../../shared/errors.js';
-import { commitGroup, type IngestAnswer, type IngestRequest } from './commit-group.js';
+import { commitGroup, dryRunRequest, type IngestAnswer, type IngestRequest } from './commit-group.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { idempotencyLockName } from './idempotency.js';
 
@@ -69,6 +69,20 @@ export class Ingestion {
 
   submit(request: IngestRequest): Promise<IngestAnswer> {
     return this.lane.submit(request);
+  }
+
+  /**
+   * What `submit` would answer now, in a read-only transaction that locks nothing: no order,
+   * journal movement, idempotency record or outbox row is written (`?dry_run=true`).
+   */
+  async dryRun(request: IngestRequest): Promise<IngestAnswer> {
+    return inTransactionOn(this.connections(), async (sql) => {
+      await sql.query('set transaction read only');
+      return dryRunRequest(sql, request, {
+        now: new Date(),
+        gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES,
+      });
+    });
   }
 
   async close(): Promise<void> {

@@ -42,12 +42,12 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'lookup_key', ...
 // sorted), so two groups naming the same orders cannot deadlock. The other parts read the
 // snapshot taken before the locks were granted: a row written meanwhile by another
 // transaction collides with a unique index on write, and the group is rerun.
-const loadSql = `
+const loadSqlTemplate = `
 with locked as (
   select o.*, le.id as entry_id
     from jsonb_array_elements_text(?::jsonb) with ordinality as want(lookup_key, n)
     cross join lateral (
-      select ${orderFields} from orders o where o.lookup_key = want.lookup_key limit 1 for update
+      select ${orderFields} from orders o where o.lookup_key = want.lookup_key limit 1 /*lock*/
     ) o
     left join lateral (select le.id from ledger_entries le where le.order_id = o.id limit 1) le on true
 ),
@@ -99,6 +99,9 @@ select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        (select coalesce(json_agg(creators), '[]') from creators) as creators,
        (select coalesce(json_agg(refunds), '[]') from refunds) as refunds,
        (select coalesce(json_agg(responses), '[]') from responses) as responses`;
+const loadSql = loadSqlTemplate.replace('/*lock*/', 'for update');
+/** A dry run reads the same rows from its snapshot and locks nothing, so it never delays a real send. */
+const peekSql = loadSqlTemplate.replace('/*lock*/', '');
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
@@ -136,9 +139,10 @@ export async function loadOrderBooks(
   requests: readonly BookRequest[],
   keys: readonly KeyProbe[],
   now: Date,
+  options: { lock: boolean } = { lock: true },
 ): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[] }> {
   const needs = needsOf(requests);
-  const [row] = await sql.query<Record<string, Rows>>(loadSql, [
+  const [row] = await sql.query<Record<string, Rows>>(options.lock ? loadSql : peekSql, [
     JSON.stringify(needs.orders),
     JSON.stringify(needs.codes),
     JSON.stringify(needs.clicks),
