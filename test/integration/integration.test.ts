@@ -110,6 +110,63 @@ describe('GET /v1/integration/status', () => {
     });
   });
 
+  it('lists the go-live checklist, each check failing until the integration does what it asks', async () => {
+    const shop = await makeShop(ctx);
+    const checklistOf = async (key = shop.keys.sk_live) => {
+      await expire();
+      const res = await status(key);
+      expect(res.status).toBe(200);
+      return Object.fromEntries(
+        (res.body.checklist as { check: string; status: string; hint: string }[]).map((c) => {
+          expect(c.hint.length).toBeGreaterThan(20);
+          return [c.check, c.status];
+        }),
+      );
+    };
+    const sendAs = (type: string, data: Record<string, unknown>, key = shop.keys.sk_live) =>
+      sendEvent(ctx.app, key, type, data);
+
+    expect(await checklistOf()).toEqual({
+      live_order_paid_24h: 'fail',
+      click_ref_seen_24h: 'fail',
+      refunds_seen_7d: 'fail',
+      browser_script_seen_24h: 'fail',
+      missing_orders_low_24h: 'pass',
+      no_consecutive_failures: 'pass',
+    });
+    expectEnvelope(await sendAs('no.such_type', {}), 422, 'unknown_event_type');
+    expect((await checklistOf()).no_consecutive_failures).toBe('fail');
+
+    // Test mode never passes the live check, but passes its own.
+    await sendAs(
+      'order.paid',
+      { order_id: 'chk-test', amount: 1000, click_ref: shop.fixture.mina.clickRef },
+      shop.keys.sk_test,
+    );
+    expect(await checklistOf(shop.keys.sk_test)).toMatchObject({
+      live_order_paid_24h: 'fail',
+      click_ref_seen_24h: 'pass',
+    });
+
+    await sendAs('order.paid', { order_id: 'chk-1', amount: 10_000, click_ref: shop.fixture.mina.clickRef });
+    await sendAs('refund.created', { order_id: 'chk-1', refund_id: 'r1', amount: 1000 });
+    await sendAs('page.viewed', {}, shop.keys.pk_live);
+    expect(await checklistOf()).toEqual({
+      live_order_paid_24h: 'pass',
+      click_ref_seen_24h: 'pass',
+      refunds_seen_7d: 'pass',
+      browser_script_seen_24h: 'pass',
+      missing_orders_low_24h: 'pass',
+      no_consecutive_failures: 'pass',
+    });
+
+    // A browser-observed order never sent by the server: 1 missing of 1 order is over 1%.
+    await sendAs('order.observed', { order_id: 'chk-lost', amount: 5000 }, shop.keys.pk_live);
+    await age(60);
+    await detectOrderGaps(ctx.orm, undefined, silent, 30);
+    expect((await checklistOf()).missing_orders_low_24h).toBe('fail');
+  });
+
   it('the integration-status job refreshes every brand; twice or concurrently it converges', async () => {
     await send('order.paid', { order_id: nextOrderId(), amount: 1000 });
     await expire();

@@ -3,7 +3,12 @@ import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
-import { integrationStatus, listMissingOrders } from './integration.service.js';
+import {
+  checkNames,
+  integrationChecklist,
+  integrationStatus,
+  listMissingOrders,
+} from './integration.service.js';
 
 export const IntegrationStatusOut = z
   .object({
@@ -27,6 +32,20 @@ export const IntegrationStatusOut = z
     consecutive_failures: z
       .int()
       .meta({ description: 'Failed ingestion requests since the last accepted event.' }),
+    checklist: z
+      .array(
+        z
+          .object({
+            check: z.enum(checkNames),
+            status: z.enum(['pass', 'fail']),
+            hint: z.string().meta({ description: 'What the check means and what to do when it fails.' }),
+          })
+          .meta({ id: 'IntegrationCheck' }),
+      )
+      .meta({
+        description:
+          "The checks to pass before going live, always in this order: a live order.paid in the last 24 hours (live mode whatever the key), click_ref on some order in 24 hours, refunds or cancellations in 7 days, the browser script seen in 24 hours, missing orders at most 1% of the day's orders, no failure since the last accepted request.",
+      }),
   })
   .meta({ id: 'IntegrationStatus' });
 
@@ -82,7 +101,9 @@ export function integrationRoutes({ orm }: AppDeps) {
       errors: [...errors],
       async handle(req, res) {
         const caller = callerOf(req);
-        const s = await integrationStatus(orm.em.fork(), caller);
+        const em = orm.em.fork();
+        const s = await integrationStatus(em, caller);
+        const checklist = await integrationChecklist(em, caller, s);
         res.json({
           object: 'integration_status',
           livemode: caller.livemode,
@@ -94,6 +115,7 @@ export function integrationRoutes({ orm }: AppDeps) {
           last_event_at: s.last_event_at ? new Date(s.last_event_at).toISOString() : null,
           last_error_code: s.last_error_code,
           consecutive_failures: s.consecutive_failures,
+          checklist,
         } satisfies z.input<typeof IntegrationStatusOut>);
       },
     }),

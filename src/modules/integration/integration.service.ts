@@ -84,6 +84,100 @@ export async function integrationStatus(em: EntityManager, scope: Scope): Promis
   return row!;
 }
 
+export const checkNames = [
+  'live_order_paid_24h',
+  'click_ref_seen_24h',
+  'refunds_seen_7d',
+  'browser_script_seen_24h',
+  'missing_orders_low_24h',
+  'no_consecutive_failures',
+] as const;
+export type CheckName = (typeof checkNames)[number];
+
+export interface Check {
+  check: CheckName;
+  status: 'pass' | 'fail';
+  hint: string;
+}
+
+/** Missing orders pass while at most this share of the day's orders (and never when there are none). */
+const MISSING_SHARE = 0.01;
+
+/**
+ * The checks a brand should pass before going live, each a probe that stops at its first row
+ * (indexes on brand, mode and time): a live order.paid in the last 24 hours (live mode whatever
+ * the key's mode, since that is the point of going live), click_ref on some order and the
+ * browser script seen in 24 hours, refunds or cancellations seen in 7 days, missing orders at
+ * most 1% of the day's orders, and no failed request since the last accepted one.
+ */
+export async function integrationChecklist(
+  em: EntityManager,
+  scope: Scope,
+  status: StatusRow,
+): Promise<Check[]> {
+  const [seen] = await em.execute<
+    { live_paid: boolean; click_ref: boolean; refunds: boolean; browser: boolean }[]
+  >(
+    `select
+       exists (select 1 from received_events e where e.brand_id = ? and e.livemode
+                  and e.received_at > now() - ${DAY} and e.type = 'order.paid') as live_paid,
+       exists (select 1 from orders o where o.brand_id = ? and o.livemode = ?
+                  and o.created_at > now() - ${DAY} and o.click_ref is not null) as click_ref,
+       exists (select 1 from received_events e where e.brand_id = ? and e.livemode = ?
+                  and e.received_at > now() - interval '7 days' and e.type in ('refund.created', 'order.cancelled')) as refunds,
+       exists (select 1 from received_events e where e.brand_id = ? and e.livemode = ?
+                  and e.received_at > now() - ${DAY} and e.type in ('page.viewed', 'order.observed')) as browser`,
+    [
+      scope.brandId,
+      scope.brandId,
+      scope.livemode,
+      scope.brandId,
+      scope.livemode,
+      scope.brandId,
+      scope.livemode,
+    ],
+  );
+  const check = (name: CheckName, passed: boolean, hint: string): Check => ({
+    check: name,
+    status: passed ? 'pass' : 'fail',
+    hint,
+  });
+  const missingAllowed = Math.floor(status.orders_24h * MISSING_SHARE);
+  return [
+    check(
+      'live_order_paid_24h',
+      seen!.live_paid,
+      'A live order.paid arrived in the last 24 hours. If not: send order.paid with your sk_live_ key from the server when an order is paid.',
+    ),
+    check(
+      'click_ref_seen_24h',
+      seen!.click_ref,
+      'Some order of the last 24 hours carries data.click_ref. If not: keep lf_click from the landing URL in a first-party cookie and send it as click_ref, or clicks never attribute.',
+    ),
+    check(
+      'refunds_seen_7d',
+      seen!.refunds,
+      'A refund.created or order.cancelled arrived in the last 7 days. If not, and your shop had refunds: send them, or commission is paid on refunded orders.',
+    ),
+    check(
+      'browser_script_seen_24h',
+      seen!.browser,
+      'The browser script sent page.viewed or order.observed in the last 24 hours. If not: add lf.js with your publishable key to the shop, so orders missing from server-side sends are found.',
+    ),
+    check(
+      'missing_orders_low_24h',
+      status.missing_orders_24h <= missingAllowed &&
+        (status.missing_orders_24h === 0 || status.orders_24h > 0),
+      `At most 1% of the day's orders (${missingAllowed} now) were seen by a browser but never sent. If not: resend order.paid for each in GET /v1/integration/missing_orders.`,
+    ),
+    check(
+      'no_consecutive_failures',
+      status.consecutive_failures === 0,
+      'No request has failed since the last accepted one. If not: read last_error_code and its doc_url, fix the request, and resend.',
+    ),
+  ];
+}
+
 /** Counted for last_error_code and consecutive_failures; a failure to record is not the caller's problem. */
 export async function recordIngestionFailure(
   em: EntityManager,
