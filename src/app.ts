@@ -12,6 +12,7 @@ import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { eventRoutes } from './modules/events/events.routes.js';
 import { Ingestion } from './modules/ingestion/ingestion.js';
+import { explanationRoutes } from './modules/explanations/explanations.routes.js';
 import { integrationRoutes } from './modules/integration/integration.routes.js';
 import { keyIssuanceRoutes } from './modules/keys/issuance.routes.js';
 import { KeyCache } from './modules/keys/key-cache.js';
@@ -27,7 +28,13 @@ export type { AppDeps };
 
 /** Every public route, in one list: the router and the OpenAPI document both read it. */
 export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
-  return [...pingRoutes, ...eventRoutes(deps), ...orderRoutes(deps), ...integrationRoutes(deps)];
+  return [
+    ...pingRoutes,
+    ...eventRoutes(deps),
+    ...orderRoutes(deps),
+    ...explanationRoutes(deps),
+    ...integrationRoutes(deps),
+  ];
 }
 
 export function buildApp(appDeps: AppDeps): express.Express {

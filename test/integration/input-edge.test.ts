@@ -793,6 +793,7 @@ const adminCases = {
 /** The public reads: path template (`{}` for the one segment) and the query names they know. */
 const readCases = {
   getOrder: { path: '/v1/orders/{}', query: [] },
+  explainOrderAttribution: { path: '/v1/orders/{}/attribution', query: [] },
   listOrders: {
     path: '/v1/orders',
     query: ['limit', 'cursor', 'status', 'occurred_at[gte]', 'occurred_at[lt]'],
@@ -886,7 +887,14 @@ describe('any input: never a 5xx, always the error envelope', () => {
       fc.tuple(
         // The routes with a path segment are where a NUL could reach the database.
         fc.oneof(
-          { weight: 4, arbitrary: fc.constantFrom<(typeof ops)[number]>('getOrder', 'followTrackingLink') },
+          {
+            weight: 4,
+            arbitrary: fc.constantFrom<(typeof ops)[number]>(
+              'getOrder',
+              'explainOrderAttribution',
+              'followTrackingLink',
+            ),
+          },
           { weight: 3, arbitrary: fc.constantFrom(...ops) },
         ),
         anyPathSegment,

@@ -46,8 +46,37 @@ export function clickInWindow(clickedAt: Date, occurredAt: Date, windowDays: num
   return age >= -CLICK_SKEW_MS && age <= windowDays * 86_400_000;
 }
 
-/** A coupon code wins only when it resolves; otherwise a click inside its offer's window attributes. */
-export function resolveAttribution(
+/** One source of attribution as it was considered, in order (recorded with each order.paid). */
+export type Candidate =
+  | {
+      type: 'coupon_code';
+      code: string;
+      found: boolean;
+      creator_id: string | null;
+      offer_id: string | null;
+    }
+  | {
+      type: 'click';
+      click_ref: string;
+      last_touch_channel: string | null;
+      /** False when another channel had the last touch: the click is not looked at. */
+      channel_allows: boolean;
+      found: boolean;
+      creator_id: string | null;
+      offer_id: string | null;
+      clicked_at: string | null;
+      window_days: number | null;
+      /** The click's age at the order's occurred_at. */
+      age_seconds: number | null;
+      within_window: boolean | null;
+    };
+
+/**
+ * A coupon code wins only when it resolves; otherwise a click inside its offer's window
+ * attributes (unless another channel had the last touch). Returns the winner and every
+ * candidate as it was considered, for the attribution explanation.
+ */
+export function traceAttribution(
   catalog: AttributionCatalog,
   input: {
     couponCode: string | null;
@@ -55,19 +84,52 @@ export function resolveAttribution(
     lastTouchChannel: string | null;
     occurredAt: Date;
   },
-): Attribution | null {
-  const code = input.couponCode ? catalog.codes.get(couponCodeKey(input.couponCode)) : undefined;
-  if (code) return { via: 'code', ...code, couponCode: input.couponCode, clickRef: null };
-  if (!input.clickRef || !clickAttributionAllowed(input.lastTouchChannel)) return null;
-  const click = catalog.clicks.get(input.clickRef);
-  if (!click || !clickInWindow(click.clickedAt, input.occurredAt, click.attributionWindowDays)) return null;
+): { attribution: Attribution | null; candidates: Candidate[] } {
+  const candidates: Candidate[] = [];
+  if (input.couponCode) {
+    const code = catalog.codes.get(couponCodeKey(input.couponCode));
+    candidates.push({
+      type: 'coupon_code',
+      code: input.couponCode,
+      found: Boolean(code),
+      creator_id: code?.creatorId ?? null,
+      offer_id: code?.offerId ?? null,
+    });
+    if (code) {
+      return {
+        attribution: { via: 'code', ...code, couponCode: input.couponCode, clickRef: null },
+        candidates,
+      };
+    }
+  }
+  if (!input.clickRef) return { attribution: null, candidates };
+  const allowed = clickAttributionAllowed(input.lastTouchChannel);
+  const click = allowed ? catalog.clicks.get(input.clickRef) : undefined;
+  const within = click ? clickInWindow(click.clickedAt, input.occurredAt, click.attributionWindowDays) : null;
+  candidates.push({
+    type: 'click',
+    click_ref: input.clickRef,
+    last_touch_channel: input.lastTouchChannel,
+    channel_allows: allowed,
+    found: Boolean(click),
+    creator_id: click?.creatorId ?? null,
+    offer_id: click?.offerId ?? null,
+    clicked_at: click ? click.clickedAt.toISOString() : null,
+    window_days: click?.attributionWindowDays ?? null,
+    age_seconds: click ? Math.round((input.occurredAt.getTime() - click.clickedAt.getTime()) / 1000) : null,
+    within_window: within,
+  });
+  if (!click || !within) return { attribution: null, candidates };
   return {
-    via: 'click',
-    creatorId: click.creatorId,
-    offerId: click.offerId,
-    commissionBps: click.commissionBps,
-    couponCode: null,
-    clickRef: input.clickRef,
+    attribution: {
+      via: 'click',
+      creatorId: click.creatorId,
+      offerId: click.offerId,
+      commissionBps: click.commissionBps,
+      couponCode: null,
+      clickRef: input.clickRef,
+    },
+    candidates,
   };
 }
 

@@ -1,3 +1,4 @@
+import type { AttributionDecision } from '../attribution/decision.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import type { Journal } from '../ledger/journal.js';
@@ -16,6 +17,8 @@ export const scopeKey = (scope: Scope) => `${scope.brandId}/${scope.livemode ? '
 export interface OrderOutcome {
   attributedVia: AttributionVia | null;
   conversionId: string | null;
+  /** order.paid: the attribution decision, stored with its received event. */
+  decision?: AttributionDecision;
 }
 
 export interface NewRefund {

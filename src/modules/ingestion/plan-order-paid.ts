@@ -1,7 +1,8 @@
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.js';
-import { type Attribution, isSelfPurchase, resolveAttribution } from '../attribution/resolve.js';
+import type { AttributionDecision } from '../attribution/decision.js';
+import { type Attribution, isSelfPurchase, traceAttribution } from '../attribution/resolve.js';
 import { type Cause, movementsBetween } from '../ledger/journal.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import { transition } from '../orders/order-lifecycle.js';
@@ -63,7 +64,7 @@ const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: s
 export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent): OrderOutcome {
   const d = event.data;
   const existing = book.orders.get(d.orderId);
-  const resolved = resolveAttribution(book.catalog, {
+  const { attribution: resolved, candidates } = traceAttribution(book.catalog, {
     couponCode: d.couponCode,
     clickRef: d.clickRef,
     lastTouchChannel: d.lastTouchChannel,
@@ -78,10 +79,13 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     if (!decision && hasCreator(parent))
       decision = inherited(book, parent, 'renewal', cycleNumber, d.customerHash);
   }
+  const renewed = !resolved && decision !== null;
   if (!decision && hasCreator(existing)) {
     // Sticky: a resend that resolves nothing keeps the attribution it had.
     decision = inherited(book, existing, existing.attributedVia!, cycleNumber, d.customerHash);
   }
+  const sticky = !resolved && !renewed && decision !== null;
+  const previousCreatorId = existing?.creatorId ?? null;
 
   const amount = toKrw(d.amount, d.currency, d.fxRate);
   const rateBps = decision ? (decision.commissionBps ?? book.terms.defaultCommissionBps) : null;
@@ -111,7 +115,43 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     confirmDue: confirmAt !== null && confirmAt <= book.now,
     refundedInFull,
   });
-  if (existing && next.effect === 'unchanged') return outcomeOf(existing);
+  // What was considered and why, kept with the event as it was decided now (never recomputed).
+  const record = (effect: AttributionDecision['effect']): AttributionDecision => ({
+    effect,
+    candidates,
+    renewal: d.parentOrderId
+      ? {
+          parent_order_id: d.parentOrderId,
+          parent_found: Boolean(parent) || Boolean(existing?.parentOrderId),
+          cycle_number: cycleNumber,
+          recurring_limit: book.terms.recurringCommissionCycles,
+          beyond_limit: decision?.renewalBeyondLimit ?? false,
+        }
+      : null,
+    sticky,
+    result: decision
+      ? { via: decision.via, creator_id: decision.creatorId, offer_id: decision.offerId }
+      : null,
+    previous_creator_id: previousCreatorId,
+    self_purchase: decision?.selfPurchase ?? false,
+    commission:
+      decision && rateBps !== null
+        ? {
+            rate_bps: rateBps,
+            rate_source:
+              renewed || sticky ? 'inherited' : decision.commissionBps !== null ? 'offer' : 'brand_default',
+            base_amount: amount,
+            amount: commission,
+            zeroed_by: decision.selfPurchase
+              ? 'self_purchase'
+              : decision.renewalBeyondLimit
+                ? 'renewal_limit'
+                : null,
+          }
+        : null,
+  });
+  if (existing && next.effect === 'unchanged')
+    return { ...outcomeOf(existing), decision: record('unchanged') };
   if (next.effect !== 'apply') throw new Error(`order.paid cannot be ${next.effect} for a new order`);
   if (existing && d.amount < existing.refundedOriginalAmount) {
     throw new AppError(
@@ -174,5 +214,5 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     order.creatorId,
     movementsBetween(before, after, !existing?.creatorId),
   );
-  return outcomeOf(order);
+  return { ...outcomeOf(order), decision: record('applied') };
 }

@@ -88,6 +88,7 @@ export function planRequest(
       received_at: now.toISOString(),
       request_id: request.requestId,
       data: storedData(event),
+      attribution: result.decision ?? null,
     });
     if (event.type === 'order.observed') {
       plan.handOver.push({

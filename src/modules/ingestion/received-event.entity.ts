@@ -17,11 +17,18 @@ export const ReceivedEvent = defineEntity({
     receivedAt: p.datetime(),
     requestId: p.string().length(40),
     data: p.json<Record<string, unknown>>(),
+    /** order.paid: the attribution decision as made then (modules/attribution/decision.ts). */
+    attribution: p.json<Record<string, unknown>>().nullable(),
   },
   indexes: [
     { name: 'received_events_brand_received_at_index', properties: ['brand', 'livemode', 'receivedAt'] },
     { name: 'received_events_request_id_index', properties: ['requestId'] },
     { name: 'received_events_observed_index', properties: ['receivedAt'], where: "type = 'order.observed'" },
+    {
+      name: 'received_events_order_index',
+      properties: ['brand', 'livemode', 'orderId'],
+      where: "type in ('order.paid', 'refund.created', 'order.cancelled', 'order.confirmed')",
+    },
   ],
 });
 export type ReceivedEvent = InferEntity<typeof ReceivedEvent>;

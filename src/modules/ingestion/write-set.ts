@@ -1,5 +1,6 @@
 import { recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
+import type { AttributionDecision } from '../attribution/decision.js';
 import { journalWrites } from '../ledger/journal.js';
 import { orderColumns, orderToRow } from '../orders/order-state.js';
 import type { OrderBook } from './order-book.js';
@@ -25,6 +26,7 @@ export interface ReceivedEventRow {
   received_at: string;
   request_id: string;
   data: Record<string, unknown>;
+  attribution: AttributionDecision | null;
 }
 
 export interface IdempotencyRow {
@@ -47,6 +49,7 @@ const receivedEventColumns = {
   received_at: 'timestamptz',
   request_id: 'text',
   data: 'jsonb',
+  attribution: 'jsonb',
 };
 
 const columnList = (columns: object) => Object.keys(columns).join(', ');

@@ -1,0 +1,212 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError } from '../../shared/errors.js';
+import type { AttributionDecision } from '../attribution/decision.js';
+import type { Candidate } from '../attribution/resolve.js';
+import type { Scope } from '../ingestion/order-book.js';
+import { orderLookupKey } from '../orders/order-state.js';
+
+interface OrderRow {
+  id: string;
+  order_id: string;
+  status: string;
+  attributed_via: string | null;
+  creator_id: string | null;
+  offer_id: string | null;
+  conversion_id: string | null;
+  commission_bps: number | null;
+  commission_amount: string;
+  refunded_commission_amount: string;
+  flags: string[];
+}
+
+interface EventRow {
+  id: string;
+  type: string;
+  request_id: string;
+  occurred_at: Date;
+  received_at: Date;
+  data: Record<string, unknown>;
+  attribution: AttributionDecision | null;
+}
+
+interface MovementRow {
+  event_id: string | null;
+  payout_id: string | null;
+  request_id: string;
+  kind: string;
+  creator_id: string | null;
+  amount: string;
+  created_at: Date;
+}
+
+interface RefundRow {
+  event_id: string;
+  kind: 'refund' | 'cancellation';
+  refund_id: string | null;
+  amount: string;
+  commission_reversed: string;
+}
+
+const won = (n: number) => n.toLocaleString('en-US');
+const rateSources = {
+  offer: "the offer's rate",
+  brand_default: "the brand's default rate",
+  inherited: 'the rate the order already had',
+} as const;
+const percent = (bps: number) => `${(bps / 100).toFixed(2)}%`;
+
+function candidateSentence(c: Candidate): string {
+  if (c.type === 'coupon_code') {
+    return c.found
+      ? `Coupon code ${c.code} found: creator ${c.creator_id}${c.offer_id ? `, offer ${c.offer_id}` : ''}.`
+      : `Coupon code ${c.code} is not one of the brand's codes.`;
+  }
+  if (!c.channel_allows) {
+    return `Click ${c.click_ref} not considered: last_touch_channel '${c.last_touch_channel}' is not lf, so another channel had the last touch.`;
+  }
+  if (!c.found) return `Click ${c.click_ref} is not a click of this brand.`;
+  const days = (c.age_seconds! / 86_400).toFixed(1);
+  return c.within_window
+    ? `Click ${c.click_ref} (creator ${c.creator_id}) happened ${days} days before the order, inside its ${c.window_days}-day window.`
+    : `Click ${c.click_ref} (creator ${c.creator_id}) happened ${days} days before the order, outside its ${c.window_days}-day window.`;
+}
+
+/** The decision of one order.paid, in sentences: candidates in order, the winner and why, the arithmetic. */
+export function explainDecision(d: AttributionDecision): string[] {
+  if (d.effect === 'unchanged') return ['The order was paid out or closed: this resend changed nothing.'];
+  const lines = d.candidates.map(candidateSentence);
+  if (d.renewal) {
+    const r = d.renewal;
+    lines.push(
+      r.parent_found
+        ? `Renewal of ${r.parent_order_id}, cycle ${r.cycle_number}${r.recurring_limit === null ? ' (no recurring limit)' : ` of at most ${r.recurring_limit} with commission`}${r.beyond_limit ? ': past the limit' : ''}.`
+        : `Parent order ${r.parent_order_id} is not known: no renewal attribution.`,
+    );
+  }
+  if (!d.result) lines.push('Nothing resolved: the order is unattributed.');
+  else if (d.sticky)
+    lines.push(`Nothing resolved: the order keeps its attribution by ${d.result.via} (sticky).`);
+  else lines.push(`Attributed by ${d.result.via} to creator ${d.result.creator_id}.`);
+  if (d.result && d.previous_creator_id && d.previous_creator_id !== d.result.creator_id) {
+    lines.push(`Moved from creator ${d.previous_creator_id} to ${d.result.creator_id}.`);
+  }
+  if (d.self_purchase) lines.push("Self-purchase: the buyer is the creator's own registered customer.");
+  const c = d.commission;
+  if (c) {
+    const base = `${percent(c.rate_bps)} (${rateSources[c.rate_source]}) of ${won(c.base_amount)} KRW`;
+    lines.push(
+      c.zeroed_by
+        ? `Commission 0: ${c.zeroed_by === 'self_purchase' ? 'self-purchase' : 'renewal past the recurring limit'} (otherwise ${base}).`
+        : `Commission ${won(c.amount)} KRW = ${base}, rounded down to the won.`,
+    );
+  }
+  return lines;
+}
+
+function refundSentence(r: RefundRow, moves: MovementRow[]): string {
+  const what = r.kind === 'cancellation' ? 'Cancellation' : `Refund${r.refund_id ? ` ${r.refund_id}` : ''}`;
+  const clawback = moves.some((m) => m.kind === 'clawback');
+  return `${what} of ${won(Number(r.amount))} KRW reversed ${won(Number(r.commission_reversed))} KRW commission${clawback ? ' as a clawback, netted in the next payout (the order was already paid out)' : ''}.`;
+}
+
+const notFound = (orderId: string, scope: Scope) =>
+  new AppError(
+    'order_not_found',
+    `No order with order_id '${orderId}' was ingested for this brand in ${scope.livemode ? 'live' : 'test'} mode.`,
+    {
+      param: 'order_id',
+      hint: 'Orders sent with a test key are only visible to test keys, and live ones to live keys.',
+    },
+  );
+
+/**
+ * Why an order is (not) attributed, from what was kept when it happened: each order.paid's
+ * recorded decision, each refund and cancellation, and every journal movement with its event
+ * and request, oldest first. Nothing is recomputed from today's codes, clicks or rates.
+ */
+export async function explainAttribution(em: EntityManager, scope: Scope, orderId: string) {
+  const [order] = await em.execute<OrderRow[]>(
+    `select id, order_id, status, attributed_via, creator_id, offer_id, conversion_id, commission_bps,
+            commission_amount, refunded_commission_amount, flags
+       from orders where lookup_key = ?`,
+    [orderLookupKey(scope, orderId)],
+  );
+  if (!order) throw notFound(orderId, scope);
+  const [events, moves, refunds] = await Promise.all([
+    em.execute<EventRow[]>(
+      `select id, type, request_id, occurred_at, received_at, data, attribution from received_events
+        where brand_id = ? and livemode = ? and order_id = ?
+          and type in ('order.paid', 'refund.created', 'order.cancelled', 'order.confirmed')
+        order by received_at, id`,
+      [scope.brandId, scope.livemode, orderId],
+    ),
+    em.execute<MovementRow[]>(
+      `select m.event_id, m.payout_id, m.request_id, m.kind, m.creator_id, m.amount, m.created_at
+         from ledger_movements m join ledger_entries e on e.id = m.entry_id
+        where e.order_id = ? order by m.created_at, m.id`,
+      [order.id],
+    ),
+    em.execute<RefundRow[]>(
+      `select event_id, kind, refund_id, amount, commission_reversed from refunds where order_id = ?`,
+      [order.id],
+    ),
+  ]);
+  const movementsOf = (eventId: string) => moves.filter((m) => m.event_id === eventId);
+  const movement = (m: MovementRow) => ({ kind: m.kind, creator_id: m.creator_id, amount: Number(m.amount) });
+  return {
+    object: 'attribution_explanation' as const,
+    order_id: order.order_id,
+    livemode: scope.livemode,
+    current: {
+      status: order.status,
+      attributed_via: order.attributed_via,
+      creator_id: order.creator_id,
+      offer_id: order.offer_id,
+      conversion_id: order.conversion_id,
+      commission_bps: order.commission_bps,
+      commission_amount: Number(order.commission_amount),
+      refunded_commission_amount: Number(order.refunded_commission_amount),
+      flags: order.flags,
+    },
+    history: events.map((e) => {
+      const refund = refunds.find((r) => r.event_id === e.id);
+      const own = movementsOf(e.id);
+      const explanation =
+        e.type === 'order.paid'
+          ? e.attribution
+            ? explainDecision(e.attribution)
+            : ['This order.paid was received before decisions were recorded; see the movements.']
+          : refund
+            ? [refundSentence(refund, own)]
+            : e.type === 'order.confirmed'
+              ? ['Recorded; payout is never moved earlier by order.confirmed.']
+              : ['Accepted; the order was already closed, so nothing changed.'];
+      return {
+        event_id: e.id,
+        type: e.type,
+        request_id: e.request_id,
+        occurred_at: new Date(e.occurred_at).toISOString(),
+        received_at: new Date(e.received_at).toISOString(),
+        decision: e.attribution,
+        refund: refund
+          ? {
+              kind: refund.kind,
+              refund_id: refund.refund_id,
+              amount: Number(refund.amount),
+              commission_reversed: Number(refund.commission_reversed),
+            }
+          : null,
+        movements: own.map(movement),
+        explanation,
+      };
+    }),
+    payouts: moves
+      .filter((m) => m.payout_id)
+      .map((m) => ({
+        payout_id: m.payout_id!,
+        request_id: m.request_id,
+        at: new Date(m.created_at).toISOString(),
+        ...movement(m),
+      })),
+  };
+}
