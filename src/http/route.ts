@@ -25,7 +25,10 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   validatesBodyItself?: boolean;
   /** Secret-key-only routes refuse a publishable key before anything else is checked. */
   refusePublishableKey?: () => AppError;
-  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  /** `example`: a typical body, shown in the OpenAPI document and /docs. */
+  responses: Record<number, { description: string; schema?: z.ZodType; example?: unknown }>;
+  /** A typical request body, shown in the OpenAPI document and /docs. */
+  bodyExample?: unknown;
   errors: ErrorCode[];
   handle: (
     req: Request,

@@ -66,7 +66,10 @@ function contentBlock(content: oas32.ContentObject | undefined, schemas: Schemas
   return Object.entries(content ?? {})
     .map(
       ([type, media]) =>
-        `<p><code>${esc(type)}</code></p>${schemaBlock(isRef(media) ? media : media.schema, schemas)}`,
+        `<p><code>${esc(type)}</code></p>${schemaBlock(isRef(media) ? media : media.schema, schemas)}` +
+        (!isRef(media) && media.example !== undefined
+          ? `<p>Example</p><pre>${esc(JSON.stringify(media.example, null, 2))}</pre>`
+          : ''),
     )
     .join('');
 }

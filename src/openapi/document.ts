@@ -101,10 +101,12 @@ function errorResponses(codes: ErrorCode[]): Record<string, ZodOpenApiResponseOb
 
 function operation(def: AnyRoute): ZodOpenApiOperationObject {
   const responses = errorResponses(def.errors);
-  for (const [status, { description, schema }] of Object.entries(def.responses)) {
+  for (const [status, { description, schema, example }] of Object.entries(def.responses)) {
     responses[`${Number(status)}`] = {
       description,
-      ...(schema && { content: { 'application/json': { schema } } }),
+      ...(schema && {
+        content: { 'application/json': { schema, ...(example !== undefined && { example }) } },
+      }),
     };
   }
   return {
@@ -120,7 +122,12 @@ function operation(def: AnyRoute): ZodOpenApiOperationObject {
       requestBody: {
         // Handlers parse a missing body as `{}`, so a body that accepts `{}` is optional.
         required: !def.body.safeParse({}).success,
-        content: { 'application/json': { schema: def.body } },
+        content: {
+          'application/json': {
+            schema: def.body,
+            ...(def.bodyExample !== undefined && { example: def.bodyExample }),
+          },
+        },
       },
     }),
     responses,

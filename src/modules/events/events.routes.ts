@@ -159,8 +159,23 @@ export function eventRoutes(deps: AppDeps) {
       body: EventIn,
       query: EventSendQuery,
       validatesBodyItself: true,
+      bodyExample: { type: 'order.paid', data: { order_id: 'A-1001', amount: 39000, coupon_code: 'MINA10' } },
       responses: {
-        200: { description: 'The event was applied (or, with `dry_run=true`, would be).', schema: EventOut },
+        200: {
+          description:
+            'The event was applied (or, with `dry_run=true`, would be: the same answer, header `Dry-Run: true`, nothing written).',
+          schema: EventOut,
+          example: {
+            id: 'evt_01m85a0k1d',
+            object: 'event',
+            type: 'order.paid',
+            livemode: true,
+            status: 'accepted',
+            attribution: { status: 'attributed', via: 'code' },
+            conversion_id: 'conv_01m85a0k1e',
+            request_id: 'req_01m85a0k1c',
+          },
+        },
       },
       errors: [...ingestionErrors],
       async handle(req, res, { query }) {

@@ -111,6 +111,83 @@ export const AttributionExplanationOut = z
   })
   .meta({ id: 'AttributionExplanation' });
 
+const example = {
+  object: 'attribution_explanation',
+  order_id: 'A-1001',
+  livemode: true,
+  current: {
+    status: 'pending',
+    attributed_via: 'click',
+    creator_id: 'cr_01mina',
+    offer_id: 'of_01serum',
+    conversion_id: 'conv_01abc',
+    commission_bps: 2000,
+    commission_amount: 7800,
+    refunded_commission_amount: 2000,
+    flags: [],
+  },
+  history: [
+    {
+      event_id: 'evt_01paid',
+      type: 'order.paid',
+      request_id: 'req_01paid',
+      occurred_at: '2026-11-20T03:00:00.000Z',
+      received_at: '2026-11-20T03:00:01.000Z',
+      decision: {
+        effect: 'applied',
+        candidates: [
+          { type: 'coupon_code', code: 'SPRING', found: false, creator_id: null, offer_id: null },
+          {
+            type: 'click',
+            click_ref: 'lfc_01xyz',
+            last_touch_channel: null,
+            channel_allows: true,
+            found: true,
+            creator_id: 'cr_01mina',
+            offer_id: 'of_01serum',
+            clicked_at: '2026-11-18T09:00:00.000Z',
+            window_days: 7,
+            age_seconds: 151_200,
+            within_window: true,
+          },
+        ],
+        renewal: null,
+        sticky: false,
+        result: { via: 'click', creator_id: 'cr_01mina', offer_id: 'of_01serum' },
+        previous_creator_id: null,
+        self_purchase: false,
+        commission: {
+          rate_bps: 2000,
+          rate_source: 'offer',
+          base_amount: 39_000,
+          amount: 7800,
+          zeroed_by: null,
+        },
+      },
+      refund: null,
+      movements: [{ kind: 'accrual', creator_id: 'cr_01mina', amount: 7800 }],
+      explanation: [
+        "Coupon code SPRING is not one of the brand's codes.",
+        'Click lfc_01xyz (creator cr_01mina) happened 1.8 days before the order, inside its 7-day window.',
+        'Attributed by click to creator cr_01mina.',
+        "Commission 7,800 KRW = 20.00% (the offer's rate) of 39,000 KRW, rounded down to the won.",
+      ],
+    },
+    {
+      event_id: 'evt_01refund',
+      type: 'refund.created',
+      request_id: 'req_01refund',
+      occurred_at: '2026-11-21T05:00:00.000Z',
+      received_at: '2026-11-21T05:00:00.500Z',
+      decision: null,
+      refund: { kind: 'refund', refund_id: 'r1', amount: 10_000, commission_reversed: 2000 },
+      movements: [{ kind: 'reversal', creator_id: 'cr_01mina', amount: -2000 }],
+      explanation: ['Refund r1 of 10,000 KRW reversed 2,000 KRW commission.'],
+    },
+  ],
+  payouts: [],
+} satisfies z.input<typeof AttributionExplanationOut>;
+
 const OrderParams = z.strictObject({
   order_id: text().min(1).max(120).meta({ description: 'The order_id the store sent.' }),
 });
@@ -135,7 +212,7 @@ export function explanationRoutes({ orm }: AppDeps) {
           },
         ),
       params: OrderParams,
-      responses: { 200: { description: 'The explanation.', schema: AttributionExplanationOut } },
+      responses: { 200: { description: 'The explanation.', schema: AttributionExplanationOut, example } },
       errors: [
         'invalid_api_key',
         'brand_not_active',
