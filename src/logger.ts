@@ -152,6 +152,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       redact: { paths: redactPaths, remove: true },
       serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // `"level":"warn"`, not 40: log search and alerts read the word.
+      formatters: { level: (label) => ({ level: label }) },
     },
     destination,
   );

@@ -46,3 +46,30 @@ export function dueAt(job: Pick<Job, 'id' | 'repeatJobKey' | 'timestamp'>): Date
   const due = job.repeatJobKey ? /:(\d+)$/.exec(job.id ?? '')?.[1] : undefined;
   return new Date(due ? Number(due) : job.timestamp);
 }
+
+const MIRRORED_LEVELS = new Set(['info', 'warn', 'error']);
+
+/**
+ * The job's logger, whose info, warn and error lines also go to the job's own log (Bull
+ * Board's Logs tab): the message and its fields, one line each. Errors show their message
+ * only; the process log keeps the rest. Writing the job log never fails the job.
+ */
+export function mirroredToJobLog(logger: Logger, job: Pick<Job, 'log'>): Logger {
+  return new Proxy(logger, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof property !== 'string' || !MIRRORED_LEVELS.has(property) || typeof value !== 'function')
+        return value;
+      return (...args: unknown[]) => {
+        const [first, second] = args;
+        const fields = typeof first === 'object' && first !== null ? first : undefined;
+        const message = String((fields ? second : first) ?? '');
+        const shown = fields
+          ? ` ${JSON.stringify(fields, (k, v) => (k === 'err' && v instanceof Error ? v.message : v))}`
+          : '';
+        job.log(`${property}: ${message}${shown}`).catch(() => {});
+        return value.apply(target, args);
+      };
+    },
+  });
+}

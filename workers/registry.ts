@@ -11,7 +11,7 @@ import {
   schedulerId,
 } from '../src/jobs/queues.js';
 import { integrationStatusJob } from './integration-status.js';
-import { dueAt, type JobModule, type WorkerContext } from './job.js';
+import { dueAt, type JobModule, mirroredToJobLog, type WorkerContext } from './job.js';
 import { orderConfirmationJob } from './order-confirmation.js';
 import { orderGapDetectionJob } from './order-gap-detection.js';
 import { outboxPruneJob } from './outbox-prune.js';
@@ -144,13 +144,14 @@ export async function runJob(name: JobName, ctx: WorkerContext, job: Job<JobData
     }
   }
   job.data = data;
-  const logger = ctx.logger.child({
+  const processLogger = ctx.logger.child({
     queue: name,
     job_id: job.id,
     attempt: job.attemptsMade + 1,
     request_id: data.request_id,
     ...(data.event_id && { event_id: data.event_id }),
   });
+  const logger = mirroredToJobLog(processLogger, job);
   logger.info('job started');
   const started = Date.now();
   const result = await module.handler(ctx, job as never, logger);

@@ -15,6 +15,8 @@ export function ormConfig(databaseUrl: string, poolMax = 10) {
     // Routes read with their own forked EntityManager; the global one is never used.
     allowGlobalContext: false,
     debug: false,
+    // Migrator lines ("[migrator] Applied …") carry no escape codes when piped or logged.
+    colors: Boolean(process.stdout.isTTY),
     migrations: {
       path: migrationsPath,
       glob: '!(*.d).{js,ts}',

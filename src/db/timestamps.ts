@@ -16,3 +16,19 @@ export const updatedAt = () =>
     .defaultRaw('now()')
     .onCreate(() => new Date())
     .onUpdate(() => new Date());
+
+/**
+ * Raw SQL returns timestamptz as PostgreSQL's text (`2026-11-23 22:43:31.328+00`): every `*_at`
+ * column of `rows` becomes ISO 8601 in UTC with milliseconds, the one format the API answers in.
+ */
+export function withIsoInstants<T extends Record<string, unknown>>(rows: T[]): T[] {
+  return rows.map(
+    (row) =>
+      Object.fromEntries(
+        Object.entries(row).map(([k, v]) => [
+          k,
+          k.endsWith('_at') && (typeof v === 'string' || v instanceof Date) ? new Date(v).toISOString() : v,
+        ]),
+      ) as T,
+  );
+}

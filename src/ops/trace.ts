@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import { withIsoInstants } from '../db/timestamps.js';
 import type { AppDeps } from '../deps.js';
 import type { JobData, JobName } from '../jobs/queues.js';
 
@@ -53,9 +54,9 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
     id: requestId,
     object: 'trace' as const,
     request_id: requestId,
-    events,
-    movements,
-    outbox: handedOver,
+    events: withIsoInstants(events),
+    movements: withIsoInstants(movements),
+    outbox: withIsoInstants(handedOver),
     jobs,
   };
 }

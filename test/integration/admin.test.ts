@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, expectEnvelope } from '../factories/index.js';
+import { admin, expectEnvelope, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
@@ -194,6 +194,36 @@ describe('admin API', () => {
     });
     expect(trace.body.jobs).toHaveLength(1);
     expect(trace.body.jobs[0]).toMatchObject({ id: res.body.id, name: 'test-data-deletion' });
+  });
+
+  it('the trace of an ingestion request gives every instant in one format (ISO 8601, UTC, milliseconds)', async () => {
+    const shop = await makeShop(ctx);
+    const seen = await sendEvent(ctx.app, shop.keys.pk_live, 'order.observed', {
+      order_id: 'tr-1',
+      amount: 100,
+    });
+    const paid = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
+      order_id: 'tr-1',
+      amount: 1000,
+      coupon_code: 'MINA20',
+    });
+    const instants: unknown[] = [];
+    const collect = (node: unknown) => {
+      if (Array.isArray(node)) node.forEach(collect);
+      else if (node && typeof node === 'object')
+        for (const [k, v] of Object.entries(node)) {
+          if (k.endsWith('_at')) instants.push(v);
+          else collect(v);
+        }
+    };
+    for (const res of [seen, paid]) {
+      const trace = await admin(ctx).get(`/admin/api/trace/${res.body.request_id}`);
+      expect(trace.status).toBe(200);
+      collect(trace.body);
+    }
+    expect(instants.length).toBeGreaterThanOrEqual(6);
+    for (const at of instants)
+      if (at !== null) expect(at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
   it('404 job_not_found lists the job names', async () => {

@@ -30,7 +30,7 @@ afterAll(async () => {
   if (process.env.DEBUG_LOGS)
     console.log(
       ctx.logLines
-        .filter((l) => l.includes('"level":50'))
+        .filter((l) => l.includes('"level":"error"'))
         .slice(0, 2)
         .join(''),
     );

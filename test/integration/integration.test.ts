@@ -238,6 +238,13 @@ describe('order.observed gap detection', () => {
       'job finished',
     ]);
     for (const line of jobLines) expect(line).toMatchObject({ request_id: requestId, event_id: res.body.id });
+    // The same steps in the job's own log, which Bull Board shows in its Logs tab.
+    const { logs } = await ctx.queues['order-gap-detection'].getJobLogs(row.id);
+    expect(logs.map((l) => l.replace(/ \{.*$/, ''))).toEqual([
+      'info: job started',
+      'info: observed order has no order.paid: recorded as missing',
+      'info: job finished',
+    ]);
 
     const list = await missing();
     expect(list.status).toBe(200);

@@ -108,7 +108,7 @@ describe('the worker process', () => {
     await connection.flushall();
     await until('every schedule back', async () => (await missing(queues)).length === 0, 10_000);
     expect(worker.lines().find((l) => l.msg.startsWith('job schedules were missing'))).toMatchObject({
-      level: 40,
+      level: 'warn',
       schedules: [...jobNames],
     });
     worker.child.kill('SIGTERM');

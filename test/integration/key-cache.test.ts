@@ -227,7 +227,7 @@ describe('key cache', () => {
     expectEnvelope(await ping(down, keys.sk_live), 401, 'invalid_api_key');
 
     const warning = JSON.parse(down.logLines.find((l) => l.includes('key cache listener down'))!);
-    expect(warning.level).toBe(40);
+    expect(warning.level).toBe('warn');
     expect(JSON.stringify(warning)).not.toContain('postgres://');
   });
 

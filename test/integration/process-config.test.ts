@@ -1,5 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { describe, expect, inject, it } from 'vitest';
+import { randomToken } from '../../src/shared/ids.js';
+import { dropTestDatabase } from '../setup/test-app.js';
 
 describe('a process started with a bad configuration', () => {
   it('stops at once with one line naming the variable', () => {
@@ -21,4 +24,38 @@ describe('a process started with a bad configuration', () => {
     );
     expect(result.stdout).toBe('');
   });
+});
+
+describe('npm run migrate with its output piped', () => {
+  it('prints the migrator lines without colour codes', async () => {
+    const url = new URL(inject('templateDatabaseUrl'));
+    const name = `lf_test_${randomToken(10).toLowerCase()}`;
+    const admin = new pg.Client({
+      connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString(),
+    });
+    await admin.connect();
+    await admin.query(`create database "${name}"`);
+    await admin.end();
+    url.pathname = `/${name}`;
+    try {
+      const result = spawnSync(process.execPath, ['scripts/entry.mjs', 'migrate'], {
+        env: {
+          PATH: process.env.PATH,
+          NODE_ENV: 'test',
+          DATABASE_URL: url.toString(),
+          REDIS_URL: inject('redisUrl'),
+          ADMIN_TOKEN: 'a'.repeat(40),
+          SECRET_KEY_BASE: 's'.repeat(48),
+        },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      const output = result.stdout + result.stderr;
+      expect(result.status).toBe(0);
+      expect(output).toContain("[migrator] Applied 'Migration20261122065415'");
+      expect(output).not.toContain('\u001b[');
+    } finally {
+      await dropTestDatabase(url.toString());
+    }
+  }, 70_000);
 });

@@ -199,7 +199,7 @@ describe('EventRateLimiter fail-open', () => {
       expect(rl.headers(first)).toEqual({});
       // One warn line, not one per request; nothing about the caller.
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatchObject({ level: 40, failOpenCount: 1 });
+      expect(lines[0]).toMatchObject({ level: 'warn', failOpenCount: 1 });
       expect(JSON.stringify(lines[0])).not.toContain('brand_a');
     } finally {
       down.disconnect();

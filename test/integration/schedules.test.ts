@@ -138,7 +138,7 @@ describe('job schedules', () => {
       const warned = lines
         .map((l) => JSON.parse(l))
         .filter((l) => l.msg.startsWith('job schedules were missing'));
-      expect(warned[0]).toMatchObject({ level: 40, schedules: [...jobNames], reason: 'periodic check' });
+      expect(warned[0]).toMatchObject({ level: 'warn', schedules: [...jobNames], reason: 'periodic check' });
 
       // Not only once: the check keeps running.
       await loseQueueData(connection);
