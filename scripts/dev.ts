@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { styleText } from 'node:util';
 import { prettyFactory } from 'pino-pretty';
+import { checkDependencies, type Dependency } from '../src/shared/unreachable.js';
 import { canConnect, type LocalService, resolveDatabase, resolveRedis } from './local-services.js';
 
 interface Seed {
@@ -148,7 +149,13 @@ async function waitForHttp(baseUrl: string, timeoutMs: number): Promise<boolean>
   return false;
 }
 
-function banner(seed: Seed, db: LocalService, redis: LocalService, ready: boolean): string {
+function banner(
+  seed: Seed,
+  db: LocalService,
+  redis: LocalService,
+  ready: boolean,
+  down: Record<Dependency, string | undefined>,
+): string {
   const base = seed.api_base_url.replace(/\/$/, '');
   const b = (s: string) => styleText('bold', s);
   const rows: [string, string][] = [
@@ -171,15 +178,21 @@ function banner(seed: Seed, db: LocalService, redis: LocalService, ready: boolea
   ];
   const line = '─'.repeat(78);
   const curl = `curl -s -H 'Authorization: Bearer ${seed.keys.sk_test}' ${base}/v1/ping`;
+  const problems = Object.values(down).filter((p): p is string => Boolean(p));
+  const status = problems.length
+    ? problems.map((p) => styleText(['bold', 'red'], ` ✖ ${p}`))
+    : [
+        ready
+          ? styleText(['bold', 'green'], ' ✔ Dev environment is running. Ctrl-C stops everything.')
+          : styleText(
+              ['bold', 'yellow'],
+              ' ! The web process is not answering yet (see its log); details below.',
+            ),
+      ];
   return [
     '',
     line,
-    ready
-      ? styleText(['bold', 'green'], ' ✔ Dev environment is running. Ctrl-C stops everything.')
-      : styleText(
-          ['bold', 'yellow'],
-          ' ! The web process is not answering yet (see its log); details below.',
-        ),
+    ...status,
     line,
     ...rows.map(([label, value]) => ` ${label.padEnd(12)} ${value}`),
     '',
@@ -307,7 +320,8 @@ async function main(): Promise<void> {
   startLongRunning('worker', 'magenta', 'workers/main.ts', env);
   const ready = await waitForHttp(`http://127.0.0.1:${port}`, 60_000);
   if (shuttingDown) return;
-  process.stdout.write(banner(seed, db, redis, ready));
+  const down = await checkDependencies({ databaseUrl: db.url, redisUrl: redis.url });
+  process.stdout.write(banner(seed, db, redis, ready, down));
 }
 
 main().catch((err: unknown) => {

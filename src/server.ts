@@ -5,6 +5,7 @@ import { initOrm } from './db/orm.js';
 import { closeQueues, createQueues } from './jobs/queues.js';
 import { createLogger } from './logger.js';
 import { createRedis } from './redis.js';
+import { reportUnreachable } from './shared/unreachable.js';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
@@ -22,6 +23,11 @@ async function runWebProcess() {
   const app = buildApp({ config, orm, redis, queues, logger });
   const server = app.listen(config.PORT, () => {
     logger.info({ port: config.PORT, base_url: config.PUBLIC_BASE_URL }, 'web process listening');
+    void reportUnreachable(
+      { databaseUrl: config.DATABASE_URL, redisUrl: config.REDIS_URL },
+      logger,
+      'Meanwhile /readyz answers 503 and requests that need it fail with a retryable error.',
+    );
   });
 
   /** Heroku sends SIGTERM and allows 30 s: stop accepting, finish in-flight requests, close pools. */

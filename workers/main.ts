@@ -5,6 +5,7 @@ import { closeQueues, createQueues, type JobData, jobNames } from '../src/jobs/q
 import { createLogger } from '../src/logger.js';
 import { ThrottledWarning } from '../src/outbox/throttled-warning.js';
 import { createRedis } from '../src/redis.js';
+import { reportUnreachable } from '../src/shared/unreachable.js';
 import { startOutboxRelay } from './outbox-relay.js';
 import { checkRegistry, installSchedules, runJob, workerOptions } from './registry.js';
 import { keepSchedules } from './schedule-keeper.js';
@@ -22,6 +23,11 @@ connection.on('error', (err) => redisTrouble.failed(err));
 connection.on('ready', () => redisTrouble.succeeded());
 const queues = createQueues(connection, config.QUEUE_PREFIX);
 
+await reportUnreachable(
+  { databaseUrl: config.DATABASE_URL, redisUrl: config.REDIS_URL },
+  logger,
+  'The worker waits for it and runs no job until then.',
+);
 const installed = await installSchedules(queues, config);
 if (installed.length > 0) logger.info({ schedules: installed }, 'job schedules installed');
 const scheduleKeeper = keepSchedules({

@@ -50,7 +50,11 @@ describe('outbox relay failures during a Redis outage', () => {
       (l) => l.msg === 'outbox relay failed; the worker will retry',
     );
     expect(webWarnings).toHaveLength(1);
-    expect(webWarnings[0]).toMatchObject({ level: 'warn', failures_since_last_log: 1, failures_in_outage: 1 });
+    expect(webWarnings[0]).toMatchObject({
+      level: 'warn',
+      failures_since_last_log: 1,
+      failures_in_outage: 1,
+    });
 
     // Worker: a pass every 20 ms, each failing.
     const workerLines: string[] = [];

@@ -237,6 +237,22 @@ describe('the worker process', () => {
     }
   }, 90_000);
 
+  it('started without Redis, says so in one error line naming REDIS_URL, and waits', async () => {
+    const worker = startWorker({
+      QUEUE_PREFIX: `lftest_${randomToken(8)}`,
+      REDIS_URL: 'redis://127.0.0.1:1',
+    });
+    await until('the error line', () => worker.output().includes('"dependency":"Redis"'), 15_000);
+    const line = worker.lines().find((l) => l.dependency === 'Redis');
+    expect(line).toMatchObject({ level: 'error' });
+    expect(line.msg).toMatch(
+      /^Cannot use Redis at 127\.0\.0\.1:1: connection refused.*Check REDIS_URL.*waits for it/,
+    );
+    expect(worker.output()).not.toContain('worker process started');
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+  }, 30_000);
+
   it('exits within 10 s of SIGTERM while Redis is down', async () => {
     const worker = startWorker({ QUEUE_PREFIX: `lftest_${randomToken(8)}` });
     await worker.started;

@@ -59,3 +59,31 @@ describe('npm run migrate with its output piped', () => {
     }
   }, 70_000);
 });
+
+describe('a script whose PostgreSQL cannot be used', () => {
+  it.each(['migrate', 'seed'])(
+    'npm run %s stops with one line saying where and what to check (exit 69)',
+    (script) => {
+      const result = spawnSync(process.execPath, ['scripts/entry.mjs', script], {
+        env: {
+          PATH: process.env.PATH,
+          NODE_ENV: 'test',
+          DATABASE_URL: 'postgres://someone:hunter2@127.0.0.1:1/lf_nowhere',
+          REDIS_URL: inject('redisUrl'),
+          ADMIN_TOKEN: 'a'.repeat(40),
+          SECRET_KEY_BASE: 's'.repeat(48),
+        },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(result.status).toBe(69);
+      expect(result.stdout).toBe('');
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /^Cannot use PostgreSQL at 127\.0\.0\.1:1: connection refused: nothing listens there\. Check DATABASE_URL/,
+      );
+      expect(result.stderr).not.toContain('hunter2');
+    },
+  );
+});
