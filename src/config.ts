@@ -54,6 +54,14 @@ const schema = z.object({
    */
   WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(20_000).default(7_000),
   /**
+   * `false` accepts a `rediss://` server's self-signed certificate (Heroku Redis); the connection
+   * is still encrypted. PostgreSQL's TLS follows PGSSLMODE (Heroku: `no-verify`), read by node-postgres.
+   */
+  REDIS_TLS_REJECT_UNAUTHORIZED: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('true')
+    .transform((v) => v === 'true'),
+  /**
    * How long a running job's lock lasts (renewed at half-time while the worker lives): a job whose
    * worker died (SIGKILL, lost dyno) is taken over by another worker within about twice this.
    */

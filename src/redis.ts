@@ -5,8 +5,12 @@ import { Redis } from 'ioredis';
  * never waits on Redis; commands issued in the same tick (every request's rate-limit call)
  * leave in one write. Workers pass `{ worker: true }` (`maxRetriesPerRequest: null`, as BullMQ requires).
  */
-export function createRedis(url: string, options: { worker?: boolean } = {}): Redis {
+export function createRedis(
+  url: string,
+  options: { worker?: boolean; tlsRejectUnauthorized?: boolean } = {},
+): Redis {
   return new Redis(url, {
+    ...redisTls(url, options.tlsRejectUnauthorized),
     lazyConnect: false,
     enableOfflineQueue: !!options.worker,
     maxRetriesPerRequest: options.worker ? null : 1,
@@ -14,4 +18,12 @@ export function createRedis(url: string, options: { worker?: boolean } = {}): Re
     connectTimeout: 2000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 5000),
   });
+}
+
+/**
+ * `rediss://` is TLS. Heroku Redis presents a self-signed certificate, which only
+ * REDIS_TLS_REJECT_UNAUTHORIZED=false accepts (the connection stays encrypted, unverified).
+ */
+export function redisTls(url: string, rejectUnauthorized = true): { tls?: { rejectUnauthorized: boolean } } {
+  return url.startsWith('rediss:') ? { tls: { rejectUnauthorized } } : {};
 }

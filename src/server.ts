@@ -16,7 +16,9 @@ else await runWebProcess();
 /** The web process; with WEB_CONCURRENCY > 1 each cluster worker runs it (they share the port). */
 async function runWebProcess() {
   const orm = await initOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(config.REDIS_URL, {
+    tlsRejectUnauthorized: config.REDIS_TLS_REJECT_UNAUTHORIZED,
+  });
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection problem'));
   const queues = createQueues(redis, config.QUEUE_PREFIX);
 
@@ -24,7 +26,11 @@ async function runWebProcess() {
   const server = app.listen(config.PORT, () => {
     logger.info({ port: config.PORT, base_url: config.PUBLIC_BASE_URL }, 'web process listening');
     void reportUnreachable(
-      { databaseUrl: config.DATABASE_URL, redisUrl: config.REDIS_URL },
+      {
+        databaseUrl: config.DATABASE_URL,
+        redisUrl: config.REDIS_URL,
+        redisTlsRejectUnauthorized: config.REDIS_TLS_REJECT_UNAUTHORIZED,
+      },
       logger,
       'Meanwhile /readyz answers 503 and requests that need it fail with a retryable error.',
     );

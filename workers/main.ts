@@ -14,7 +14,10 @@ const config = loadConfigOrExit();
 checkRegistry(config);
 const logger = createLogger(config.LOG_LEVEL);
 const orm = await initOrm(config.DATABASE_URL, 4);
-const connection = createRedis(config.REDIS_URL, { worker: true });
+const connection = createRedis(config.REDIS_URL, {
+  worker: true,
+  tlsRejectUnauthorized: config.REDIS_TLS_REJECT_UNAUTHORIZED,
+});
 // One line per 10 s while Redis is unreachable (the connection and every worker report each retry).
 const redisTrouble = new ThrottledWarning(logger, 'redis connection problem', {
   recoveredMessage: 'redis connection ready again',
@@ -24,7 +27,11 @@ connection.on('ready', () => redisTrouble.succeeded());
 const queues = createQueues(connection, config.QUEUE_PREFIX);
 
 await reportUnreachable(
-  { databaseUrl: config.DATABASE_URL, redisUrl: config.REDIS_URL },
+  {
+    databaseUrl: config.DATABASE_URL,
+    redisUrl: config.REDIS_URL,
+    redisTlsRejectUnauthorized: config.REDIS_TLS_REJECT_UNAUTHORIZED,
+  },
   logger,
   'The worker waits for it and runs no job until then.',
 );

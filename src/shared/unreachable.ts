@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { redisTls } from '../redis.js';
 
 export type Dependency = 'PostgreSQL' | 'Redis';
 
@@ -57,8 +58,15 @@ export function describeUnreachable(err: unknown, dependency: Dependency, url: s
 }
 
 /** Whether PostgreSQL and Redis answer within `timeoutMs`: undefined when fine, else the one line. */
+export interface DependencyUrls {
+  databaseUrl: string;
+  redisUrl: string;
+  /** REDIS_TLS_REJECT_UNAUTHORIZED, for `rediss://`. */
+  redisTlsRejectUnauthorized?: boolean;
+}
+
 export async function checkDependencies(
-  urls: { databaseUrl: string; redisUrl: string },
+  urls: DependencyUrls,
   options: { timeoutMs?: number } = {},
 ): Promise<Record<Dependency, string | undefined>> {
   const timeoutMs = options.timeoutMs ?? 3000;
@@ -87,6 +95,7 @@ export async function checkDependencies(
       connectTimeout: timeoutMs,
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
+      ...redisTls(urls.redisUrl, urls.redisTlsRejectUnauthorized),
     });
     // The connect promise only says "Connection is closed"; the cause comes as an 'error' event.
     let cause: unknown;
@@ -115,7 +124,7 @@ export async function checkDependencies(
  * process does meanwhile. The process keeps running and recovers by itself once it is back.
  */
 export async function reportUnreachable(
-  urls: { databaseUrl: string; redisUrl: string },
+  urls: DependencyUrls,
   logger: { error(fields: object, message: string): void },
   meanwhile: string,
 ): Promise<void> {
