@@ -10,6 +10,7 @@ import { logRequests } from './http/request-log.js';
 import { type AnyRoute, mountRoutes } from './http/route.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
+import { browserScriptRoutes } from './modules/browser-script/browser-script.routes.js';
 import { eventRoutes } from './modules/events/events.routes.js';
 import { explanationRoutes } from './modules/explanations/explanations.routes.js';
 import { Ingestion } from './modules/ingestion/ingestion.js';
@@ -19,6 +20,8 @@ import { KeyCache } from './modules/keys/key-cache.js';
 import { authenticateLoginToken, loginTokenVerifier } from './modules/keys/login-token.js';
 import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
+import { webhookAdminRoutes } from './modules/webhooks/webhooks.admin-routes.js';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { docsRoutes } from './openapi/docs.routes.js';
 import { mountBullBoard } from './ops/bull-board.js';
 import { mountHealth } from './ops/health.routes.js';
@@ -34,13 +37,14 @@ export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
     ...orderRoutes(deps),
     ...explanationRoutes(deps),
     ...integrationRoutes(deps),
+    ...webhookRoutes(deps),
   ];
 }
 
 export function buildApp(appDeps: AppDeps): express.Express {
   const deps = {
     ...appDeps,
-    metrics: appDeps.metrics ?? createMetrics(appDeps.queues),
+    metrics: appDeps.metrics ?? createMetrics(appDeps.queues, appDeps.orm),
     ingestion: appDeps.ingestion ?? new Ingestion(appDeps),
   };
   const { config, orm, logger, metrics } = deps;
@@ -61,7 +65,8 @@ export function buildApp(appDeps: AppDeps): express.Express {
       crossOriginOpenerPolicy: false,
     }),
   );
-  // Brands' shops call /v1 (CORS decides who may read it) and will load /lf.js with <script src>.
+  // Brands' shops call /v1 (CORS decides who may read it) and load /lf.js with <script src>; the
+  // script's routes set it on /lf.<version>.js as well.
   app.use(['/v1', '/lf.js'], helmet.crossOriginResourcePolicy({ policy: 'cross-origin' }));
   // The key cache holds a LISTEN connection and the engine its own pool: `app.locals.close()`
   // (after the server stopped accepting) ends what buildApp made.
@@ -102,7 +107,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
   );
 
   const publicRoutes = publicApiRoutes(deps);
-  const adminApiRoutes = adminRoutes(deps);
+  const adminApiRoutes = [...adminRoutes(deps), ...webhookAdminRoutes(deps)];
   const openRoutes = clickRedirectRoutes(deps);
   const documented = [...publicRoutes, ...issuanceRoutes, ...adminApiRoutes, ...openRoutes];
 
@@ -121,7 +126,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
   app.use(admin);
 
   const open = Router();
-  mountRoutes(open, [...openRoutes, ...docsRoutes(config, documented)]);
+  mountRoutes(open, [...openRoutes, ...browserScriptRoutes(), ...docsRoutes(config, documented)]);
   app.use(open);
 
   app.use(routeNotFound);

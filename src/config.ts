@@ -68,6 +68,14 @@ const schema = z.object({
   JOB_LOCK_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
+  /**
+   * Lets webhook endpoints use http and loopback/private/link-local addresses (receivers on
+   * localhost). Default true in development and test, false in production (loadConfig).
+   */
+  WEBHOOK_ALLOW_PRIVATE_URLS: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .transform((v) => v === 'true')
+    .optional(),
   /** Verifies brand login JWTs on the auth host: an HS256 secret or a JWKS URL. */
   AUTH_JWT_SECRET: secret.optional(),
   AUTH_JWKS_URL: z.url().optional(),
@@ -75,7 +83,10 @@ const schema = z.object({
   AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
 });
 
-export type Config = z.infer<typeof schema> & { PUBLIC_BASE_URL: string };
+export type Config = Omit<z.infer<typeof schema>, 'WEBHOOK_ALLOW_PRIVATE_URLS'> & {
+  PUBLIC_BASE_URL: string;
+  WEBHOOK_ALLOW_PRIVATE_URLS: boolean;
+};
 
 export class ConfigError extends Error {}
 
@@ -136,7 +147,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       );
     }
   }
-  return { ...config, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}` };
+  return {
+    ...config,
+    PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}`,
+    WEBHOOK_ALLOW_PRIVATE_URLS: config.WEBHOOK_ALLOW_PRIVATE_URLS ?? config.NODE_ENV !== 'production',
+  };
 }
 
 /** For process entry points: a bad configuration stops the process with one clear line. */

@@ -10,6 +10,7 @@ import {
   type Queues,
   schedulerId,
 } from '../src/jobs/queues.js';
+import { runAsJob } from '../src/modules/webhooks/job-cause.js';
 import { integrationStatusJob } from './integration-status.js';
 import { dueAt, type JobModule, mirroredToJobLog, type WorkerContext } from './job.js';
 import { orderConfirmationJob } from './order-confirmation.js';
@@ -17,6 +18,7 @@ import { orderGapDetectionJob } from './order-gap-detection.js';
 import { outboxPruneJob } from './outbox-prune.js';
 import { payoutRunJob } from './payout-run.js';
 import { testDataDeletionJob } from './test-data-deletion.js';
+import { webhookDeliveryJob } from './webhook-delivery.js';
 
 export type { WorkerContext } from './job.js';
 
@@ -28,6 +30,7 @@ export const jobModules: readonly JobModule[] = [
   orderConfirmationJob,
   payoutRunJob,
   outboxPruneJob,
+  webhookDeliveryJob,
 ] as JobModule[];
 
 type ScheduleConfig = Pick<Config, 'PAYOUT_SCHEDULE'>;
@@ -154,7 +157,8 @@ export async function runJob(name: JobName, ctx: WorkerContext, job: Job<JobData
   const logger = mirroredToJobLog(processLogger, job);
   logger.info('job started');
   const started = Date.now();
-  const result = await module.handler(ctx, job as never, logger);
+  // Changes the job records (and their webhook events) name this run's request_id as their cause.
+  const result = await runAsJob(data.request_id, () => module.handler(ctx, job as never, logger));
   logger.info({ duration_ms: Date.now() - started }, 'job finished');
   return result;
 }

@@ -18,6 +18,7 @@ import { Order } from '../modules/orders/order.entity.js';
 import { Refund } from '../modules/orders/refund.entity.js';
 import { Payout } from '../modules/payouts/payout.entity.js';
 import { PayoutClawback } from '../modules/payouts/payout-clawback.entity.js';
+import { WebhookDelivery, WebhookEndpoint, WebhookEvent } from '../modules/webhooks/webhook.entities.js';
 import { OutboxMessage } from '../outbox/outbox-message.entity.js';
 
 export const entities = [
@@ -40,4 +41,7 @@ export const entities = [
   MissingOrder,
   IngestionFailure,
   IntegrationStatus,
+  WebhookEndpoint,
+  WebhookEvent,
+  WebhookDelivery,
 ];

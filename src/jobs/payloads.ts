@@ -11,6 +11,7 @@ export const jobNames = [
   'order-confirmation',
   'payout-run',
   'outbox-prune',
+  'webhook-delivery',
 ] as const;
 export type JobName = (typeof jobNames)[number];
 
@@ -46,6 +47,21 @@ const gapPayload = z.discriminatedUnion('triggered_by', [
   runPayload,
 ]);
 
+/**
+ * webhook-delivery: one delivery (one event to one endpoint), handed over through the outbox by
+ * the transaction that wrote the event, under the job id of the delivery; or the sweep that
+ * disables endpoints failing for 3 days (schedule, admin).
+ */
+const webhookPayload = z.discriminatedUnion('triggered_by', [
+  z.object({
+    request_id: requestId,
+    triggered_by: z.literal('event'),
+    event_id: z.string().min(1).max(100),
+    delivery_id: z.string().min(1).max(100),
+  }),
+  runPayload,
+]);
+
 /** One payload schema per job, parsed at the worker's edge (a payload that fails is never retried). */
 export const jobPayloads = {
   'test-data-deletion': runPayload,
@@ -54,6 +70,7 @@ export const jobPayloads = {
   'order-confirmation': runPayload,
   'payout-run': runPayload,
   'outbox-prune': runPayload,
+  'webhook-delivery': webhookPayload,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof jobPayloads)[N]>;
@@ -69,4 +86,6 @@ export interface JobData {
   event_id?: string;
   /** order-gap-detection for one observed order; without it the job sweeps every brand. */
   observed?: { brand_id: string; livemode: boolean; order_id: string };
+  /** webhook-delivery of one event to one endpoint (also the job's id). */
+  delivery_id?: string;
 }

@@ -9,7 +9,7 @@ export { isJobName, type JobData, type JobName, type JobPayload, jobNames, jobPa
  * then twice that, ...). The web process enqueues with these too (admin trigger, outbox
  * relay), so they live here rather than in workers/. Reasons per job in docs/decisions.md.
  */
-export const jobRetry: Record<JobName, { attempts: number; backoffMs: number }> = {
+export const jobRetry: Record<JobName, { attempts: number; backoffMs: number; jitter?: number }> = {
   // Daily: gives up after about 75 minutes (5, 10, 20, 40 min); tomorrow's run picks up what is left.
   'test-data-deletion': { attempts: 5, backoffMs: 5 * 60_000 },
   // Every minute: 10 s and 20 s cover a blip; the next run is never more than a minute away.
@@ -22,6 +22,10 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number }> 
   'payout-run': { attempts: 8, backoffMs: 60_000 },
   // Hourly and only housekeeping: two retries, the next hour does the rest.
   'outbox-prune': { attempts: 3, backoffMs: 60_000 },
+  // A receiver may be down for days: 14 retries, the n-th after 18 s × 2^(n-1) less up to 20 %
+  // jitter (first within 15-18 s, the last about 1.7 days later): about 3 days in all (2.7 to
+  // 3.4), after which an endpoint still failing is disabled (webhooks/delivery.ts).
+  'webhook-delivery': { attempts: 15, backoffMs: 18_000, jitter: 0.2 },
 };
 
 /**
@@ -30,10 +34,14 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number }> 
  * completed ones, a month of failed ones. `backoffMs` overrides the first backoff (tests).
  */
 export function jobOptions(name: JobName, overrides: { backoffMs?: number } = {}): JobsOptions {
-  const { attempts, backoffMs } = jobRetry[name];
+  const { attempts, backoffMs, jitter } = jobRetry[name];
   return {
     attempts,
-    backoff: { type: 'exponential', delay: overrides.backoffMs ?? backoffMs },
+    backoff: {
+      type: 'exponential',
+      delay: overrides.backoffMs ?? backoffMs,
+      ...(jitter !== undefined && { jitter }),
+    },
     removeOnComplete: { age: 7 * 86_400, count: 10_000 },
     removeOnFail: { age: 30 * 86_400 },
   };

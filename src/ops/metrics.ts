@@ -1,3 +1,4 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
 import type { RequestHandler } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { isScheduleMissing, type JobName, type Queues } from '../jobs/queues.js';
@@ -24,7 +25,7 @@ function quantile(sorted: number[], q: number): number {
  * never share counters). Queue depths and job durations are read from Redis at scrape time:
  * the worker process cannot be scraped on Heroku, BullMQ's own bookkeeping can.
  */
-export function createMetrics(queues: Queues) {
+export function createMetrics(queues: Queues, orm?: MikroORM) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'lf_' });
 
@@ -129,6 +130,8 @@ export function createMetrics(queues: Queues) {
     },
   });
 
+  if (orm) webhookMetrics(registry, orm);
+
   /** Labels by route template (`/v1/orders/:order_id`), never the raw path, which carries ids. */
   const observeHttp: RequestHandler = (req, res, next) => {
     const stop = httpDuration.startTimer();
@@ -152,3 +155,57 @@ export function createMetrics(queues: Queues) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * Webhook deliveries, read from PostgreSQL at scrape time (the worker delivers; the web process
+ * is scraped): deliveries of the last 24 hours by result, and the pending ones with the age of
+ * the oldest (growing while receivers fail or the queue is stuck). Each query uses an index;
+ * a scrape never waits for one longer than SCRAPE_TIMEOUT_MS. The queue's own depth is
+ * `lf_queue_jobs{queue="webhook-delivery"}`.
+ */
+function webhookMetrics(registry: Registry, orm: MikroORM) {
+  new Gauge({
+    name: 'lf_webhook_deliveries_24h',
+    help: 'Webhook deliveries created in the last 24 hours, by result: pending, succeeded, failed (every attempt), canceled (endpoint disabled or deleted).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const rows = await bounded(
+        orm.em
+          .fork()
+          .execute<{ status: string; n: number }[]>(
+            `select status, count(*)::int as n from webhook_deliveries where created_at > now() - interval '24 hours' group by status`,
+          ),
+      ).catch(() => undefined);
+      if (!rows) return;
+      for (const result of ['pending', 'succeeded', 'failed', 'canceled']) {
+        this.set({ result }, rows.find((r) => r.status === result)?.n ?? 0);
+      }
+    },
+  });
+  // Set by the next gauge's collect, and registered after it so a scrape reads it fresh.
+  const pending = new Gauge({
+    name: 'lf_webhook_pending_deliveries',
+    help: 'Webhook deliveries not finished yet (waiting in the outbox, the queue, or for a retry).',
+    registers: [],
+  });
+  new Gauge({
+    name: 'lf_webhook_oldest_pending_seconds',
+    help: 'Age of the oldest webhook delivery not finished yet (0 when none).',
+    registers: [registry],
+    async collect() {
+      const [row] =
+        (await bounded(
+          orm.em.fork().execute<{ n: number; oldest: number | null }[]>(
+            `select count(*)::int as n, extract(epoch from now() - min(created_at))::float8 as oldest
+                 from webhook_deliveries where status = 'pending'`,
+          ),
+        ).catch(() => undefined)) ?? [];
+      if (!row) return;
+      pending.set(row.n);
+      this.set(row.oldest ?? 0);
+    },
+  });
+  registry.registerMetric(pending);
+}

@@ -2,13 +2,17 @@ import type { Job } from 'bullmq';
 import { withIsoInstants } from '../db/timestamps.js';
 import type { AppDeps } from '../deps.js';
 import type { JobData, JobName } from '../jobs/queues.js';
+import { deliveriesOfRequest } from '../modules/webhooks/webhooks.service.js';
 
 const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as const;
 
-/** Reads what one request left behind: stored events, journal movements and the jobs it caused. */
+/**
+ * Reads what one request left behind: stored events, journal movements, the jobs it caused and
+ * the webhook deliveries of the events it caused (their jobs, id = delivery id, are among `jobs`).
+ */
 export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queues'>, requestId: string) {
   const em = orm.em.fork();
-  const [events, movements, handedOver] = await Promise.all([
+  const [events, movements, handedOver, webhookDeliveries] = await Promise.all([
     em.execute(
       `select id, type, order_id, livemode, occurred_at, received_at from received_events where request_id = ? order by id`,
       [requestId],
@@ -23,6 +27,8 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
       `select id, job_name, event_id, available_at, relayed_at from outbox_messages where request_id = ? order by id`,
       [requestId],
     ),
+    // Deliveries of the webhook events the request caused, and those it asked for (a resend).
+    deliveriesOfRequest(em, requestId),
   ]);
   // Jobs handed over through the outbox have its row id as job id; admin-triggered ones are
   // found by scanning the recent history BullMQ keeps per queue.
@@ -58,5 +64,6 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
     movements: withIsoInstants(movements),
     outbox: withIsoInstants(handedOver),
     jobs,
+    webhook_deliveries: webhookDeliveries,
   };
 }

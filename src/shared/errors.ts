@@ -66,6 +66,31 @@ export const errorCodes = {
   offer_not_found: { status: 404, explains: 'No offer with this id belongs to the brand.' },
   link_not_found: { status: 404, explains: 'No tracking link has this slug. Check the link you were given.' },
   job_not_found: { status: 404, explains: 'No scheduled job has this name. `hint` lists the job names.' },
+  webhook_endpoint_not_found: {
+    status: 404,
+    explains:
+      'No webhook endpoint with this id belongs to this brand and mode (test keys see test endpoints only).',
+  },
+  webhook_event_not_found: {
+    status: 404,
+    explains:
+      'No webhook event with this id was sent to this brand and mode. Events are recorded only while some endpoint subscribes to their type.',
+  },
+  webhook_url_not_allowed: {
+    status: 422,
+    explains:
+      'Webhook URLs must be https and resolve only to public addresses (no loopback, private, link-local or metadata addresses), and must not carry credentials. `param` is `url`; the message says which rule failed.',
+  },
+  webhook_endpoint_limit_reached: {
+    status: 409,
+    explains:
+      'A brand may have at most 16 webhook endpoints per mode. Delete one you no longer use, or subscribe an existing one to more event types.',
+  },
+  webhook_endpoint_disabled: {
+    status: 409,
+    explains:
+      'The webhook endpoint is disabled (by you, or after 3 days of failed deliveries), so nothing is sent to it. Fix the receiver, then PATCH it with `status: enabled` and resend.',
+  },
   coupon_code_taken: {
     status: 409,
     explains: 'The brand already has this coupon code (codes are case-insensitive). Choose another code.',

@@ -31,6 +31,8 @@ let db: pg.Client;
 let shop: { brandId: string; keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'] };
 /** A second brand for the admin routes, whose fuzzing may suspend it or reissue its keys. */
 let other: { brandId: string; creatorId: string; offerId: string };
+/** Webhook endpoints to fuzz: the shop's (live key) and the second brand's (admin API). */
+let webhook: { shopEndpoint: string; otherEndpoint: string; eventId: string };
 
 beforeAll(async () => {
   ctx = await createTestApp({
@@ -49,6 +51,21 @@ beforeAll(async () => {
   const second = await makeBrandWithKeys(ctx.orm, limits);
   const fixture = await makeCreators(ctx, second.brand.id);
   other = { brandId: second.brand.id, creatorId: fixture.joon.creatorId, offerId: fixture.offerId };
+  const endpoint = await request(ctx.app)
+    .post('/v1/webhook_endpoints')
+    .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+    .send({ url: 'https://hooks.example.com/shop', enabled_events: ['*'] });
+  const otherEndpoint = await request(ctx.app)
+    .post(`/admin/api/brands/${other.brandId}/webhook_endpoints`)
+    .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    .send({ url: 'https://hooks.example.com/other', enabled_events: ['*'], livemode: true });
+  // An event of the shop's, for the event routes (its delivery's job is never run here).
+  await request(ctx.app)
+    .post('/v1/events')
+    .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+    .send({ type: 'order.paid', data: { order_id: 'wh-1', amount: 1000, coupon_code: 'MINA20' } });
+  const [event] = (await db.query('select id from webhook_events limit 1')).rows;
+  webhook = { shopEndpoint: endpoint.body.id, otherEndpoint: otherEndpoint.body.id, eventId: event.id };
 });
 
 afterAll(async () => {
@@ -79,6 +96,9 @@ const TABLES = [
   'outbox_messages',
   'missing_orders',
   'payouts',
+  'webhook_endpoints',
+  'webhook_events',
+  'webhook_deliveries',
 ] as const;
 
 async function rowCounts(): Promise<Record<(typeof TABLES)[number], number>> {
@@ -243,6 +263,27 @@ describe('NUL and unpaired surrogates are a 422 naming the field, and nothing is
       () => http().post('/admin/api/brands/%00/creators').set(adminAuth).send({ name: 'Mina' }),
       'brand_id',
     ],
+    [
+      'GET /v1/webhook_endpoints/%00',
+      () => http().get('/v1/webhook_endpoints/%00').set(withKey(shop.keys.sk_live)),
+      'endpoint_id',
+    ],
+    [
+      'DELETE /v1/webhook_endpoints/a%00',
+      () => http().delete('/v1/webhook_endpoints/a%00').set(withKey(shop.keys.sk_live)),
+      'endpoint_id',
+    ],
+    [
+      'POST /v1/webhook_events/%00/resend',
+      () => http().post('/v1/webhook_events/%00/resend').set(withKey(shop.keys.sk_live)),
+      'event_id',
+    ],
+    [
+      'PATCH /admin/api/brands/x/webhook_endpoints/%00',
+      () =>
+        http().patch('/admin/api/brands/x/webhook_endpoints/%00').set(adminAuth).send({ description: 'x' }),
+      'endpoint_id',
+    ],
   ] as const)('path parameter: %s', async (_name, send, param) => {
     await refusedWithoutWrites(send, 422, 'invalid_request_body', param);
   });
@@ -298,6 +339,27 @@ describe('NUL and unpaired surrogates are a 422 naming the field, and nothing is
       'POST clicks creator_id',
       () => [`/admin/api/brands/${other.brandId}/clicks`, { creator_id: BAD.nul, offer_id: other.offerId }],
       'creator_id',
+    ],
+    [
+      'POST webhook_endpoints url',
+      () => [
+        `/admin/api/brands/${other.brandId}/webhook_endpoints`,
+        { url: 'https://hooks.example.com/a\u0000', enabled_events: ['*'], livemode: true },
+      ],
+      'url',
+    ],
+    [
+      'POST webhook_endpoints description',
+      () => [
+        `/admin/api/brands/${other.brandId}/webhook_endpoints`,
+        {
+          url: 'https://hooks.example.com/a',
+          enabled_events: ['*'],
+          livemode: true,
+          description: BAD.surrogate,
+        },
+      ],
+      'description',
     ],
   ];
   it.each(adminBodies)('admin body: %s', async (_name, target, param) => {
@@ -601,7 +663,7 @@ function expectSane(res: request.Response, sent: string): void {
 }
 
 function send(
-  method: 'get' | 'post' | 'patch' | 'options',
+  method: 'get' | 'post' | 'patch' | 'delete' | 'options',
   path: string,
   headers: Record<string, string>,
   body?: unknown,
@@ -712,6 +774,14 @@ const brandFields: Path[] = [
   ['status'],
 ];
 
+const webhookEndpointFields: Path[] = [
+  ['url'],
+  ['enabled_events'],
+  ['enabled_events', 0],
+  ['description'],
+  ['livemode'],
+];
+
 /** Every admin API operation: its path from one id segment, and a valid body to edit. */
 const adminCases = {
   adminCreateBrand: {
@@ -780,10 +850,40 @@ const adminCases = {
     base: () => ({}),
     fields: [['x']],
   },
+  adminCreateWebhookEndpoint: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/webhook_endpoints`,
+    base: () => ({
+      url: 'https://hooks.example.com/fuzz',
+      enabled_events: ['conversion.created'],
+      description: 'fuzz',
+      livemode: false,
+    }),
+    fields: webhookEndpointFields,
+  },
+  adminListWebhookEndpoints: {
+    method: 'get',
+    path: (b: string) => `/admin/api/brands/${b}/webhook_endpoints?livemode=true`,
+  },
+  adminUpdateWebhookEndpoint: {
+    method: 'patch',
+    path: (b: string) => `/admin/api/brands/${b}/webhook_endpoints/${webhook.otherEndpoint}`,
+    base: () => ({ description: 'fuzz', status: 'enabled' }),
+    fields: [...webhookEndpointFields, ['status']],
+  },
+  adminDeleteWebhookEndpoint: {
+    method: 'delete',
+    path: (e: string) => `/admin/api/brands/${other.brandId}/webhook_endpoints/${e}`,
+  },
+  adminListWebhookDeliveries: {
+    method: 'get',
+    path: (b: string) =>
+      `/admin/api/brands/${b}/webhook_endpoints/${webhook.otherEndpoint}/deliveries?limit=2`,
+  },
 } as const satisfies Record<
   string,
   {
-    method: 'get' | 'post' | 'patch';
+    method: 'get' | 'post' | 'patch' | 'delete';
     path: (segment: string) => string;
     base?: () => unknown;
     fields?: Path[];
@@ -801,6 +901,10 @@ const readCases = {
   ping: { path: '/v1/ping', query: [] },
   getIntegrationStatus: { path: '/v1/integration/status', query: [] },
   listMissingOrders: { path: '/v1/integration/missing_orders', query: ['limit'] },
+  listWebhookEndpoints: { path: '/v1/webhook_endpoints', query: [] },
+  getWebhookEndpoint: { path: '/v1/webhook_endpoints/{}', query: [] },
+  listWebhookDeliveries: { path: '/v1/webhook_endpoints/{}/deliveries', query: ['limit', 'starting_after'] },
+  getWebhookEvent: { path: '/v1/webhook_events/{}', query: [] },
   followTrackingLink: { path: '/c/{}', query: ['lf_click'] },
   getOpenApiDocument: { path: '/openapi.json', query: [] },
   getDocsPage: { path: '/docs', query: [] },
@@ -810,11 +914,47 @@ const readCases = {
   metrics: { path: '/metrics', query: [] },
 } as const;
 
+/** The public webhook writes: method, path from one id segment (or the real one), and a valid body. */
+const webhookCases = {
+  createWebhookEndpoint: {
+    method: 'post',
+    path: () => '/v1/webhook_endpoints',
+    base: () => ({ url: 'https://hooks.example.com/fuzz', enabled_events: ['*'], description: 'fuzz' }),
+    fields: webhookEndpointFields,
+  },
+  updateWebhookEndpoint: {
+    method: 'patch',
+    path: (e: string) => `/v1/webhook_endpoints/${e}`,
+    base: () => ({ description: 'fuzz', status: 'enabled', enabled_events: ['conversion.updated'] }),
+    fields: [...webhookEndpointFields, ['status']],
+  },
+  deleteWebhookEndpoint: { method: 'delete', path: (e: string) => `/v1/webhook_endpoints/${e}` },
+  rollWebhookEndpointSecret: {
+    method: 'post',
+    path: (e: string) => `/v1/webhook_endpoints/${e}/roll_secret`,
+  },
+  resendWebhookEvent: {
+    method: 'post',
+    path: (e: string) => `/v1/webhook_events/${e}/resend`,
+    base: () => ({}),
+    fields: [['endpoint_id'], ['x']],
+  },
+} as const satisfies Record<
+  string,
+  {
+    method: 'post' | 'patch' | 'delete';
+    path: (segment: string) => string;
+    base?: () => unknown;
+    fields?: Path[];
+  }
+>;
+
 /** Every operation some property below sends anything to. */
 const fuzzed = new Set<string>([
   'sendEvent',
   'sendEventBatch',
   'issueApiKeys',
+  ...Object.keys(webhookCases),
   ...Object.keys(adminCases),
   ...Object.keys(readCases),
 ]);
@@ -967,6 +1107,41 @@ describe('any input: never a 5xx, always the error envelope', () => {
         expectSane(await send(c.method, path, adminAuth, body), `${c.method} ${path} ${bodyText(body)}`);
       },
       150,
+    );
+    expect(refused).toBeGreaterThan(0);
+  });
+
+  it('webhook endpoints and events API: any body, any id, with a secret key', async () => {
+    const ops = Object.keys(webhookCases) as (keyof typeof webhookCases)[];
+    const refused = await property(
+      fc
+        .constantFrom(...ops)
+        .chain((op) =>
+          fc.tuple(
+            fc.constant(op),
+            fc.oneof({ weight: 3, arbitrary: fc.constant('OWN') }, { weight: 1, arbitrary: anyPathSegment }),
+            mutations([...((webhookCases[op] as { fields?: readonly Path[] }).fields ?? [['x']])]),
+            fc.boolean(),
+          ),
+        ),
+      async ([op, segment, edits, edit]) => {
+        const c = webhookCases[op];
+        // Deleting the shop's endpoint would leave nothing to fuzz: deletes get a random id.
+        const own =
+          op === 'resendWebhookEvent'
+            ? webhook.eventId
+            : op === 'deleteWebhookEndpoint'
+              ? 'we_none'
+              : webhook.shopEndpoint;
+        const path = c.path(pct(segment === 'OWN' ? own : segment));
+        const base = 'base' in c ? c.base() : undefined;
+        const body = base === undefined ? undefined : edit ? mutate(base, edits) : base;
+        expectSane(
+          await send(c.method, path, withKey(shop.keys.sk_live), body),
+          `${c.method} ${path} ${bodyText(body)}`,
+        );
+      },
+      80,
     );
     expect(refused).toBeGreaterThan(0);
   });

@@ -16,6 +16,7 @@
  *                                                          → personal_data_not_allowed (param `data.customer_hash`;
  *                                                            the value is never echoed, logged or stored)
  *     c. unknown fields: those of `data` first, then those of `items[i]` in index order
+ *        (`path` and `referrer_host` are page.viewed's: unknown on every other type)
  *                                                          → invalid_request_body (param e.g. `data.items[0].colour`)
  *     d. any other schema violation (type, length, range, integer-only amounts, fx_rate form),
  *        the first in the order of the EventData table     → invalid_request_body (param e.g. `data.items[0].sku`)
@@ -41,6 +42,7 @@ import {
   EventData,
   type EventType,
   eventTypes,
+  NonPageEventData,
   parseFxRate,
   type SupportedCurrency,
   supportedCurrencies,
@@ -126,7 +128,16 @@ function schemaError(issue: z.core.$ZodIssue, at: ParamAt, base: Path): AppError
   if (issue.code === 'unrecognized_keys') {
     const param = at([...base, ...issue.path, issue.keys[0]!]);
     const inItem = issue.path.length > 0;
-    return unknownFieldError(param, inItem ? 'an item has sku, name, quantity and amount' : 'see EventData');
+    const key = String(issue.keys[0]);
+    const pageOnly = !inItem && (key === 'path' || key === 'referrer_host');
+    return unknownFieldError(
+      param,
+      inItem
+        ? 'an item has sku, name, quantity and amount'
+        : pageOnly
+          ? `${key} is taken by page.viewed only`
+          : 'see EventData',
+    );
   }
   const param = at([...base, ...issue.path]);
   return fail('invalid_request_body', `${param} ${issue.message}.`, param);
@@ -302,7 +313,7 @@ export function validateEvent(input: unknown, opts: ValidateEventOptions): Valid
         'Send e.g. the lower-case hex sha256 of the normalised e-mail address (64 characters).',
       );
     }
-    const result = EventData.safeParse(rawData);
+    const result = (type === 'page.viewed' ? EventData : NonPageEventData).safeParse(rawData);
     if (!result.success) throw schemaError(firstIssue(result.error.issues), at, ['data']);
     data = result.data;
   }
@@ -369,6 +380,8 @@ export function validateEvent(input: unknown, opts: ValidateEventOptions): Valid
           quantity: item.quantity ?? null,
           amount: item.amount ?? null,
         })) ?? null,
+      // Stored with the event (received_events.data); no other type has them.
+      ...(type === 'page.viewed' && { path: data.path ?? null, referrerHost: data.referrer_host ?? null }),
     },
   } as ValidEvent;
 }

@@ -33,6 +33,8 @@ export const FX_RATE_MAX_DECIMAL_PLACES = 8;
 export const CUSTOMER_HASH_PATTERN = /^[0-9a-fA-F]{32,64}$/;
 const DECIMAL_STRING_PATTERN = /^[0-9]+(\.[0-9]+)?$/;
 const FX_RATE_STRING_MAX_LENGTH = 40;
+/** page.viewed's `path`; lf.js cuts `location.pathname` to this length. */
+export const PAGE_PATH_MAX = 1000;
 
 const minorUnitsHint =
   'must be an integer from 0 to 2147483647 in minor units (e.g. 12900 for 12,900 KRW, 1999 for 19.99 USD); send a JSON number without decimals, not a string';
@@ -142,12 +144,35 @@ export const EventData = z
       }),
     ),
     items: opt(z.array(OrderItem, { error: 'must be an array of order items' })),
+    path: opt(
+      limitedText(PAGE_PATH_MAX, 1).regex(
+        /^\/[^?#]*$/,
+        'must be the URL path only, starting with "/", without query string or fragment',
+      ),
+    ).meta({
+      description:
+        'page.viewed only (refused on other types): the path of the page viewed, without query string or fragment, so no search terms, tokens or e-mail addresses in URLs are sent. lf.js sends `location.pathname`, cut at 1000 characters.',
+      examples: ['/products/serum'],
+    }),
+    referrer_host: opt(
+      limitedText(255, 1).regex(
+        /^[A-Za-z0-9.\-[\]:]+$/,
+        'must be a host name such as www.example.com (no scheme, path or query)',
+      ),
+    ).meta({
+      description:
+        "page.viewed only (refused on other types): the host (and port) of the referring page, never its path or query. lf.js sends it when the referrer is another host than the shop's.",
+      examples: ['www.instagram.com'],
+    }),
   })
   .meta({
     id: 'EventData',
     description:
-      'Event payload. Required fields depend on `type`; null is read as absent; unknown fields are rejected.',
+      'Event payload. Required fields depend on `type`; null is read as absent; unknown fields are rejected. page.viewed (sent by lf.js with a publishable key) takes `path`, `referrer_host` and `click_ref`; `path` and `referrer_host` are refused on other types.',
   });
+
+/** `data` of every type but page.viewed: there `path` and `referrer_host` are unknown fields. */
+export const NonPageEventData = EventData.omit({ path: true, referrer_host: true });
 
 export const EventIn = z
   .strictObject({

@@ -112,10 +112,11 @@ async function planGroup(
       });
     }
   });
+  const webhookDeliveries = [...books.values()].reduce((n, b) => n + (b.webhooks?.deliveries.length ?? 0), 0);
   return {
     answers: answers as IngestAnswer[],
     writes: groupWrites(books.values(), received, handOver, remembered),
-    handedOver: handOver.length,
+    handedOver: handOver.length + webhookDeliveries,
   };
 }
 

@@ -4,6 +4,8 @@ import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import { Journal } from '../ledger/journal.js';
 import { orderColumns, orderFromRow, orderLookupKey } from '../orders/order-state.js';
+import { WebhookEmitter } from '../webhooks/emitter.js';
+import type { Subscriber } from '../webhooks/webhook-writes.js';
 import { type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
 import type { ValidEvent } from './valid-event.js';
 
@@ -41,7 +43,9 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'lookup_key', ...
 // wanted row is one index probe. Orders are locked in lookup_key order (the list arrives
 // sorted), so two groups naming the same orders cannot deadlock. The other parts read the
 // snapshot taken before the locks were granted: a row written meanwhile by another
-// transaction collides with a unique index on write, and the group is rerun.
+// transaction collides with a unique index on write, and the group is rerun. The enabled
+// webhook endpoints of each brand and mode come from one partial-index scan (few rows, not
+// locked: an endpoint disabled or deleted meanwhile is checked again when its delivery runs).
 const loadSqlTemplate = `
 with locked as (
   select o.*, le.id as entry_id
@@ -92,13 +96,22 @@ responses as (
        limit 1
     ) r
    where r.created_at > now() - interval '24 hours'
+),
+endpoints as (
+  select e.id, e.brand_id, e.livemode, e.enabled_events
+    from jsonb_to_recordset(?::jsonb) as want(brand_id text, livemode boolean)
+    cross join lateral (
+      select e.id, e.brand_id, e.livemode, e.enabled_events from webhook_endpoints e
+       where e.brand_id = want.brand_id and e.livemode = want.livemode and e.status = 'enabled'
+    ) e
 )
 select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        (select coalesce(json_agg(codes), '[]') from codes) as codes,
        (select coalesce(json_agg(clicks), '[]') from clicks) as clicks,
        (select coalesce(json_agg(creators), '[]') from creators) as creators,
        (select coalesce(json_agg(refunds), '[]') from refunds) as refunds,
-       (select coalesce(json_agg(responses), '[]') from responses) as responses`;
+       (select coalesce(json_agg(responses), '[]') from responses) as responses,
+       (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints`;
 const loadSql = loadSqlTemplate.replace('/*lock*/', 'for update');
 /** A dry run reads the same rows from its snapshot and locks nothing, so it never delays a real send. */
 const peekSql = loadSqlTemplate.replace('/*lock*/', '');
@@ -129,6 +142,14 @@ function needsOf(requests: readonly BookRequest[]) {
   return { orders: [...orders].sort(), codes: [...codes.values()], clicks: [...clicks], refunds };
 }
 
+/** Every brand and mode of the group, once: their enabled webhook endpoints come with the load. */
+function scopesOf(requests: readonly BookRequest[]) {
+  const scopes = new Map(
+    requests.map(({ scope }) => [scopeKey(scope), { brand_id: scope.brandId, livemode: scope.livemode }]),
+  );
+  return [...scopes.values()];
+}
+
 /**
  * Loads and locks everything a group's requests name, in one query, and lays it out as one
  * order book per brand and mode; journal and new refunds are shared by all of them.
@@ -148,6 +169,7 @@ export async function loadOrderBooks(
     JSON.stringify(needs.clicks),
     JSON.stringify(needs.refunds),
     JSON.stringify(keys),
+    JSON.stringify(scopesOf(requests)),
   ]);
   const r = row!;
   const journal = new Journal();
@@ -183,7 +205,19 @@ export async function loadOrderBooks(
       ),
       creatorHashes,
     };
-    books.set(key, { scope, terms, now, orders: new Map(), catalog, journal, newRefunds });
+    const endpoints = r.endpoints!.filter(
+      (e) => e.brand_id === scope.brandId && e.livemode === scope.livemode,
+    ) as Subscriber[];
+    books.set(key, {
+      scope,
+      terms,
+      now,
+      orders: new Map(),
+      catalog,
+      journal,
+      newRefunds,
+      webhooks: new WebhookEmitter(scope, endpoints, now),
+    });
   }
   const seenRefunds = new Map<string, string[]>();
   for (const seen of r.refunds!) {

@@ -5,6 +5,7 @@ import type { Journal } from '../ledger/journal.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import type { OrderState } from '../orders/order-state.js';
 import type { RefundKind } from '../orders/refund.entity.js';
+import type { WebhookEmitter } from '../webhooks/emitter.js';
 
 /** A brand and a mode: every order, event and ledger line belongs to exactly one. */
 export interface Scope {
@@ -51,6 +52,8 @@ export interface OrderBook {
   catalog: AttributionCatalog;
   journal: Journal;
   newRefunds: NewRefund[];
+  /** The scope's webhook events, for its enabled endpoints (loaded with the book); absent: none. */
+  webhooks?: WebhookEmitter;
 }
 
 export const outcomeOf = (o: OrderState): OrderOutcome => ({

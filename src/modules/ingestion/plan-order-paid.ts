@@ -160,6 +160,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
       { param: 'data.amount', hint: String(existing.refundedOriginalAmount) },
     );
   }
+  const was = book.webhooks?.before(existing);
   const fields = {
     changed: true,
     status: next.status,
@@ -214,5 +215,6 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     order.creatorId,
     movementsBetween(before, after, !existing?.creatorId),
   );
+  book.webhooks?.conversionChanged(cause.requestId, was, order);
   return { ...outcomeOf(order), decision: record('applied') };
 }

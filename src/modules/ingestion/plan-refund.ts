@@ -80,8 +80,10 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
   const reversal = reversed - order.refundedCommissionAmount;
   const kind = order.status === 'paid_out' ? 'clawback' : 'reversal';
 
+  const was = kind === 'reversal' ? book.webhooks?.before(order) : undefined;
+  const refundRowId = newId('rf');
   book.newRefunds.push({
-    id: newId('rf'),
+    id: refundRowId,
     brand_id: book.scope.brandId,
     livemode: book.scope.livemode,
     order_id: order.id,
@@ -107,6 +109,14 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
   book.journal.record(cause, order.id, order.creatorId, [
     { kind, creatorId: order.creatorId, amount: -reversal },
   ]);
+  if (kind === 'clawback') {
+    book.webhooks?.clawedBack(cause.requestId, order, {
+      id: refundRowId,
+      amount: reversal,
+      kind: cancelling ? 'cancellation' : 'refund',
+      refundId: d.refundId,
+    });
+  } else book.webhooks?.conversionChanged(cause.requestId, was, order);
   return outcomeOf(order);
 }
 

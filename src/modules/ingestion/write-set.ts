@@ -3,6 +3,7 @@ import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { AttributionDecision } from '../attribution/decision.js';
 import { journalWrites } from '../ledger/journal.js';
 import { orderColumns, orderToRow } from '../orders/order-state.js';
+import { deliveryHandOver, webhookWrites } from '../webhooks/webhook-writes.js';
 import type { OrderBook } from './order-book.js';
 
 const written = Object.keys(orderColumns);
@@ -80,6 +81,11 @@ export function groupWrites(
       })),
   );
   const { journal, newRefunds } = all[0] ?? { journal: undefined, newRefunds: [] };
+  // Webhook events of the changes, with their deliveries and the outbox rows that hand those to
+  // the webhook-delivery queue (the same outbox part as other jobs: one statement text).
+  const webhookEvents = all.flatMap((book) => book.webhooks?.events ?? []);
+  const deliveries = all.flatMap((book) => book.webhooks?.deliveries ?? []);
+  const outbox = outboxWrite(handOver);
   return [
     {
       sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')})
@@ -121,7 +127,8 @@ export function groupWrites(
             select ${fromX(receivedEventColumns)} from ${recordset(receivedEventColumns)}`,
       rows: received,
     },
-    outboxWrite(handOver),
+    ...webhookWrites(webhookEvents, deliveries),
+    { ...outbox, rows: [...outbox.rows, ...deliveryHandOver(deliveries).rows] },
     {
       sql: `insert into idempotency_records (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
             select x.brand_id, x.livemode, x.key, x.request_hash, x.response_status, x.response_body, now()

@@ -3,6 +3,7 @@ import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
+import { webhookHealth } from '../webhooks/webhooks.service.js';
 import {
   checkNames,
   integrationChecklist,
@@ -46,6 +47,22 @@ export const IntegrationStatusOut = z
         description:
           "The checks to pass before going live, always in this order: a live order.paid in the last 24 hours (live mode whatever the key), click_ref on some order in 24 hours, refunds or cancellations in 7 days, the browser script seen in 24 hours, missing orders at most 1% of the day's orders, no failure since the last accepted request.",
       }),
+    webhooks: z
+      .object({
+        endpoints_enabled: z.int(),
+        endpoints_failing: z
+          .array(z.object({ id: z.string(), url: z.string(), failing_since: z.iso.datetime() }))
+          .meta({
+            description: 'Enabled endpoints whose deliveries fail; disabled 3 days after `failing_since`.',
+          }),
+        endpoints_disabled_by_failures: z
+          .array(z.object({ id: z.string(), url: z.string(), disabled_at: z.iso.datetime() }))
+          .meta({
+            description:
+              'Endpoints the service disabled after 3 days of failed deliveries: fix the receiver, then PATCH them with `status: enabled`.',
+          }),
+      })
+      .meta({ description: "The webhook endpoints of the key's mode and their health." }),
   })
   .meta({ id: 'IntegrationStatus' });
 
@@ -104,6 +121,7 @@ export function integrationRoutes({ orm }: AppDeps) {
         const em = orm.em.fork();
         const s = await integrationStatus(em, caller);
         const checklist = await integrationChecklist(em, caller, s);
+        const webhooks = await webhookHealth(em, caller);
         res.json({
           object: 'integration_status',
           livemode: caller.livemode,
@@ -116,6 +134,7 @@ export function integrationRoutes({ orm }: AppDeps) {
           last_error_code: s.last_error_code,
           consecutive_failures: s.consecutive_failures,
           checklist,
+          webhooks,
         } satisfies z.input<typeof IntegrationStatusOut>);
       },
     }),

@@ -1,5 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type pg from 'pg';
+import { inTransactionOn, type Sql } from '../../db/sql.js';
 import { newId } from '../../shared/ids.js';
+import { recordWebhookEvents } from '../webhooks/webhook-writes.js';
 
 export interface Scope {
   brandId: string;
@@ -226,15 +229,59 @@ select distinct on (e.brand_id, e.livemode, e.order_id)
  where e.type = 'order.observed' and ${where}
    and not exists (select 1 from orders o where o.brand_id = e.brand_id and o.livemode = e.livemode and o.order_id = e.order_id)
  order by e.brand_id, e.livemode, e.order_id, e.received_at
-on conflict do nothing`;
+on conflict do nothing
+returning brand_id, livemode, order_id, observed_at, observed_event_id, request_id, amount, currency`;
+
+interface RecordedMissing {
+  brand_id: string;
+  livemode: boolean;
+  order_id: string;
+  observed_at: Date | string;
+  observed_event_id: string;
+  request_id: string;
+  amount: string | number | null;
+  currency: string | null;
+}
+
+/**
+ * Records missing orders and, in the same transaction, their integration.order_missing webhook
+ * events (for brands with an endpoint subscribed), caused by the request that carried the
+ * order.observed. Only rows inserted now produce an event: a gap recorded once is announced once.
+ */
+async function recordMissingOrders(em: EntityManager, where: string, values: unknown[]): Promise<number> {
+  const pool = (await em.getConnection().getNativeClient()) as pg.Pool;
+  return inTransactionOn(pool, async (sql: Sql) => {
+    const recorded = await sql.query<RecordedMissing>(recordMissing(where), values);
+    await recordWebhookEvents(
+      sql,
+      recorded.map((m) => ({
+        brandId: m.brand_id,
+        livemode: m.livemode,
+        type: 'integration.order_missing' as const,
+        requestId: m.request_id,
+        data: {
+          object: {
+            object: 'missing_order',
+            livemode: m.livemode,
+            order_id: m.order_id,
+            observed_at: new Date(m.observed_at).toISOString(),
+            amount: m.amount === null ? null : Number(m.amount),
+            currency: m.currency,
+            observed_event_id: m.observed_event_id,
+          },
+        },
+      })),
+    );
+    return recorded.length;
+  });
+}
 
 /**
  * Gap check of one observed order, due `ORDER_GAP_DELAY_MINUTES` after it was seen: recorded
  * missing unless its order.paid arrived. Idempotent: missing_orders' key is (brand, mode, order_id).
  */
 export async function checkObservedOrder(em: EntityManager, eventId: string): Promise<boolean> {
-  const res = await em.execute(recordMissing('e.id = ?'), [eventId], 'run');
-  return ((res as { affectedRows?: number }).affectedRows ?? 0) > 0;
+  return (await recordMissingOrders(em, 'e.id = ?', [eventId])) > 0;
 }
 
 /**
@@ -245,10 +292,10 @@ export async function detectGaps(
   em: EntityManager,
   delayMinutes: number,
 ): Promise<{ recorded: number; cleared: number }> {
-  const recorded = await em.execute(
-    recordMissing(`e.received_at > now() - ${DAY} and e.received_at <= now() - make_interval(mins => ?)`),
+  const recorded = await recordMissingOrders(
+    em,
+    `e.received_at > now() - ${DAY} and e.received_at <= now() - make_interval(mins => ?)`,
     [delayMinutes],
-    'run',
   );
   const cleared = await em.execute(
     `delete from missing_orders m
@@ -258,5 +305,5 @@ export async function detectGaps(
     'run',
   );
   const count = (r: unknown) => (r as { affectedRows?: number }).affectedRows ?? 0;
-  return { recorded: count(recorded), cleared: count(cleared) };
+  return { recorded, cleared: count(cleared) };
 }

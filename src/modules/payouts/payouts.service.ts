@@ -1,9 +1,13 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { inTransaction, type Sql } from '../../db/sql.js';
+import type pg from 'pg';
+import { inTransaction, inTransactionOn, type Sql } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
 import { Journal, journalWrites } from '../ledger/journal.js';
 import { jobTransition } from '../orders/order-lifecycle.js';
+import { type RawOrderRow, toOrderOut } from '../orders/order-out.js';
+import { jobRequestId } from '../webhooks/job-cause.js';
+import { type EventDraft, recordWebhookEvents } from '../webhooks/webhook-writes.js';
 
 const CHUNK = 1000;
 
@@ -12,22 +16,57 @@ const sqlStatuses = (statuses: readonly string[]) => statuses.map((s) => `'${s}'
 const confirmation = jobTransition('confirmation_due');
 const paying = jobTransition('payout');
 
+/** The order columns an order's webhook event shows (orders/order-out.ts), for RETURNING and selects. */
+const orderOutColumns = (o: string) =>
+  `${o}.id, ${o}.brand_id, ${o}.order_id, ${o}.livemode, ${o}.status, ${o}.amount, ${o}.original_amount,
+   ${o}.original_currency, ${o}.fx_rate::text as fx_rate, ${o}.commission_amount, ${o}.refunded_amount,
+   ${o}.refunded_commission_amount, ${o}.attributed_via, ${o}.parent_order_id, ${o}.occurred_at,
+   ${o}.confirm_at, ${o}.flags, ${o}.creator_id, ${o}.payout_id`;
+
+type OrderRow = RawOrderRow & { id: string; brand_id: string; payout_id: string | null };
+
+/** An order event's draft: the order as the API shows it, with the payout that paid it. */
+const orderEvent = (
+  type: 'order.confirmed' | 'order.paid_out',
+  row: OrderRow,
+  requestId: string,
+): EventDraft => ({
+  brandId: row.brand_id,
+  livemode: row.livemode,
+  type,
+  requestId,
+  data: { object: { ...toOrderOut(row), payout_id: row.payout_id } },
+});
+
 /**
  * pending → confirmed once `confirm_at` has passed (both modes: test orders confirm too, they
  * are only never paid out). In chunks of 1000 rows with SKIP LOCKED, so concurrent runs split
- * the rows and an order being ingested is simply taken by the next run.
+ * the rows and an order being ingested is simply taken by the next run. Each chunk writes the
+ * order.confirmed webhook events of its orders in its own transaction (for brands with an
+ * endpoint subscribed), caused by the job run in progress.
  */
-export async function confirmDueOrders(em: EntityManager, now = new Date()): Promise<number> {
+export async function confirmDueOrders(
+  em: EntityManager,
+  now = new Date(),
+  requestId = jobRequestId() ?? 'order-confirmation',
+): Promise<number> {
+  const pool = (await em.getConnection().getNativeClient()) as pg.Pool;
   let confirmed = 0;
   for (;;) {
-    const res = await em.execute(
-      `update orders set status = '${confirmation.to}', confirmed_at = now(), updated_at = now()
-        where id in (select id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
-                      order by confirm_at limit ${CHUNK} for update skip locked)`,
-      [now],
-      'run',
-    );
-    const rows = (res as { affectedRows?: number }).affectedRows ?? 0;
+    const rows = await inTransactionOn(pool, async (sql) => {
+      const moved = await sql.query<OrderRow>(
+        `update orders o set status = '${confirmation.to}', confirmed_at = now(), updated_at = now()
+          where o.id in (select id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
+                        order by confirm_at limit ${CHUNK} for update skip locked)
+         returning ${orderOutColumns('o')}`,
+        [now],
+      );
+      await recordWebhookEvents(
+        sql,
+        moved.map((row) => orderEvent('order.confirmed', row, requestId)),
+      );
+      return moved.length;
+    });
     confirmed += rows;
     if (rows < CHUNK) return confirmed;
   }
@@ -69,26 +108,39 @@ interface SettledLine {
  * zero, so the ledger's "movements sum to the entry" rule is kept in one place.
  */
 async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: string): Promise<number> {
-  const orders = await sql.query<SettledLine>(
-    `select o.id, le.id as entry_id, o.id as order_pk, le.creator_id as line_creator_id,
-            o.commission_amount - o.refunded_commission_amount as amount
+  // One row past the chunk tells whether this chunk is the payee's last (for payout.created).
+  const found = await sql.query<
+    OrderRow & { entry_id: string; line_creator_id: string | null; settled: string }
+  >(
+    `select le.id as entry_id, le.creator_id as line_creator_id,
+            o.commission_amount - o.refunded_commission_amount as settled, ${orderOutColumns('o')}
        from orders o join ledger_entries le on le.order_id = o.id
       where o.brand_id = ? and o.creator_id = ? and o.livemode and o.status in (${sqlStatuses(paying.from)})
-      order by o.id limit ${CHUNK} for update of o skip locked`,
+      order by o.id limit ${CHUNK + 1} for update of o skip locked`,
     [payee.brand_id, payee.creator_id],
   );
-  const clawbacks = await sql.query<SettledLine>(
+  const foundClawbacks = await sql.query<SettledLine>(
     `select m.id, m.entry_id, le.order_id as order_pk, le.creator_id as line_creator_id, m.amount
        from ledger_movements m join ledger_entries le on le.id = m.entry_id
       where m.brand_id = ? and m.creator_id = ? and m.kind = 'clawback' and m.livemode
         and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)
-      order by m.id limit ${CHUNK} for update of m skip locked`,
+      order by m.id limit ${CHUNK + 1} for update of m skip locked`,
     [payee.brand_id, payee.creator_id],
   );
+  const last = found.length <= CHUNK && foundClawbacks.length <= CHUNK;
+  const orders = found.slice(0, CHUNK);
+  const orderLines: SettledLine[] = orders.map((o) => ({
+    id: o.id,
+    entry_id: o.entry_id,
+    order_pk: o.id,
+    line_creator_id: o.line_creator_id,
+    amount: o.settled,
+  }));
+  const clawbacks = foundClawbacks.slice(0, CHUNK);
   if (orders.length === 0 && clawbacks.length === 0) return 0;
-  const commission = orders.reduce((sum, o) => sum + Number(o.amount), 0);
+  const commission = orderLines.reduce((sum, o) => sum + Number(o.amount), 0);
   const clawback = clawbacks.reduce((sum, m) => sum + Number(m.amount), 0);
-  const [payout] = await sql.query<{ id: string }>(
+  const [payout] = await sql.query<PayoutRow>(
     `insert into payouts (id, brand_id, livemode, creator_id, run_key, order_count, commission_amount, clawback_amount, net_amount)
      values (?, ?, true, ?, ?, ?, ?, ?, ?)
      on conflict (brand_id, creator_id, run_key) do update set
@@ -96,7 +148,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
        commission_amount = payouts.commission_amount + excluded.commission_amount,
        clawback_amount = payouts.clawback_amount + excluded.clawback_amount,
        net_amount = payouts.net_amount + excluded.net_amount
-     returning id`,
+     returning id, creator_id, run_key, order_count, commission_amount, clawback_amount, net_amount`,
     [
       newId('po'),
       payee.brand_id,
@@ -113,7 +165,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   const journal = new Journal();
   const scope = { brandId: payee.brand_id, livemode: true };
   const cause = { ...scope, payoutId, requestId };
-  for (const line of [...orders, ...clawbacks]) {
+  for (const line of [...orderLines, ...clawbacks]) {
     if (!journal.isOpen(line.order_pk))
       journal.open(scope, line.order_pk, line.entry_id, line.line_creator_id);
     journal.record(cause, line.order_pk, line.line_creator_id, [
@@ -134,8 +186,48 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
     },
     ...journalWrites(journal),
   ]);
+  const paid = orders.map((o) =>
+    orderEvent('order.paid_out', { ...o, status: paying.to, payout_id: payoutId }, requestId),
+  );
+  // Once per payout, when its creator has nothing left to pay: with its totals of the run.
+  const created: EventDraft[] = last
+    ? [
+        {
+          brandId: payee.brand_id,
+          livemode: true,
+          type: 'payout.created',
+          requestId,
+          dedupKey: `payout.created:${payoutId}`,
+          data: { object: payoutObject(payout!) },
+        },
+      ]
+    : [];
+  await recordWebhookEvents(sql, [...paid, ...created]);
   return orders.length + clawbacks.length;
 }
+
+interface PayoutRow {
+  id: string;
+  creator_id: string;
+  run_key: string;
+  order_count: number;
+  commission_amount: string | number;
+  clawback_amount: string | number;
+  net_amount: string | number;
+}
+
+const payoutObject = (p: PayoutRow) => ({
+  id: p.id,
+  object: 'payout',
+  livemode: true,
+  creator_id: p.creator_id,
+  run_key: p.run_key,
+  order_count: p.order_count,
+  commission_amount: Number(p.commission_amount),
+  clawback_amount: Number(p.clawback_amount),
+  net_amount: Number(p.net_amount),
+  currency: 'KRW',
+});
 
 /**
  * The payout run (monthly): every live creator with confirmed orders or clawbacks not netted

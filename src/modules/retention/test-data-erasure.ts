@@ -9,11 +9,47 @@ export interface ErasedTestData {
   orders: number;
   received_events: number;
   idempotency_records: number;
+  /** Webhook rows, present only when some were erased. */
+  webhook_endpoints?: number;
+  webhook_events?: number;
+  webhook_deliveries?: number;
 }
 
 /**
+ * Test-mode webhooks past retention: endpoints created before the cutoff (with their delivery
+ * history), events before it (with every delivery of them, resends included), and deliveries
+ * before it. Each statement deletes up to BATCH parents with what hangs on them.
+ */
+const webhookErasures = [
+  {
+    table: 'webhook_endpoints',
+    sql: `with gone as (delete from webhook_endpoints where id in (
+            select id from webhook_endpoints where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
+          returning id),
+          deliveries as (delete from webhook_deliveries where endpoint_id in (select id from gone) returning 1)
+          select (select count(*)::int from gone) as n, (select count(*)::int from deliveries) as deliveries`,
+  },
+  {
+    table: 'webhook_events',
+    sql: `with gone as (delete from webhook_events where id in (
+            select id from webhook_events where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
+          returning id),
+          deliveries as (delete from webhook_deliveries where event_id in (select id from gone) returning 1)
+          select (select count(*)::int from gone) as n, (select count(*)::int from deliveries) as deliveries`,
+  },
+  {
+    table: 'webhook_deliveries',
+    sql: `with gone as (delete from webhook_deliveries where id in (
+            select id from webhook_deliveries where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
+          returning 1)
+          select (select count(*)::int from gone) as n, 0 as deliveries`,
+  },
+] as const;
+
+/**
  * Erases test-mode data past the lifecycle's retention: orders with their refunds and, through
- * the Journal, their ledger lines; then received events and idempotency records. In batches of
+ * the Journal, their ledger lines; then received events and idempotency records; then test-mode
+ * webhook endpoints, events and deliveries. In batches of
  * 1000 rows per transaction with SKIP LOCKED, so no statement holds locks for long, two runs
  * at once split the rows, and a rerun finds nothing left (what is gone stays gone).
  */
@@ -66,6 +102,21 @@ export async function eraseExpiredTestData(
       if (count < BATCH) break;
     }
     await onProgress(i + 2, 3);
+  }
+
+  const webhooks = { webhook_endpoints: 0, webhook_events: 0, webhook_deliveries: 0 };
+  for (const { table, sql: text } of webhookErasures) {
+    for (;;) {
+      const [row] = await inTransaction(orm, (sql) =>
+        sql.query<{ n: number; deliveries: number }>(text, [cutoff]),
+      );
+      webhooks[table] += row!.n;
+      webhooks.webhook_deliveries += row!.deliveries;
+      if (row!.n < BATCH) break;
+    }
+  }
+  for (const [table, count] of Object.entries(webhooks)) {
+    if (count > 0) erased[table as keyof typeof webhooks] = count;
   }
   return { cutoff, erased };
 }

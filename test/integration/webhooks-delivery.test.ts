@@ -1,0 +1,542 @@
+import type { Job } from 'bullmq';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { inTransaction } from '../../src/db/sql.js';
+import type { JobPayload } from '../../src/jobs/queues.js';
+import { jobOptions } from '../../src/jobs/queues.js';
+import { createLogger } from '../../src/logger.js';
+import { validateEvent } from '../../src/modules/events/event-validation.js';
+import { commitGroup } from '../../src/modules/ingestion/commit-group.js';
+import { attemptDelivery, DELIVERY_TIMEOUT_MS } from '../../src/modules/webhooks/delivery.js';
+import { checkWebhookUrl, isPublicAddress } from '../../src/modules/webhooks/url-guard.js';
+import { newId } from '../../src/shared/ids.js';
+import { startOutboxRelay } from '../../workers/outbox-relay.js';
+import { deliverWebhook } from '../../workers/webhook-delivery.js';
+import { admin, expectEnvelope, makeShop, SHOP_ORIGIN } from '../factories/index.js';
+import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+import { type Receiver, startDeliveryWorker, startReceiver, until } from './webhooks-helpers.js';
+
+/**
+ * Delivery under failure (issue 11): retries with backoff, timeouts, redirects, disabled
+ * endpoints, 3 days of failures, a Redis outage, a crash between commit and enqueue, and the
+ * SSRF rules of production.
+ */
+let ctx: TestContext;
+let receiver: Receiver;
+let worker: ReturnType<typeof startDeliveryWorker>;
+const silent = createLogger('silent');
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  receiver = await startReceiver();
+  worker = startDeliveryWorker(ctx);
+});
+afterAll(async () => {
+  await worker.close();
+  await receiver.close();
+  await ctx.close();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: rows of ad-hoc SQL.
+const sql = (text: string, values: unknown[] = []): Promise<any[]> => ctx.orm.em.fork().execute(text, values);
+
+function client(app: TestContext['app'], key: string) {
+  const auth = { Authorization: `Bearer ${key}`, Origin: SHOP_ORIGIN };
+  return {
+    endpoint: (url: string, enabled_events: string[] = ['*']) =>
+      request(app).post('/v1/webhook_endpoints').set(auth).send({ url, enabled_events }),
+    patch: (id: string, body: object) =>
+      request(app).patch(`/v1/webhook_endpoints/${id}`).set(auth).send(body),
+    deliveries: (id: string) => request(app).get(`/v1/webhook_endpoints/${id}/deliveries`).set(auth),
+    paid: (order_id: string, amount: number) =>
+      request(app)
+        .post('/v1/events')
+        .set(auth)
+        .send({ type: 'order.paid', data: { order_id, amount, coupon_code: 'MINA20' } }),
+  };
+}
+
+async function newEndpoint(path: string) {
+  const shop = await makeShop(ctx);
+  const c = client(ctx.app, shop.keys.sk_live);
+  const res = await c.endpoint(receiver.url(path));
+  expect(res.status).toBe(201);
+  return { shop, c, endpoint: res.body as { id: string; secret: string } };
+}
+
+const deliveryOf = async (endpointId: string) =>
+  (await sql('select * from webhook_deliveries where endpoint_id = ? order by id', [endpointId]))[0];
+
+describe('retries', () => {
+  it('a receiver answering 500 then 200 gets the event on the retry, scheduled within 30 seconds', async () => {
+    const { c, endpoint } = await newEndpoint('/flaky');
+    receiver.plan('/flaky', 500);
+    expect((await c.paid('F-1', 1_000)).status).toBe(200);
+    const first = await until('the failed first attempt', async () => {
+      const d = await deliveryOf(endpoint.id);
+      return d?.attempts === 1 && d;
+    });
+    expect(first).toMatchObject({ status: 'pending', last_status_code: 500, last_error: 'status 500' });
+    const wait = new Date(first.next_attempt_at).getTime() - new Date(first.last_attempt_at).getTime();
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(30_000);
+    // BullMQ holds the retry with its jittered backoff: 80 to 100 % of 18 s.
+    const job = await until('the delayed retry', async () => {
+      const delayed = await ctx.queues['webhook-delivery'].getJobs(['delayed']);
+      return delayed.find((j) => j.id === first.id);
+    });
+    expect(job.attemptsMade).toBe(1);
+    expect(job.opts).toMatchObject({
+      attempts: 15,
+      backoff: { type: 'exponential', delay: 18_000, jitter: 0.2 },
+    });
+    expect(job.delay).toBeGreaterThanOrEqual(14_400);
+    expect(job.delay).toBeLessThanOrEqual(18_000);
+    await job.promote();
+    const delivered = await until('the retry to succeed', async () => {
+      const d = await deliveryOf(endpoint.id);
+      return d?.status === 'succeeded' && d;
+    });
+    expect(delivered).toMatchObject({ attempts: 2, last_status_code: 200, next_attempt_at: null });
+    expect(receiver.at('/flaky')).toHaveLength(2);
+    expect(receiver.at('/flaky')[1]!.body).toBe(receiver.at('/flaky')[0]!.body);
+    const listed = await c.deliveries(endpoint.id);
+    expect(listed.body.data[0]).toMatchObject({ status: 'succeeded', attempts: 2, last_status_code: 200 });
+  });
+
+  it('the retry schedule adds up to about 3 days', () => {
+    const { attempts, backoff } = jobOptions('webhook-delivery') as {
+      attempts: number;
+      backoff: { delay: number; jitter: number };
+    };
+    const waits = Array.from({ length: attempts - 1 }, (_, i) => backoff.delay * 2 ** i);
+    const most = waits.reduce((a, b) => a + b, 0) / 86_400_000;
+    expect(waits[0]).toBeLessThanOrEqual(30_000);
+    expect(most * (1 - backoff.jitter)).toBeGreaterThan(2.5);
+    expect(most).toBeLessThan(3.5);
+  });
+
+  it('a receiver that hangs is cut off after 10 seconds and retried', async () => {
+    const { c, endpoint } = await newEndpoint('/hang');
+    receiver.plan('/hang', 'hang');
+    const started = Date.now();
+    expect((await c.paid('H-1', 1_000)).status).toBe(200);
+    const failed = await until(
+      'the timed-out attempt',
+      async () => {
+        const d = await deliveryOf(endpoint.id);
+        return d?.attempts === 1 && d;
+      },
+      20_000,
+    );
+    expect(failed).toMatchObject({
+      status: 'pending',
+      last_status_code: null,
+      last_error: 'timeout after 10000 ms',
+    });
+    expect(failed.last_duration_ms).toBeGreaterThanOrEqual(DELIVERY_TIMEOUT_MS - 50);
+    expect(failed.last_duration_ms).toBeLessThan(DELIVERY_TIMEOUT_MS + 2_000);
+    expect(Date.now() - started).toBeLessThan(DELIVERY_TIMEOUT_MS + 8_000);
+    expect(receiver.at('/hang')).toHaveLength(1);
+  }, 30_000);
+
+  it('a redirect is not followed: it is a failed attempt', async () => {
+    const { c, endpoint } = await newEndpoint('/moved');
+    receiver.plan('/moved', 302);
+    expect((await c.paid('M-1', 1_000)).status).toBe(200);
+    const d = await until('the attempt', async () => {
+      const row = await deliveryOf(endpoint.id);
+      return row?.attempts === 1 && row;
+    });
+    expect(d).toMatchObject({ status: 'pending', last_status_code: 302, last_error: 'status 302' });
+    expect(receiver.received.filter((r) => r.path === '/' || r.path === '/elsewhere')).toEqual([]);
+  });
+
+  it('the job is idempotent: run twice, or twice at once, for one delivery, it is sent once', async () => {
+    const { shop, endpoint } = await newEndpoint('/twice');
+    const workerCtx = { orm: ctx.orm, logger: silent, config: ctx.config };
+    // A delivery as ingestion writes it, without its outbox row: only the runs below send it.
+    const delivery = async () => {
+      const eventId = newId('whevt');
+      const deliveryId = newId('whd');
+      await sql(
+        `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
+         values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
+        [eventId, shop.brandId],
+      );
+      await sql(
+        `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
+         values (?, ?, true, ?, ?, 'req_x')`,
+        [deliveryId, shop.brandId, eventId, endpoint.id],
+      );
+      return {
+        data: { request_id: 'req_x', triggered_by: 'event', event_id: eventId, delivery_id: deliveryId },
+        attemptsMade: 0,
+        opts: jobOptions('webhook-delivery'),
+      } as unknown as Job<JobPayload<'webhook-delivery'>>;
+    };
+    const job = await delivery();
+    expect(await deliverWebhook(workerCtx, job, silent)).toMatchObject({
+      result: 'delivered',
+      status_code: 200,
+    });
+    expect(await deliverWebhook(workerCtx, job, silent)).toEqual({ result: 'already_delivered' });
+    expect(receiver.at('/twice')).toHaveLength(1);
+
+    const racing = await delivery();
+    const outcomes = await Promise.all([
+      deliverWebhook(workerCtx, racing, silent),
+      deliverWebhook(workerCtx, racing, silent),
+    ]);
+    expect(outcomes.map((o) => (o as { result: string }).result).sort()).toEqual(['delivered', 'in_flight']);
+    expect(receiver.at('/twice')).toHaveLength(2);
+  });
+});
+
+describe('disabled endpoints receive nothing', () => {
+  it('disabled before the change: no delivery at all; disabled while a retry waits: canceled, never sent', async () => {
+    const { c, endpoint } = await newEndpoint('/off');
+    await c.patch(endpoint.id, { status: 'disabled' });
+    expect((await c.paid('D-1', 1_000)).status).toBe(200);
+    expect(await deliveryOf(endpoint.id)).toBeUndefined();
+
+    await c.patch(endpoint.id, { status: 'enabled' });
+    receiver.plan('/off', 500);
+    expect((await c.paid('D-2', 1_000)).status).toBe(200);
+    const failed = await until('the failed attempt', async () => {
+      const d = await deliveryOf(endpoint.id);
+      return d?.attempts === 1 && d;
+    });
+    await c.patch(endpoint.id, { status: 'disabled' });
+    expect(await deliveryOf(endpoint.id)).toMatchObject({
+      status: 'canceled',
+      last_error: 'endpoint disabled',
+    });
+    const job = await until('the delayed retry', async () =>
+      (await ctx.queues['webhook-delivery'].getJobs(['delayed'])).find((j) => j.id === failed.id),
+    );
+    await job.promote();
+    await until('the retry to run', async () => (await job.getState()) === 'completed');
+    expect(receiver.at('/off')).toHaveLength(1);
+    expect((await c.deliveries(endpoint.id)).body.data[0]).toMatchObject({
+      status: 'canceled',
+      next_attempt_at: null,
+    });
+  });
+
+  it('an endpoint failing for 3 days is disabled, its pending deliveries canceled, and integration status says so', async () => {
+    const { shop, c, endpoint } = await newEndpoint('/down');
+    receiver.plan('/down', 500, 500);
+    expect((await c.paid('X-1', 1_000)).status).toBe(200);
+    await until('the first failure', async () => (await deliveryOf(endpoint.id))?.attempts === 1);
+    const [row] = await sql('select status, failing_since from webhook_endpoints where id = ?', [
+      endpoint.id,
+    ]);
+    expect(row.status).toBe('enabled');
+    expect(row.failing_since).not.toBeNull();
+    let status = await request(ctx.app)
+      .get('/v1/integration/status')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(status.body.webhooks).toMatchObject({
+      endpoints_enabled: 1,
+      endpoints_failing: [{ id: endpoint.id, url: receiver.url('/down') }],
+      endpoints_disabled_by_failures: [],
+    });
+
+    // Three days later the next failure disables it.
+    await sql(
+      `update webhook_endpoints set failing_since = now() - interval '3 days 1 minute' where id = ?`,
+      [endpoint.id],
+    );
+    expect((await c.paid('X-2', 1_000)).status).toBe(200);
+    await until('the endpoint to be disabled', async () => {
+      const [e] = await sql('select status from webhook_endpoints where id = ?', [endpoint.id]);
+      return e.status === 'disabled';
+    });
+    const deliveries = await sql('select status from webhook_deliveries where endpoint_id = ? order by id', [
+      endpoint.id,
+    ]);
+    expect(deliveries.map((d) => d.status)).toEqual(['canceled', 'canceled']);
+    status = await request(ctx.app)
+      .get('/v1/integration/status')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(status.body.webhooks).toMatchObject({
+      endpoints_enabled: 0,
+      endpoints_disabled_by_failures: [{ id: endpoint.id, url: receiver.url('/down') }],
+    });
+    const read = await request(ctx.app)
+      .get(`/v1/webhook_endpoints/${endpoint.id}`)
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(read.body).toMatchObject({ status: 'disabled', disabled_reason: 'failing' });
+
+    // Re-enabled by the brand: the failure clock starts afresh and deliveries flow again.
+    const enabled = await c.patch(endpoint.id, { status: 'enabled' });
+    expect(enabled.body).toMatchObject({ status: 'enabled', failing_since: null, disabled_reason: null });
+    expect((await c.paid('X-3', 1_000)).status).toBe(200);
+    await until('a delivery after re-enabling', () => receiver.at('/down').length === 3);
+  });
+
+  it('the hourly sweep disables endpoints failing for 3 days even when nothing is being delivered', async () => {
+    const { endpoint } = await newEndpoint('/quiet');
+    await sql(`update webhook_endpoints set failing_since = now() - interval '4 days' where id = ?`, [
+      endpoint.id,
+    ]);
+    const job = {
+      data: { request_id: 'sched_webhook-delivery_1', triggered_by: 'schedule' },
+      attemptsMade: 0,
+      opts: {},
+    } as unknown as Job<JobPayload<'webhook-delivery'>>;
+    const workerCtx = { orm: ctx.orm, logger: silent, config: ctx.config };
+    expect(await deliverWebhook(workerCtx, job, silent)).toEqual({ disabled: 1 });
+    expect(await deliverWebhook(workerCtx, job, silent)).toEqual({ disabled: 0 });
+    const [row] = await sql('select status, disabled_reason from webhook_endpoints where id = ?', [
+      endpoint.id,
+    ]);
+    expect(row).toEqual({ status: 'disabled', disabled_reason: 'failing' });
+  });
+});
+
+describe('nothing is lost between the ledger and the queue', () => {
+  it('a crash between commit and enqueue loses nothing: the outbox row is relayed by the worker', async () => {
+    const { shop, endpoint } = await newEndpoint('/crash');
+    const caller = {
+      brandId: shop.brandId,
+      livemode: true,
+      kind: 'secret' as const,
+      terms: { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 },
+    };
+    const now = new Date();
+    // The engine's transaction, committed, and then nothing: no relay nudge (the process "died").
+    await inTransaction(ctx.orm, (sql) =>
+      commitGroup(
+        sql,
+        [
+          {
+            caller,
+            events: [
+              validateEvent(
+                { type: 'order.paid', data: { order_id: 'C-1', amount: 1_000, coupon_code: 'MINA20' } },
+                { now, keyKind: 'secret' },
+              ),
+            ],
+            batch: false,
+            requestId: newId('req'),
+            bytes: 100,
+          },
+        ],
+        { now, gapDelayMinutes: 30 },
+      ),
+    );
+    const d = await deliveryOf(endpoint.id);
+    const [outbox] = await sql('select job_name, relayed_at from outbox_messages where id = ?', [d.id]);
+    expect(outbox).toEqual({ job_name: 'webhook-delivery', relayed_at: null });
+    expect(await ctx.queues['webhook-delivery'].getJob(d.id)).toBeUndefined();
+
+    const stop = startOutboxRelay(ctx.orm, ctx.queues, silent, 50);
+    try {
+      await until('the delivery', () => receiver.at('/crash').length === 1);
+    } finally {
+      await stop();
+    }
+    expect(JSON.parse(receiver.at('/crash')[0]!.body)).toMatchObject({
+      type: 'conversion.created',
+      data: { object: { order_id: 'C-1' } },
+    });
+  });
+});
+
+describe('a Redis outage delays webhooks but loses none', () => {
+  let redis: PrivateRedis;
+  let app: TestContext;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    app = await createTestApp({ REDIS_URL: redis.url });
+  });
+  afterAll(async () => {
+    await redis.start().catch(() => {});
+    await app.close();
+    await redis.kill();
+  });
+
+  it('events committed while Redis is down are delivered once it is back', async () => {
+    const shop = await makeShop(app);
+    const c = client(app.app, shop.keys.sk_live);
+    const created = await c.endpoint(receiver.url('/outage'));
+    expect(created.status).toBe(201);
+    await redis.kill();
+    for (let i = 0; i < 5; i++) expect((await c.paid(`O-${i}`, 1_000 + i)).status).toBe(200);
+    const [pending] = await app.orm.em
+      .fork()
+      .execute<{ n: number }[]>(
+        `select count(*)::int as n from outbox_messages where job_name = 'webhook-delivery' and relayed_at is null`,
+      );
+    expect(pending!.n).toBe(5);
+    expect(receiver.at('/outage')).toEqual([]);
+
+    await redis.start();
+    const outageWorker = startDeliveryWorker(app);
+    const stop = startOutboxRelay(app.orm, app.queues, silent, 100);
+    try {
+      await until('every delivery', () => receiver.at('/outage').length === 5, 20_000);
+    } finally {
+      await stop();
+      await outageWorker.close();
+    }
+    const orders = receiver.at('/outage').map((r) => JSON.parse(r.body).data.object.order_id);
+    expect(orders.sort()).toEqual(['O-0', 'O-1', 'O-2', 'O-3', 'O-4']);
+  }, 40_000);
+});
+
+describe('SSRF rules (production)', () => {
+  let prod: TestContext;
+  beforeAll(async () => {
+    prod = await createTestApp({ WEBHOOK_ALLOW_PRIVATE_URLS: 'false' });
+  });
+  afterAll(() => prod.close());
+
+  it('default: allowed in development and test, refused in production unless set', () => {
+    const base = { ADMIN_TOKEN: 'a'.repeat(32), SECRET_KEY_BASE: 'b'.repeat(32) };
+    expect(loadConfig({ ...base, NODE_ENV: 'test' }).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(true);
+    expect(loadConfig({ ...base, NODE_ENV: 'development' }).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(true);
+    const production = {
+      ...base,
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://db.example.com/app',
+      REDIS_URL: 'redis://redis.example.com',
+    };
+    expect(loadConfig(production).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(false);
+    expect(loadConfig({ ...production, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' }).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(
+      true,
+    );
+    expect(() => loadConfig({ ...production, WEBHOOK_ALLOW_PRIVATE_URLS: 'yes' })).toThrow(
+      /WEBHOOK_ALLOW_PRIVATE_URLS must be true or false/,
+    );
+  });
+
+  it.each([
+    'http://example.com/hook',
+    'https://127.0.0.1/hook',
+    'https://localhost/hook',
+    'https://10.1.2.3/hook',
+    'https://172.16.0.1/hook',
+    'https://192.168.1.1/hook',
+    'https://169.254.169.254/latest/meta-data',
+    'https://100.100.100.200/hook',
+    'https://0.0.0.0/hook',
+    'https://[::1]/hook',
+    'https://[fd00:ec2::254]/hook',
+    'https://[fe80::1]/hook',
+    'https://[::ffff:127.0.0.1]/hook',
+    'https://[::ffff:a9fe:a9fe]/hook',
+    'https://does-not-exist.invalid/hook',
+  ])('refuses %s at creation (422 webhook_url_not_allowed)', async (url) => {
+    const shop = await makeShop(prod);
+    const res = await request(prod.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url, enabled_events: ['*'] });
+    const error = expectEnvelope(res, 422, 'webhook_url_not_allowed');
+    expect(error.param).toBe('url');
+    const [row] = await prod.orm.em.fork().execute('select count(*)::int as n from webhook_endpoints');
+    expect(row!.n).toBe(0);
+  });
+
+  it('refuses a private URL on PATCH and through the admin API', async () => {
+    const shop = await makeShop(prod);
+    const [row] = await prod.orm.em.fork().execute(
+      `insert into webhook_endpoints (id, brand_id, livemode, url, enabled_events, secret_ciphertext)
+       values ('we_prod', ?, true, 'https://hooks.example.com/x', '{*}', 'v1.x') returning id`,
+      [shop.brandId],
+    );
+    const patched = await request(prod.app)
+      .patch(`/v1/webhook_endpoints/${row!.id}`)
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url: 'https://127.0.0.1/x' });
+    expectEnvelope(patched, 422, 'webhook_url_not_allowed');
+    const byAdmin = await admin(prod).post(`/admin/api/brands/${shop.brandId}/webhook_endpoints`, {
+      url: 'https://192.168.0.10/x',
+      enabled_events: ['*'],
+      livemode: true,
+    });
+    expectEnvelope(byAdmin, 422, 'webhook_url_not_allowed');
+    await prod.orm.em.fork().execute(`delete from webhook_endpoints where id = 'we_prod'`);
+  });
+
+  it('checks again at delivery: a host that now resolves to a private address (DNS rebinding) is not contacted', async () => {
+    const { shop, endpoint } = await newEndpoint('/rebound');
+    await sql('update webhook_endpoints set url = ? where id = ?', [
+      `https://rebinding.example:${receiver.port}/rebound`,
+      endpoint.id,
+    ]);
+    // An event and its delivery as ingestion writes them (no outbox row: only this attempt runs).
+    const eventId = newId('whevt');
+    const deliveryId = newId('whd');
+    await sql(
+      `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
+       values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
+      [eventId, shop.brandId],
+    );
+    await sql(
+      `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
+       values (?, ?, true, ?, ?, 'req_x')`,
+      [deliveryId, shop.brandId, eventId, endpoint.id],
+    );
+    const outcome = await attemptDelivery(ctx.orm, deliveryId, {
+      secretKeyBase: ctx.config.SECRET_KEY_BASE,
+      policy: { allowPrivate: false },
+      resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+      attempt: 1,
+      attempts: 15,
+      nextDelayMs: 18_000,
+    });
+    expect(outcome).toMatchObject({ result: 'failed', final: false, status_code: null });
+    expect((outcome as { error: string }).error).toMatch(/^url refused: .*127\.0\.0\.1/);
+    expect(receiver.at('/rebound')).toEqual([]);
+    expect(await deliveryOf(endpoint.id)).toMatchObject({ status: 'pending', attempts: 1 });
+  });
+
+  it('classifies addresses and resolves names through the resolver given', async () => {
+    for (const address of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '93.184.216.34'])
+      expect(isPublicAddress(address), address).toBe(true);
+    for (const address of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '172.31.255.255',
+      '192.168.0.1',
+      '198.18.0.1',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      'fc00::1',
+      'fe80::1',
+      'ff02::1',
+      '::ffff:10.0.0.1',
+      '::ffff:0a00:0001',
+      '64:ff9b::a9fe:a9fe',
+      '2002:7f00:1::1',
+      'not-an-ip',
+    ])
+      expect(isPublicAddress(address), address).toBe(false);
+    const publicHost = async () => [{ address: '93.184.216.34', family: 4 }];
+    expect(await checkWebhookUrl('https://hooks.example.com/x', { allowPrivate: false }, publicHost)).toEqual(
+      {
+        address: '93.184.216.34',
+        family: 4,
+      },
+    );
+    // Every address must be public: one private answer among public ones is refused.
+    const mixed = async () => [
+      { address: '93.184.216.34', family: 4 },
+      { address: '10.0.0.5', family: 4 },
+    ];
+    await expect(
+      checkWebhookUrl('https://hooks.example.com/x', { allowPrivate: false }, mixed),
+    ).rejects.toThrow(/10\.0\.0\.5/);
+    expect(await checkWebhookUrl('http://127.0.0.1:1/x', { allowPrivate: true })).toBeNull();
+  });
+});

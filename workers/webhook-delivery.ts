@@ -1,0 +1,56 @@
+import type { Job } from 'bullmq';
+import type { Config } from '../src/config.js';
+import { type JobPayload, jobRetry } from '../src/jobs/queues.js';
+import type { Logger } from '../src/logger.js';
+import { attemptDelivery, DeliveryFailed, sweepFailingEndpoints } from '../src/modules/webhooks/delivery.js';
+import { defineJob, type WorkerContext } from './job.js';
+
+/** What delivery needs from the configuration (workers/main.ts hands the whole of it). */
+type DeliveryConfig = Pick<Config, 'SECRET_KEY_BASE' | 'WEBHOOK_ALLOW_PRIVATE_URLS'>;
+
+/**
+ * One delivery attempt per run; a failed attempt throws, so BullMQ retries it with the
+ * job's backoff (src/jobs/queues.ts: about 3 days). Idempotency key: the delivery id, which is
+ * the job id: a delivered or canceled delivery is never sent again. Scheduled runs (hourly)
+ * disable endpoints that have failed for 3 days, which is idempotent by its condition.
+ */
+export async function deliverWebhook(
+  ctx: WorkerContext,
+  job: Job<JobPayload<'webhook-delivery'>>,
+  logger: Logger,
+) {
+  const data = job.data;
+  if (data.triggered_by !== 'event') {
+    const swept = await sweepFailingEndpoints(ctx.orm);
+    logger.info(swept, 'failing webhook endpoints swept');
+    return swept;
+  }
+  const config = ctx.config as Partial<DeliveryConfig>;
+  if (!config.SECRET_KEY_BASE)
+    throw new Error('webhook delivery needs SECRET_KEY_BASE in the worker context');
+  const attempt = job.attemptsMade + 1;
+  const attempts = job.opts.attempts ?? jobRetry['webhook-delivery'].attempts;
+  const backoff = typeof job.opts.backoff === 'object' ? (job.opts.backoff.delay ?? 0) : 0;
+  const outcome = await attemptDelivery(ctx.orm, data.delivery_id, {
+    secretKeyBase: config.SECRET_KEY_BASE,
+    // Production rules unless the configuration lifts them (never by omission).
+    policy: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS === true },
+    attempt,
+    attempts,
+    nextDelayMs: backoff * 2 ** (attempt - 1),
+  });
+  const fields = { delivery_id: data.delivery_id, event_id: data.event_id, ...outcome };
+  if (outcome.result !== 'failed') {
+    logger.info(fields, `webhook ${outcome.result}`);
+    return outcome;
+  }
+  throw new DeliveryFailed(
+    `webhook delivery failed (${outcome.error})${outcome.final ? '; no attempts left' : ''}`,
+  );
+}
+
+export const webhookDeliveryJob = defineJob({
+  name: 'webhook-delivery',
+  schedule: () => '43 * * * *',
+  handler: deliverWebhook,
+});
