@@ -55,7 +55,7 @@ const workers = jobNames.map((name) => {
       running.set(key, { job, token });
       return runJob(name, { orm, logger, config }, job).finally(() => running.delete(key));
     },
-    workerOptions(connection, config.QUEUE_PREFIX, config.JOB_LOCK_MS),
+    workerOptions(connection, config.QUEUE_PREFIX, config.JOB_LOCK_MS, name),
   );
   worker.on('error', (err) => redisTrouble.failed(err));
   worker.on('failed', (job, err) => {

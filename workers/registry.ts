@@ -112,11 +112,22 @@ function pick(value: object | undefined, keys: string[]): Record<string, unknown
 }
 
 /** The worker of one queue: its options (failed and completed counts kept for `/metrics`). */
-export function workerOptions(connection: Redis, prefix: string, lockMs = 30_000): WorkerOptions {
+/**
+ * Jobs run one at a time per queue and process (each is a sweep), except webhook deliveries:
+ * each waits on a receiver (up to 10 s), so one slow receiver must not hold up the others.
+ */
+const CONCURRENCY: Partial<Record<JobName, number>> = { 'webhook-delivery': 20 };
+
+export function workerOptions(
+  connection: Redis,
+  prefix: string,
+  lockMs = 30_000,
+  name?: JobName,
+): WorkerOptions {
   return {
     connection,
     prefix,
-    concurrency: 1,
+    concurrency: (name && CONCURRENCY[name]) || 1,
     metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
     // A dead worker's job is found stalled and rerun (every job is idempotent) within 2 × lockMs.
     lockDuration: lockMs,

@@ -14,7 +14,7 @@ import { createMetrics } from '../../src/ops/metrics.js';
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import type { JobModule } from '../../workers/job.js';
-import { checkRegistry, installSchedules, jobModules } from '../../workers/registry.js';
+import { checkRegistry, installSchedules, jobModules, workerOptions } from '../../workers/registry.js';
 import { keepSchedules } from '../../workers/schedule-keeper.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 
@@ -64,6 +64,13 @@ async function loseQueueData(client: Redis) {
 }
 
 describe('job registry', () => {
+  it('runs webhook deliveries 20 at a time (a slow receiver holds up no other), every other job one at a time', () => {
+    const connection = {} as never;
+    expect(workerOptions(connection, 'lf', 30_000, 'webhook-delivery').concurrency).toBe(20);
+    for (const name of jobNames.filter((n) => n !== 'webhook-delivery'))
+      expect(workerOptions(connection, 'lf', 30_000, name).concurrency).toBe(1);
+  });
+
   it('every job has exactly one module, a handler and a schedule', () => {
     expect(() => checkRegistry(config)).not.toThrow();
     expect(jobModules.map((job) => job.name).sort()).toEqual([...jobNames].sort());
