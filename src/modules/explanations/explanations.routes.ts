@@ -2,8 +2,7 @@ import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
-import { AppError } from '../../shared/errors.js';
-import { text } from '../../shared/text.js';
+import { cannotReadOrders, OrderParams } from '../orders/orders.routes.js';
 import { explainAttribution } from './attribution-explanation.js';
 
 const nullableString = z.string().nullable();
@@ -188,10 +187,6 @@ const example = {
   payouts: [],
 } satisfies z.input<typeof AttributionExplanationOut>;
 
-const OrderParams = z.strictObject({
-  order_id: text().min(1).max(120).meta({ description: 'The order_id the store sent.' }),
-});
-
 export function explanationRoutes({ orm }: AppDeps) {
   return [
     route({
@@ -203,14 +198,7 @@ export function explanationRoutes({ orm }: AppDeps) {
         "The attribution decision of every order.paid (first and resends) as it was made: the candidates considered in order (coupon code found or not; click found or not, its age against the offer's window, last_touch_channel; renewal parent, cycle and limit), which won and why, sticky keeps, moves between creators, self-purchase, and the commission arithmetic; then every refund, cancellation, clawback and payout with its event and request_id. Built from what was recorded, never recomputed from today's configuration.",
       tag: 'Orders',
       security: 'secret_key',
-      refusePublishableKey: () =>
-        new AppError(
-          'publishable_key_cannot_read_orders',
-          'Orders can only be read with a secret (sk_) key.',
-          {
-            hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
-          },
-        ),
+      refusePublishableKey: cannotReadOrders,
       params: OrderParams,
       responses: { 200: { description: 'The explanation.', schema: AttributionExplanationOut, example } },
       errors: [

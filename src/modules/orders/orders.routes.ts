@@ -52,11 +52,11 @@ export const OrderListQuery = z.strictObject({
   status: z.enum(orderStatuses).optional().meta({ description: 'Only orders in this status.' }),
 });
 
-const OrderParams = z.strictObject({
+export const OrderParams = z.strictObject({
   order_id: text().min(1).max(120).meta({ description: 'The order_id the store sent.' }),
 });
 
-const cannotReadOrders = () =>
+export const cannotReadOrders = () =>
   new AppError('publishable_key_cannot_read_orders', 'Orders can only be read with a secret (sk_) key.', {
     hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
   });
