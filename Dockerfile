@@ -5,9 +5,8 @@ FROM node:24-slim AS build
 WORKDIR /app
 ENV npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 COPY package.json package-lock.json .npmrc ./
-# npm ci can fail on optional platform packages the lockfile lacks ("Missing: @msgpackr-extract/...");
-# npm install with the committed lockfile then installs the same tree and leaves the lock unchanged.
-RUN npm ci || npm install
+COPY sdk/package.json ./sdk/
+RUN npm ci
 COPY . .
 RUN npm run build && npm prune --omit=dev
 

@@ -70,15 +70,11 @@ _lf_ensure_deps() {
     return 0
   fi
   echo "ensure-node: installing dependencies (npm ci) with node $(node --version)" >&2
+  # The lockfile lists every platform's optional binaries (test/unit/lockfile.test.ts), so npm ci
+  # needs no fallback; when it fails, npm's own error above says why.
   if ! (cd "$root" && npm ci --no-audit --no-fund >&2); then
-    # npm ci can fail on optional platform packages this registry lacks
-    # ("Missing: @msgpackr-extract/...-darwin-arm64 from lock file"); npm install with the
-    # committed lockfile works and leaves the lock unchanged.
-    echo "ensure-node: npm ci failed; falling back to npm install with the committed lockfile" >&2
-    if ! (cd "$root" && npm install --no-audit --no-fund >&2); then
-      echo "ensure-node: npm install failed" >&2
-      return 1
-    fi
+    echo "ensure-node: 'npm ci' failed (see npm's error above); fix it and rerun" >&2
+    return 1
   fi
   # npm may write package-lock.json after its hidden lockfile; make the next check quiet.
   touch "$root/node_modules/.package-lock.json"

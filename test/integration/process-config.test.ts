@@ -87,3 +87,22 @@ describe('a script whose PostgreSQL cannot be used', () => {
     },
   );
 });
+
+describe("npm's own output", () => {
+  // .npmrc keeps `npm run seed`'s stdout JSON-only (see seed.test.ts) without silencing npm.
+  it('shows npm errors, e.g. a misspelt script name', () => {
+    const result = spawnSync('npm', ['run', 'sede'], { encoding: 'utf8', timeout: 20_000 });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('Missing script: "sede"');
+  });
+
+  it("writes a script's banner to stderr, leaving stdout to the script", () => {
+    const result = spawnSync('npm', ['run', 'typecheck', '--', '--version'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(result.status).toBe(0);
+    expect(result.stdout.trim()).toMatch(/^Version \d+\.\d+/);
+    expect(result.stderr).toContain('> tsc --noEmit -p tsconfig.json --version');
+  });
+});
