@@ -1,0 +1,77 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { randomToken } from '../../src/shared/ids.js';
+import { dropTestDatabase } from '../setup/test-app.js';
+
+/** The machine's own Node first on PATH (20 on ours): `npm run dev` must fetch Node 24 itself. */
+const systemPath = '/usr/local/bin:/usr/bin:/bin';
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+const databaseUrl = Object.assign(new URL(inject('templateDatabaseUrl')), {
+  pathname: `/lf_test_dev_${randomToken(8).toLowerCase()}`,
+}).toString();
+let dev: ChildProcess | undefined;
+afterAll(async () => {
+  if (dev?.pid && dev.exitCode === null && dev.signalCode === null) process.kill(-dev.pid, 'SIGKILL');
+  await dropTestDatabase(databaseUrl);
+});
+
+describe('npm run dev, as the README starts it', () => {
+  it('comes up from a machine Node older than 22 with keys that work, and stops quietly on Ctrl-C', async () => {
+    const port = await freePort();
+    dev = spawn('npm', ['run', 'dev'], {
+      // Its own process group, like a terminal's foreground job: Ctrl-C reaches every process in it.
+      detached: true,
+      env: {
+        HOME: process.env.HOME,
+        PATH: `${systemPath}:${process.env.PATH}`,
+        PORT: String(port),
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: inject('redisUrl'),
+        QUEUE_PREFIX: `lftest_dev_${randomToken(6)}`,
+        NO_COLOR: '1',
+      },
+    });
+    let output = '';
+    dev.stdout?.on('data', (chunk) => {
+      output += chunk;
+    });
+    dev.stderr?.on('data', (chunk) => {
+      output += chunk;
+    });
+    const exited = once(dev, 'exit');
+
+    const deadline = Date.now() + 150_000;
+    while (!/Try it:/.test(output)) {
+      if (dev.exitCode !== null || Date.now() > deadline)
+        throw new Error(`npm run dev did not come up:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const key = output.match(/sk_test\s+(sk_test_\w+)/)?.[1];
+    expect(key, output).toBeDefined();
+    const ping = await fetch(`http://127.0.0.1:${port}/v1/ping`, {
+      headers: { Authorization: `Bearer ${key}` },
+    });
+    expect(ping.status).toBe(200);
+    expect(await ping.json()).toMatchObject({ livemode: false });
+
+    const stopFrom = output.length;
+    process.kill(-(dev.pid as number), 'SIGINT');
+    const [code, signal] = await exited;
+    const stopping = output.slice(stopFrom);
+    // npm itself ends by the same Ctrl-C, as in a terminal; the launcher below it exits 0.
+    expect({ code, signal }, stopping).toEqual({ code: null, signal: 'SIGINT' });
+    expect(stopping).toContain('stopped.');
+    // A normal stop reads as one: no error, warning or npm failure summary.
+    expect(stopping).not.toMatch(/error|warn|ERR!|fail|\{\s*"error"/i);
+  }, 180_000);
+});
