@@ -194,6 +194,11 @@ describe('admin API', () => {
     });
     expect(trace.body.jobs).toHaveLength(1);
     expect(trace.body.jobs[0]).toMatchObject({ id: res.body.id, name: 'test-data-deletion' });
+    // Support reads the trace by its documented schema: every key it returns is described there.
+    const doc = (await request(ctx.app).get('/openapi.json')).body;
+    expect(Object.keys(trace.body).sort()).toEqual(
+      Object.keys(doc.components.schemas.Trace.properties).sort(),
+    );
   });
 
   it('the trace of an ingestion request gives every instant in one format (ISO 8601, UTC, milliseconds)', async () => {
