@@ -13,11 +13,12 @@ RUN npm run build && npm prune --omit=dev
 FROM node:24-slim
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/package.json /app/package-lock.json /app/.npmrc ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# `npm run migrate` / `npm run seed` go through entry.mjs, which runs dist/scripts/*.js in production.
-COPY --from=build /app/scripts/entry.mjs ./scripts/entry.mjs
+# npm scripts go through run.sh (Node check only in production) and entry.mjs, which runs
+# dist/scripts/*.js in production.
+COPY --from=build /app/scripts/entry.mjs /app/scripts/run.sh /app/scripts/ensure-node.sh ./scripts/
 USER node
 EXPOSE 3000
 # node directly (not npm) so SIGTERM reaches the process and its graceful shutdown runs.

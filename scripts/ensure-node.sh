@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced (not run) by .ci/run and scripts/dev.sh: makes `node` on PATH at least 22.17 and
-# node_modules match package-lock.json. Quiet when there is nothing to do; progress goes to stderr.
+# Sourced (not run) by scripts/run.sh, which every npm script goes through: makes `node` on PATH
+# at least 22.17 and node_modules match package-lock.json (not in production, whose build
+# installed them). Quiet when there is nothing to do; progress goes to stderr.
 #
 # Node 24 comes from the npm registry as the `node-<os>-<arch>` package, which carries the binary
 # (MikroORM 7 and vitest 5 need >= 22.17): /opt/node24 when the machine has it, otherwise a per-user cache.
@@ -65,6 +66,8 @@ _lf_ensure_node() {
 _lf_ensure_deps() {
   # `npm` is the system one, but it now runs on the Node found above (its shebang is `env node`).
   local root="$1"
+  # A production image or slug installed (and pruned) its dependencies when it was built.
+  [[ "${NODE_ENV:-}" == production ]] && return 0
   if [[ -d "$root/node_modules" && -f "$root/node_modules/.package-lock.json" &&
     ! "$root/package-lock.json" -nt "$root/node_modules/.package-lock.json" ]]; then
     return 0

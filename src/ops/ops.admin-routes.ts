@@ -27,11 +27,9 @@ const TraceOut = z
       .array(z.record(z.string(), z.unknown()))
       .meta({ description: 'Work the request handed to workers, and when it was relayed to its queue.' }),
     jobs: z.array(z.record(z.string(), z.unknown())),
-    webhook_deliveries: z
-      .array(z.record(z.string(), z.unknown()))
-      .meta({
-        description: 'Deliveries of the webhook events the request caused, or that it asked for (a resend).',
-      }),
+    webhook_deliveries: z.array(z.record(z.string(), z.unknown())).meta({
+      description: 'Deliveries of the webhook events the request caused, or that it asked for (a resend).',
+    }),
   })
   .meta({ id: 'Trace' });
 

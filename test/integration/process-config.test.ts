@@ -27,7 +27,7 @@ describe('a process started with a bad configuration', () => {
 });
 
 describe('npm run migrate with its output piped', () => {
-  it('prints the migrator lines without colour codes', async () => {
+  it('works from the machine Node (20 on ours) and prints the migrator lines without colour codes', async () => {
     const url = new URL(inject('templateDatabaseUrl'));
     const name = `lf_test_${randomToken(10).toLowerCase()}`;
     const admin = new pg.Client({
@@ -38,9 +38,11 @@ describe('npm run migrate with its output piped', () => {
     await admin.end();
     url.pathname = `/${name}`;
     try {
-      const result = spawnSync(process.execPath, ['scripts/entry.mjs', 'migrate'], {
+      const result = spawnSync('npm', ['run', 'migrate'], {
         env: {
-          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          // The machine's own Node first, as on a newcomer's machine: the script must bring Node 24.
+          PATH: `/usr/local/bin:/usr/bin:/bin:${process.env.PATH}`,
           NODE_ENV: 'test',
           DATABASE_URL: url.toString(),
           REDIS_URL: inject('redisUrl'),
@@ -103,6 +105,6 @@ describe("npm's own output", () => {
     });
     expect(result.status).toBe(0);
     expect(result.stdout.trim()).toMatch(/^Version \d+\.\d+/);
-    expect(result.stderr).toContain('> tsc --noEmit -p tsconfig.json --version');
+    expect(result.stderr).toContain('> bash scripts/run.sh tsc --noEmit -p tsconfig.json --version');
   });
 });

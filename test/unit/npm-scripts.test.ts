@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { root } from './source-files.js';
+
+const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts as Record<
+  string,
+  string
+>;
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+
+/** Every `npm run <name>` / `npm test` / `npm start` the README tells someone to type. */
+function scriptsNamedInReadme(): string[] {
+  const names = new Set<string>();
+  for (const [, name] of readme.matchAll(/npm run(?: -s)? ([a-z][\w:-]*)/g)) names.add(name as string);
+  for (const [, name] of readme.matchAll(/npm (test|start)\b/g)) names.add(name as string);
+  return [...names].sort();
+}
+
+describe('npm scripts', () => {
+  it('every script the README names exists and goes through scripts/run.sh (Node 24 whatever Node is on PATH)', () => {
+    const named = scriptsNamedInReadme();
+    expect(named).toEqual(expect.arrayContaining(['dev', 'migrate', 'seed', 'start', 'test', 'worker']));
+    for (const name of named) {
+      expect(scripts[name], `npm run ${name}`).toBeDefined();
+      expect(scripts[name], `npm run ${name}`).toMatch(/^bash scripts\/run\.sh /);
+    }
+  });
+});
