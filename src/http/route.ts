@@ -6,6 +6,19 @@ import { parseOrThrow } from './validate.js';
 
 export type Security = 'api_key' | 'secret_key' | 'admin' | 'login_jwt' | 'none';
 
+/**
+ * Response headers a route can declare; src/openapi/document.ts describes each. `Request-Id` is
+ * not among them: every response carries it.
+ */
+export type ResponseHeaderName =
+  | 'RateLimit-Limit'
+  | 'RateLimit-Remaining'
+  | 'RateLimit-Reset'
+  | 'Retry-After'
+  | 'Idempotent-Replayed'
+  | 'Dry-Run'
+  | 'Location';
+
 type Shape = z.ZodType | undefined;
 type Out<S extends Shape> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -23,6 +36,16 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   body?: B;
   /** The body schema is documented but the handler validates it itself (custom error precedence). */
   validatesBodyItself?: boolean;
+  /**
+   * Request headers the handler reads, keyed by their canonical name (`Idempotency-Key`). Only
+   * documented: the handler reads and checks them itself, since header names are case-insensitive.
+   */
+  headers?: z.ZodObject;
+  /**
+   * Response headers the handler may set, per response status (of `responses` or of an error
+   * in `errors`, 500 included); the document refuses a status the route does not answer with.
+   */
+  responseHeaders?: Partial<Record<number, readonly ResponseHeaderName[]>>;
   /** Secret-key-only routes refuse a publishable key before anything else is checked. */
   refusePublishableKey?: () => AppError;
   /** `example`: a typical body, shown in the OpenAPI document and /docs. */

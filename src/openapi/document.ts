@@ -6,11 +6,32 @@ import {
   type ZodOpenApiPathsObject,
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
-import type { AnyRoute, Security } from '../http/route.js';
+import type { AnyRoute, ResponseHeaderName, Security } from '../http/route.js';
 import { docUrl, type ErrorCode, errorCodes, isRetryable } from '../shared/errors.js';
 
 /** zod-openapi types its result with the 3.2 model, whatever `openapi` version is asked for. */
 export type OpenApiDocument = oas32.OpenAPIObject;
+
+/** Every code of the error table, so generated clients can match on them. */
+const ErrorCodeSchema = z.enum(Object.keys(errorCodes) as [ErrorCode, ...ErrorCode[]]).meta({
+  id: 'ErrorCode',
+  description: 'The codes this API defines; `doc_url` links to the explanation of each.',
+});
+
+/**
+ * api-v1.md (Errors, rule 1): routing and infrastructure layers answer `http_<status>`; the
+ * known ones are in ErrorCode, and another status (e.g. from a body the parser cannot decode)
+ * still has this form, so the pattern stays open.
+ */
+const HttpStatusErrorCodeSchema = z
+  .string()
+  .regex(/^http_[1-5][0-9]{2}$/)
+  .meta({
+    id: 'HttpStatusErrorCode',
+    description:
+      'An error raised by routing or infrastructure layers: `http_` and the HTTP status (e.g. `http_404`). Decide by the status; such errors may also arrive from proxies as non-JSON bodies.',
+    examples: ['http_404'],
+  });
 
 export const ErrorEnvelope = z
   .object({
@@ -18,9 +39,10 @@ export const ErrorEnvelope = z
       type: z
         .enum(['invalid_request_error', 'api_error'])
         .meta({ description: '`api_error` for 5xx, otherwise `invalid_request_error`.' }),
-      code: z
-        .string()
-        .meta({ description: 'Machine-readable code; see `x-error-codes` and the Errors section of /docs.' }),
+      code: z.union([ErrorCodeSchema, HttpStatusErrorCodeSchema]).meta({
+        description:
+          'Machine-readable code: one of ErrorCode, or `http_<status>` (HttpStatusErrorCode) for an error raised by routing or infrastructure layers. Each response lists its codes in `x-error-codes`; the Errors section of /docs explains every one.',
+      }),
       message: z.string().meta({ description: 'Human-readable; may change, do not match on it.' }),
       param: z.string().optional().meta({
         description: 'Path of the offending field, e.g. `data.amount` or `events[3].data.order_id`.',
@@ -35,6 +57,109 @@ export const ErrorEnvelope = z
     }),
   })
   .meta({ id: 'ErrorEnvelope', description: 'Every error response has this shape.' });
+
+/** On every response, errors included (http/request-id.ts runs first). */
+const RequestIdHeader = z
+  .string()
+  .regex(/^req_[0-9a-z]{26}$/)
+  .meta({
+    header: {
+      id: 'RequestId',
+      description:
+        'Identifies this request in our logs; the same value as `request_id` in bodies. Quote it to support.',
+    },
+    examples: ['req_01m85a0k1c4n7q2w9e3r5t8y0v'],
+  });
+
+/** A brand's bucket holds at most 1,000,000 events and refills at 1 event/s or more (BrandPatch). */
+const RATE_LIMIT_MAX = 1_000_000;
+
+/** The response headers routes declare (`responseHeaders`), each a component of the document. */
+const responseHeaders: Record<ResponseHeaderName, z.ZodType> = {
+  'RateLimit-Limit': z
+    .int()
+    .min(1)
+    .max(RATE_LIMIT_MAX)
+    .optional()
+    .meta({
+      header: {
+        id: 'RateLimitLimit',
+        description:
+          "Events the brand and mode's token bucket holds when full (the burst). Sent once a request reached the rate limiter (after authentication, before the body is validated); absent while the limiter is unavailable.",
+      },
+      examples: [1000],
+    }),
+  'RateLimit-Remaining': z
+    .int()
+    .min(0)
+    .max(RATE_LIMIT_MAX)
+    .optional()
+    .meta({
+      header: {
+        id: 'RateLimitRemaining',
+        description: 'Whole events left in the bucket after this request (a batch of N counts N).',
+      },
+      examples: [998],
+    }),
+  'RateLimit-Reset': z
+    .int()
+    .min(0)
+    .max(RATE_LIMIT_MAX)
+    .optional()
+    .meta({
+      header: { id: 'RateLimitReset', description: 'Seconds until the bucket is full again.' },
+      examples: [1],
+    }),
+  'Retry-After': z
+    .int()
+    .min(1)
+    .max(RATE_LIMIT_MAX)
+    .meta({
+      header: {
+        id: 'RetryAfter',
+        description: 'Seconds to wait before retrying the refused request; nothing of it was applied.',
+      },
+      examples: [2],
+    }),
+  'Idempotent-Replayed': z
+    .literal('true')
+    .optional()
+    .meta({
+      header: {
+        id: 'IdempotentReplayed',
+        description:
+          'Sent when this is the stored response of an earlier request with the same `Idempotency-Key` and body: nothing was applied again.',
+      },
+    }),
+  'Dry-Run': z
+    .literal('true')
+    .optional()
+    .meta({
+      header: { id: 'DryRun', description: 'Sent on every answer to `?dry_run=true`: nothing was written.' },
+    }),
+  Location: z.url().meta({
+    header: { id: 'Location', description: 'Where the redirect goes.' },
+    examples: ['https://shop.example.com/serum?lf_click=clk_01m85a0k1d7q3v9x2c4h6j8k0m'],
+  }),
+};
+
+/** Every tag's description, shown above its operations in /docs. */
+const tagDescriptions: Record<string, string> = {
+  Integration:
+    'Check a key, the health of the integration, and orders the browser saw that the server never sent.',
+  Events: 'Send purchase events and browser signals, one at a time or up to 500 in a batch.',
+  Orders:
+    "The service's view of orders, for reconciliation against your ledger, and why an order was attributed.",
+  Webhooks: 'Endpoints that receive signed notifications, their deliveries, and the events sent to them.',
+  'Key issuance': "Issue API keys with the brand's login JWT, on the auth host.",
+  'Admin: brands': 'Ops only: create and configure brands, and issue their keys.',
+  'Admin: attribution': 'Ops only: offers, creators, discount codes, tracking links and clicks.',
+  'Admin: payouts': 'Ops only: payout runs per brand.',
+  'Admin: operations': 'Ops only: run scheduled jobs, trace a request.',
+  'Admin: webhooks': "Ops only: a brand's webhook endpoints and deliveries.",
+  Tracking: 'The tracking redirect that records a click on a creator link.',
+  Reference: 'This document and the reference page built from it.',
+};
 
 /** Scheme names per route security level; several entries are alternatives. */
 const securityRequirements: Record<Security, oas32.SecurityRequirementObject[]> = {
@@ -82,12 +207,33 @@ function description(baseUrl: string): string {
   ].join('\n\n');
 }
 
+/** app.ts runs the JSON body parser for every request under these paths, whatever its method. */
+const JSON_BODY_PATHS = /^\/(v1|admin\/api|api)\//;
+
+/**
+ * Errors an operation meets outside its handler, from what app.ts mounts: the host check
+ * (404 wrong_host) before every route; the JSON body parser (400 malformed JSON, 413 too
+ * large, 415 unsupported encoding or charset) on any request with a body under
+ * JSON_BODY_PATHS; 400 for a path parameter that is not valid percent-encoding; and the
+ * error handler's 500 for anything unexpected.
+ */
+function infrastructureErrors(def: AnyRoute): [number, ErrorCode][] {
+  const parsesBody = JSON_BODY_PATHS.test(def.path);
+  const errors: [number, ErrorCode][] = [];
+  if (parsesBody || def.params) errors.push([400, 'http_400']);
+  errors.push([404, 'wrong_host']);
+  if (parsesBody) errors.push([413, 'http_413'], [415, 'http_415']);
+  errors.push([500, 'temporary_service_error']);
+  return errors;
+}
+
 /** One response per error status: the codes sharing a status share the envelope schema. */
-function errorResponses(codes: ErrorCode[]): Record<string, ZodOpenApiResponseObject> {
+function errorResponses(def: AnyRoute): Record<string, ZodOpenApiResponseObject> {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
-    const status = errorCodes[code].status;
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  const declared: [number, ErrorCode][] = def.errors.map((code) => [errorCodes[code].status, code]);
+  for (const [status, code] of [...declared, ...infrastructureErrors(def)]) {
+    const group = byStatus.get(status) ?? [];
+    if (!group.includes(code)) byStatus.set(status, [...group, code]);
   }
   const responses: Record<string, ZodOpenApiResponseObject> = {};
   for (const [status, group] of byStatus) {
@@ -100,8 +246,24 @@ function errorResponses(codes: ErrorCode[]): Record<string, ZodOpenApiResponseOb
   return responses;
 }
 
+/** `Request-Id` on every response, and the headers the route declares for each status. */
+function withHeaders(def: AnyRoute, responses: Record<string, ZodOpenApiResponseObject>): void {
+  for (const status of Object.keys(def.responseHeaders ?? {})) {
+    if (!responses[status]) {
+      throw new Error(`${def.operationId} declares headers for status ${status}, which it never answers`);
+    }
+  }
+  for (const [status, response] of Object.entries(responses)) {
+    const names = def.responseHeaders?.[Number(status)] ?? [];
+    response.headers = z.object({
+      'Request-Id': RequestIdHeader,
+      ...Object.fromEntries(names.map((name) => [name, responseHeaders[name]])),
+    });
+  }
+}
+
 function operation(def: AnyRoute): ZodOpenApiOperationObject {
-  const responses = errorResponses(def.errors);
+  const responses = errorResponses(def);
   for (const [status, { description, schema, example }] of Object.entries(def.responses)) {
     responses[`${Number(status)}`] = {
       description,
@@ -110,14 +272,19 @@ function operation(def: AnyRoute): ZodOpenApiOperationObject {
       }),
     };
   }
+  withHeaders(def, responses);
   return {
     operationId: def.operationId,
     summary: def.summary,
     ...(def.description && { description: def.description }),
     tags: [def.tag],
     security: securityRequirements[def.security],
-    ...((def.params || def.query) && {
-      requestParams: { ...(def.params && { path: def.params }), ...(def.query && { query: def.query }) },
+    ...((def.params || def.query || def.headers) && {
+      requestParams: {
+        ...(def.params && { path: def.params }),
+        ...(def.query && { query: def.query }),
+        ...(def.headers && { header: def.headers }),
+      },
     }),
     ...(def.body && {
       requestBody: {
@@ -140,7 +307,10 @@ export function buildOpenApiDocument(routes: AnyRoute[], baseUrl: string): OpenA
   for (const def of routes) {
     paths[def.path] = { ...paths[def.path], [def.method]: operation(def) };
   }
-  const tags = [...new Set(routes.map((def) => def.tag))].map((name) => ({ name }));
+  const tags = [...new Set(routes.map((def) => def.tag))].map((name) => ({
+    name,
+    ...(tagDescriptions[name] && { description: tagDescriptions[name] }),
+  }));
   return createDocument({
     openapi: '3.1.0',
     info: { title: 'Brand Conversion Tracking API', version: 'v1', description: description(baseUrl) },

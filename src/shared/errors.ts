@@ -159,9 +159,13 @@ export const errorCodes = {
   temporary_service_error: {
     status: 503,
     explains:
-      'A temporary server-side problem. Retry with exponential backoff and jitter; it is safe because order.paid and refund_id are idempotent.',
+      'A temporary server-side problem: HTTP 500 for an unexpected error, 503 when a dependency (such as the job queue) does not answer. Retry with exponential backoff and jitter; it is safe because order.paid and refund_id are idempotent.',
   },
-  http_400: { status: 400, explains: 'The request body is not valid JSON.' },
+  http_400: {
+    status: 400,
+    explains:
+      'The request body is not valid JSON, or a path segment is not valid percent-encoding. Send a JSON body with Content-Type: application/json and encode path parameters with encodeURIComponent.',
+  },
   http_404: {
     status: 404,
     explains: 'No route matches this method and path. Check the path against the API reference.',
@@ -173,6 +177,11 @@ export const errorCodes = {
   http_413: {
     status: 413,
     explains: 'The request body is too large: 1 MiB for one event, 10 MiB for a batch. Split the batch.',
+  },
+  http_415: {
+    status: 415,
+    explains:
+      'The request body uses a Content-Encoding or charset this API cannot read. Send UTF-8 JSON, uncompressed or compressed with gzip, deflate or br.',
   },
   http_500: {
     status: 500,

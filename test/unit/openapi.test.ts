@@ -61,7 +61,7 @@ describe('OpenAPI document', () => {
       expect.objectContaining({ type: 'boolean' }),
     );
     const responses = json.paths['/v1/orders/{order_id}/refunds'].post.responses;
-    expect(Object.keys(responses).sort()).toEqual(['200', '401', '403', '404']);
+    expect(Object.keys(responses).sort()).toEqual(['200', '400', '401', '403', '404', '413', '415', '500']);
     expect(responses['403'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/ErrorEnvelope',
     });
@@ -77,6 +77,119 @@ describe('OpenAPI document', () => {
     expect(json['x-error-codes']).toContainEqual(
       expect.objectContaining({ code: 'rate_limit_exceeded', status: 429, retryable: true }),
     );
+  });
+});
+
+describe('OpenAPI document: what every operation can meet outside its handler (issue 13)', () => {
+  const openRoute = route({
+    method: 'get',
+    path: '/reference/{page}',
+    operationId: 'readPage',
+    summary: 'A page outside the JSON API',
+    tag: 'Reference',
+    security: 'none',
+    params: z.object({ page: z.string() }),
+    responses: { 200: { description: 'The page.' } },
+    errors: [],
+    async handle() {},
+  });
+  const plainRoute = route({
+    method: 'get',
+    path: '/reference',
+    operationId: 'readIndex',
+    summary: 'An index outside the JSON API',
+    tag: 'Reference',
+    security: 'none',
+    responses: { 200: { description: 'The index.' } },
+    errors: [],
+    async handle() {},
+  });
+  const withHeaders = route({
+    method: 'post',
+    path: '/v1/refunds',
+    operationId: 'createRefundWithHeaders',
+    summary: 'Refund',
+    tag: 'Orders',
+    security: 'secret_key',
+    headers: z.object({ 'Idempotency-Key': z.string().max(255).optional() }),
+    body: z.strictObject({ order_id: z.string() }),
+    responses: { 200: { description: 'The refund.' } },
+    responseHeaders: { 200: ['Idempotent-Replayed'], 404: ['Dry-Run'] },
+    errors: ['invalid_api_key', 'order_not_found'],
+    async handle() {},
+  });
+  const extra = JSON.parse(
+    JSON.stringify(
+      buildOpenApiDocument([refundRoute, openRoute, plainRoute, withHeaders], 'https://api.example.com'),
+    ),
+  );
+  const codes = (op: { responses: Record<string, { 'x-error-codes'?: string[] }> }) =>
+    Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, r['x-error-codes'] ?? []]));
+
+  it('under the JSON body parser: 400 malformed JSON, 413 too large, 415 unreadable encoding; everywhere: 404 wrong_host and 500', () => {
+    expect(codes(extra.paths['/v1/orders/{order_id}/refunds'].post)).toEqual({
+      200: [],
+      400: ['http_400'],
+      401: ['invalid_api_key'],
+      403: ['secret_key_required', 'publishable_key_cannot_read_orders'],
+      404: ['order_not_found', 'wrong_host'],
+      413: ['http_413'],
+      415: ['http_415'],
+      500: ['temporary_service_error'],
+    });
+    // Outside it a body is never read: only a malformed path parameter is a 400.
+    expect(codes(extra.paths['/reference/{page}'].get)).toEqual({
+      200: [],
+      400: ['http_400'],
+      404: ['wrong_host'],
+      500: ['temporary_service_error'],
+    });
+    expect(codes(extra.paths['/reference'].get)).toEqual({
+      200: [],
+      404: ['wrong_host'],
+      500: ['temporary_service_error'],
+    });
+  });
+
+  it('declares Request-Id on every response, the headers a route names per status, and its request headers', () => {
+    for (const path of Object.keys(extra.paths)) {
+      for (const op of Object.values(extra.paths[path]) as {
+        responses: Record<string, { headers: object }>;
+      }[]) {
+        for (const response of Object.values(op.responses)) {
+          expect(response.headers).toMatchObject({
+            'Request-Id': { $ref: '#/components/headers/RequestId' },
+          });
+        }
+      }
+    }
+    const op = extra.paths['/v1/refunds'].post;
+    expect(Object.keys(op.responses['200'].headers)).toEqual(['Request-Id', 'Idempotent-Replayed']);
+    expect(Object.keys(op.responses['404'].headers)).toEqual(['Request-Id', 'Dry-Run']);
+    expect(Object.keys(op.responses['401'].headers)).toEqual(['Request-Id']);
+    expect(extra.components.headers.RequestId).toMatchObject({ required: true, schema: { type: 'string' } });
+    expect(op.parameters).toContainEqual(
+      expect.objectContaining({
+        in: 'header',
+        name: 'Idempotency-Key',
+        schema: { type: 'string', maxLength: 255 },
+      }),
+    );
+  });
+
+  it('refuses headers for a status the route never answers with', () => {
+    const wrong = route({ ...plainRoute, responseHeaders: { 429: ['Retry-After'] } });
+    expect(() => buildOpenApiDocument([wrong], 'https://api.example.com')).toThrow(/status 429/);
+  });
+
+  it('types the error code: every code of the table, or http_<status>', () => {
+    const code = extra.components.schemas.ErrorEnvelope.properties.error.properties.code;
+    expect(code.anyOf).toEqual([
+      { $ref: '#/components/schemas/ErrorCode' },
+      { $ref: '#/components/schemas/HttpStatusErrorCode' },
+    ]);
+    expect(extra.components.schemas.ErrorCode.enum).toEqual(Object.keys(errorCodes));
+    expect(extra.components.schemas.HttpStatusErrorCode.pattern).toBe('^http_[1-5][0-9]{2}$');
   });
 });
 

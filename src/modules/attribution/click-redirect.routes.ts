@@ -17,6 +17,7 @@ export function clickRedirectRoutes({ orm }: AppDeps) {
       security: 'none',
       params: z.object({ slug: text().max(32) }),
       responses: { 302: { description: 'Redirect to the landing URL; `Location` carries `lf_click`.' } },
+      responseHeaders: { 302: ['Location'] },
       errors: ['link_not_found', 'invalid_request_body'],
       async handle(_req, res, { params }) {
         const { clickRef, landingUrl } = await recordLinkClick(orm.em.fork(), params.slug);

@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
+import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
-import { route } from '../../http/route.js';
+import { type ResponseHeaderName, route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
 import { checkIdempotencyKey, requestHash } from '../ingestion/idempotency.js';
 import { Ingestion } from '../ingestion/ingestion.js';
@@ -10,7 +11,14 @@ import type { ValidEvent } from '../ingestion/valid-event.js';
 import { recordIngestionFailure } from '../integration/integration.service.js';
 import type { KeyKind } from '../keys/api-key.entity.js';
 import { validateBatchEnvelope, validateEvent } from './event-validation.js';
-import { EventBatchIn, EventIn, EventOut, EventSendQuery, eventTypes } from './events.schemas.js';
+import {
+  EventBatchIn,
+  EventIn,
+  EventOut,
+  EventSendHeaders,
+  EventSendQuery,
+  eventTypes,
+} from './events.schemas.js';
 import { EventRateLimiter, rateLimitError } from './rate-limit.js';
 
 interface Intake {
@@ -135,6 +143,27 @@ const ingestionErrors = [
   'temporary_service_error',
 ] as const;
 
+/**
+ * What `ingest` sets: `Dry-Run` and the rate-limit numbers once the limiter has run (after
+ * authentication and the Idempotency-Key check, before validation), so on every later answer.
+ */
+const metered: readonly ResponseHeaderName[] = [
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'Dry-Run',
+];
+const ingestionResponseHeaders = {
+  200: [...metered, 'Idempotent-Replayed'],
+  403: metered,
+  404: metered,
+  409: metered,
+  422: metered,
+  429: [...metered, 'Retry-After'],
+  500: metered,
+  503: metered,
+} satisfies Record<number, readonly ResponseHeaderName[]>;
+
 export function eventRoutes(deps: AppDeps) {
   const intake: Intake = {
     deps,
@@ -158,7 +187,9 @@ export function eventRoutes(deps: AppDeps) {
       security: 'api_key',
       body: EventIn,
       query: EventSendQuery,
+      headers: EventSendHeaders,
       validatesBodyItself: true,
+      responseHeaders: ingestionResponseHeaders,
       bodyExample: { type: 'order.paid', data: { order_id: 'A-1001', amount: 39000, coupon_code: 'MINA10' } },
       responses: {
         200: {
@@ -193,8 +224,12 @@ export function eventRoutes(deps: AppDeps) {
       security: 'secret_key',
       body: EventBatchIn,
       query: EventSendQuery,
+      headers: EventSendHeaders,
       validatesBodyItself: true,
-      responses: { 200: { description: 'One EventOut per event, sharing one request_id.' } },
+      responseHeaders: ingestionResponseHeaders,
+      responses: {
+        200: { description: 'One EventOut per event, sharing one request_id.', schema: z.array(EventOut) },
+      },
       errors: [...ingestionErrors, 'secret_key_required'],
       refusePublishableKey: () =>
         new AppError('secret_key_required', 'The batch endpoint needs a secret (sk_) key.', {
