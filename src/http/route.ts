@@ -52,6 +52,8 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   responses: Record<number, { description: string; schema?: z.ZodType; example?: unknown }>;
   /** A typical request body, shown in the OpenAPI document and /docs. */
   bodyExample?: unknown;
+  /** Several named bodies (e.g. one per event type), shown as a choice in /docs; `bodyExample` stays the one curl and SDK samples send. */
+  bodyExamples?: Record<string, { summary: string; value: unknown }>;
   errors: ErrorCode[];
   handle: (
     req: Request,

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { type AnyRoute, route } from '../http/route.js';
-import { errorCodes } from '../shared/errors.js';
-import { docsPageCsp, renderDocsPage } from './docs-page.js';
+import { sendScript } from '../http/send-script.js';
+import { docsPageCsp, redocBundle, redocBundleUrl, renderDocsPage } from './docs-page.js';
 import { buildOpenApiDocument } from './document.js';
 
 export function docsRoutes(config: Config, documented: AnyRoute[]): AnyRoute[] {
@@ -27,7 +27,7 @@ export function docsRoutes(config: Config, documented: AnyRoute[]): AnyRoute[] {
       operationId: 'getDocsPage',
       summary: 'API reference page',
       description:
-        'This reference as one self-contained HTML page; `#error-<code>` anchors are the targets of `doc_url`.',
+        'This reference, drawn by Redoc from /openapi.json: the guide, every operation with field tables, examples and curl and SDK samples, and the error table whose `#error-<code>` rows are the targets of `doc_url`.',
       tag: 'Reference',
       security: 'none',
       responses: { 200: { description: 'An HTML page (`text/html`).' } },
@@ -38,10 +38,24 @@ export function docsRoutes(config: Config, documented: AnyRoute[]): AnyRoute[] {
         res.send(html);
       },
     }),
+    route({
+      method: 'get',
+      path: redocBundleUrl,
+      operationId: 'getDocsRenderer',
+      summary: 'Script of the reference page',
+      description: 'The Redoc bundle /docs loads, named by its version and cached as immutable.',
+      tag: 'Reference',
+      security: 'none',
+      responses: { 200: { description: 'JavaScript; 304 when the ETag matches.' } },
+      errors: [],
+      async handle(req, res) {
+        sendScript(req, res, redocBundle(), 'public, max-age=31536000, immutable');
+      },
+    }),
   ];
   // The document describes these two routes as well, so it is built after them; handlers only run later.
   const doc = buildOpenApiDocument([...documented, ...routes], config.PUBLIC_BASE_URL);
   const json = JSON.stringify(doc, null, 2);
-  const html = renderDocsPage(doc, errorCodes);
+  const html = renderDocsPage(`${doc.info.title} ${doc.info.version}`);
   return routes;
 }

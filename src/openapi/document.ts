@@ -8,6 +8,8 @@ import {
 } from 'zod-openapi';
 import type { AnyRoute, ResponseHeaderName, Security } from '../http/route.js';
 import { docUrl, type ErrorCode, errorCodes, isRetryable } from '../shared/errors.js';
+import { codeSamples } from './code-samples.js';
+import { guide } from './guide.js';
 
 /** zod-openapi types its result with the 3.2 model, whatever `openapi` version is asked for. */
 export type OpenApiDocument = oas32.OpenAPIObject;
@@ -158,6 +160,8 @@ const tagDescriptions: Record<string, string> = {
   'Admin: operations': 'Ops only: run scheduled jobs, trace a request.',
   'Admin: webhooks': "Ops only: a brand's webhook endpoints and deliveries.",
   Tracking: 'The tracking redirect that records a click on a creator link.',
+  'Browser script':
+    'lf.js, the script shops put on their pages (see "Browser script (lf.js)" above for the markup and what it sends).',
   Reference: 'This document and the reference page built from it.',
 };
 
@@ -197,16 +201,6 @@ const securitySchemes: Record<string, oas32.SecuritySchemeObject> = {
   },
 };
 
-function description(baseUrl: string): string {
-  return [
-    'Brand stores send purchase events here; the service attributes paid orders to creators and keeps a commission ledger.',
-    'Authentication: send `Authorization: Bearer <key>`. Secret keys (`sk_`) belong on your server and may send every event type and read orders; publishable keys (`pk_`) may only send browser signals, and only from registered origins.',
-    'Livemode: `_live_` keys record real data; `_test_` keys record data marked `livemode: false`, which never counts toward settlement and is deleted after 30 days.',
-    `Browser script: \`<script async src="${baseUrl}/lf.js" data-key="pk_live_…"></script>\` on every page of a registered origin (no dependencies, under 2.5 KB gzipped; it finds the API from its own \`src\`). It keeps the landing URL's \`lf_click\` in the first-party cookie \`_lf_click\` (13 months, \`SameSite=Lax\`, \`Secure\` on https) and local storage, sends \`page.viewed\` on every page (\`path\` without query or fragment, \`referrer_host\`, \`click_ref\`; no other page data) and, on the thank-you page, \`lf('observe', {order_id, amount, currency})\` sends \`order.observed\`, with \`fetch\` \`keepalive\` so leaving the page does not drop it. Calls made before it loads are kept by the stub \`window.lf = window.lf || function () { (window.lf.q = window.lf.q || []).push(arguments) }\`. With \`data-consent="pending"\` it stores and sends nothing until \`lf('consent', true)\`; \`lf('consent', false)\` deletes what it stored and stops. /lf.js is cached 5 minutes (ETag); the same bytes under their content hash, named by its \`Content-Location\` (\`/lf.<version>.js\`), are cached as immutable and can be pinned with \`integrity\` and \`crossorigin="anonymous"\`.`,
-    `Errors: every error is one \`error\` object with a stable \`code\`, an optional \`param\` and \`hint\`, a \`doc_url\` and \`retryable\` (true only for 429 and 5xx). Every code is explained in [the errors section](${baseUrl}/docs#errors).`,
-  ].join('\n\n');
-}
-
 /** app.ts runs the JSON body parser for every request under these paths, whatever its method. */
 const JSON_BODY_PATHS = /^\/(v1|admin\/api|api)\//;
 
@@ -239,7 +233,14 @@ function errorResponses(def: AnyRoute): Record<string, ZodOpenApiResponseObject>
   for (const [status, group] of byStatus) {
     responses[`${status}`] = {
       description: `Error codes: ${group.map((c) => `\`${c}\``).join(', ')}.`,
-      content: { 'application/json': { schema: ErrorEnvelope } },
+      content: {
+        'application/json': {
+          schema: ErrorEnvelope,
+          examples: Object.fromEntries(
+            group.map((code) => [code, { $ref: `#/components/examples/${errorExampleId(code)}` }]),
+          ),
+        },
+      },
       'x-error-codes': group,
     };
   }
@@ -262,7 +263,69 @@ function withHeaders(def: AnyRoute, responses: Record<string, ZodOpenApiResponse
   }
 }
 
-function operation(def: AnyRoute): ZodOpenApiOperationObject {
+function errorExampleId(code: ErrorCode): string {
+  return `error_${code}`;
+}
+
+/** One example envelope per code some operation answers with, shared by every response that can carry it. */
+function errorExamples(
+  operations: ZodOpenApiOperationObject[],
+  baseUrl: string,
+): Record<string, oas32.ExampleObject> {
+  const used = new Set(
+    operations.flatMap((op) =>
+      Object.values(op.responses ?? {}).flatMap(
+        (r) => (r as { 'x-error-codes'?: ErrorCode[] })['x-error-codes'] ?? [],
+      ),
+    ),
+  );
+  return Object.fromEntries(
+    [...used]
+      .map((code) => [code, errorCodes[code]] as const)
+      .map(([code, { status, explains }]) => [
+        errorExampleId(code),
+        {
+          summary: code,
+          value: {
+            error: {
+              type: status >= 500 ? 'api_error' : 'invalid_request_error',
+              code,
+              message: explains,
+              doc_url: docUrl(baseUrl, code),
+              request_id: 'req_01m85a0k1c4n7q2w9e3r5t8y0v',
+              retryable: isRetryable(status),
+            },
+          },
+        },
+      ]),
+  );
+}
+
+/**
+ * The request body's examples: a map of several (e.g. one per event type), else the one example.
+ * Every body has one, valid input of its schema (checked here, so at every boot and in every
+ * test): /docs shows it and the curl sample sends it.
+ */
+function bodyExamples(def: AnyRoute) {
+  const examples = [def.bodyExample, ...Object.values(def.bodyExamples ?? {}).map((e) => e.value)];
+  if (def.body && def.bodyExample === undefined) {
+    throw new Error(
+      `${def.operationId} has a request body but no bodyExample: give it one (curl and /docs show it)`,
+    );
+  }
+  for (const example of examples) {
+    const parsed = def.body?.safeParse(example);
+    if (parsed && !parsed.success) {
+      throw new Error(
+        `${def.operationId}: a body example does not parse with its schema: ${parsed.error.message}`,
+      );
+    }
+  }
+  if (def.bodyExamples) return { examples: def.bodyExamples };
+  return def.bodyExample === undefined ? {} : { example: def.bodyExample };
+}
+
+function operation(def: AnyRoute, baseUrl: string): ZodOpenApiOperationObject {
   const responses = errorResponses(def);
   for (const [status, { description, schema, example }] of Object.entries(def.responses)) {
     responses[`${Number(status)}`] = {
@@ -291,21 +354,34 @@ function operation(def: AnyRoute): ZodOpenApiOperationObject {
         // Handlers parse a missing body as `{}`, so a body that accepts `{}` is optional.
         required: !def.body.safeParse({}).success,
         content: {
-          'application/json': {
-            schema: def.body,
-            ...(def.bodyExample !== undefined && { example: def.bodyExample }),
-          },
+          'application/json': { schema: def.body, ...bodyExamples(def) },
         },
       },
     }),
     responses,
+    'x-codeSamples': codeSamples(def, baseUrl),
   };
+}
+
+/** /docs's menu: what a brand's engineer calls first, then ops' surface, then this reference. */
+function tagGroups(tags: string[]): { name: string; tags: string[] }[] {
+  const ops = tags.filter((t) => t.startsWith('Admin'));
+  const reference = tags.filter((t) => t === 'Reference') as string[];
+  const brand = tags.filter((t) => !ops.includes(t) && !reference.includes(t));
+  return [
+    { name: 'Brand API', tags: brand },
+    { name: 'Ops (admin API)', tags: ops },
+    { name: 'Reference', tags: reference },
+  ].filter((group) => group.tags.length > 0);
 }
 
 export function buildOpenApiDocument(routes: AnyRoute[], baseUrl: string): OpenApiDocument {
   const paths: ZodOpenApiPathsObject = {};
+  const operations: ZodOpenApiOperationObject[] = [];
   for (const def of routes) {
-    paths[def.path] = { ...paths[def.path], [def.method]: operation(def) };
+    const op = operation(def, baseUrl);
+    operations.push(op);
+    paths[def.path] = { ...paths[def.path], [def.method]: op };
   }
   const tags = [...new Set(routes.map((def) => def.tag))].map((name) => ({
     name,
@@ -313,11 +389,12 @@ export function buildOpenApiDocument(routes: AnyRoute[], baseUrl: string): OpenA
   }));
   return createDocument({
     openapi: '3.1.0',
-    info: { title: 'Brand Conversion Tracking API', version: 'v1', description: description(baseUrl) },
+    info: { title: 'Brand Conversion Tracking API', version: 'v1', description: guide(baseUrl) },
     servers: [{ url: baseUrl }],
     tags,
     paths,
-    components: { schemas: { ErrorEnvelope }, securitySchemes },
+    components: { schemas: { ErrorEnvelope }, securitySchemes, examples: errorExamples(operations, baseUrl) },
+    'x-tagGroups': tagGroups(tags.map((t) => t.name)),
     'x-error-codes': Object.entries(errorCodes).map(([code, { status, explains }]) => ({
       code,
       status,

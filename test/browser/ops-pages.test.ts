@@ -4,7 +4,9 @@ import { Worker } from 'bullmq';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { JobName } from '../../src/jobs/queues.js';
+import { eventTypes } from '../../src/modules/events/events.schemas.js';
 import { createRedis } from '../../src/redis.js';
+import { errorCodes } from '../../src/shared/errors.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -184,32 +186,59 @@ describe.skipIf(skip)('pages under their CSP in Chromium', () => {
   let context: BrowserContext | undefined;
   afterEach(() => context?.close());
 
-  it('/docs renders its operations with its stylesheet applied, no CSP violation, not framable', async () => {
+  it('/docs: Redoc draws the guide, every event type and error code and the operations, no CSP violation, not framable', async () => {
     context = await openContext();
     const { page, seen } = await watchedPage(context);
     const res = await page.goto(`${base}/docs`);
     expect(res?.status()).toBe(200);
     expect(res?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    await page.waitForSelector('html[data-rendered="true"]', { timeout: 20_000 });
+    if (process.env.DOCS_SCREENSHOT) await page.screenshot({ path: process.env.DOCS_SCREENSHOT });
 
-    expect(await page.locator('article.op h3').count()).toBeGreaterThan(5);
-    await expect.poll(() => page.locator('#op-getDocsPage h3').isVisible()).toBe(true);
-    expect(await page.locator('#op-getDocsPage h3').textContent()).toContain('/docs');
-    // The inline <style> applied (allowed by its hash): GET badges are green, the layout a grid.
-    expect(
-      await page
-        .locator('.method.get')
-        .first()
-        .evaluate((el) => (globalThis as unknown as InPage).getComputedStyle(el).backgroundColor),
-    ).toBe('rgb(31, 122, 77)');
-    expect(
-      await page
-        .locator('.layout')
-        .evaluate((el) => (globalThis as unknown as InPage).getComputedStyle(el).display),
-    ).toBe('grid');
+    // The guide's tables: each event type with its key and required fields, each error code.
+    const text = (await page.locator('#redoc').textContent()) ?? '';
+    for (const type of eventTypes) expect(text, type).toContain(type);
+    for (const code of Object.keys(errorCodes)) expect(text, code).toContain(code);
+    const paidRow = page.locator('tr', { has: page.locator('code', { hasText: /^order\.paid$/ }) }).first();
+    expect(await paidRow.textContent()).toContain('order_id, amount');
+    // Operations with their curl and SDK samples, and a request body per event type.
+    await expect.poll(() => page.locator('h2', { hasText: 'Send one event' }).isVisible()).toBe(true);
+    expect(text).toContain('curl');
+    expect(text).toContain('Node SDK');
+    expect(text).toContain('lf.events.send');
+    expect(text).toContain('OrderPaidData');
 
     await expectNoViolations(page, seen);
-    await expectAllProtected(seen, 1);
+    const loaded = await expectAllProtected(seen, 3);
+    expect(loaded.map((r) => new URL(r.url).pathname)).toEqual(
+      expect.arrayContaining(['/docs', '/openapi.json', expect.stringMatching(/^\/docs\/redoc-/)]),
+    );
     expect(await renderedInForeignFrame(context, '/docs')).toBe(false);
+  });
+
+  it("an error's doc_url opens /docs at that code's row", async () => {
+    const answer = await fetch(`${base}/v1/ping`);
+    const { error } = (await answer.json()) as { error: { code: string; doc_url: string } };
+    expect(error.code).toBe('invalid_api_key');
+    const url = new URL(error.doc_url);
+    expect(url.hash).toBe('#error-invalid_api_key');
+    context = await openContext();
+    const { page, seen } = await watchedPage(context);
+    await page.goto(`${base}/docs${url.hash}`);
+    await page.waitForSelector('html[data-rendered="true"]', { timeout: 20_000 });
+    const row = page.locator('tr.lf-target');
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.textContent()).toContain('invalid_api_key');
+    await expect.poll(() => row.isVisible()).toBe(true);
+    expect(
+      await row.evaluate((el) => {
+        const box = (
+          el as unknown as { getBoundingClientRect(): { top: number; bottom: number } }
+        ).getBoundingClientRect();
+        return box.top >= 0 && box.bottom <= (globalThis as unknown as { innerHeight: number }).innerHeight;
+      }),
+    ).toBe(true);
+    await expectNoViolations(page, seen);
   });
 
   it('Bull Board (ops login) lists every queue and shows a failed job, no CSP violation, not framable', async () => {

@@ -83,9 +83,19 @@ describe('reference', () => {
     expect(doc.status).toBe(200);
     expect(doc.body.paths['/v1/ping'].get).toBeDefined();
     expect(doc.body.paths['/admin/api/brands'].post).toBeDefined();
+    // /docs draws the document's introduction, whose error table anchors each code (test/browser/docs-page.test.ts).
+    expect(doc.body.info.description).toContain('<a id="error-invalid_api_key"></a>');
+    expect(doc.body.info.description).toContain('<a id="error-http_404"></a>');
     const page = await request(ctx.app).get('/docs');
     expect(page.status).toBe(200);
-    expect(page.text).toContain('id="error-invalid_api_key"');
-    expect(page.text).toContain('id="error-http_404"');
+    const script = page.text.match(/<script src="([^"]+)"><\/script>/)?.[1];
+    expect(script).toMatch(/^\/docs\/redoc-[\d.]+\.standalone\.js$/);
+    const bundle = await request(ctx.app).get(script!);
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers['content-type']).toMatch(/^text\/javascript/);
+    expect(bundle.headers['cache-control']).toContain('immutable');
+    expect(bundle.text.length).toBeGreaterThan(500_000);
+    const again = await request(ctx.app).get(script!).set('If-None-Match', bundle.headers.etag!);
+    expect(again.status).toBe(304);
   });
 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { eventTypes } from '../../src/modules/events/events.schemas.js';
 import { Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
+import { redocBundleUrl } from '../../src/openapi/docs-page.js';
 import { storageRefusal } from '../../src/shared/errors.js';
 import { newId } from '../../src/shared/ids.js';
 import { UNSTORABLE_TEXT_MESSAGE } from '../../src/shared/text.js';
@@ -908,6 +909,7 @@ const readCases = {
   followTrackingLink: { path: '/c/{}', query: ['lf_click'] },
   getOpenApiDocument: { path: '/openapi.json', query: [] },
   getDocsPage: { path: '/docs', query: [] },
+  getDocsRenderer: { path: redocBundleUrl, query: [] },
   // Not in the OpenAPI document.
   healthz: { path: '/healthz', query: [] },
   readyz: { path: '/readyz', query: [] },

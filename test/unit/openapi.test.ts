@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../src/http/route.js';
+import { eventTypes } from '../../src/modules/events/events.schemas.js';
 import { pingRoutes } from '../../src/modules/keys/ping.routes.js';
-import { renderDocsPage } from '../../src/openapi/docs-page.js';
+import { redocBundleUrl, renderDocsPage } from '../../src/openapi/docs-page.js';
 import { buildOpenApiDocument } from '../../src/openapi/document.js';
 import { errorCodes } from '../../src/shared/errors.js';
 
@@ -16,6 +17,7 @@ const refundRoute = route({
   params: z.object({ order_id: z.string().max(120) }),
   query: z.object({ dry_run: z.enum(['true', 'false']).optional() }),
   body: z.strictObject({ refund_id: z.string(), amount: z.int().min(0) }),
+  bodyExample: { refund_id: 'RF-1', amount: 1000 },
   responses: { 200: { description: 'The refund.', schema: z.object({ object: z.literal('refund') }) } },
   errors: ['invalid_api_key', 'secret_key_required', 'publishable_key_cannot_read_orders', 'order_not_found'],
   async handle() {},
@@ -113,6 +115,7 @@ describe('OpenAPI document: what every operation can meet outside its handler (i
     security: 'secret_key',
     headers: z.object({ 'Idempotency-Key': z.string().max(255).optional() }),
     body: z.strictObject({ order_id: z.string() }),
+    bodyExample: { order_id: 'A-1001' },
     responses: { 200: { description: 'The refund.' } },
     responseHeaders: { 200: ['Idempotent-Replayed'], 404: ['Dry-Run'] },
     errors: ['invalid_api_key', 'order_not_found'],
@@ -193,17 +196,76 @@ describe('OpenAPI document: what every operation can meet outside its handler (i
   });
 });
 
-describe('docs page', () => {
-  const html = renderDocsPage(doc, errorCodes);
+describe('guide and samples in the document (what /docs shows)', () => {
+  const intro: string = json.info.description;
 
-  it('anchors every operation and every error code', () => {
-    expect(html).toContain('id="op-ping"');
-    expect(html).toContain('id="op-createRefund"');
-    for (const code of Object.keys(errorCodes)) expect(html).toContain(`id="error-${code}"`);
+  it('the guide has the event-type table and an anchored row per error code, the target of doc_url', () => {
+    for (const type of eventTypes) expect(intro).toContain(`| \`${type}\` |`);
+    expect(intro).toContain('| `order.paid` | `sk_` only | `order_id`, `amount` |');
+    expect(intro).toContain('| `order.observed` | `sk_` or `pk_` | `order_id`, `amount` |');
+    for (const code of Object.keys(errorCodes)) {
+      expect(intro).toContain(`<a id="error-${code}"></a>`);
+      expect(json['x-error-codes'].find((e: { code: string }) => e.code === code).doc_url).toBe(
+        `https://api.example.com/docs#error-${code}`,
+      );
+    }
+    for (const heading of [
+      'Quickstart',
+      'Event types',
+      'Browser script (lf.js)',
+      'Retries and idempotency',
+      'Errors',
+    ])
+      expect(intro).toContain(`\n# ${heading}\n`);
   });
 
-  it('escapes text and needs no external assets', () => {
-    expect(html).toContain('Refund &lt;part&gt; of an order');
-    expect(html).not.toMatch(/<script|<link|src="http/i);
+  it('every operation has a curl sample with its method, path, credentials and example body', () => {
+    const refund = json.paths['/v1/orders/{order_id}/refunds'].post;
+    const [curl] = refund['x-codeSamples'];
+    expect(curl).toMatchObject({ lang: 'Shell', label: 'curl' });
+    expect(curl.source).toContain('curl -X POST "https://api.example.com/v1/orders/$ORDER_ID/refunds"');
+    expect(curl.source).toContain('Authorization: Bearer $LF_SECRET_KEY');
+    const ping = json.paths['/v1/ping'].get['x-codeSamples'];
+    expect(ping.map((s: { label: string }) => s.label)).toEqual(['curl', 'Node SDK']);
+    expect(ping[1].source).toContain('await lf.ping()');
+  });
+
+  it('each error response shows an example envelope per code it can carry', () => {
+    const examples =
+      json.paths['/v1/orders/{order_id}/refunds'].post.responses['404'].content['application/json'].examples;
+    expect(Object.keys(examples)).toEqual(['order_not_found', 'wrong_host']);
+    expect(json.components.examples.error_order_not_found.value.error).toMatchObject({
+      code: 'order_not_found',
+      retryable: false,
+      doc_url: 'https://api.example.com/docs#error-order_not_found',
+    });
+  });
+});
+
+describe('body examples', () => {
+  it('a body without an example, or with one its schema refuses, stops the document (and so the boot)', () => {
+    const { bodyExample: _, ...withoutExample } = refundRoute;
+    expect(() => buildOpenApiDocument([withoutExample as AnyRoute], 'https://api.example.com')).toThrow(
+      'createRefund has a request body but no bodyExample',
+    );
+    const wrong = { ...refundRoute, bodyExample: { refund_id: 'RF-1', amount: -1 } } as AnyRoute;
+    expect(() => buildOpenApiDocument([wrong], 'https://api.example.com')).toThrow(
+      'createRefund: a body example does not parse with its schema',
+    );
+    const wrongInMap = {
+      ...refundRoute,
+      bodyExamples: { bad: { summary: 'bad', value: { amount: 1 } } },
+    } as AnyRoute;
+    expect(() => buildOpenApiDocument([wrongInMap], 'https://api.example.com')).toThrow('does not parse');
+  });
+});
+
+describe('docs page', () => {
+  const html = renderDocsPage('Brand Conversion Tracking API v1');
+
+  it('loads the bundled Redoc from this service, and nothing from elsewhere', () => {
+    expect(html).toContain(`<script src="${redocBundleUrl}"></script>`);
+    expect(html).toContain("Redoc.init('/openapi.json'");
+    expect(html).not.toMatch(/(src|href)="https?:/i);
   });
 });

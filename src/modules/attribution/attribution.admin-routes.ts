@@ -38,6 +38,12 @@ export function attributionAdminRoutes({ orm, config }: AppDeps) {
       operationId: 'adminCreateOffer',
       summary: 'Create an offer (product or campaign)',
       body: OfferCreate,
+      bodyExample: {
+        name: 'Hydrating serum',
+        landing_url: 'https://shop.example.com/serum',
+        attribution_window_days: 30,
+        commission_bps: 1200,
+      },
       responses: { 201: { description: 'The offer.', schema: OfferOut } },
       errors: ['invalid_admin_token', 'brand_not_found', 'invalid_request_body'],
       async handle(_req, res, { params, body }) {
@@ -52,6 +58,7 @@ export function attributionAdminRoutes({ orm, config }: AppDeps) {
       operationId: 'adminCreateCreator',
       summary: 'Create a creator',
       body: CreatorCreate,
+      bodyExample: { name: 'Mina Kim' },
       responses: { 201: { description: 'The creator.', schema: CreatorOut } },
       errors: ['invalid_admin_token', 'brand_not_found', 'invalid_request_body'],
       async handle(_req, res, { params, body }) {
@@ -67,6 +74,11 @@ export function attributionAdminRoutes({ orm, config }: AppDeps) {
       summary: 'Give a creator a discount code',
       description: 'Codes are case-insensitive and unique per brand.',
       body: CouponCodeCreate,
+      bodyExample: {
+        creator_id: 'cr_01m85a0k1d7q3v9x2c4h6j8k0m',
+        code: 'MINA10',
+        offer_id: 'off_01m85a0k1d7q3v9x2c4h6j8k0n',
+      },
       responses: { 201: { description: 'The coupon code.', schema: CouponCodeOut } },
       errors: [
         'invalid_admin_token',
@@ -85,6 +97,10 @@ export function attributionAdminRoutes({ orm, config }: AppDeps) {
       operationId: 'adminCreateLink',
       summary: 'Create a tracking link for a creator and offer',
       body: LinkCreate,
+      bodyExample: {
+        creator_id: 'cr_01m85a0k1d7q3v9x2c4h6j8k0m',
+        offer_id: 'off_01m85a0k1d7q3v9x2c4h6j8k0n',
+      },
       responses: { 201: { description: 'The link with its tracking URL `/c/{slug}`.', schema: LinkOut } },
       errors: ['invalid_admin_token', 'creator_not_found', 'offer_not_found', 'invalid_request_body'],
       async handle(_req, res, { params, body }) {
@@ -98,6 +114,10 @@ export function attributionAdminRoutes({ orm, config }: AppDeps) {
       operationId: 'adminCreateClick',
       summary: 'Record a click (imports and tests)',
       body: ClickCreate,
+      bodyExample: {
+        creator_id: 'cr_01m85a0k1d7q3v9x2c4h6j8k0m',
+        offer_id: 'off_01m85a0k1d7q3v9x2c4h6j8k0n',
+      },
       responses: {
         201: { description: 'The click; send its click_ref as data.click_ref.', schema: ClickOut },
       },

@@ -16,6 +16,13 @@ export function brandAdminRoutes({ orm }: AppDeps) {
       tag,
       security: 'admin',
       body: BrandCreate,
+      bodyExample: {
+        name: 'Glow Lab',
+        platform: 'shopify',
+        confirm_period_days: 14,
+        default_commission_bps: 1000,
+        allowed_origins: ['https://shop.example.com'],
+      },
       responses: { 201: { description: 'The brand.', schema: BrandOut } },
       errors: ['invalid_admin_token', 'invalid_request_body'],
       async handle(_req, res, { body }) {
@@ -47,6 +54,7 @@ export function brandAdminRoutes({ orm }: AppDeps) {
       security: 'admin',
       params: BrandIdParams,
       body: BrandPatch,
+      bodyExample: { status: 'suspended' },
       responses: { 200: { description: 'The brand.', schema: BrandOut } },
       errors: ['invalid_admin_token', 'brand_not_found', 'invalid_request_body'],
       async handle(_req, res, { params, body }) {
@@ -64,6 +72,7 @@ export function brandAdminRoutes({ orm }: AppDeps) {
       security: 'admin',
       params: BrandIdParams,
       body: KeysIssue,
+      bodyExample: { livemode: false },
       responses: { 201: { description: 'The new keys.', schema: KeysOut } },
       errors: ['invalid_admin_token', 'brand_not_found', 'invalid_request_body'],
       async handle(_req, res, { params, body }) {

@@ -3,40 +3,31 @@ import { gzipSync } from 'node:zlib';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../http/route.js';
+import { type ScriptBytes, sendScript } from '../../http/send-script.js';
 import { text } from '../../shared/text.js';
 import { lfScript } from './lf-script.generated.js';
 
 const identity = Buffer.from(lfScript, 'utf8');
-const gzipped = gzipSync(identity, { level: 9 });
 
 /** The content hash naming the immutable URL `/lf.<version>.js`; it changes with every edit of lf.js. */
 export const lfScriptVersion = createHash('sha256').update(identity).digest('hex').slice(0, 12);
+const script: ScriptBytes = { identity, gzipped: gzipSync(identity, { level: 9 }), etag: lfScriptVersion };
 
 /** Short enough that a fix reaches every shop within minutes; revalidation is a 304 by ETag. */
 const SHORT_CACHE = 'public, max-age=300';
 const IMMUTABLE_CACHE = 'public, max-age=31536000, immutable';
 
 /**
- * The script as loaded by `<script src>`: gzip when the browser takes it (precompressed once), a
- * strong ETag per encoding, CORP cross-origin (shops are other sites) and CORS `*` so a page may
- * load it with `crossorigin` and `integrity` (SRI needs CORS for another origin's script).
+ * The script as loaded by `<script src>` (sendScript: gzip, a strong ETag per encoding), with CORP
+ * cross-origin (shops are other sites) and CORS `*` so a page may load it with `crossorigin` and
+ * `integrity` (SRI needs CORS for another origin's script).
  */
 function serveScript(req: Request, res: Response, cacheControl: string): void {
-  const gzip = req.acceptsEncodings('gzip', 'identity') === 'gzip';
-  res.vary('Accept-Encoding');
-  res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
-  res.setHeader('Cache-Control', cacheControl);
-  res.setHeader('ETag', `"${lfScriptVersion}${gzip ? '-gzip' : ''}"`);
   // Where these bytes live for good: the URL to pin (with `integrity`) instead of /lf.js.
   res.setHeader('Content-Location', `/lf.${lfScriptVersion}.js`);
   res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
   res.setHeader('Access-Control-Allow-Origin', '*');
-  if (req.fresh) {
-    res.status(304).end();
-    return;
-  }
-  if (gzip) res.setHeader('Content-Encoding', 'gzip');
-  res.send(gzip ? gzipped : identity);
+  sendScript(req, res, script, cacheControl);
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   EventOut,
   EventSendHeaders,
   EventSendQuery,
+  eventSchemas,
   eventTypes,
 } from './events.schemas.js';
 import { EventRateLimiter, rateLimitError } from './rate-limit.js';
@@ -164,6 +165,27 @@ const ingestionResponseHeaders = {
   503: metered,
 } satisfies Record<number, readonly ResponseHeaderName[]>;
 
+/** Each type's own examples (from its schema), one entry apiece, so /docs offers a body per type. */
+const examplesPerType = Object.fromEntries(
+  eventTypes.flatMap((type) =>
+    ((eventSchemas[type].meta()?.examples ?? []) as unknown[]).map((value, i) => [
+      i === 0 ? type : `${type} (${i + 1})`,
+      { summary: i === 0 ? type : `${type}, example ${i + 1}`, value },
+    ]),
+  ),
+);
+
+const batchExample = {
+  events: [
+    { type: 'order.paid', data: { order_id: 'A-1001', amount: 39000, coupon_code: 'MINA10' } },
+    {
+      type: 'order.paid',
+      data: { order_id: 'A-1002', amount: 12900, click_ref: 'clk_01m85a0k1d7q3v9x2c4h6j8k0m' },
+    },
+    { type: 'refund.created', data: { order_id: 'A-0990', refund_id: 'RF-0990-1', amount: 5000 } },
+  ],
+};
+
 export function eventRoutes(deps: AppDeps) {
   const intake: Intake = {
     deps,
@@ -191,6 +213,7 @@ export function eventRoutes(deps: AppDeps) {
       validatesBodyItself: true,
       responseHeaders: ingestionResponseHeaders,
       bodyExample: { type: 'order.paid', data: { order_id: 'A-1001', amount: 39000, coupon_code: 'MINA10' } },
+      bodyExamples: examplesPerType,
       responses: {
         200: {
           description:
@@ -227,6 +250,7 @@ export function eventRoutes(deps: AppDeps) {
       headers: EventSendHeaders,
       validatesBodyItself: true,
       responseHeaders: ingestionResponseHeaders,
+      bodyExample: batchExample,
       responses: {
         200: { description: 'One EventOut per event, sharing one request_id.', schema: z.array(EventOut) },
       },

@@ -25,6 +25,7 @@ export function keyIssuanceRoutes({ orm }: AppDeps) {
       security: 'login_jwt',
       params: IntegrationParams,
       body: KeysIssue,
+      bodyExample: { livemode: true },
       responses: { 201: { description: 'The new keys.', schema: KeysOut } },
       errors: [
         'invalid_login_token',

@@ -46,6 +46,12 @@ export function webhookAdminRoutes(deps: AppDeps) {
       security: 'admin',
       params: AdminEndpointsParams,
       body: AdminWebhookEndpointCreate,
+      bodyExample: {
+        url: 'https://shop.example.com/hooks/lf',
+        enabled_events: ['*'],
+        description: 'Order system',
+        livemode: true,
+      },
       responses: {
         201: { description: 'The endpoint, with its secret.', schema: WebhookEndpointWithSecret },
       },
@@ -102,6 +108,7 @@ export function webhookAdminRoutes(deps: AppDeps) {
       security: 'admin',
       params: AdminEndpointParams,
       body: WebhookEndpointPatch,
+      bodyExample: { status: 'enabled' },
       responses: { 200: { description: 'The endpoint.', schema: WebhookEndpointOut } },
       errors: [
         'invalid_admin_token',

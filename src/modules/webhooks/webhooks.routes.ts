@@ -147,6 +147,7 @@ export function webhookRoutes(deps: AppDeps) {
       refusePublishableKey: secretKeyRequired,
       params: EndpointParams,
       body: WebhookEndpointPatch,
+      bodyExample: { enabled_events: ['conversion.created', 'conversion.updated'] },
       responses: { 200: { description: 'The endpoint.', schema: WebhookEndpointOut } },
       errors: [...common, 'webhook_endpoint_not_found', 'invalid_request_body', 'webhook_url_not_allowed'],
       async handle(req, res, { params, body }) {
@@ -261,6 +262,7 @@ export function webhookRoutes(deps: AppDeps) {
       refusePublishableKey: secretKeyRequired,
       params: EventParams,
       body: ResendBody,
+      bodyExample: { endpoint_id: 'we_01m85a0k1d7q3v9x2c4h6j8k0m' },
       responses: { 202: { description: 'The new deliveries, pending.', schema: WebhookDeliveryList } },
       errors: [
         ...common,
