@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -25,5 +26,12 @@ describe('npm scripts', () => {
       expect(scripts[name], `npm run ${name}`).toBeDefined();
       expect(scripts[name], `npm run ${name}`).toMatch(/^bash scripts\/run\.sh /);
     }
+  });
+
+  it("npm's own errors are visible (.npmrc keeps the seed's stdout JSON-only without silencing npm)", () => {
+    const run = spawnSync('npm', ['run', 'nosuch'], { cwd: root, encoding: 'utf8' });
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toContain('Missing script: "nosuch"');
+    expect(readFileSync(join(root, '.npmrc'), 'utf8')).not.toMatch(/^loglevel\s*=\s*silent/m);
   });
 });
