@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import { LfApiError, LfBatchError, LfError } from './errors.js';
+import { type BackoffOptions, type RequestSpec, type RetryInfo, Transport } from './http.js';
+import type {
+  EventIn,
+  EventOut,
+  IntegrationStatus,
+  ListOrdersParams,
+  MissingOrderList,
+  MissingOrdersParams,
+  Order,
+  OrderList,
+  Ping,
+} from './types.js';
+
+export interface LfClientOptions {
+  /** A secret key (`sk_live_…` / `sk_test_…`); publishable keys can only send browser signals. */
+  apiKey: string;
+  /** Default `http://127.0.0.1:3000`. */
+  baseUrl?: string;
+  /** Per attempt, until the whole answer is read. Default 10 000. */
+  timeoutMs?: number;
+  /** Retries after the first attempt, for retryable errors only. Default 3. */
+  maxRetries?: number;
+  /** Default: the global fetch. */
+  fetch?: typeof fetch;
+  /** Default `{ baseMs: 250, capMs: 8000 }`. */
+  backoff?: BackoffOptions;
+  /** A `Retry-After` longer than this is not waited for: the error is thrown at once. Default 60 000. */
+  maxRetryAfterMs?: number;
+  /** Called before each retry, e.g. to log it. */
+  onRetry?: (info: RetryInfo) => void;
+}
+
+export interface SendOptions {
+  /**
+   * Reused on every retry of this call. Default: a new random UUID per call. `sendBatch`
+   * derives one key per request from it (`<key>:<from>-<to>`, the event indexes the request
+   * carries), since each request has a different body.
+   */
+  idempotencyKey?: string;
+  /** Validate, attribute and plan as a real send, write nothing (`?dry_run=true`). */
+  dryRun?: boolean;
+}
+
+/** Events per `POST /v1/events/batch` (api-v1.md "Limits"). */
+export const BATCH_LIMIT = 500;
+const IDEMPOTENCY_KEY_MAX = 255;
+
+const dryRunQuery = (options: SendOptions) => (options.dryRun ? { dry_run: 'true' } : undefined);
+
+/** The global index a batch error's `param` (`events[i]…`) names, when it lies in the request. */
+function failedIndex(error: LfError, from: number, to: number): number | undefined {
+  if (!(error instanceof LfApiError) || error.param === undefined) return undefined;
+  const match = /^events\[(\d+)\]/.exec(error.param);
+  if (!match) return undefined;
+  const index = from + Number(match[1]);
+  return index < to ? index : undefined;
+}
+
+/** A batch answer, checked to hold one EventOut per event sent. */
+function outsFor(outs: EventOut[], from: number, to: number): EventOut[] {
+  if (!Array.isArray(outs) || outs.length !== to - from) {
+    throw new LfError(
+      `The answer for events[${from}..${to - 1}] holds ${Array.isArray(outs) ? outs.length : 'no'} results instead of ${to - from}.`,
+    );
+  }
+  return outs;
+}
+
+export class EventsResource {
+  constructor(private readonly transport: Transport) {}
+
+  /** `POST /v1/events`: one event. */
+  send(event: EventIn, options: SendOptions = {}): Promise<EventOut> {
+    return this.transport.request<EventOut>({
+      method: 'POST',
+      path: '/v1/events',
+      query: dryRunQuery(options),
+      body: event,
+      idempotencyKey: options.idempotencyKey ?? randomUUID(),
+    });
+  }
+
+  /**
+   * Sends any number of events in order, 500 per request, and returns one EventOut per event.
+   *
+   * A request that fails with a retryable error is retried (same body, same key). When the error
+   * names `events[i]`, the events before it were applied (api-v1.md): the SDK gets their
+   * EventOuts back by resending just them (safe: resends are idempotent) and carries on from
+   * `i`, retrying only if the error is retryable. Otherwise it throws an LfBatchError with the
+   * failing index, the EventOuts of the events applied before it and the error.
+   */
+  async sendBatch(events: readonly EventIn[], options: SendOptions = {}): Promise<EventOut[]> {
+    const base = options.idempotencyKey ?? randomUUID();
+    const longest = `${base}:${events.length}-${events.length}`.length;
+    if (longest > IDEMPOTENCY_KEY_MAX) {
+      throw new TypeError(
+        `idempotencyKey is too long for a batch of ${events.length}: the keys derived from it must stay within ${IDEMPOTENCY_KEY_MAX} characters.`,
+      );
+    }
+    const applied: EventOut[] = [];
+    for (let start = 0; start < events.length; start += BATCH_LIMIT) {
+      const end = Math.min(start + BATCH_LIMIT, events.length);
+      let from = start;
+      for (let attempt = 0; from < end; attempt++) {
+        const spec = this.batchRequest(events, from, end, base, options);
+        let error: unknown;
+        try {
+          applied.push(...outsFor(await this.transport.once<EventOut[]>(spec), from, end));
+          from = end;
+          continue;
+        } catch (err) {
+          if (!(err instanceof LfError)) throw err;
+          error = err;
+        }
+        const failed = failedIndex(error as LfError, from, end);
+        if (failed !== undefined && failed > from) {
+          try {
+            applied.push(...(await this.resendApplied(events, from, failed, base, options)));
+          } catch {
+            throw new LfBatchError(failed, applied, error as LfError);
+          }
+          from = failed;
+        }
+        try {
+          await this.transport.backoff(spec, error, attempt);
+        } catch {
+          throw new LfBatchError(from, applied, error as LfError);
+        }
+      }
+    }
+    return applied;
+  }
+
+  private batchRequest(
+    events: readonly EventIn[],
+    from: number,
+    to: number,
+    base: string,
+    options: SendOptions,
+  ): RequestSpec {
+    return {
+      method: 'POST',
+      path: '/v1/events/batch',
+      query: dryRunQuery(options),
+      body: { events: events.slice(from, to) },
+      idempotencyKey: `${base}:${from}-${to}`,
+    };
+  }
+
+  /** The EventOuts of events[from, to), which a failed request applied without returning them. */
+  private async resendApplied(
+    events: readonly EventIn[],
+    from: number,
+    to: number,
+    base: string,
+    options: SendOptions,
+  ): Promise<EventOut[]> {
+    return outsFor(
+      await this.transport.request<EventOut[]>(this.batchRequest(events, from, to, base, options)),
+      from,
+      to,
+    );
+  }
+}
+
+export class OrdersResource {
+  constructor(private readonly transport: Transport) {}
+
+  /** `GET /v1/orders/{order_id}`; an unknown order throws LfNotFoundError (`order_not_found`). */
+  get(orderId: string): Promise<Order> {
+    return this.transport.request<Order>({
+      method: 'GET',
+      path: `/v1/orders/${encodeURIComponent(orderId)}`,
+    });
+  }
+
+  /** One page of `GET /v1/orders`; pass the previous page's `next_cursor` as `cursor`. */
+  listPage(params: ListOrdersParams & { cursor?: string | null } = {}): Promise<OrderList> {
+    return this.transport.request<OrderList>({ method: 'GET', path: '/v1/orders', query: params });
+  }
+
+  /** Every order matching the filters, oldest first, fetching pages of `limit` as it goes. */
+  list(params: ListOrdersParams = {}): AsyncIterableIterator<Order> {
+    const listPage = this.listPage.bind(this);
+    return (async function* () {
+      let cursor: string | null = null;
+      do {
+        const page: OrderList = await listPage({ ...params, cursor });
+        yield* page.data;
+        cursor = page.has_more ? page.next_cursor : null;
+      } while (cursor);
+    })();
+  }
+}
+
+export class IntegrationResource {
+  constructor(private readonly transport: Transport) {}
+
+  /** `GET /v1/integration/status`: the last 24 hours of the key's mode. */
+  status(): Promise<IntegrationStatus> {
+    return this.transport.request<IntegrationStatus>({ method: 'GET', path: '/v1/integration/status' });
+  }
+
+  /** `GET /v1/integration/missing_orders`: orders the browser saw that the server never sent. */
+  missingOrders(params: MissingOrdersParams = {}): Promise<MissingOrderList> {
+    return this.transport.request<MissingOrderList>({
+      method: 'GET',
+      path: '/v1/integration/missing_orders',
+      query: params,
+    });
+  }
+}
+
+/** The conversion-tracking API's client, with its retry and idempotency rules built in. */
+export class LfClient {
+  readonly events: EventsResource;
+  readonly orders: OrdersResource;
+  readonly integration: IntegrationResource;
+  private readonly transport: Transport;
+
+  constructor(options: LfClientOptions) {
+    if (typeof options?.apiKey !== 'string' || options.apiKey === '') {
+      throw new TypeError('LfClient needs an apiKey (sk_live_… or sk_test_…).');
+    }
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (typeof fetchImpl !== 'function') {
+      throw new TypeError('No fetch: use Node 18 or later, or pass the fetch option.');
+    }
+    this.transport = new Transport({
+      apiKey: options.apiKey,
+      baseUrl: (options.baseUrl ?? 'http://127.0.0.1:3000').replace(/\/+$/, ''),
+      timeoutMs: options.timeoutMs ?? 10_000,
+      maxRetries: Math.max(0, options.maxRetries ?? 3),
+      fetch: (input, init) => fetchImpl(input, init),
+      backoff: { baseMs: options.backoff?.baseMs ?? 250, capMs: options.backoff?.capMs ?? 8_000 },
+      maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000,
+      onRetry: options.onRetry,
+    });
+    this.events = new EventsResource(this.transport);
+    this.orders = new OrdersResource(this.transport);
+    this.integration = new IntegrationResource(this.transport);
+  }
+
+  /** `GET /v1/ping`: whether the key works, its brand and its mode. */
+  ping(): Promise<Ping> {
+    return this.transport.request<Ping>({ method: 'GET', path: '/v1/ping' });
+  }
+}

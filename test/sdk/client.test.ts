@@ -1,0 +1,242 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type EventOut,
+  LfApiError,
+  LfAuthenticationError,
+  LfClient,
+  LfInvalidRequestError,
+  LfNotFoundError,
+  LfPermissionError,
+  type Order,
+} from '../../sdk/src/index.js';
+import { checkObservedOrder } from '../../src/modules/integration/integration.service.js';
+import { makeShop } from '../factories/index.js';
+import { type RecordingProxy, type Service, startProxy, startService } from './support.js';
+
+/** LfClient against the real service on a real port, through a recording proxy that forwards everything. */
+let service: Service;
+let proxy: RecordingProxy;
+let shop: Awaited<ReturnType<typeof makeShop>>;
+let lf: LfClient;
+
+beforeAll(async () => {
+  service = await startService();
+  proxy = await startProxy(service.baseUrl);
+  shop = await makeShop(service.ctx);
+  lf = client(shop.keys.sk_test);
+});
+afterAll(async () => {
+  await proxy?.close();
+  await service?.close();
+});
+
+const client = (apiKey: string) =>
+  new LfClient({ apiKey, baseUrl: proxy.url, maxRetries: 3, backoff: { baseMs: 1, capMs: 5 } });
+
+/** Runs `call`, expecting it to throw; returns the error and how many requests it made. */
+async function failure(call: () => Promise<unknown>): Promise<{ error: LfApiError; requests: number }> {
+  const before = proxy.requests.length;
+  const error = await call().then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(LfApiError);
+  return { error: error as LfApiError, requests: proxy.requests.length - before };
+}
+
+let n = 0;
+const orderId = (prefix = 'SDK') => `${prefix}-${++n}-${Date.now()}`;
+
+describe('LfClient round trips against the service', () => {
+  it('ping names the brand and the mode of the key', async () => {
+    const ping = await lf.ping();
+    expect(ping).toMatchObject({ object: 'ping', ok: true, brand_id: shop.brandId, livemode: false });
+    expect(ping.key_type).toBe('secret');
+  });
+
+  it('sends order.paid with a click_ref, attributed by click, and reads the order back', async () => {
+    const id = orderId();
+    const event = await lf.events.send({
+      type: 'order.paid',
+      data: { order_id: id, amount: 39_000, click_ref: shop.fixture.mina.clickRef },
+    });
+    expect(event).toMatchObject({
+      object: 'event',
+      type: 'order.paid',
+      status: 'accepted',
+      livemode: false,
+      attribution: { status: 'attributed', via: 'click' },
+    });
+    expect(event.id).toMatch(/^evt_/);
+    expect(event.request_id).toMatch(/^req_/);
+    // One logical call, one request, one Idempotency-Key (a UUID the SDK made).
+    const sent = proxy.requests.at(-1)!;
+    expect(sent.headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent.headers.authorization).toBe(`Bearer ${shop.keys.sk_test}`);
+
+    const order = await lf.orders.get(id);
+    expect(order).toMatchObject({
+      object: 'order',
+      order_id: id,
+      amount: 39_000,
+      attributed: true,
+      attributed_via: 'click',
+      creator_id: shop.fixture.mina.creatorId,
+    });
+  });
+
+  it('encodes the order id in the path', async () => {
+    const id = `${orderId('A/B ?#%')}`;
+    await lf.events.send({ type: 'order.paid', data: { order_id: id, amount: 100, coupon_code: 'JOON' } });
+    expect((await lf.orders.get(id)).order_id).toBe(id);
+    expect(proxy.requests.at(-1)!.url).toBe(`/v1/orders/${encodeURIComponent(id)}`);
+  });
+
+  it('dryRun answers what a send would do and writes nothing', async () => {
+    const id = orderId();
+    const event = await lf.events.send(
+      { type: 'order.paid', data: { order_id: id, amount: 500, coupon_code: 'MINA20' } },
+      { dryRun: true },
+    );
+    expect(event.attribution).toEqual({ status: 'attributed', via: 'code' });
+    expect(proxy.requests.at(-1)!.url).toBe('/v1/events?dry_run=true');
+    await expect(lf.orders.get(id)).rejects.toBeInstanceOf(LfNotFoundError);
+  });
+
+  it('orders.list walks every page following next_cursor', async () => {
+    const { keys } = await makeShop(service.ctx);
+    const own = client(keys.sk_live);
+    const ids = Array.from({ length: 7 }, () => orderId('LIST'));
+    const sent: EventOut[] = await own.events.sendBatch(
+      ids.map((id, i) => ({
+        type: 'order.paid' as const,
+        occurred_at: new Date(Date.now() - (60 - i) * 60_000).toISOString(),
+        data: { order_id: id, amount: 1000 + i },
+      })),
+    );
+    expect(sent).toHaveLength(7);
+    const before = proxy.requests.length;
+    const seen: Order[] = [];
+    for await (const order of own.orders.list({ limit: 3 })) seen.push(order);
+    expect(seen.map((o) => o.order_id)).toEqual(ids);
+    const pages = proxy.requests.slice(before);
+    expect(pages.map((r) => r.url.replace(/cursor=[^&]+/, 'cursor=…'))).toEqual([
+      '/v1/orders?limit=3',
+      '/v1/orders?limit=3&cursor=…',
+      '/v1/orders?limit=3&cursor=…',
+    ]);
+    // Filters go through; an early break stops fetching.
+    const paid: Order[] = [];
+    for await (const order of own.orders.list({ limit: 2, status: 'unattributed' })) {
+      paid.push(order);
+      if (paid.length === 3) break;
+    }
+    expect(paid.map((o) => o.order_id)).toEqual(ids.slice(0, 3));
+  });
+
+  it('integration.status and integration.missingOrders', async () => {
+    const { keys } = await makeShop(service.ctx);
+    const own = client(keys.sk_test);
+    await own.events.send({ type: 'order.paid', data: { order_id: orderId(), amount: 1 } });
+    const missingId = orderId('OBS');
+    const observed = await own.events.send({
+      type: 'order.observed',
+      data: { order_id: missingId, amount: 25_000, currency: 'KRW' },
+    });
+    // What the order-gap-detection job does once the delay has passed.
+    expect(await checkObservedOrder(service.ctx.orm.em.fork(), observed.id)).toBe(true);
+
+    const status = await own.integration.status();
+    expect(status).toMatchObject({
+      object: 'integration_status',
+      livemode: false,
+      orders_24h: 1,
+      unattributed_24h: 1,
+      consecutive_failures: 0,
+    });
+    const missing = await own.integration.missingOrders({ limit: 10 });
+    expect(missing).toMatchObject({ object: 'list', has_more: false });
+    expect(missing.data).toEqual([
+      expect.objectContaining({
+        object: 'missing_order',
+        order_id: missingId,
+        amount: 25_000,
+        observed_event_id: observed.id,
+      }),
+    ]);
+  });
+});
+
+describe('typed errors from real answers, never retried', () => {
+  it('401 invalid_api_key: LfAuthenticationError', async () => {
+    const { error, requests } = await failure(() => client('sk_test_not_a_real_key').ping());
+    expect(error).toBeInstanceOf(LfAuthenticationError);
+    expect(error).toMatchObject({ status: 401, code: 'invalid_api_key', retryable: false });
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.requestId).toMatch(/^req_/);
+    expect(error.docUrl).toContain('#error-invalid_api_key');
+    expect(error.fromProxy).toBe(false);
+    expect(requests).toBe(1);
+  });
+
+  it('403 origin_not_allowed (a publishable key used from a server): LfPermissionError', async () => {
+    const { error, requests } = await failure(() => client(shop.keys.pk_test).orders.get('A-1'));
+    expect(error).toBeInstanceOf(LfPermissionError);
+    expect(error).toMatchObject({ status: 403, code: 'origin_not_allowed', retryable: false });
+    expect(error.message).toMatch(/Origin/);
+    expect(error.requestId).toMatch(/^req_/);
+    expect(requests).toBe(1);
+  });
+
+  it('404 order_not_found: LfNotFoundError, for a read and for a refund of an unknown order', async () => {
+    const read = await failure(() => lf.orders.get('NO-SUCH-ORDER'));
+    expect(read.error).toBeInstanceOf(LfNotFoundError);
+    expect(read.error).toMatchObject({ status: 404, code: 'order_not_found' });
+    expect(read.requests).toBe(1);
+
+    const refund = await failure(() =>
+      lf.events.send({
+        type: 'refund.created',
+        data: { order_id: 'NO-SUCH-ORDER', refund_id: 'R1', amount: 1 },
+      }),
+    );
+    expect(refund.error).toBeInstanceOf(LfNotFoundError);
+    expect(refund.error.code).toBe('order_not_found');
+    expect(refund.error.hint).toBeTruthy();
+    expect(refund.requests).toBe(1);
+  });
+
+  it('422 with param and hint: LfInvalidRequestError', async () => {
+    const unsupported = await failure(() =>
+      lf.events.send({ type: 'order.paid', data: { order_id: orderId(), amount: 1, currency: 'XYZ' } }),
+    );
+    expect(unsupported.error).toBeInstanceOf(LfInvalidRequestError);
+    expect(unsupported.error).toMatchObject({
+      status: 422,
+      code: 'unsupported_currency',
+      param: 'data.currency',
+      retryable: false,
+    });
+    expect(unsupported.requests).toBe(1);
+
+    const id = orderId();
+    await lf.events.send({ type: 'order.paid', data: { order_id: id, amount: 10_000 } });
+    const tooMuch = await failure(() =>
+      lf.events.send({ type: 'refund.created', data: { order_id: id, refund_id: 'R-1', amount: 20_000 } }),
+    );
+    expect(tooMuch.error).toBeInstanceOf(LfInvalidRequestError);
+    expect(tooMuch.error.code).toBe('refund_exceeds_remaining_amount');
+    expect(tooMuch.error.hint).toContain('10000');
+    expect(tooMuch.error.requestId).toMatch(/^req_/);
+    expect(tooMuch.requests).toBe(1);
+  });
+
+  it('422 invalid_cursor from orders.listPage', async () => {
+    const { error, requests } = await failure(() => lf.orders.listPage({ cursor: 'not-a-cursor' }));
+    expect(error).toBeInstanceOf(LfInvalidRequestError);
+    expect(error.code).toBe('invalid_cursor');
+    expect(requests).toBe(1);
+  });
+});
