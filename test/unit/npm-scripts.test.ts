@@ -34,4 +34,32 @@ describe('npm scripts', () => {
     expect(run.stderr).toContain('Missing script: "nosuch"');
     expect(readFileSync(join(root, '.npmrc'), 'utf8')).not.toMatch(/^loglevel\s*=\s*silent/m);
   });
+
+  it('.nvmrc and .node-version name the Node major that scripts/ensure-node.sh fetches, within engines', () => {
+    const fetched = readFileSync(join(root, 'scripts/ensure-node.sh'), 'utf8').match(/\$\{pkg\}@(\d+)"/)?.[1];
+    expect(fetched).toBe('24');
+    for (const file of ['.nvmrc', '.node-version']) {
+      expect(readFileSync(join(root, file), 'utf8').trim(), file).toBe(fetched);
+    }
+    const engines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node as string;
+    expect(Number(engines.match(/>=(\d+)/)?.[1])).toBeLessThanOrEqual(Number(fetched));
+  });
+
+  it('installs go through npm ci from the lockfile, with no npm install fallback (Dockerfile, scripts)', () => {
+    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^RUN npm ci$/m);
+    const ensureNode = readFileSync(join(root, 'scripts/ensure-node.sh'), 'utf8');
+    expect(ensureNode).toContain('npm ci --no-audit --no-fund');
+    for (const [name, text] of [
+      ['Dockerfile', dockerfile],
+      ['scripts/ensure-node.sh', ensureNode],
+      ['.ci/run', readFileSync(join(root, '.ci/run'), 'utf8')],
+    ]) {
+      // Only Node itself may be fetched with npm install (into its own prefix).
+      const installs = text!
+        .split('\n')
+        .filter((line) => /npm (install|i)\b/.test(line) && !/node-|\$\{pkg\}/.test(line));
+      expect(installs, name).toEqual([]);
+    }
+  });
 });
