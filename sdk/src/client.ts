@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LfApiError, LfBatchError, LfError } from './errors.js';
+import { LfApiError, LfBatchError, LfError, LfRateLimitError } from './errors.js';
 import { type BackoffOptions, type RequestSpec, type RetryInfo, Transport } from './http.js';
 import type {
   EventIn,
@@ -85,7 +85,9 @@ export class EventsResource {
   /**
    * Sends any number of events in order, 500 per request, and returns one EventOut per event.
    *
-   * A request that fails with a retryable error is retried (same body, same key). When the error
+   * A request refused because it holds more events than the brand's rate-limit bucket
+   * (`RateLimit-Limit`) is split into requests of that size. A request that fails with a
+   * retryable error is retried (same body, same key). When the error
    * names `events[i]`, the events before it were applied (api-v1.md): the SDK gets their
    * EventOuts back by resending just them (safe: resends are idempotent) and carries on from
    * `i`, retrying only if the error is retryable. Otherwise it throws an LfBatchError with the
@@ -100,34 +102,42 @@ export class EventsResource {
       );
     }
     const applied: EventOut[] = [];
-    for (let start = 0; start < events.length; start += BATCH_LIMIT) {
-      const end = Math.min(start + BATCH_LIMIT, events.length);
-      let from = start;
-      for (let attempt = 0; from < end; attempt++) {
-        const spec = this.batchRequest(events, from, end, base, options);
-        let error: unknown;
+    let size = BATCH_LIMIT;
+    let attempt = 0;
+    let from = 0;
+    while (from < events.length) {
+      const end = Math.min(from + size, events.length);
+      const spec = this.batchRequest(events, from, end, base, options);
+      let error: LfError;
+      try {
+        applied.push(...outsFor(await this.transport.once<EventOut[]>(spec), from, end));
+        from = end;
+        attempt = 0;
+        continue;
+      } catch (err) {
+        if (!(err instanceof LfError)) throw err;
+        error = err;
+      }
+      // A request larger than the brand's whole bucket can never pass (429, nothing applied):
+      // send requests of the bucket's size instead.
+      const limit = error instanceof LfRateLimitError ? error.rateLimitLimit : undefined;
+      if (limit !== undefined && limit < end - from) {
+        size = limit;
+        continue;
+      }
+      const failed = failedIndex(error, from, end);
+      if (failed !== undefined && failed > from) {
         try {
-          applied.push(...outsFor(await this.transport.once<EventOut[]>(spec), from, end));
-          from = end;
-          continue;
-        } catch (err) {
-          if (!(err instanceof LfError)) throw err;
-          error = err;
-        }
-        const failed = failedIndex(error as LfError, from, end);
-        if (failed !== undefined && failed > from) {
-          try {
-            applied.push(...(await this.resendApplied(events, from, failed, base, options)));
-          } catch {
-            throw new LfBatchError(failed, applied, error as LfError);
-          }
-          from = failed;
-        }
-        try {
-          await this.transport.backoff(spec, error, attempt);
+          applied.push(...(await this.resendApplied(events, from, failed, base, options)));
         } catch {
-          throw new LfBatchError(from, applied, error as LfError);
+          throw new LfBatchError(failed, applied, error);
         }
+        from = failed;
+      }
+      try {
+        await this.transport.backoff(spec, error, attempt++);
+      } catch {
+        throw new LfBatchError(from, applied, error);
       }
     }
     return applied;

@@ -19,6 +19,8 @@ export interface LfApiErrorFields {
   retryable: boolean;
   /** Seconds from `Retry-After`, when the answer had it. */
   retryAfter?: number | undefined;
+  /** `RateLimit-Limit`: the events the brand's bucket holds when full, when the answer had it. */
+  rateLimitLimit?: number | undefined;
   /** True when the body was not the API's error envelope (e.g. a proxy's HTML page). */
   fromProxy?: boolean;
 }
@@ -40,6 +42,8 @@ export class LfApiError extends LfError {
   readonly retryable: boolean;
   /** Seconds from `Retry-After`, when the answer had it. */
   readonly retryAfter: number | undefined;
+  /** `RateLimit-Limit`: the events the brand's bucket holds when full (a request over it never passes). */
+  readonly rateLimitLimit: number | undefined;
   /** True when the body was not the API's error envelope (e.g. a proxy's HTML page). */
   readonly fromProxy: boolean;
 
@@ -54,6 +58,7 @@ export class LfApiError extends LfError {
     this.docUrl = fields.docUrl;
     this.retryable = fields.retryable;
     this.retryAfter = fields.retryAfter;
+    this.rateLimitLimit = fields.rateLimitLimit;
     this.fromProxy = fields.fromProxy ?? false;
   }
 }

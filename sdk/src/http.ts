@@ -74,6 +74,8 @@ function paramOf(loc: unknown): string | undefined {
 }
 
 const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
+const positiveInteger = (value: string | null) =>
+  value !== null && /^[1-9]\d{0,9}$/.test(value.trim()) ? Number(value.trim()) : undefined;
 
 /** The error an answer that is not 2xx stands for: the API's envelope, or a status-based one. */
 export function errorFromResponse(response: Response, text: string): LfApiError {
@@ -84,6 +86,7 @@ export function errorFromResponse(response: Response, text: string): LfApiError 
     type: status >= 500 ? ('api_error' as const) : ('invalid_request_error' as const),
     requestId: response.headers.get('request-id') ?? undefined,
     retryAfter: parseRetryAfter(response.headers.get('retry-after')),
+    rateLimitLimit: positiveInteger(response.headers.get('ratelimit-limit')),
   };
   let body: unknown;
   try {

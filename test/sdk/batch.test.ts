@@ -187,4 +187,23 @@ describe('events.sendBatch', () => {
     expect(error.error).toBeInstanceOf(LfServerError);
     expect(proxy!.requests).toHaveLength(1 + 4);
   });
+
+  it("a request over the brand's whole rate-limit bucket (a 429 that can never pass) is split to the bucket's size", async () => {
+    const { keys } = await makeBrandWithKeys(service.ctx.orm, {
+      rate_limit_per_s: 1000,
+      rate_limit_burst: 100,
+    });
+    proxy = await startProxy(service.baseUrl, () => forward);
+    const lf = new LfClient({ apiKey: keys.sk_test, baseUrl: proxy.url, backoff: { baseMs: 1, capMs: 5 } });
+    const events = paid(250);
+    const outs = await lf.events.sendBatch(events, { idempotencyKey: 'small-bucket' });
+    expect(outs).toHaveLength(250);
+    const answered = proxy.requests.map((r) => [idsIn(r).length, r.answered]);
+    // The first request of 250 is refused whole; then requests of 100 (a 429 while the bucket
+    // refills is waited out), each event applied once, in order.
+    expect(answered[0]).toEqual([250, 429]);
+    expect(answered.filter(([, status]) => status === 200).map(([size]) => size)).toEqual([100, 100, 50]);
+    const applied = proxy.requests.filter((r) => r.answered === 200).flatMap(idsIn);
+    expect(applied).toEqual(orderIds(events));
+  });
 });
