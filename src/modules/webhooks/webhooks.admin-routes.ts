@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
-import { DELETE, SIGNATURE_DOCS, webhookDeps } from './webhooks.routes.js';
+import { SIGNATURE_DOCS, webhookDeps } from './webhooks.routes.js';
 import {
   AdminEndpointParams,
   AdminEndpointsParams,
@@ -125,7 +125,7 @@ export function webhookAdminRoutes(deps: AppDeps) {
       },
     }),
     route({
-      method: DELETE,
+      method: 'delete',
       path: '/admin/api/brands/{brand_id}/webhook_endpoints/{endpoint_id}',
       operationId: 'adminDeleteWebhookEndpoint',
       summary: 'Delete a brand’s webhook endpoint',

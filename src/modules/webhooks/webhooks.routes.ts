@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
-import { type RouteDefinition, route } from '../../http/route.js';
+import { route } from '../../http/route.js';
 import { relayOutbox } from '../../outbox/outbox.js';
 import { AppError, type ErrorCode } from '../../shared/errors.js';
 import { WebhookEventOut, webhookEventExamples, webhookEventTypes } from './event-types.js';
@@ -32,12 +32,6 @@ import {
   updateEndpoint,
   type WebhookDeps,
 } from './webhooks.service.js';
-
-/**
- * route.ts's method union has no `delete` yet (not this change's file); mountRoutes calls
- * `router[method]` and the OpenAPI document and /docs take any HTTP method, so it works as is.
- */
-export const DELETE = 'delete' as unknown as RouteDefinition['method'];
 
 export function webhookDeps({ orm, config }: Pick<AppDeps, 'orm' | 'config'>): WebhookDeps {
   return {
@@ -155,7 +149,7 @@ export function webhookRoutes(deps: AppDeps) {
       },
     }),
     route({
-      method: DELETE,
+      method: 'delete',
       path: '/v1/webhook_endpoints/{endpoint_id}',
       operationId: 'deleteWebhookEndpoint',
       summary: 'Delete a webhook endpoint',
