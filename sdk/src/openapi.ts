@@ -1796,6 +1796,17 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "object": "ping",
+           *       "ok": true,
+           *       "brand": "Glow Lab",
+           *       "brand_id": "brand_01m85a0k1d7q3v9x2c4h6j8k0m",
+           *       "livemode": false,
+           *       "key_type": "secret",
+           *       "api_version": "v1"
+           *     }
+           */
           'application/json': components['schemas']['Ping'];
         };
       };
@@ -2285,6 +2296,30 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "object": "order",
+           *       "order_id": "A-1001",
+           *       "livemode": true,
+           *       "status": "pending",
+           *       "amount": 39000,
+           *       "currency": "KRW",
+           *       "original_amount": null,
+           *       "original_currency": null,
+           *       "fx_rate": null,
+           *       "commission_amount": 3900,
+           *       "refunded_amount": 0,
+           *       "refunded_commission_amount": 0,
+           *       "remaining_amount": 39000,
+           *       "attributed": true,
+           *       "attributed_via": "code",
+           *       "parent_order_id": null,
+           *       "occurred_at": "2026-11-22T00:30:00.000Z",
+           *       "confirm_at": "2026-12-06T00:30:00.000Z",
+           *       "flags": [],
+           *       "creator_id": "cr_01m85a0k1d7q3v9x2c4h6j8k0m"
+           *     }
+           */
           'application/json': components['schemas']['Order'];
         };
       };
@@ -2397,6 +2432,37 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "order",
+           *           "order_id": "A-1001",
+           *           "livemode": true,
+           *           "status": "pending",
+           *           "amount": 39000,
+           *           "currency": "KRW",
+           *           "original_amount": null,
+           *           "original_currency": null,
+           *           "fx_rate": null,
+           *           "commission_amount": 3900,
+           *           "refunded_amount": 0,
+           *           "refunded_commission_amount": 0,
+           *           "remaining_amount": 39000,
+           *           "attributed": true,
+           *           "attributed_via": "code",
+           *           "parent_order_id": null,
+           *           "occurred_at": "2026-11-22T00:30:00.000Z",
+           *           "confirm_at": "2026-12-06T00:30:00.000Z",
+           *           "flags": [],
+           *           "creator_id": "cr_01m85a0k1d7q3v9x2c4h6j8k0m"
+           *         }
+           *       ],
+           *       "has_more": true,
+           *       "next_cursor": "eyJvIjoiMjAyNi0xMS0yMlQwMDozMDowMC4wMDBaIn0.c2lnbmF0dXJl"
+           *     }
+           */
           'application/json': components['schemas']['OrderList'];
         };
       };
@@ -2709,6 +2775,57 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "object": "integration_status",
+           *       "livemode": true,
+           *       "platform": "shopify",
+           *       "clicks_24h": 412,
+           *       "orders_24h": 57,
+           *       "unattributed_24h": 31,
+           *       "missing_orders_24h": 1,
+           *       "last_event_at": "2026-11-22T09:41:12.000Z",
+           *       "last_error_code": null,
+           *       "consecutive_failures": 0,
+           *       "checklist": [
+           *         {
+           *           "check": "live_order_paid_24h",
+           *           "status": "pass",
+           *           "hint": "A live order.paid arrived in the last 24 hours."
+           *         },
+           *         {
+           *           "check": "click_ref_seen_24h",
+           *           "status": "pass",
+           *           "hint": "Some order carried click_ref in the last 24 hours."
+           *         },
+           *         {
+           *           "check": "refunds_seen_7d",
+           *           "status": "fail",
+           *           "hint": "No refund.created or order.cancelled in 7 days: send them when buyers return goods."
+           *         },
+           *         {
+           *           "check": "browser_script_seen_24h",
+           *           "status": "pass",
+           *           "hint": "lf.js sent page.viewed in the last 24 hours."
+           *         },
+           *         {
+           *           "check": "missing_orders_low_24h",
+           *           "status": "pass",
+           *           "hint": "Missing orders are at most 1% of the day's orders."
+           *         },
+           *         {
+           *           "check": "no_consecutive_failures",
+           *           "status": "pass",
+           *           "hint": "No request has failed since the last accepted one."
+           *         }
+           *       ],
+           *       "webhooks": {
+           *         "endpoints_enabled": 1,
+           *         "endpoints_failing": [],
+           *         "endpoints_disabled_by_failures": []
+           *       }
+           *     }
+           */
           'application/json': components['schemas']['IntegrationStatus'];
         };
       };
@@ -2812,6 +2929,23 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "has_more": false,
+           *       "data": [
+           *         {
+           *           "object": "missing_order",
+           *           "order_id": "A-1002",
+           *           "observed_at": "2026-11-22T01:10:00.000Z",
+           *           "amount": 12900,
+           *           "currency": "KRW",
+           *           "observed_event_id": "evt_01m85a0k1d7q3v9x2c4h6j8k0m",
+           *           "request_id": "req_01m85a0k1c4n7q2w9e3r5t8y0v"
+           *         }
+           *       ]
+           *     }
+           */
           'application/json': components['schemas']['MissingOrderList'];
         };
       };

@@ -252,11 +252,38 @@ describe('body examples', () => {
     expect(() => buildOpenApiDocument([wrong], 'https://api.example.com')).toThrow(
       'createRefund: a body example does not parse with its schema',
     );
+    const wrongResponse = {
+      ...refundRoute,
+      responses: {
+        200: {
+          description: 'x',
+          schema: z.object({ object: z.literal('refund') }),
+          example: { object: 'order' },
+        },
+      },
+    } as AnyRoute;
+    expect(() => buildOpenApiDocument([wrongResponse], 'https://api.example.com')).toThrow(
+      'createRefund: the 200 example does not parse with its schema',
+    );
     const wrongInMap = {
       ...refundRoute,
       bodyExamples: { bad: { summary: 'bad', value: { amount: 1 } } },
     } as AnyRoute;
     expect(() => buildOpenApiDocument([wrongInMap], 'https://api.example.com')).toThrow('does not parse');
+  });
+});
+
+describe('date-times', () => {
+  it("carry format date-time without zod's long pattern", () => {
+    const dated = {
+      ...refundRoute,
+      operationId: 'dated',
+      query: z.object({ since: z.iso.datetime({ offset: true }).optional() }),
+    } as AnyRoute;
+    const text = JSON.stringify(buildOpenApiDocument([dated], 'https://api.example.com'));
+    expect(text).toContain('"format":"date-time"');
+    expect(text).not.toMatch(/"format":"date-time","pattern"|"pattern":"[^"]*"[^}]*"format":"date-time"/);
+    expect(JSON.stringify(z.toJSONSchema(z.iso.datetime()))).toContain('pattern');
   });
 });
 

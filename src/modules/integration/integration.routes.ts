@@ -91,6 +91,49 @@ const MissingOrdersQuery = z.strictObject({
     .default(100),
 });
 
+/** A brand live for a day, browser script on, one order the server has not sent yet. */
+const statusExample: z.input<typeof IntegrationStatusOut> = {
+  object: 'integration_status',
+  livemode: true,
+  platform: 'shopify',
+  clicks_24h: 412,
+  orders_24h: 57,
+  unattributed_24h: 31,
+  missing_orders_24h: 1,
+  last_event_at: '2026-11-22T09:41:12.000Z',
+  last_error_code: null,
+  consecutive_failures: 0,
+  checklist: [
+    { check: 'live_order_paid_24h', status: 'pass', hint: 'A live order.paid arrived in the last 24 hours.' },
+    {
+      check: 'click_ref_seen_24h',
+      status: 'pass',
+      hint: 'Some order carried click_ref in the last 24 hours.',
+    },
+    {
+      check: 'refunds_seen_7d',
+      status: 'fail',
+      hint: 'No refund.created or order.cancelled in 7 days: send them when buyers return goods.',
+    },
+    {
+      check: 'browser_script_seen_24h',
+      status: 'pass',
+      hint: 'lf.js sent page.viewed in the last 24 hours.',
+    },
+    {
+      check: 'missing_orders_low_24h',
+      status: 'pass',
+      hint: "Missing orders are at most 1% of the day's orders.",
+    },
+    {
+      check: 'no_consecutive_failures',
+      status: 'pass',
+      hint: 'No request has failed since the last accepted one.',
+    },
+  ],
+  webhooks: { endpoints_enabled: 1, endpoints_failing: [], endpoints_disabled_by_failures: [] },
+};
+
 const secretKeyRequired = () =>
   new AppError('secret_key_required', 'The integration status can only be read with a secret (sk_) key.', {
     hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
@@ -114,7 +157,9 @@ export function integrationRoutes({ orm }: AppDeps) {
       tag: 'Integration',
       security: 'secret_key',
       refusePublishableKey: secretKeyRequired,
-      responses: { 200: { description: 'The summary.', schema: IntegrationStatusOut } },
+      responses: {
+        200: { description: 'The summary.', schema: IntegrationStatusOut, example: statusExample },
+      },
       errors: [...errors],
       async handle(req, res) {
         const caller = callerOf(req);
@@ -149,7 +194,27 @@ export function integrationRoutes({ orm }: AppDeps) {
       security: 'secret_key',
       refusePublishableKey: secretKeyRequired,
       query: MissingOrdersQuery,
-      responses: { 200: { description: 'The missing orders.', schema: MissingOrderList } },
+      responses: {
+        200: {
+          description: 'The missing orders.',
+          schema: MissingOrderList,
+          example: {
+            object: 'list',
+            has_more: false,
+            data: [
+              {
+                object: 'missing_order',
+                order_id: 'A-1002',
+                observed_at: '2026-11-22T01:10:00.000Z',
+                amount: 12900,
+                currency: 'KRW',
+                observed_event_id: 'evt_01m85a0k1d7q3v9x2c4h6j8k0m',
+                request_id: 'req_01m85a0k1c4n7q2w9e3r5t8y0v',
+              },
+            ],
+          },
+        },
+      },
       errors: [...errors, 'invalid_request_body'],
       async handle(req, res, { query }) {
         const rows = await listMissingOrders(orm.em.fork(), callerOf(req), query.limit + 1);

@@ -24,7 +24,21 @@ export const pingRoutes = [
       'The first call to make: shows whether the key is valid, which brand it belongs to and which mode it is in.',
     tag: 'Integration',
     security: 'api_key',
-    responses: { 200: { description: 'The key is valid.', schema: PingOut } },
+    responses: {
+      200: {
+        description: 'The key is valid.',
+        schema: PingOut,
+        example: {
+          object: 'ping',
+          ok: true,
+          brand: 'Glow Lab',
+          brand_id: 'brand_01m85a0k1d7q3v9x2c4h6j8k0m',
+          livemode: false,
+          key_type: 'secret',
+          api_version: 'v1',
+        },
+      },
+    },
     errors: ['invalid_api_key', 'brand_not_active', 'origin_not_allowed'],
     async handle(req, res) {
       const caller = callerOf(req);

@@ -40,6 +40,30 @@ export const OrderOut = z
 
 export type OrderOutput = z.input<typeof OrderOut>;
 
+/** An attributed order awaiting its payout, as /docs shows it (checked against OrderOut). */
+export const orderExample: OrderOutput = {
+  object: 'order',
+  order_id: 'A-1001',
+  livemode: true,
+  status: 'pending',
+  amount: 39000,
+  currency: 'KRW',
+  original_amount: null,
+  original_currency: null,
+  fx_rate: null,
+  commission_amount: 3900,
+  refunded_amount: 0,
+  refunded_commission_amount: 0,
+  remaining_amount: 39000,
+  attributed: true,
+  attributed_via: 'code',
+  parent_order_id: null,
+  occurred_at: '2026-11-22T00:30:00.000Z',
+  confirm_at: '2026-12-06T00:30:00.000Z',
+  flags: [],
+  creator_id: 'cr_01m85a0k1d7q3v9x2c4h6j8k0m',
+};
+
 /** A raw snake_case row of `select * from orders`: bigint may arrive as string, numeric always does. */
 export interface RawOrderRow {
   order_id: string;

@@ -6,7 +6,7 @@ import { AppError } from '../../shared/errors.js';
 import { text } from '../../shared/text.js';
 import { CURSOR_MAX_LENGTH } from './cursor.js';
 import { orderStatuses } from './order.entity.js';
-import { OrderOut } from './order-out.js';
+import { OrderOut, orderExample } from './order-out.js';
 import { canonicalInstant, getOrder, listOrders } from './orders.service.js';
 
 export const OrderListOut = z
@@ -75,7 +75,7 @@ export function orderRoutes(deps: AppDeps) {
       security: 'secret_key',
       refusePublishableKey: cannotReadOrders,
       params: OrderParams,
-      responses: { 200: { description: 'The order.', schema: OrderOut } },
+      responses: { 200: { description: 'The order.', schema: OrderOut, example: orderExample } },
       errors: [
         'invalid_api_key',
         'brand_not_active',
@@ -99,7 +99,18 @@ export function orderRoutes(deps: AppDeps) {
       security: 'secret_key',
       refusePublishableKey: cannotReadOrders,
       query: OrderListQuery,
-      responses: { 200: { description: 'One page of orders.', schema: OrderListOut } },
+      responses: {
+        200: {
+          description: 'One page of orders.',
+          schema: OrderListOut,
+          example: {
+            object: 'list',
+            data: [orderExample],
+            has_more: true,
+            next_cursor: 'eyJvIjoiMjAyNi0xMS0yMlQwMDozMDowMC4wMDBaIn0.c2lnbmF0dXJl',
+          },
+        },
+      },
       errors: [
         'invalid_api_key',
         'brand_not_active',
