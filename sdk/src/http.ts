@@ -133,6 +133,16 @@ export function errorFromResponse(response: Response, text: string): LfApiError 
   return apiErrorFor(fields);
 }
 
+/**
+ * A 409 `idempotency_key_reused` answering a retry: the SDK resends one body under one key, so
+ * the key's first attempt (timed out here, still running on another server process) has not
+ * finished. The API's advice for it is to retry the same body later, which then replays the
+ * first answer. On a first attempt the same code means the key was used for another request.
+ */
+function stillInFlight(spec: RequestSpec, err: LfApiError, attempt: number): boolean {
+  return attempt > 0 && spec.idempotencyKey !== undefined && err.code === 'idempotency_key_reused';
+}
+
 /** Sends requests with the API's retry rules (api-v1.md "Errors", rule 2). */
 export class Transport {
   constructor(private readonly options: TransportOptions) {}
@@ -152,11 +162,15 @@ export class Transport {
    * After failed attempt number `attempt` (0 for the first): throws `err` when it may not be
    * retried (not retryable, no retries left, or a `Retry-After` beyond `maxRetryAfterMs`),
    * otherwise waits the backoff. Retryable: the envelope's `retryable`, a 429 or 5xx without
-   * the envelope, a connection failure or a timeout; never another 4xx.
+   * the envelope, a connection failure or a timeout, and a retry's key still in flight (409);
+   * never another 4xx.
    */
   async backoff(spec: RequestSpec, err: unknown, attempt: number): Promise<void> {
     if (!(err instanceof LfError)) throw err;
-    const retryable = err instanceof LfApiError ? err.retryable : err instanceof LfConnectionError;
+    const retryable =
+      err instanceof LfApiError
+        ? err.retryable || stillInFlight(spec, err, attempt)
+        : err instanceof LfConnectionError;
     if (!retryable || attempt >= this.options.maxRetries) throw err;
     const { baseMs, capMs } = this.options.backoff;
     let delayMs = Math.random() * Math.min(capMs, baseMs * 2 ** attempt);

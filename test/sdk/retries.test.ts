@@ -192,6 +192,28 @@ describe('5xx from the service or a proxy', () => {
   });
 });
 
+describe('409 idempotency_key_reused on a retry', () => {
+  it('means the timed-out first attempt is still running elsewhere: waited out, then its answer is replayed', async () => {
+    // Attempt 1 gets no answer in time; attempt 2 meets the key still held (as another web
+    // process answers); attempt 3 goes through.
+    const recorded = await through((i) =>
+      i === 0
+        ? { kind: 'hang' }
+        : i === 1
+          ? envelope(409, 'idempotency_key_reused', { retryable: false })
+          : forward,
+    );
+    const { lf, retries } = client(keys.sk_test, { timeoutMs: 300 });
+    const id = orderId();
+    const event = await lf.events.send({ type: 'order.paid', data: { order_id: id, amount: 900 } });
+    expect(event.type).toBe('order.paid');
+    expect(recorded.requests).toHaveLength(3);
+    expect(new Set(keysOf(recorded.requests)).size).toBe(1);
+    expect(retries.map((r) => r.error.name)).toEqual(['LfTimeoutError', 'LfInvalidRequestError']);
+    expect((await lf.orders.get(id)).amount).toBe(900);
+  });
+});
+
 describe('network failures', () => {
   it('an attempt that gets no answer times out, is retried, then throws LfTimeoutError', async () => {
     const recorded = await through(() => ({ kind: 'hang' }));
