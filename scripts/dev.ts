@@ -198,6 +198,10 @@ function banner(
     '',
     ' Try it:',
     `   ${curl}`,
+    '',
+    ` A shop on ${seed.allowed_origin} (README "Tracking a sale end to end"), in another terminal:`,
+    `   LF_API_URL=${base} LF_SECRET_KEY=${seed.keys.sk_test} LF_PUBLISHABLE_KEY=${seed.keys.pk_test} npm run demo:shop`,
+    `   then open ${seed.allowed_origin}/?lf_click=${seed.creators[0]?.click_ref ?? '<click_ref>'}`,
     line,
     '',
   ].join('\n');

@@ -58,6 +58,11 @@ describe('npm run dev, as the README starts it', () => {
     }
     const key = output.match(/sk_test\s+(sk_test_\w+)/)?.[1];
     expect(key, output).toBeDefined();
+    // The next step of the README's end-to-end walk, ready to paste.
+    expect(output).toMatch(
+      new RegExp(`LF_SECRET_KEY=${key} LF_PUBLISHABLE_KEY=pk_test_\\w+ npm run demo:shop`),
+    );
+    expect(output).toMatch(/open http:\/\/localhost:5173\/\?lf_click=clk_\w+/);
     const ping = await fetch(`http://127.0.0.1:${port}/v1/ping`, {
       headers: { Authorization: `Bearer ${key}` },
     });
