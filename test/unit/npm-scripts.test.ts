@@ -10,12 +10,17 @@ const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scr
 >;
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 
-/** Every `npm run <name>` / `npm test` / `npm start` the README tells someone to type. */
+/** Every `npm run <name>` / `npm test` / `npm start` the README tells someone to type (root package). */
 function scriptsNamedInReadme(): string[] {
   const names = new Set<string>();
-  for (const [, name] of readme.matchAll(/npm run(?: -s)? ([a-z][\w:-]*)/g)) names.add(name as string);
+  for (const [, name] of readme.matchAll(/npm run(?: -s)? ([a-z][\w:-]*)\b(?! -w)/g)) names.add(name as string);
   for (const [, name] of readme.matchAll(/npm (test|start)\b/g)) names.add(name as string);
   return [...names].sort();
+}
+
+/** `npm run <name> -w <workspace>` lines: [workspace, name]. */
+function workspaceScriptsNamedInReadme(): [string, string][] {
+  return [...readme.matchAll(/npm run ([a-z][\w:-]*) -w ([\w-]+)/g)].map(([, name, ws]) => [ws!, name!]);
 }
 
 describe('npm scripts', () => {
@@ -25,6 +30,15 @@ describe('npm scripts', () => {
     for (const name of named) {
       expect(scripts[name], `npm run ${name}`).toBeDefined();
       expect(scripts[name], `npm run ${name}`).toMatch(/^bash scripts\/run\.sh /);
+    }
+  });
+
+  it("a workspace's scripts the README names go through scripts/run.sh too (sdk's build on a fresh clone)", () => {
+    const named = workspaceScriptsNamedInReadme();
+    expect(named).toContainEqual(['sdk', 'build']);
+    for (const [workspace, name] of named) {
+      const wsScripts = JSON.parse(readFileSync(join(root, workspace, 'package.json'), 'utf8')).scripts;
+      expect(wsScripts[name], `npm run ${name} -w ${workspace}`).toMatch(/^bash \.\.\/scripts\/run\.sh /);
     }
   });
 
