@@ -13,7 +13,8 @@ const readme = readFileSync(join(root, 'README.md'), 'utf8');
 /** Every `npm run <name>` / `npm test` / `npm start` the README tells someone to type (root package). */
 function scriptsNamedInReadme(): string[] {
   const names = new Set<string>();
-  for (const [, name] of readme.matchAll(/npm run(?: -s)? ([a-z][\w:-]*)\b(?! -w)/g)) names.add(name as string);
+  for (const [, name] of readme.matchAll(/npm run(?: -s)? ([a-z][\w:-]*)\b(?! -w)/g))
+    names.add(name as string);
   for (const [, name] of readme.matchAll(/npm (test|start)\b/g)) names.add(name as string);
   return [...names].sort();
 }
