@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { gzipSync } from 'node:zlib';
-import type { ScriptBytes } from '../http/send-script.js';
+import { type Precompressed, precompress } from '../http/precompressed.js';
 
 /**
  * /docs is Redoc (the `redoc` package's standalone bundle, served from here, so the page works
@@ -23,19 +22,14 @@ export const redocBundleUrl = `/docs/redoc-${redocVersion}.standalone.js`;
  */
 const REDOCLY_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 
-let bundle: ScriptBytes | undefined;
+let bundle: Precompressed | undefined;
 /** Read and compressed on first use: most processes (tests, workers) never serve it. */
-export function redocBundle(): ScriptBytes {
+export function redocBundle(): Precompressed {
   if (!bundle) {
     const source = readFileSync(redocBundlePath, 'utf8');
     if (!source.includes(REDOCLY_LOGO))
       throw new Error(`redoc ${redocVersion}: the logo URL moved; update docs-page.ts`);
-    const identity = Buffer.from(source.replace(REDOCLY_LOGO, ''), 'utf8');
-    bundle = {
-      identity,
-      gzipped: gzipSync(identity, { level: 9 }),
-      etag: createHash('sha256').update(identity).digest('hex').slice(0, 16),
-    };
+    bundle = precompress(source.replace(REDOCLY_LOGO, ''));
   }
   return bundle;
 }

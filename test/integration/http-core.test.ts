@@ -97,5 +97,17 @@ describe('reference', () => {
     expect(bundle.text.length).toBeGreaterThan(500_000);
     const again = await request(ctx.app).get(script!).set('If-None-Match', bundle.headers.etag!);
     expect(again.status).toBe(304);
+    // The document too: gzip for clients that take it, revalidated by its ETag.
+    const zipped = await request(ctx.app).get('/openapi.json').set('Accept-Encoding', 'gzip');
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    expect(zipped.body.openapi).toBe('3.1.0');
+    const plain = await request(ctx.app).get('/openapi.json').set('Accept-Encoding', 'identity');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers['content-type']).toMatch(/^application\/json/);
+    const unchanged = await request(ctx.app)
+      .get('/openapi.json')
+      .set('Accept-Encoding', 'identity')
+      .set('If-None-Match', plain.headers.etag!);
+    expect(unchanged.status).toBe(304);
   });
 });

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { JAVASCRIPT, precompress, sendPrecompressed } from '../../http/precompressed.js';
 import { type AnyRoute, route } from '../../http/route.js';
-import { type ScriptBytes, sendScript } from '../../http/send-script.js';
 import { text } from '../../shared/text.js';
 import { lfScript } from './lf-script.generated.js';
 
@@ -11,14 +10,14 @@ const identity = Buffer.from(lfScript, 'utf8');
 
 /** The content hash naming the immutable URL `/lf.<version>.js`; it changes with every edit of lf.js. */
 export const lfScriptVersion = createHash('sha256').update(identity).digest('hex').slice(0, 12);
-const script: ScriptBytes = { identity, gzipped: gzipSync(identity, { level: 9 }), etag: lfScriptVersion };
+const script = precompress(identity, lfScriptVersion);
 
 /** Short enough that a fix reaches every shop within minutes; revalidation is a 304 by ETag. */
 const SHORT_CACHE = 'public, max-age=300';
 const IMMUTABLE_CACHE = 'public, max-age=31536000, immutable';
 
 /**
- * The script as loaded by `<script src>` (sendScript: gzip, a strong ETag per encoding), with CORP
+ * The script as loaded by `<script src>` (gzip, a strong ETag per encoding), with CORP
  * cross-origin (shops are other sites) and CORS `*` so a page may load it with `crossorigin` and
  * `integrity` (SRI needs CORS for another origin's script).
  */
@@ -27,7 +26,7 @@ function serveScript(req: Request, res: Response, cacheControl: string): void {
   res.setHeader('Content-Location', `/lf.${lfScriptVersion}.js`);
   res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
   res.setHeader('Access-Control-Allow-Origin', '*');
-  sendScript(req, res, script, cacheControl);
+  sendPrecompressed(req, res, script, JAVASCRIPT, cacheControl);
 }
 
 /**
