@@ -135,8 +135,8 @@ export function errorFromResponse(response: Response, text: string): LfApiError 
 
 /**
  * A 409 `idempotency_key_reused` answering a retry: the SDK resends one body under one key, so
- * the key's first attempt (timed out here, still running on another server process) has not
- * finished. The API's advice for it is to retry the same body later, which then replays the
+ * the key's first attempt (timed out here) is still running after the 5 s the service waits
+ * for it. The API's advice for it is to retry the same body later, which then replays the
  * first answer. On a first attempt the same code means the key was used for another request.
  */
 function stillInFlight(spec: RequestSpec, err: LfApiError, attempt: number): boolean {

@@ -1756,7 +1756,7 @@ export interface components {
   };
   responses: never;
   parameters: {
-    /** @description Makes a retry safe: the first successful response for this key (per brand and mode, for 24 hours) is stored and replayed, with `Idempotent-Replayed: true`, to a request with the same path and body. The same key with another body, or while the first request is still in flight: 409 idempotency_key_reused. Errors are not stored. 1 to 255 characters, else 422 invalid_request_body. */
+    /** @description Makes a retry safe: the first successful response for this key (per brand and mode, for 24 hours) is stored and replayed, with `Idempotent-Replayed: true`, to a request with the same path and body. A request sent while the first is still running waits for it (up to 5 seconds) and gets its answer. The same key with another body, or a first request still running after 5 seconds: 409 idempotency_key_reused. Errors are not stored. 1 to 255 characters, else 422 invalid_request_body. */
     IdempotencyKey: string;
   };
   requestBodies: never;
@@ -1889,7 +1889,7 @@ export interface operations {
         dry_run?: 'true' | 'false';
       };
       header?: {
-        /** @description Makes a retry safe: the first successful response for this key (per brand and mode, for 24 hours) is stored and replayed, with `Idempotent-Replayed: true`, to a request with the same path and body. The same key with another body, or while the first request is still in flight: 409 idempotency_key_reused. Errors are not stored. 1 to 255 characters, else 422 invalid_request_body. */
+        /** @description Makes a retry safe: the first successful response for this key (per brand and mode, for 24 hours) is stored and replayed, with `Idempotent-Replayed: true`, to a request with the same path and body. A request sent while the first is still running waits for it (up to 5 seconds) and gets its answer. The same key with another body, or a first request still running after 5 seconds: 409 idempotency_key_reused. Errors are not stored. 1 to 255 characters, else 422 invalid_request_body. */
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path?: never;
@@ -2079,7 +2079,7 @@ export interface operations {
         dry_run?: 'true' | 'false';
       };
       header?: {
-        /** @description Makes a retry safe: the first successful response for this key (per brand and mode, for 24 hours) is stored and replayed, with `Idempotent-Replayed: true`, to a request with the same path and body. The same key with another body, or while the first request is still in flight: 409 idempotency_key_reused. Errors are not stored. 1 to 255 characters, else 422 invalid_request_body. */
+        /** @description Makes a retry safe: the first successful response for this key (per brand and mode, for 24 hours) is stored and replayed, with `Idempotent-Replayed: true`, to a request with the same path and body. A request sent while the first is still running waits for it (up to 5 seconds) and gets its answer. The same key with another body, or a first request still running after 5 seconds: 409 idempotency_key_reused. Errors are not stored. 1 to 255 characters, else 422 invalid_request_body. */
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path?: never;

@@ -98,7 +98,7 @@ export const errorCodes = {
   idempotency_key_reused: {
     status: 409,
     explains:
-      'The Idempotency-Key was already used with a different request body, or the first request with it is still in flight. Use a new key for a new request; retry the same body later.',
+      'The Idempotency-Key was already used with a different request body, or the first request with it was still running after 5 seconds. Use a new key for a new request; retry the same body later.',
   },
   missing_required_field: {
     status: 422,

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
-import { requestHash } from '../../src/modules/ingestion/idempotency.js';
+import { idempotencyLockName, requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { type IngestAnswer, Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
 import { orderLookupKey } from '../../src/modules/orders/order-state.js';
 import { newId } from '../../src/shared/ids.js';
@@ -266,5 +266,75 @@ describe('group commit', () => {
     expect(ingestion.stats).toMatchObject({ groups: 1, requests: 1 });
     expect(performance.now() - started).toBeLessThan(1000);
     await ingestion.close();
+  });
+
+  describe("an Idempotency-Key another process's transaction still holds", () => {
+    /** Another web process in the middle of its request with `key`: its transaction holds the key's lock. */
+    async function holdKeyElsewhere(key: string) {
+      const other = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+      await other.connect();
+      await other.query('begin');
+      const name = idempotencyLockName({ brandId: scopes.a.brandId, livemode: true }, key);
+      await other.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [name]);
+      return {
+        /** The other request commits having stored its answer (a replay is due), or rolls back. */
+        async finish(stored?: { hash: string; body: unknown }) {
+          if (stored) {
+            await other.query(
+              `insert into idempotency_records (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
+               values ($1, true, $2, $3, 200, $4, now())`,
+              [scopes.a.brandId, key, stored.hash, JSON.stringify(stored.body)],
+            );
+          }
+          await other.query(stored ? 'commit' : 'rollback');
+          await other.end();
+        },
+      };
+    }
+
+    it('waits for it, then answers with its stored response (a replay), applying nothing twice', async () => {
+      const ingestion = engine();
+      const key = newId('key');
+      const held = await holdKeyElsewhere(key);
+      const mine = request(scopes.a, [paid(newId('held'))], { key });
+      let answered = false;
+      const pending = ingestion.submit(mine).finally(() => {
+        answered = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(answered).toBe(false);
+      const firstAnswer = { id: 'evt_from_the_other_process', object: 'event' };
+      await held.finish({ hash: mine.idempotency!.hash, body: firstAnswer });
+      expect(await pending).toEqual({ ok: true, status: 200, body: firstAnswer, replayed: true });
+      await ingestion.close();
+    });
+
+    it('runs the request itself when the other one failed (nothing was stored)', async () => {
+      const ingestion = engine();
+      const key = newId('key');
+      const orderId = newId('held');
+      const held = await holdKeyElsewhere(key);
+      const pending = ingestion.submit(request(scopes.a, [paid(orderId)], { key }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await held.finish();
+      expect(await pending).toMatchObject({ ok: true, replayed: false });
+      expect(await orderCount([orderId])).toBe(1);
+      await ingestion.close();
+    });
+
+    it('answers 409 idempotency_key_reused when it is still held after keyWaitMs', async () => {
+      const ingestion = new Ingestion(
+        { ...ctx, logger: createLogger('silent') },
+        { lanes: 1, keyWaitMs: 200 },
+      );
+      const key = newId('key');
+      const held = await holdKeyElsewhere(key);
+      const started = performance.now();
+      const answer = await ingestion.submit(request(scopes.a, [paid(newId('held'))], { key }));
+      expect(answer).toMatchObject({ ok: false, error: { code: 'idempotency_key_reused' } });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(200);
+      await held.finish();
+      await ingestion.close();
+    });
   });
 });

@@ -41,10 +41,21 @@ export async function lockKeys(sql: Sql, names: readonly string[]): Promise<bool
   return rows.map((r) => r.ok);
 }
 
-export const keyInFlight = () =>
-  new AppError('idempotency_key_reused', 'A request with this Idempotency-Key is still being processed.', {
-    hint: 'Wait for the first request to finish, then retry with the same key to get its response.',
-  });
+/** Errors that mean "the key's first request is still running elsewhere", not "used for another request". */
+const inFlightErrors = new WeakSet<AppError>();
+
+export const keyInFlight = () => {
+  const error = new AppError(
+    'idempotency_key_reused',
+    'A request with this Idempotency-Key is still being processed.',
+    { hint: 'Wait for the first request to finish, then retry with the same key to get its response.' },
+  );
+  inFlightErrors.add(error);
+  return error;
+};
+
+export const isKeyInFlight = (answer: { ok: boolean; error?: AppError }): boolean =>
+  !answer.ok && answer.error !== undefined && inFlightErrors.has(answer.error);
 
 export const keyReusedWithOtherRequest = () =>
   new AppError('idempotency_key_reused', 'This Idempotency-Key was already used with a different request.', {

@@ -9,7 +9,7 @@ import { OutboxRelay } from '../../outbox/outbox.js';
 import { storageRefusal } from '../../shared/errors.js';
 import { commitGroup, dryRunRequest, type IngestAnswer, type IngestRequest } from './commit-group.js';
 import { GroupCommit, type Settled } from './group-commit.js';
-import { idempotencyLockName } from './idempotency.js';
+import { idempotencyLockName, isKeyInFlight } from './idempotency.js';
 
 export type { IngestAnswer, IngestRequest };
 
@@ -18,6 +18,8 @@ const MAX_GROUP_EVENTS = 1000;
 const MAX_GROUP_BYTES = 4 * 1024 * 1024;
 /** A transaction that lost a race to another process is rerun whole, this many times in all. */
 const RACE_ATTEMPTS = 4;
+/** How often a request whose key another process holds looks again. */
+const KEY_POLL_MS = 25;
 
 /**
  * The engine's connections never plan a sequential scan: with every hot-path lookup written
@@ -32,6 +34,13 @@ export interface IngestionOptions {
    * (docs/benchmarks.md: batches 6,000 → 9,900 events/s, singles at 64 connections +25%).
    */
   lanes?: number;
+  /**
+   * How long a request waits for its Idempotency-Key's first request when that one is still
+   * running in another process (same process: it waits for the next group anyway). Then it is
+   * answered as that request was (a replay), or runs itself if that one failed; still held
+   * after this long: 409 idempotency_key_reused. Default 5 s.
+   */
+  keyWaitMs?: number;
 }
 
 /**
@@ -47,6 +56,7 @@ export class Ingestion {
   private pool: pg.Pool | undefined;
   private readonly relay: OutboxRelay;
   private readonly lane: GroupCommit<IngestRequest, IngestAnswer>;
+  private readonly keyWaitMs: number;
   /** Committed groups and the requests in them, reruns after lost races, groups split after a failure. */
   readonly stats = { groups: 0, requests: 0, reruns: 0, isolated: 0 };
 
@@ -55,6 +65,7 @@ export class Ingestion {
     options: IngestionOptions = {},
   ) {
     this.relay = new OutboxRelay(deps.orm, deps.queues, deps.logger);
+    this.keyWaitMs = options.keyWaitMs ?? 5_000;
     this.lane = new GroupCommit({
       lanes: options.lanes ?? 2,
       maxEvents: MAX_GROUP_EVENTS,
@@ -67,8 +78,14 @@ export class Ingestion {
     });
   }
 
-  submit(request: IngestRequest): Promise<IngestAnswer> {
-    return this.lane.submit(request);
+  async submit(request: IngestRequest): Promise<IngestAnswer> {
+    const deadline = Date.now() + this.keyWaitMs;
+    for (;;) {
+      const answer = await this.lane.submit(request);
+      // A client retrying after its own timeout may reach another web process than its first try.
+      if (!isKeyInFlight(answer) || Date.now() >= deadline) return answer;
+      await new Promise((resolve) => setTimeout(resolve, KEY_POLL_MS));
+    }
   }
 
   /**
