@@ -479,6 +479,26 @@ describe('keys, batches and idempotency', () => {
 });
 
 describe('rate limit', () => {
+  it('an Idempotency-Key replay applies nothing and costs nothing: its events go back to the bucket', async () => {
+    const { keys: own } = await makeBrandWithKeys(ctx.orm, { rate_limit_per_s: 1, rate_limit_burst: 2 });
+    const post = (key: string, orderId: string) =>
+      request(ctx.app)
+        .post('/v1/events')
+        .set('Authorization', `Bearer ${own.sk_live}`)
+        .set('Idempotency-Key', key)
+        .send({ type: 'order.paid', data: { order_id: orderId, amount: 100 } });
+    const first = await post('replayed-key', 'rl-replay-1');
+    expect(first.headers['ratelimit-remaining']).toBe('1');
+    // A client retrying the same request: without the refund the second replay would be a 429.
+    for (let i = 0; i < 4; i++) {
+      const again = await post('replayed-key', 'rl-replay-1');
+      expect(again.status, `replay ${i + 1}`).toBe(200);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(Number(again.headers['ratelimit-remaining'])).toBeGreaterThanOrEqual(1);
+    }
+    expect((await post('fresh-key', 'rl-replay-2')).status).toBe(200);
+  });
+
   it('counts per event: a batch larger than the tokens left is refused whole with Retry-After', async () => {
     const { keys: own } = await makeBrandWithKeys(ctx.orm, { rate_limit_per_s: 1, rate_limit_burst: 3 });
     const batch = (count: number) =>

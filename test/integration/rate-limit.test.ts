@@ -164,6 +164,18 @@ describe('EventRateLimiter', () => {
     expect(new Set(decisions.filter((d) => d.allowed).map((d) => d.remaining)).size).toBe(20);
   });
 
+  it('refund gives tokens back, never above the burst, and leaves an expired bucket alone', async () => {
+    const rl = limiter({ defaultPerSecond: 0.001, defaultBurst: 5 });
+    expect((await rl.consume(caller(), 4)).remaining).toBe(1);
+    expect(await rl.refund(caller(), 3)).toBe(4);
+    expect(await rl.refund(caller(), 3)).toBe(5);
+    expect((await rl.consume(caller(), 5)).allowed).toBe(true);
+    expect(await rl.refund(caller({ brandId: 'never_seen' }), 2)).toBeUndefined();
+    expect(await redis.exists(`${(rl as unknown as { keyPrefix: string }).keyPrefix}never_seen:live`)).toBe(
+      0,
+    );
+  });
+
   it('rejects a non-positive or fractional event count', async () => {
     const rl = limiter();
     await expect(rl.consume(caller(), 0)).rejects.toThrow(RangeError);

@@ -36,7 +36,7 @@ afterAll(async () => {
 
 /** A client of a fresh brand (its own rate-limit bucket) through a proxy deciding each request. */
 async function setup(decide: (req: Recorded, n: number) => Action = () => forward) {
-  // Limits high enough that resending a thousand events is not refused (replays count too).
+  // Limits high enough for a thousand events sent twice in a row (replays are refunded, but only after they are answered).
   const { keys } = await makeBrandWithKeys(service.ctx.orm, {
     rate_limit_per_s: 100_000,
     rate_limit_burst: 1_000_000,

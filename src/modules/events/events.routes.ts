@@ -118,7 +118,14 @@ async function ingest(
     bytes: Number(req.headers['content-length']) || 1024 * Math.max(events.length, 1),
   });
   if (!answer.ok) throw answer.error;
-  if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  if (answer.replayed) {
+    res.setHeader('Idempotent-Replayed', 'true');
+    // A replay applied nothing: the events it was charged for go back to the bucket.
+    if (!dryRun && !decision.failedOpen) {
+      const left = await limiter.refund(caller, Math.max(rawEvents.length, 1));
+      if (left !== undefined) res.setHeader('RateLimit-Remaining', String(left));
+    }
+  }
   res.status(answer.status).json(answer.body);
 }
 

@@ -91,8 +91,22 @@ return { allowed, remaining, reset_ms, retry_ms }
 
 type BucketReply = [number, number, number, number];
 
+/**
+ * KEYS[1] bucket hash. ARGV: burst, tokens to give back. Returns whole tokens after, or -1 when
+ * the bucket has expired (it is full again anyway). `ts` stays: refill still counts from it.
+ */
+const REFUND_LUA = `
+local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens'))
+if tokens == nil then return -1 end
+tokens = math.min(tonumber(ARGV[1]), tokens + tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens))
+return math.floor(tokens + 1e-9)
+`;
+const REFUND_COMMAND = 'lfEventTokenRefund';
+
 interface BucketCommand {
   [COMMAND](key: string, rate: string, burst: string, requested: string): Promise<BucketReply>;
+  [REFUND_COMMAND](key: string, burst: string, tokens: string): Promise<number>;
 }
 
 function positive(value: number | null, fallback: number): number {
@@ -121,6 +135,34 @@ export class EventRateLimiter {
     this.timeoutMs = positive(options.timeoutMs ?? null, 50);
     // Idempotent: the same script under the same name, so several limiters may share a client.
     redis.defineCommand(COMMAND, { lua: TOKEN_BUCKET_LUA, numberOfKeys: 1 });
+    redis.defineCommand(REFUND_COMMAND, { lua: REFUND_LUA, numberOfKeys: 1 });
+  }
+
+  private bucketKey(caller: RateLimitedCaller): string {
+    return `${this.keyPrefix}${caller.brandId}:${caller.livemode ? 'live' : 'test'}`;
+  }
+
+  /**
+   * Gives back `events` tokens taken by a request that applied nothing (an Idempotency-Key
+   * replay), never above the burst. Returns the whole tokens left, or undefined when the bucket
+   * is gone or Redis failed: a refund is a courtesy, never worth an error.
+   */
+  async refund(caller: RateLimitedCaller, events: number): Promise<number | undefined> {
+    const { burst } = this.settingsFor(caller);
+    try {
+      const left = Number(
+        await this.withTimeout(
+          (this.redis as unknown as BucketCommand)[REFUND_COMMAND](
+            this.bucketKey(caller),
+            String(burst),
+            String(events),
+          ),
+        ),
+      );
+      return left >= 0 ? left : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The effective (per second, burst) for a caller: the brand's own settings, else the defaults. */
@@ -137,7 +179,7 @@ export class EventRateLimiter {
       throw new RangeError(`events must be a positive integer, got ${events}`);
     }
     const { perSecond, burst } = this.settingsFor(caller);
-    const key = `${this.keyPrefix}${caller.brandId}:${caller.livemode ? 'live' : 'test'}`;
+    const key = this.bucketKey(caller);
     let reply: BucketReply;
     try {
       reply = await this.withTimeout(
