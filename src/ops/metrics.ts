@@ -44,7 +44,7 @@ export function createMetrics(queues: Queues, orm?: MikroORM) {
   });
   const eventsIngested = new Counter({
     name: 'lf_events_ingested_total',
-    help: 'Events by type and result: accepted, or the error code that refused them.',
+    help: 'Events by type and result: accepted, replayed (an Idempotency-Key replay), or the error code that refused them.',
     labelNames: ['type', 'result'] as const,
     registers: [registry],
   });

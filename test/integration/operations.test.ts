@@ -59,10 +59,13 @@ describe('/metrics', () => {
 
   it('reports HTTP by route template, ingestion by type and result, queues, jobs and the limiter', async () => {
     await request(ctx.app).get('/v1/orders/some-order-42').set('Authorization', `Bearer ${keys.sk_live}`);
-    await request(ctx.app)
-      .post('/v1/events')
-      .set('Authorization', `Bearer ${keys.sk_live}`)
-      .send({ type: 'order.paid', data: { order_id: 'm-1', amount: 1000 } });
+    for (let i = 0; i < 2; i++) {
+      await request(ctx.app)
+        .post('/v1/events')
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .set('Idempotency-Key', 'metrics-m-1')
+        .send({ type: 'order.paid', data: { order_id: 'm-1', amount: 1000 } });
+    }
     await request(ctx.app)
       .post('/v1/events')
       .set('Authorization', `Bearer ${keys.sk_live}`)
@@ -80,6 +83,7 @@ describe('/metrics', () => {
     );
     expect(text).not.toContain('some-order-42');
     expect(text).toMatch(/lf_events_ingested_total\{type="order.paid",result="accepted"\} 1/);
+    expect(text).toMatch(/lf_events_ingested_total\{type="order.paid",result="replayed"\} 1/);
     expect(text).toMatch(/lf_events_ingested_total\{type="refund.created",result="order_not_found"\} 1/);
     expect(text).toMatch(/lf_queue_jobs\{queue="test-data-deletion",state="waiting"\} 1/);
     expect(text).toMatch(/lf_queue_jobs\{queue="order-gap-detection",state="delayed"\} 0/);

@@ -54,7 +54,9 @@ async function ingestCounted(
   try {
     const events = rawEvents();
     await ingest(intake, req, res, events, batch, false);
-    for (const event of events) ingested?.inc({ type: typeLabel(event), result: 'accepted' });
+    // A replay applied nothing again: counted apart, so `accepted` stays what was applied.
+    const result = res.getHeader('Idempotent-Replayed') ? 'replayed' : 'accepted';
+    for (const event of events) ingested?.inc({ type: typeLabel(event), result });
   } catch (err) {
     ingested?.inc({
       type: batch ? 'batch' : typeLabel(req.body),
