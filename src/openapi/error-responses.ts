@@ -1,0 +1,136 @@
+import { z } from 'zod';
+import type { oas32, ZodOpenApiOperationObject, ZodOpenApiResponseObject } from 'zod-openapi';
+import type { AnyRoute } from '../http/route.js';
+import { docUrl, type ErrorCode, errorCodes, isRetryable } from '../shared/errors.js';
+
+// The error side of the document: the envelope, each operation's error responses, their examples.
+
+/** Every code of the error table, so generated clients can match on them. */
+const ErrorCodeSchema = z.enum(Object.keys(errorCodes) as [ErrorCode, ...ErrorCode[]]).meta({
+  id: 'ErrorCode',
+  description: 'The codes this API defines; `doc_url` links to the explanation of each.',
+});
+
+/**
+ * api-v1.md (Errors, rule 1): routing and infrastructure layers answer `http_<status>`; the
+ * known ones are in ErrorCode, and another status (e.g. from a body the parser cannot decode)
+ * still has this form, so the pattern stays open.
+ */
+const HttpStatusErrorCodeSchema = z
+  .string()
+  .regex(/^http_[1-5][0-9]{2}$/)
+  .meta({
+    id: 'HttpStatusErrorCode',
+    description:
+      'An error raised by routing or infrastructure layers: `http_` and the HTTP status (e.g. `http_404`). Decide by the status; such errors may also arrive from proxies as non-JSON bodies.',
+    examples: ['http_404'],
+  });
+
+export const ErrorEnvelope = z
+  .object({
+    error: z.object({
+      type: z
+        .enum(['invalid_request_error', 'api_error'])
+        .meta({ description: '`api_error` for 5xx, otherwise `invalid_request_error`.' }),
+      code: z.union([ErrorCodeSchema, HttpStatusErrorCodeSchema]).meta({
+        description:
+          'Machine-readable code: one of ErrorCode, or `http_<status>` (HttpStatusErrorCode) for an error raised by routing or infrastructure layers. Each response lists its codes in `x-error-codes`; the Errors section of /docs explains every one.',
+      }),
+      message: z.string().meta({ description: 'Human-readable; may change, do not match on it.' }),
+      param: z.string().optional().meta({
+        description: 'Path of the offending field, e.g. `data.amount` or `events[3].data.order_id`.',
+      }),
+      hint: z
+        .string()
+        .optional()
+        .meta({ description: 'A concrete next step, e.g. the remaining refundable amount.' }),
+      doc_url: z.string().meta({ description: 'Link to this code in the Errors section of /docs.' }),
+      request_id: z.string().meta({ description: 'Prefix `req_`. Quote it when contacting support.' }),
+      retryable: z.boolean().meta({ description: 'True only for 429 and 5xx.' }),
+    }),
+  })
+  .meta({ id: 'ErrorEnvelope', description: 'Every error response has this shape.' });
+
+/** app.ts runs the JSON body parser for every request under these paths, whatever its method. */
+const JSON_BODY_PATHS = /^\/(v1|admin\/api|api)\//;
+
+/**
+ * Errors an operation meets outside its handler, from what app.ts mounts: the host check
+ * (404 wrong_host) before every route; the JSON body parser (400 malformed JSON, 413 too
+ * large, 415 unsupported encoding or charset) on any request with a body under
+ * JSON_BODY_PATHS; 400 for a path parameter that is not valid percent-encoding; and the
+ * error handler's 500 for anything unexpected.
+ */
+function infrastructureErrors(def: AnyRoute): [number, ErrorCode][] {
+  const parsesBody = JSON_BODY_PATHS.test(def.path);
+  const errors: [number, ErrorCode][] = [];
+  if (parsesBody || def.params) errors.push([400, 'http_400']);
+  errors.push([404, 'wrong_host']);
+  if (parsesBody) errors.push([413, 'http_413'], [415, 'http_415']);
+  errors.push([500, 'temporary_service_error']);
+  return errors;
+}
+
+/** One response per error status: the codes sharing a status share the envelope schema. */
+export function errorResponses(def: AnyRoute): Record<string, ZodOpenApiResponseObject> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  const declared: [number, ErrorCode][] = def.errors.map((code) => [errorCodes[code].status, code]);
+  for (const [status, code] of [...declared, ...infrastructureErrors(def)]) {
+    const group = byStatus.get(status) ?? [];
+    if (!group.includes(code)) byStatus.set(status, [...group, code]);
+  }
+  const responses: Record<string, ZodOpenApiResponseObject> = {};
+  for (const [status, group] of byStatus) {
+    responses[`${status}`] = {
+      description: `Error codes: ${group.map((c) => `\`${c}\``).join(', ')}.`,
+      content: {
+        'application/json': {
+          schema: ErrorEnvelope,
+          examples: Object.fromEntries(
+            group.map((code) => [code, { $ref: `#/components/examples/${errorExampleId(code)}` }]),
+          ),
+        },
+      },
+      'x-error-codes': group,
+    };
+  }
+  return responses;
+}
+
+function errorExampleId(code: ErrorCode): string {
+  return `error_${code}`;
+}
+
+/** One example envelope per code some operation answers with, shared by every response that can carry it. */
+export function errorExamples(
+  operations: ZodOpenApiOperationObject[],
+  baseUrl: string,
+): Record<string, oas32.ExampleObject> {
+  const used = new Set(
+    operations.flatMap((op) =>
+      Object.values(op.responses ?? {}).flatMap(
+        (r) => (r as { 'x-error-codes'?: ErrorCode[] })['x-error-codes'] ?? [],
+      ),
+    ),
+  );
+  return Object.fromEntries(
+    [...used]
+      .map((code) => [code, errorCodes[code]] as const)
+      .map(([code, { status, explains }]) => [
+        errorExampleId(code),
+        {
+          summary: code,
+          value: {
+            error: {
+              type: status >= 500 ? 'api_error' : 'invalid_request_error',
+              code,
+              message: explains,
+              doc_url: docUrl(baseUrl, code),
+              request_id: 'req_01m85a0k1c4n7q2w9e3r5t8y0v',
+              retryable: isRetryable(status),
+            },
+          },
+        },
+      ]),
+  );
+}

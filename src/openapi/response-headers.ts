@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import type { ZodOpenApiResponseObject } from 'zod-openapi';
+import type { AnyRoute, ResponseHeaderName } from '../http/route.js';
+
+/** On every response, errors included (http/request-id.ts runs first). */
+const RequestIdHeader = z
+  .string()
+  .regex(/^req_[0-9a-z]{26}$/)
+  .meta({
+    header: {
+      id: 'RequestId',
+      description:
+        'Identifies this request in our logs; the same value as `request_id` in bodies. Quote it to support.',
+    },
+    examples: ['req_01m85a0k1c4n7q2w9e3r5t8y0v'],
+  });
+
+/** A brand's bucket holds at most 1,000,000 events and refills at 1 event/s or more (BrandPatch). */
+const RATE_LIMIT_MAX = 1_000_000;
+
+/** The response headers routes declare (`responseHeaders`), each a component of the document. */
+const responseHeaders: Record<ResponseHeaderName, z.ZodType> = {
+  'RateLimit-Limit': z
+    .int()
+    .min(1)
+    .max(RATE_LIMIT_MAX)
+    .optional()
+    .meta({
+      header: {
+        id: 'RateLimitLimit',
+        description:
+          "Events the brand and mode's token bucket holds when full (the burst). Sent once a request reached the rate limiter (after authentication, before the body is validated); absent while the limiter is unavailable.",
+      },
+      examples: [1000],
+    }),
+  'RateLimit-Remaining': z
+    .int()
+    .min(0)
+    .max(RATE_LIMIT_MAX)
+    .optional()
+    .meta({
+      header: {
+        id: 'RateLimitRemaining',
+        description: 'Whole events left in the bucket after this request (a batch of N counts N).',
+      },
+      examples: [998],
+    }),
+  'RateLimit-Reset': z
+    .int()
+    .min(0)
+    .max(RATE_LIMIT_MAX)
+    .optional()
+    .meta({
+      header: { id: 'RateLimitReset', description: 'Seconds until the bucket is full again.' },
+      examples: [1],
+    }),
+  'Retry-After': z
+    .int()
+    .min(1)
+    .max(RATE_LIMIT_MAX)
+    .meta({
+      header: {
+        id: 'RetryAfter',
+        description: 'Seconds to wait before retrying the refused request; nothing of it was applied.',
+      },
+      examples: [2],
+    }),
+  'Idempotent-Replayed': z
+    .literal('true')
+    .optional()
+    .meta({
+      header: {
+        id: 'IdempotentReplayed',
+        description:
+          'Sent when this is the stored response of an earlier request with the same `Idempotency-Key` and body: nothing was applied again.',
+      },
+    }),
+  'Dry-Run': z
+    .literal('true')
+    .optional()
+    .meta({
+      header: { id: 'DryRun', description: 'Sent on every answer to `?dry_run=true`: nothing was written.' },
+    }),
+  Location: z.url().meta({
+    header: { id: 'Location', description: 'Where the redirect goes.' },
+    examples: ['https://shop.example.com/serum?lf_click=clk_01m85a0k1d7q3v9x2c4h6j8k0m'],
+  }),
+};
+
+/** `Request-Id` on every response, and the headers the route declares for each status. */
+export function withHeaders(def: AnyRoute, responses: Record<string, ZodOpenApiResponseObject>): void {
+  for (const status of Object.keys(def.responseHeaders ?? {})) {
+    if (!responses[status]) {
+      throw new Error(`${def.operationId} declares headers for status ${status}, which it never answers`);
+    }
+  }
+  for (const [status, response] of Object.entries(responses)) {
+    const names = def.responseHeaders?.[Number(status)] ?? [];
+    response.headers = z.object({
+      'Request-Id': RequestIdHeader,
+      ...Object.fromEntries(names.map((name) => [name, responseHeaders[name]])),
+    });
+  }
+}
