@@ -1,5 +1,6 @@
+import { eventSchemas } from '../modules/events/event-in.schemas.js';
 import { requiredFields } from '../modules/events/event-validation.js';
-import { browserEventTypes, eventSchemas, eventTypes } from '../modules/events/events.schemas.js';
+import { browserEventTypes, eventTypes } from '../modules/events/events.schemas.js';
 import { errorCodes, isRetryable } from '../shared/errors.js';
 
 /**

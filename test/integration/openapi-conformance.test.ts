@@ -2,8 +2,9 @@ import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventIn } from '../../src/modules/events/event-in.schemas.js';
 import { requiredFields } from '../../src/modules/events/event-validation.js';
-import { browserEventTypes, EventIn, eventTypes } from '../../src/modules/events/events.schemas.js';
+import { browserEventTypes, eventTypes } from '../../src/modules/events/events.schemas.js';
 import { admin, makeBrandWithKeys, makeCreators, SHOP_ORIGIN } from '../factories/index.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 

@@ -1,7 +1,8 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { EventBatchIn, EventIn, EventOut, eventTypes } from '../../src/modules/events/events.schemas.js';
+import { EventBatchIn, EventIn } from '../../src/modules/events/event-in.schemas.js';
+import { EventOut, eventTypes } from '../../src/modules/events/events.schemas.js';
 import { AttributionExplanationOut } from '../../src/modules/explanations/explanations.routes.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 

@@ -10,16 +10,9 @@ import { resumeFrom } from '../ingestion/plan-request.js';
 import type { ValidEvent } from '../ingestion/valid-event.js';
 import { recordIngestionFailure } from '../integration/integration.service.js';
 import type { KeyKind } from '../keys/api-key.entity.js';
+import { EventBatchIn, EventIn, eventSchemas } from './event-in.schemas.js';
 import { validateBatchEnvelope, validateEvent } from './event-validation.js';
-import {
-  EventBatchIn,
-  EventIn,
-  EventOut,
-  EventSendHeaders,
-  EventSendQuery,
-  eventSchemas,
-  eventTypes,
-} from './events.schemas.js';
+import { EventOut, EventSendHeaders, EventSendQuery, eventTypes } from './events.schemas.js';
 import { EventRateLimiter, rateLimitError } from './rate-limit.js';
 
 interface Intake {
