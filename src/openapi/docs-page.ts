@@ -44,7 +44,6 @@ const init = `(function () {
     jsonSampleExpandLevel: 4,
     requiredPropsFirst: true,
     pathInMiddlePanel: true,
-    hideDownloadButton: false,
     theme: { colors: { primary: { main: '#2a4fa8' } }, typography: { fontFamily: 'system-ui, sans-serif', headings: { fontFamily: 'system-ui, sans-serif' } } }
   };
   function showErrorRow() {

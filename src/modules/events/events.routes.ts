@@ -42,13 +42,16 @@ async function ingestCounted(
   dryRun: boolean,
 ) {
   // A dry run counts nowhere: not in metrics, not in the integration status.
-  if (dryRun) return ingest(intake, req, res, rawEvents(), batch, true);
+  if (dryRun) {
+    await ingest(intake, req, res, rawEvents(), batch, true);
+    return;
+  }
   const ingested = intake.deps.metrics?.eventsIngested;
   try {
     const events = rawEvents();
-    await ingest(intake, req, res, events, batch, false);
+    const { replayed } = await ingest(intake, req, res, events, batch, false);
     // A replay applied nothing again: counted apart, so `accepted` stays what was applied.
-    const result = res.getHeader('Idempotent-Replayed') ? 'replayed' : 'accepted';
+    const result = replayed ? 'replayed' : 'accepted';
     for (const event of events) ingested?.inc({ type: typeLabel(event), result });
   } catch (err) {
     ingested?.inc({
@@ -88,18 +91,16 @@ async function ingest(
   rawEvents: unknown[],
   batch: boolean,
   dryRun: boolean,
-) {
+): Promise<{ replayed: boolean }> {
   const caller = callerOf(req);
   const key = req.header('Idempotency-Key');
   checkIdempotencyKey(key);
   if (dryRun) res.setHeader('Dry-Run', 'true');
   // Counted per event before anything is applied: a refused batch applies nothing.
+  const cost = Math.max(rawEvents.length, 1);
   const decision = dryRun
-    ? await dryRunLimiter.consume(
-        { ...caller, rateLimitPerS: null, rateLimitBurst: null },
-        Math.max(rawEvents.length, 1),
-      )
-    : await limiter.consume(caller, Math.max(rawEvents.length, 1));
+    ? await dryRunLimiter.consume({ ...caller, rateLimitPerS: null, rateLimitBurst: null }, cost)
+    : await limiter.consume(caller, cost);
   res.set(limiter.headers(decision));
   if (!decision.allowed) throw rateLimitError(decision, rawEvents.length);
   const { events, invalid } = validated(rawEvents, batch, { now: new Date(), keyKind: caller.kind });
@@ -117,11 +118,12 @@ async function ingest(
     res.setHeader('Idempotent-Replayed', 'true');
     // A replay applied nothing: the events it was charged for go back to the bucket.
     if (!dryRun && !decision.failedOpen) {
-      const left = await limiter.refund(caller, Math.max(rawEvents.length, 1));
+      const left = await limiter.refund(caller, cost);
       if (left !== undefined) res.setHeader('RateLimit-Remaining', String(left));
     }
   }
   res.status(answer.status).json(answer.body);
+  return { replayed: answer.replayed };
 }
 
 const ingestionErrors = [
