@@ -1,6 +1,4 @@
 import { existsSync } from 'node:fs';
-import type { RequestListener, Server } from 'node:http';
-import { createServer } from 'node:http';
 import { type Browser, chromium } from 'playwright-core';
 
 /**
@@ -40,17 +38,4 @@ export function launchChromium(): Promise<Browser> {
       '--no-first-run',
     ],
   });
-}
-
-/** Listens on a free port of 127.0.0.1; `origin` is `http://127.0.0.1:<port>`. */
-export async function listenLocally(handler: RequestListener): Promise<{ server: Server; origin: string }> {
-  const server = createServer(handler).listen(0, '127.0.0.1');
-  await new Promise<void>((done) => server.once('listening', done));
-  return { server, origin: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
-}
-
-export function closeServer(server: Server | undefined): Promise<void> {
-  if (!server) return Promise.resolve();
-  server.closeAllConnections();
-  return new Promise((done) => server.close(() => done()));
 }

@@ -4,14 +4,9 @@ import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { detectGaps } from '../../src/modules/integration/integration.service.js';
 import { makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { closeServer, listenLocally } from '../setup/local-server.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-import {
-  closeServer,
-  launchChromium,
-  listenLocally,
-  requireChromium,
-  skipWithoutChromium,
-} from './browser.js';
+import { launchChromium, requireChromium, skipWithoutChromium } from './browser.js';
 
 /**
  * lf.js in Chromium, as a shop uses it: the shop's pages come from another origin (another port)

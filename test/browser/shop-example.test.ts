@@ -4,14 +4,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createShop } from '../../sdk/examples/shop.js';
 import { LfClient } from '../../sdk/src/index.js';
 import { makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { closeServer, listenLocally } from '../setup/local-server.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-import {
-  closeServer,
-  launchChromium,
-  listenLocally,
-  requireChromium,
-  skipWithoutChromium,
-} from './browser.js';
+import { launchChromium, requireChromium, skipWithoutChromium } from './browser.js';
 
 /**
  * README "Tracking a sale end to end", walked in Chromium: the example shop (sdk/examples/shop.ts)

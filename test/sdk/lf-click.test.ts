@@ -8,7 +8,8 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clickRefOf, type LfClickOptions, LfClient, lfClick } from '../../sdk/src/index.js';
 import { makeShop } from '../factories/index.js';
-import { closeServer, listen, type Service, startService } from './support.js';
+import { closeServer, listen } from '../setup/local-server.js';
+import { type Service, startService } from './support.js';
 
 /** lfClick() in a real express app over real HTTP; then a brand server that sends what it kept. */
 const servers: Server[] = [];

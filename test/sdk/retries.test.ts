@@ -12,13 +12,12 @@ import {
   type RetryInfo,
 } from '../../sdk/src/index.js';
 import { makeBrandWithKeys } from '../factories/index.js';
+import { closeServer, listen } from '../setup/local-server.js';
 import {
   type Action,
-  closeServer,
   envelope,
   forward,
   keysOf,
-  listen,
   type RecordingProxy,
   type Service,
   startProxy,

@@ -1,24 +1,6 @@
-import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { closeServer, listen } from '../setup/local-server.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-
-/** Listens on 127.0.0.1 at a free port; the base URL without a trailing slash. */
-export async function listen(server: Server): Promise<string> {
-  if (!server.listening) {
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-  }
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-/** Stops accepting, drops open (keep-alive or hanging) connections, and waits for the close. */
-export async function closeServer(server: Server): Promise<void> {
-  if (!server.listening) return;
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeAllConnections();
-  await closed;
-}
 
 export interface Service {
   ctx: TestContext;
