@@ -55,7 +55,7 @@ function sdkCalls(def: AnyRoute): string | undefined {
     case 'sendEvent':
       return `// The SDK sends an Idempotency-Key and reuses it on retries.\nconst event = await lf.events.send(${body});\nconsole.log(event.attribution.status, event.request_id);`;
     case 'sendEventBatch':
-      return `// Split into requests of 500; a failed event is reported with its index.\nconst events = await lf.events.sendBatch(orders.map((o) => ({\n  type: 'order.paid' as const,\n  data: { order_id: o.id, amount: o.amount },\n})));\nconsole.log(events.length);`;
+      return `// Yesterday's paid orders from your own books; resending is safe (order.paid is idempotent).\nconst orders = [\n  { id: 'A-1001', amount: 39000 },\n  { id: 'A-1002', amount: 12900 },\n];\n// Split into requests of 500; a failed event is reported with its index.\nconst events = await lf.events.sendBatch(orders.map((o) => ({\n  type: 'order.paid' as const,\n  data: { order_id: o.id, amount: o.amount },\n})));\nconsole.log(events.length);`;
     case 'getOrder':
       return "const order = await lf.orders.get('A-1001');\nconsole.log(order.status, order.commission_amount);";
     case 'listOrders':
@@ -68,9 +68,6 @@ function sdkCalls(def: AnyRoute): string | undefined {
       return undefined;
   }
 }
-
-/** The batch sample's input: any list of the shop's orders. */
-export const sdkSamplePrelude = 'declare const orders: { id: string; amount: number }[];\n';
 
 export function codeSamples(def: AnyRoute, baseUrl: string): CodeSample[] {
   const samples: CodeSample[] = [{ lang: 'Shell', label: 'curl', source: curl(def, baseUrl) }];

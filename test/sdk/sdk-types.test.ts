@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import request from 'supertest';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sdkSamplePrelude } from '../../src/openapi/code-samples.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 import { root } from '../unit/source-files.js';
 
@@ -139,7 +138,7 @@ describe("the SDK's types", () => {
       samples.map(async (sample, i) => {
         const file = join(dir, `sample-${i}.mts`);
         expect(sample.source).toContain("from '@lf/sdk'");
-        await writeFile(file, sdkSamplePrelude + sample.source.replace("'@lf/sdk'", sdk));
+        await writeFile(file, sample.source.replace("'@lf/sdk'", sdk));
         return file;
       }),
     );
