@@ -1,12 +1,13 @@
 // `npm run bench`: load-tests the compiled server with the local PostgreSQL and Redis and writes
 // docs/benchmarks.md. Phase (a): single order.paid on a fresh, never-analyzed database, no warm-up.
 // Phase (b): the brand grown through the API by BENCH_ORDERS orders, then single events at 1/16/64
-// connections, 500-event batches, one-order reads and paging the whole list; pgbench beside each
-// figure (the service's own SQL, a minimal three-statement transaction, the read SQL).
+// connections, 500-event batches, one-order reads and paging the whole list, then the singles at
+// 16/64 and the batches again through PgBouncer in transaction mode (a second server; BENCH_POOLED=0
+// skips it); pgbench beside each figure (the service's own SQL, a minimal three-statement transaction, the read SQL).
 // `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md).
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { withCpu } from './bench/cpu.js';
 import {
   analyzeState,
@@ -17,10 +18,12 @@ import {
 } from './bench/database.js';
 import { grow } from './bench/growth.js';
 import { orderPaidPgbenchScript } from './bench/ingest-sql.js';
-import { batchesPaid, load, pageAll, singlePaid } from './bench/load.js';
-import { fmt, log, ms, options, phase, root, tmpDir } from './bench/options.js';
+import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench/load.js';
+import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/options.js';
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
+import { pooledRun } from './bench/pooled.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
+import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
 import { killServers, type RunningServer, serverLogTail, startServer, stopServer } from './bench/server.js';
 import { type Context, prepare, release } from './bench/setup.js';
 import { soak } from './bench/soak.js';
@@ -138,12 +141,9 @@ async function main(ctx: Context): Promise<void> {
   const [batchRun, batchCpu] = await withCpu(server.pid, () =>
     batchesPaid(target(), code, options.batchSize, options.batches, options.batchConnections),
   );
-  // Every connection keeps one batch in flight: the events over the time spent waiting for
-  // answers per connection (autocannon's own start and stop, up to a second, is not the service's).
-  const batchEventsPerS =
-    (batchRun.whole.ok * options.batchSize) / (batchRun.whole.busySeconds / options.batchConnections);
+  const batchRate = batchEventsPerS(batchRun.whole, options.batchSize, options.batchConnections);
   log(
-    `  batches: ${fmt(batchEventsPerS)} events/s, p50 ${ms(batchRun.whole.p50)} ms, ${batchRun.whole.bad} failed`,
+    `  batches: ${fmt(batchRate)} events/s, p50 ${ms(batchRun.whole.p50)} ms, ${batchRun.whole.bad} failed`,
   );
 
   // ---------------------------------------------------------------- phase (b): reads
@@ -174,6 +174,14 @@ async function main(ctx: Context): Promise<void> {
       `p50 ${ms(paging.p50)} ms${paging.failed ? `; failed: ${paging.failed}` : ''}`,
   );
   const pagingPg = await pgb.run(pgbenchScripts.listPage, 1, options.seconds, readVars, 'simple');
+
+  // ---------------------------------------------------------------- phase (b): reports
+  const reports = await reportsRun(ctx, server);
+
+  // ---------------------------------------------------------------- phase (b): through PgBouncer
+  // After the reads (its warm-up adds orders the reads would page through), with the direct server stopped.
+  await stopServer(server);
+  const pooled = await pooledRun(ctx, code);
 
   // ---------------------------------------------------------------- WEB_CONCURRENCY comparison
   let compare: MainReport['compare'];
@@ -211,23 +219,45 @@ async function main(ctx: Context): Promise<void> {
       refunds,
     },
     singles,
-    batches: { run: batchRun.whole, eventsPerS: batchEventsPerS, cpu: batchCpu },
+    batches: { run: batchRun.whole, eventsPerS: batchRate, cpu: batchCpu },
+    pooled,
     getOne: { run: getRun.whole, pg: getPg },
     paging: { result: paging, pg: pagingPg, ordersInBrand },
     readsKeyLookup: keyLookup,
     compare,
   };
-  const markdown = renderMain(report);
-  writeFileSync(join(root, 'docs', 'benchmarks.md'), markdown);
+  const markdown = `${renderMain(report)}\n${renderReports(reports)}`;
+  writeFileSync(options.reportFile, markdown);
   const targets = markdown.slice(markdown.indexOf('## Targets'), markdown.indexOf('## What bounds it'));
   process.stdout.write(`\n${targets}`);
-  log(`wrote docs/benchmarks.md (${fmt(report.totalSeconds / 60, 1)} min)`);
+  const shown = relative(root, options.reportFile);
+  log(
+    `wrote ${shown.startsWith('..') ? options.reportFile : shown} (${fmt(report.totalSeconds / 60, 1)} min)`,
+  );
+}
+
+/** `--reports`: the report phase alone, written to docs/benchmarks-reports.md. */
+async function reportsOnly(ctx: Context): Promise<void> {
+  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
+  let result: ReportsResult;
+  try {
+    result = await reportsRun(ctx, server);
+  } finally {
+    await stopServer(server);
+  }
+  const m = machine(ctx.pgVersion);
+  writeFileSync(
+    options.reportsFile,
+    `# Benchmarks: reports (\`npm run bench -- --reports\`)\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; load average at the start ${phases[0]!.load}.\n\n${renderReports(result)}`,
+  );
+  log(`wrote ${relative(root, options.reportsFile)}`);
 }
 
 let ctx: Context | undefined;
 try {
   ctx = await prepare();
   if (options.soakMinutes > 0) await soak(ctx, startedAt);
+  else if (options.reportsOnly) await reportsOnly(ctx);
   else await main(ctx);
 } catch (err) {
   process.stderr.write(`[bench] failed: ${(err as Error).stack ?? err}\n`);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { styleText } from 'node:util';
 import { prettyFactory } from 'pino-pretty';
+import { ensureDatabaseExists } from '../src/db/orm.js';
 import { checkDependencies, type Dependency } from '../src/shared/unreachable.js';
 import { canConnect, type LocalService, resolveDatabase, resolveRedis } from './local-services.js';
 
@@ -288,7 +289,7 @@ async function main(): Promise<void> {
   let db: LocalService;
   let redis: LocalService;
   try {
-    db = await resolveDatabase('lf_development');
+    db = await resolveDatabase('lf_development', { keepGivenName: true });
     services.push(db);
     redis = await resolveRedis();
     services.push(redis);
@@ -312,6 +313,8 @@ async function main(): Promise<void> {
     PORT: port,
   };
 
+  // The one place a database is created: a fresh machine's local one (migrate never does).
+  await ensureDatabaseExists(db.url);
   say('migrating the database…');
   await runStep('migrate', 'scripts/migrate.ts', env);
   if (shuttingDown) return;

@@ -96,7 +96,7 @@ function isAlive(pid: number): boolean {
   }
 }
 
-function tail(file: string, lines = 15): string {
+export function tail(file: string, lines = 15): string {
   try {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch {
@@ -108,7 +108,7 @@ function tail(file: string, lines = 15): string {
  * A detached server process (own process group). If this process exits without calling stop(),
  * an exit hook still signals it, so no server outlives its launcher.
  */
-class OwnedProcess {
+export class OwnedProcess {
   private readonly exited: Promise<void>;
   private readonly onExit = () => this.signal(this.stopSignal);
 
@@ -149,11 +149,16 @@ class OwnedProcess {
 // ---------------------------------------------------------------- PostgreSQL
 
 /**
- * DATABASE_URL (its server, with the database name replaced by dbName), else the local server on
- * 127.0.0.1:5432 (LF_LOCAL_PG_PORT overrides the port), else a private embedded PostgreSQL in
- * tmp/embedded-postgres. The database itself is not created here: migrate and the test setup do it.
+ * DATABASE_URL, else the local server on 127.0.0.1:5432 (LF_LOCAL_PG_PORT overrides the port),
+ * else a private embedded PostgreSQL in tmp/embedded-postgres. DATABASE_URL's database is used
+ * as given with `keepGivenName` (`npm run dev`: a developer's URL names their database); the
+ * test setup and bench use its server only, with databases of their own (dbName). The database
+ * itself is not created here.
  */
-export async function resolveDatabase(dbName: string): Promise<LocalService> {
+export async function resolveDatabase(
+  dbName: string,
+  options: { keepGivenName?: boolean } = {},
+): Promise<LocalService> {
   const fromEnv = process.env.DATABASE_URL;
   if (fromEnv) {
     let url: URL;
@@ -164,8 +169,12 @@ export async function resolveDatabase(dbName: string): Promise<LocalService> {
         'DATABASE_URL is not a valid URL (expected postgres://user:password@host:port/database)',
       );
     }
-    url.pathname = `/${encodeURIComponent(dbName)}`;
-    return { url: url.toString(), stop: noop, description: `PostgreSQL from DATABASE_URL (${url.host})` };
+    if (!options.keepGivenName || url.pathname.length <= 1) url.pathname = `/${encodeURIComponent(dbName)}`;
+    return {
+      url: url.toString(),
+      stop: noop,
+      description: `PostgreSQL from DATABASE_URL (${url.host}, database ${decodeURIComponent(url.pathname.slice(1))})`,
+    };
   }
   const port = localPort('LF_LOCAL_PG_PORT', 5432);
   if (await canConnect(port)) {

@@ -1,16 +1,18 @@
-// Applies pending migrations; outside production it first creates the database if missing.
+// Applies pending migrations. It never creates the database: a mistyped name fails loudly here
+// (`npm run dev` creates its own local database before calling this).
 import { loadConfigOrExit } from '../src/config.js';
-import { ensureDatabaseExists, migrateUp } from '../src/db/orm.js';
+import { sessionUrl } from '../src/db/connections.js';
+import { migrateUp } from '../src/db/orm.js';
 import { exitIfUnreachable } from './unreachable-exit.js';
 
 const config = loadConfigOrExit();
 try {
-  if (config.NODE_ENV !== 'production') await ensureDatabaseExists(config.DATABASE_URL);
-  const applied = await migrateUp(config.DATABASE_URL);
+  // Migrations take session locks: the direct connection when a pooler fronts DATABASE_URL.
+  const applied = await migrateUp(sessionUrl(config));
   process.stderr.write(
     applied.length ? `Applied migrations: ${applied.join(', ')}\n` : 'Database schema is up to date.\n',
   );
 } catch (err) {
-  exitIfUnreachable(err, 'PostgreSQL', config.DATABASE_URL, 'No migration was applied.');
+  exitIfUnreachable(err, 'PostgreSQL', sessionUrl(config), 'No migration was applied.');
   throw err;
 }

@@ -1,5 +1,8 @@
 import express, { Router } from 'express';
 import helmet from 'helmet';
+import { sessionUrl } from './db/connections.js';
+import { LagTolerantReads } from './db/lag-tolerant-reads.js';
+import { useNamedStatements } from './db/sql.js';
 import type { AppDeps } from './deps.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
@@ -11,6 +14,7 @@ import { type AnyRoute, mountRoutes } from './http/route.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { browserScriptRoutes } from './modules/browser-script/browser-script.routes.js';
+import { creatorRoutes } from './modules/creators/creators.routes.js';
 import { eventRoutes } from './modules/events/events.routes.js';
 import { explanationRoutes } from './modules/explanations/explanations.routes.js';
 import { Ingestion } from './modules/ingestion/ingestion.js';
@@ -20,6 +24,8 @@ import { KeyCache } from './modules/keys/key-cache.js';
 import { authenticateLoginToken, loginTokenVerifier } from './modules/keys/login-token.js';
 import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
+import { payoutRoutes } from './modules/payouts/payouts.routes.js';
+import { reportRoutes } from './modules/reports/reports.routes.js';
 import { webhookAdminRoutes } from './modules/webhooks/webhooks.admin-routes.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { docsRoutes } from './openapi/docs.routes.js';
@@ -35,6 +41,9 @@ export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
     ...pingRoutes,
     ...eventRoutes(deps),
     ...orderRoutes(deps),
+    ...payoutRoutes(deps),
+    ...creatorRoutes(deps),
+    ...reportRoutes(deps),
     ...explanationRoutes(deps),
     ...integrationRoutes(deps),
     ...webhookRoutes(deps),
@@ -46,8 +55,16 @@ export function buildApp(appDeps: AppDeps): express.Express {
     ...appDeps,
     metrics: appDeps.metrics ?? createMetrics(appDeps.queues, appDeps.orm),
     ingestion: appDeps.ingestion ?? new Ingestion(appDeps),
+    reads:
+      appDeps.reads ??
+      new LagTolerantReads(appDeps.orm, {
+        replicaUrl: appDeps.config.DATABASE_REPLICA_URL,
+        poolMax: appDeps.config.DATABASE_REPLICA_POOL_MAX,
+        logger: appDeps.logger,
+      }),
   };
   const { config, orm, logger, metrics } = deps;
+  useNamedStatements(config.DATABASE_PREPARED_STATEMENTS);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
@@ -70,10 +87,11 @@ export function buildApp(appDeps: AppDeps): express.Express {
   app.use(['/v1', '/lf.js'], helmet.crossOriginResourcePolicy({ policy: 'cross-origin' }));
   // The key cache holds a LISTEN connection and the engine its own pool: `app.locals.close()`
   // (after the server stopped accepting) ends what buildApp made.
-  const keyCache = deps.keyCache ?? new KeyCache({ databaseUrl: config.DATABASE_URL, orm, logger });
+  const keyCache = deps.keyCache ?? new KeyCache({ databaseUrl: sessionUrl(config), orm, logger });
   app.locals.close = async () => {
     if (deps.ingestion !== appDeps.ingestion) await deps.ingestion.close();
     if (keyCache !== deps.keyCache) await keyCache.close();
+    if (deps.reads !== appDeps.reads) await deps.reads.close();
   };
 
   app.use(assignRequestId);

@@ -33,7 +33,38 @@ const schema = z.object({
   AUTH_HOSTS: hostList.default([]),
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * The session connection: LISTEN/NOTIFY, migrations, session locks. Heroku gives it beside a
+   * pooled DATABASE_URL; unset, DATABASE_URL is used for these too (right when it is direct).
+   */
+  DATABASE_DIRECT_URL: postgresUrl.optional(),
+  /**
+   * Heroku's server-side pooler (`heroku pg:connection-pooling:attach DATABASE_URL --as
+   * DATABASE_CONNECTION_POOL`): when set, transactions go through it and DATABASE_URL becomes the
+   * session connection, both kept current by Heroku when credentials rotate.
+   */
+  DATABASE_CONNECTION_POOL_URL: postgresUrl.optional(),
+  /** A streaming replica for the reads that tolerate a few seconds of lag (docs/decisions.md). */
+  DATABASE_REPLICA_URL: postgresUrl.optional(),
+  /**
+   * Named prepared statements on the hot path (planned once per connection). Off by default:
+   * a transaction pooler (PgBouncer < 1.21, Heroku, Supabase, RDS Proxy) hands each transaction
+   * another server connection, where the statement does not exist. Turn on only for direct
+   * connections or a pooler with protocol-level prepared statements (PgBouncer >= 1.21 with
+   * max_prepared_statements).
+   */
+  DATABASE_PREPARED_STATEMENTS: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
+  /** Connections per web process: the ORM pool (admin API, reads, key lookups). */
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Connections per web process for the ingestion engine: one per group-commit lane. */
+  DATABASE_INGESTION_POOL_MAX: z.coerce.number().int().min(1).max(16).default(2),
+  /** Connections per web process to DATABASE_REPLICA_URL, when set. */
+  DATABASE_REPLICA_POOL_MAX: z.coerce.number().int().min(1).max(200).default(5),
+  /** Connections per worker process (its ORM pool: jobs, outbox relay). */
+  WORKER_DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(4),
   /** HTTP workers of the web process (node:cluster, the Heroku convention); 1 is one plain process. */
   WEB_CONCURRENCY: z.coerce.number().int().min(1).max(32).default(1),
   /** BullMQ key prefix: several environments can share one Redis. */
@@ -66,6 +97,8 @@ const schema = z.object({
    * worker died (SIGKILL, lost dyno) is taken over by another worker within about twice this.
    */
   JOB_LOCK_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  /** Live webhook events and their deliveries are kept this long (test mode: the test-data retention). */
+  WEBHOOK_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /**
@@ -83,7 +116,10 @@ const schema = z.object({
   AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
 });
 
-export type Config = Omit<z.infer<typeof schema>, 'WEBHOOK_ALLOW_PRIVATE_URLS'> & {
+export type Config = Omit<
+  z.infer<typeof schema>,
+  'WEBHOOK_ALLOW_PRIVATE_URLS' | 'DATABASE_CONNECTION_POOL_URL'
+> & {
   PUBLIC_BASE_URL: string;
   WEBHOOK_ALLOW_PRIVATE_URLS: boolean;
 };
@@ -147,17 +183,57 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       );
     }
   }
+  const { DATABASE_CONNECTION_POOL_URL: herokuPool, ...rest } = config;
   return {
-    ...config,
-    PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}`,
+    ...rest,
+    ...(herokuPool
+      ? { DATABASE_URL: herokuPool, DATABASE_DIRECT_URL: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL }
+      : {}),
+    ...publicHosts(config, present),
     WEBHOOK_ALLOW_PRIVATE_URLS: config.WEBHOOK_ALLOW_PRIVATE_URLS ?? config.NODE_ENV !== 'production',
   };
 }
 
+/**
+ * Where brands reach the API. Local hosts outside production; in production what is set, else
+ * the app's own host where the platform names it (Heroku's dyno metadata sets
+ * HEROKU_APP_DEFAULT_DOMAIN_NAME), else nothing: the web process then refuses to start
+ * (`requirePublicHosts`), instead of answering every call with 404 wrong_host.
+ */
+function publicHosts(
+  config: Pick<z.infer<typeof schema>, 'NODE_ENV' | 'PORT' | 'API_HOSTS' | 'PUBLIC_BASE_URL'>,
+  present: NodeJS.ProcessEnv,
+): Pick<Config, 'API_HOSTS' | 'PUBLIC_BASE_URL'> {
+  if (config.NODE_ENV !== 'production')
+    return {
+      API_HOSTS: config.API_HOSTS,
+      PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}`,
+    };
+  const platformHost = present.HEROKU_APP_DEFAULT_DOMAIN_NAME?.toLowerCase();
+  return {
+    API_HOSTS: present.API_HOSTS ? config.API_HOSTS : platformHost ? [platformHost] : [],
+    PUBLIC_BASE_URL: config.PUBLIC_BASE_URL ?? (platformHost ? `https://${platformHost}` : ''),
+  };
+}
+
+/** The web process's own requirement: somewhere to be reached (see publicHosts). */
+export function requirePublicHosts(config: Pick<Config, 'API_HOSTS' | 'PUBLIC_BASE_URL'>): void {
+  const missing = [
+    config.API_HOSTS.length === 0 && 'API_HOSTS',
+    !config.PUBLIC_BASE_URL && 'PUBLIC_BASE_URL',
+  ].filter(Boolean);
+  if (missing.length > 0)
+    throw new ConfigError(
+      `Configuration error: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set; in production every call would be refused as wrong_host. Set API_HOSTS to the host names brands call (e.g. api.example.com) and PUBLIC_BASE_URL to https://<that host>, or on Heroku enable dyno metadata (heroku labs:enable runtime-dyno-metadata) to use the app's own host, and restart.`,
+    );
+}
+
 /** For process entry points: a bad configuration stops the process with one clear line. */
-export function loadConfigOrExit(): Config {
+export function loadConfigOrExit(options: { web?: boolean } = {}): Config {
   try {
-    return loadConfig();
+    const config = loadConfig();
+    if (options.web) requirePublicHosts(config);
+    return config;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);

@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
+import type { LagTolerantReads } from './db/lag-tolerant-reads.js';
 import type { Queues } from './jobs/queues.js';
 import type { Logger } from './logger.js';
 import type { Ingestion } from './modules/ingestion/ingestion.js';
@@ -20,4 +21,6 @@ export interface AppDeps {
   ingestion?: Ingestion;
   /** Created (and closed by `app.locals.close`) by buildApp when not given. */
   keyCache?: KeyCache;
+  /** Reads that tolerate lag: the replica when configured; created (and closed) by buildApp when not given. */
+  reads?: LagTolerantReads;
 }

@@ -1,14 +1,16 @@
 import cluster, { type Worker } from 'node:cluster';
 import { buildApp } from './app.js';
 import { loadConfigOrExit } from './config.js';
+import { logConnectionBudget, webConnectionBudget } from './db/connections.js';
 import { initOrm } from './db/orm.js';
 import { closeQueues, createQueues } from './jobs/queues.js';
 import { createLogger } from './logger.js';
 import { createRedis } from './redis.js';
 import { reportUnreachable } from './shared/unreachable.js';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit({ web: true });
 const logger = createLogger(config.LOG_LEVEL);
+if (cluster.isPrimary) logConnectionBudget(logger, 'web', webConnectionBudget(config), config);
 
 if (config.WEB_CONCURRENCY > 1 && cluster.isPrimary) runClusterPrimary(config.WEB_CONCURRENCY);
 else await runWebProcess();

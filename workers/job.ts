@@ -1,13 +1,16 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job, JobsOptions } from 'bullmq';
 import type { Config } from '../src/config.js';
-import { type JobName, type JobPayload, jobOptions, jobPayloads } from '../src/jobs/queues.js';
+import { type JobName, type JobPayload, jobOptions, jobPayloads, type Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 
 export interface WorkerContext {
   orm: MikroORM;
   logger: Logger;
-  config: Pick<Config, 'ORDER_GAP_DELAY_MINUTES' | 'PAYOUT_SCHEDULE'>;
+  config: Pick<Config, 'ORDER_GAP_DELAY_MINUTES' | 'PAYOUT_SCHEDULE'> &
+    Partial<Pick<Config, 'WEBHOOK_EVENT_RETENTION_DAYS'>>;
+  /** The queues, for jobs that enqueue others (the queue reconciler). */
+  queues?: Queues;
 }
 
 /** A job run: its payload already parsed by the job's schema (job.data is that payload). */

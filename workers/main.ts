@@ -1,6 +1,8 @@
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { loadConfigOrExit } from '../src/config.js';
+import { logConnectionBudget, workerConnectionBudget } from '../src/db/connections.js';
 import { initOrm } from '../src/db/orm.js';
+import { useNamedStatements } from '../src/db/sql.js';
 import { closeQueues, createQueues, type JobData, jobNames } from '../src/jobs/queues.js';
 import { createLogger } from '../src/logger.js';
 import { ThrottledWarning } from '../src/outbox/throttled-warning.js';
@@ -8,12 +10,14 @@ import { createRedis } from '../src/redis.js';
 import { reportUnreachable } from '../src/shared/unreachable.js';
 import { startOutboxRelay } from './outbox-relay.js';
 import { checkRegistry, installSchedules, runJob, workerOptions } from './registry.js';
-import { keepSchedules } from './schedule-keeper.js';
+import { keepSchedules, reconcileNow } from './schedule-keeper.js';
 
 const config = loadConfigOrExit();
 checkRegistry(config);
 const logger = createLogger(config.LOG_LEVEL);
-const orm = await initOrm(config.DATABASE_URL, 4);
+logConnectionBudget(logger, 'worker', workerConnectionBudget(config), config);
+useNamedStatements(config.DATABASE_PREPARED_STATEMENTS);
+const orm = await initOrm(config.DATABASE_URL, config.WORKER_DATABASE_POOL_MAX);
 const connection = createRedis(config.REDIS_URL, {
   worker: true,
   tlsRejectUnauthorized: config.REDIS_TLS_REJECT_UNAUTHORIZED,
@@ -36,7 +40,11 @@ await reportUnreachable(
   'The worker waits for it and runs no job until then.',
 );
 const installed = await installSchedules(queues, config);
-if (installed.length > 0) logger.info({ schedules: installed }, 'job schedules installed');
+if (installed.length > 0) {
+  logger.info({ schedules: installed }, 'job schedules installed');
+  // A Redis without schedules may have lost jobs too: look for due work now, not in a minute.
+  await reconcileNow(queues);
+}
 const scheduleKeeper = keepSchedules({
   queues,
   connection,
@@ -53,7 +61,7 @@ const workers = jobNames.map((name) => {
     (job, token) => {
       const key = `${name}/${job.id}`;
       running.set(key, { job, token });
-      return runJob(name, { orm, logger, config }, job).finally(() => running.delete(key));
+      return runJob(name, { orm, logger, config, queues }, job).finally(() => running.delete(key));
     },
     workerOptions(connection, config.QUEUE_PREFIX, config.JOB_LOCK_MS, name),
   );

@@ -1,18 +1,21 @@
-import { pruneOutbox } from '../src/outbox/outbox.js';
+import { pruneBoundedTables } from '../src/modules/retention/bounded-tables.js';
 import { defineJob } from './job.js';
 
 /**
- * Hourly: outbox rows relayed more than 7 days ago are deleted, in batches of 1000.
- * Idempotency: it deletes only what is past the cutoff, so a rerun finds nothing left; a run
- * overlapping another waits on the other's rows and skips them once they are gone.
+ * Hourly: every table that grows with traffic and is not kept for good loses the rows past its
+ * keep time (src/modules/retention/bounded-tables.ts: relayed outbox rows, idempotency records,
+ * ingestion failures, live webhook events and deliveries), in batches of 1000. The name stays
+ * `outbox-prune`, its first table, so no schedule is orphaned in a running Redis.
+ * Idempotency: it deletes only what is past the cutoff, so a rerun finds nothing left; two runs
+ * at once skip each other's locked rows.
  */
 export const outboxPruneJob = defineJob({
   name: 'outbox-prune',
   schedule: () => '17 * * * *',
   handler: async (ctx, job, logger) => {
-    const pruned = await pruneOutbox(ctx.orm);
+    const pruned = await pruneBoundedTables(ctx.orm, ctx.config.WEBHOOK_EVENT_RETENTION_DAYS ?? 30);
     await job.updateProgress(100);
-    logger.info({ pruned }, 'relayed outbox rows older than 7 days deleted');
+    logger.info({ pruned }, 'rows past their keep time deleted');
     return { pruned };
   },
 });

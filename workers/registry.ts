@@ -10,6 +10,7 @@ import {
   type Queues,
   schedulerId,
 } from '../src/jobs/queues.js';
+import { deliveryBackoff } from '../src/modules/webhooks/delivery.js';
 import { runAsJob } from '../src/modules/webhooks/job-cause.js';
 import { integrationStatusJob } from './integration-status.js';
 import { dueAt, type JobModule, mirroredToJobLog, type WorkerContext } from './job.js';
@@ -17,6 +18,8 @@ import { orderConfirmationJob } from './order-confirmation.js';
 import { orderGapDetectionJob } from './order-gap-detection.js';
 import { outboxPruneJob } from './outbox-prune.js';
 import { payoutRunJob } from './payout-run.js';
+import { queueReconcilerJob } from './queue-reconciler.js';
+import { reportRollupJob } from './report-rollup.js';
 import { testDataDeletionJob } from './test-data-deletion.js';
 import { webhookDeliveryJob } from './webhook-delivery.js';
 
@@ -31,6 +34,8 @@ export const jobModules: readonly JobModule[] = [
   payoutRunJob,
   outboxPruneJob,
   webhookDeliveryJob,
+  queueReconcilerJob,
+  reportRollupJob,
 ] as JobModule[];
 
 type ScheduleConfig = Pick<Config, 'PAYOUT_SCHEDULE'>;
@@ -132,6 +137,14 @@ export function workerOptions(
     // A dead worker's job is found stalled and rerun (every job is idempotent) within 2 × lockMs.
     lockDuration: lockMs,
     stalledInterval: lockMs,
+    // The `delivery` backoff (webhook-delivery): until the delivery's next attempt, which the
+    // failed attempt wrote in PostgreSQL and carries on its error.
+    settings: {
+      backoffStrategy: (attemptsMade, _type, err, job) => {
+        const backoff = job?.opts.backoff;
+        return deliveryBackoff(err, attemptsMade, typeof backoff === 'object' ? backoff.delay : undefined);
+      },
+    },
   };
 }
 

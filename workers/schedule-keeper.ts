@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../src/config.js';
-import type { Queues } from '../src/jobs/queues.js';
+import { jobOptions, type Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 import { installSchedules } from './registry.js';
 
@@ -37,11 +37,13 @@ export function keepSchedules(options: {
       }),
     ])
       .then((installed) => {
-        if (installed.length > 0)
+        if (installed.length > 0) {
           logger.warn(
             { schedules: installed, reason },
             'job schedules were missing from Redis: installed again',
           );
+          return reconcileNow(queues);
+        }
       })
       .catch((err: Error) => {
         logger.warn({ err: err.message, reason }, 'could not check the job schedules; trying again later');
@@ -67,4 +69,17 @@ export function keepSchedules(options: {
       connection.off('ready', onReady);
     },
   };
+}
+
+/**
+ * One queue-reconciler run now, when schedules were found missing: Redis lost its data, so
+ * jobs are likely gone too. One per second at most, whichever workers notice at once.
+ */
+export async function reconcileNow(queues: Queues): Promise<void> {
+  const second = Math.floor(Date.now() / 1000) * 1000;
+  await queues['queue-reconciler'].add(
+    'queue-reconciler',
+    { request_id: `sched_queue-reconciler_${second}`, triggered_by: 'schedule' },
+    { ...jobOptions('queue-reconciler'), jobId: `requeued_after-loss_${second}` },
+  );
 }

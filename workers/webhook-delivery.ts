@@ -1,16 +1,21 @@
-import type { Job } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Config } from '../src/config.js';
 import { type JobPayload, jobRetry } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import { attemptDelivery, DeliveryFailed, sweepFailingEndpoints } from '../src/modules/webhooks/delivery.js';
+import {
+  attemptDelivery,
+  DeliveryFailed,
+  retryDelayMs,
+  sweepFailingEndpoints,
+} from '../src/modules/webhooks/delivery.js';
 import { defineJob, type WorkerContext } from './job.js';
 
 /** What delivery needs from the configuration (workers/main.ts hands the whole of it). */
 type DeliveryConfig = Pick<Config, 'SECRET_KEY_BASE' | 'WEBHOOK_ALLOW_PRIVATE_URLS'>;
 
 /**
- * One delivery attempt per run; a failed attempt throws, so BullMQ retries it with the
- * job's backoff (src/jobs/queues.ts: about 3 days). Idempotency key: the delivery id, which is
+ * One delivery attempt per run; a failed attempt throws, so BullMQ retries it when the
+ * delivery's next attempt is due (its `delivery` backoff: src/jobs/queues.ts, about 3 days). Idempotency key: the delivery id, which is
  * the job id: a delivered or canceled delivery is never sent again. Scheduled runs (hourly)
  * disable endpoints that have failed for 3 days, which is idempotent by its condition.
  */
@@ -28,25 +33,34 @@ export async function deliverWebhook(
   const config = ctx.config as Partial<DeliveryConfig>;
   if (!config.SECRET_KEY_BASE)
     throw new Error('webhook delivery needs SECRET_KEY_BASE in the worker context');
-  const attempt = job.attemptsMade + 1;
   const attempts = job.opts.attempts ?? jobRetry['webhook-delivery'].attempts;
-  const backoff = typeof job.opts.backoff === 'object' ? (job.opts.backoff.delay ?? 0) : 0;
+  const backoff = typeof job.opts.backoff === 'object' ? job.opts.backoff : undefined;
+  const baseMs = backoff?.delay ?? jobRetry['webhook-delivery'].backoffMs;
+  const jitter = backoff?.jitter ?? 0;
   const outcome = await attemptDelivery(ctx.orm, data.delivery_id, {
     secretKeyBase: config.SECRET_KEY_BASE,
     // Production rules unless the configuration lifts them (never by omission).
     policy: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS === true },
-    attempt,
+    attempt: job.attemptsMade + 1,
     attempts,
-    nextDelayMs: backoff * 2 ** (attempt - 1),
+    retryDelayMs: (failed) => retryDelayMs(baseMs, jitter, failed),
   });
   const fields = { delivery_id: data.delivery_id, event_id: data.event_id, ...outcome };
+  if (outcome.result === 'not_due') {
+    // Early (put back by the queue reconciler, or a job that outlived its attempt): it waits
+    // for the delivery's own next attempt rather than sending ahead of the schedule.
+    logger.info(fields, 'webhook attempt not due yet: the job waits for it');
+    await job.moveToDelayed(outcome.next_attempt_at.getTime(), job.token);
+    throw new DelayedError();
+  }
   if (outcome.result !== 'failed') {
     logger.info(fields, `webhook ${outcome.result}`);
     return outcome;
   }
-  throw new DeliveryFailed(
-    `webhook delivery failed (${outcome.error})${outcome.final ? '; no attempts left' : ''}`,
-  );
+  const message = `webhook delivery failed (${outcome.error})`;
+  // Its last attempt: the job fails with it, without a retry that could only find it failed.
+  if (outcome.final) throw new UnrecoverableError(`${message}; no attempts left`);
+  throw new DeliveryFailed(message, outcome.next_attempt_at);
 }
 
 export const webhookDeliveryJob = defineJob({

@@ -1,6 +1,7 @@
 // CPU used by each process over a stretch of the run, from /proc: the server (the process the bench
 // started and all its descendants, so cluster workers count), PostgreSQL backends, Redis, this
-// process (autocannon and the other load generators run in it) and the machine as a whole.
+// process (autocannon and the other load generators run in it), the bench's PgBouncer when the run
+// goes through it, and the machine as a whole.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -57,6 +58,7 @@ export interface CpuSnapshot {
   server: Map<number, number>;
   postgres: Map<number, number>;
   redis: Map<number, number>;
+  pooler: Map<number, number>;
   benchUs: number;
   machineBusy: number;
   machineTotal: number;
@@ -72,7 +74,7 @@ function machineTicks(): { busy: number; total: number } {
 
 const ticksByPid = (procs: ProcEntry[]) => new Map(procs.map((p) => [p.pid, p.ticks]));
 
-export function cpuSnapshot(serverPid: number | undefined): CpuSnapshot {
+export function cpuSnapshot(serverPid: number | undefined, poolerPid?: number): CpuSnapshot {
   const usage = process.cpuUsage();
   const machine = machineTicks();
   const procs = allProcs();
@@ -81,6 +83,7 @@ export function cpuSnapshot(serverPid: number | undefined): CpuSnapshot {
     server: ticksByPid(serverPid === undefined ? [] : processTree(serverPid, procs)),
     postgres: ticksByPid(procs.filter((p) => p.comm === 'postgres')),
     redis: ticksByPid(procs.filter((p) => p.comm === 'redis-server')),
+    pooler: ticksByPid(procs.filter((p) => p.pid === poolerPid)),
     benchUs: usage.user + usage.system,
     machineBusy: machine.busy,
     machineTotal: machine.total,
@@ -93,6 +96,8 @@ export interface CpuSplit {
   serverProcesses: number;
   postgres: number;
   redis: number;
+  /** The bench's PgBouncer; undefined when the run did not go through one. */
+  pooler?: number;
   bench: number;
   machine: number;
   other: number;
@@ -116,21 +121,26 @@ export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuSplit {
     serverProcesses: b.server.size,
     postgres: pct(delta(a.postgres, b.postgres)),
     redis: pct(delta(a.redis, b.redis)),
+    pooler: b.pooler.size > 0 ? pct(delta(a.pooler, b.pooler)) : undefined,
     bench: (100 * (b.benchUs - a.benchUs)) / 1e6 / seconds,
     machine: (100 * os.cpus().length * (b.machineBusy - a.machineBusy)) / (b.machineTotal - a.machineTotal),
   };
   return {
     ...split,
-    other: Math.max(0, split.machine - split.server - split.postgres - split.redis - split.bench),
+    other: Math.max(
+      0,
+      split.machine - split.server - split.postgres - split.redis - (split.pooler ?? 0) - split.bench,
+    ),
   };
 }
 
-/** Measures the CPU split over `work`. */
+/** Measures the CPU split over `work` (PgBouncer's too when `poolerPid` is given). */
 export async function withCpu<T>(
   serverPid: number | undefined,
   work: () => Promise<T>,
+  poolerPid?: number,
 ): Promise<[T, CpuSplit]> {
-  const before = cpuSnapshot(serverPid);
+  const before = cpuSnapshot(serverPid, poolerPid);
   const result = await work();
-  return [result, cpuBetween(before, cpuSnapshot(serverPid))];
+  return [result, cpuBetween(before, cpuSnapshot(serverPid, poolerPid))];
 }

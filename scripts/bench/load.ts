@@ -189,6 +189,36 @@ export function batchesPaid(
   });
 }
 
+/** Batches of `size` new order.paid events for `seconds` (a warm-up: no count to wait for). */
+export function batchesFor(
+  target: Target,
+  code: string,
+  size: number,
+  seconds: number,
+  connections: number,
+): Promise<LoadRun> {
+  return load({
+    ...target,
+    connections,
+    seconds,
+    timeoutSeconds: 120,
+    request: () => ({
+      method: 'POST',
+      path: '/v1/events/batch',
+      body: JSON.stringify({ events: Array.from({ length: size }, () => paidByCode(code)) }),
+    }),
+  });
+}
+
+/**
+ * Events per second of a batch run: every connection keeps one batch in flight, so the events over
+ * the time spent waiting for answers per connection (autocannon's own start and stop, up to a
+ * second, is not the service's).
+ */
+export function batchEventsPerS(run: LoadStat, size: number, connections: number): number {
+  return (run.ok * size) / (run.busySeconds / connections);
+}
+
 // ------------------------------------------------------------------ reads
 
 export interface PagingResult {

@@ -2,7 +2,7 @@
 // and the small helpers every part of the bench shares.
 import { existsSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 function projectRoot(): string {
   let dir = import.meta.dirname;
@@ -24,6 +24,14 @@ function integer(name: string, fallback: number, min: number): number {
   const n = /^\d+$/.test(digits) ? Number(digits) : Number.NaN;
   if (!Number.isInteger(n) || n < min) fail(`${name} must be an integer of at least ${min} (got ${raw})`);
   return n;
+}
+
+/** 0 or 1 (unset or empty: the default). */
+function flag(name: string, fallback: boolean): boolean {
+  const raw = process.env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== '0' && raw !== '1') fail(`${name} must be 0 or 1 (got ${raw})`);
+  return raw === '1';
 }
 
 /** `--soak 30`, `--soak=30` or BENCH_SOAK_MINUTES=30; 0 means the normal run. */
@@ -62,8 +70,29 @@ export const options = {
   /** Passed through to the server unchanged (src/server.ts decides what it means). */
   webConcurrency: String(integer('WEB_CONCURRENCY', 1, 1)),
   poolMax: integer('DATABASE_POOL_MAX', 20, 1),
+  ingestionPoolMax: integer('DATABASE_INGESTION_POOL_MAX', 2, 1),
   compareConcurrency: process.env.BENCH_COMPARE_CONCURRENCY === '1',
+  /** The pooled run: the singles at these levels and the batches again, through PgBouncer. */
+  pooled: flag('BENCH_POOLED', true),
+  pooledLevels: [16, 64] as const,
+  /**
+   * Warm-up of the pooled run's server before it is measured: 500-event batches, then 5 s of
+   * singles. The direct server was warmed by the growth; a server fresh from a few seconds of
+   * load answers batches measurably slower whichever way it reaches PostgreSQL.
+   */
+  pooledWarmupSeconds: integer('BENCH_POOLED_WARMUP_SECONDS', 30, 0),
+  /** PgBouncer's default_pool_size; 0: the server's pools (ORM + ingestion) summed over its processes. */
+  poolerPoolSize: integer('BENCH_POOLER_POOL_SIZE', 0, 0),
+  /** Where the main report goes (relative to the project root unless absolute). */
+  reportFile: resolve(root, process.env.BENCH_REPORT_FILE?.trim() || join('docs', 'benchmarks.md')),
   soakMinutes: soakMinutes(),
+  /** `--reports`: only the report phase (a bulk-loaded brand, the year report, the CSV export). */
+  reportsOnly: process.argv.slice(2).includes('--reports'),
+  /** The report phase's brand: orders over the last 365 days, creators and SKUs among them. */
+  reportOrders: integer('BENCH_REPORT_ORDERS', 1_000_000, 1),
+  reportCreators: integer('BENCH_REPORT_CREATORS', 200, 1),
+  reportSkus: integer('BENCH_REPORT_SKUS', 500, 1),
+  reportsFile: resolve(root, 'docs', 'benchmarks-reports.md'),
 };
 
 export const tmpDir = join(root, 'tmp', `bench-${options.db}`);

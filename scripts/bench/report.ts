@@ -8,6 +8,7 @@ import { type GrowthResult, MIX } from './growth.js';
 import type { LoadRun, LoadStat, PagingResult } from './load.js';
 import { fmt, ms, options, phases } from './options.js';
 import type { PgbenchResult } from './pgbench.js';
+import { type PooledResult, pooledWarmup } from './pooled.js';
 
 // ------------------------------------------------------------------ shared pieces (main report and soak)
 
@@ -99,6 +100,14 @@ export function cpuTable(columns: { title: string; split: CpuSplit }[]): string 
       ),
       row('PostgreSQL (all backends)', (c) => c.postgres),
       row('Redis', (c) => c.redis),
+      ...(columns.some((c) => c.split.pooler !== undefined)
+        ? [
+            [
+              'PgBouncer (the pooled runs)',
+              ...columns.map((c) => (c.split.pooler === undefined ? '–' : fmt(c.split.pooler))),
+            ],
+          ]
+        : []),
       row('bench process (autocannon / load generator, same machine)', (c) => c.bench),
       row('everything else on the machine (other sessions, kernel)', (c) => c.other),
       row(`whole machine (${os.cpus().length} cores = ${os.cpus().length * 100}%)`, (c) => c.machine),
@@ -162,6 +171,8 @@ export interface MainReport {
   };
   singles: { run: LoadStat; pg: PgPair; cpu: CpuSplit }[];
   batches: { run: LoadStat; eventsPerS: number; cpu: CpuSplit };
+  /** The singles at 16/64 and the batches again through PgBouncer, or why not. */
+  pooled: PooledResult;
   getOne: { run: LoadStat; pg: PgbenchResult };
   paging: { result: PagingResult; pg: PgbenchResult; ordersInBrand: number };
   /** Whether the read scripts include the per-request key lookup (as the captured ingestion SQL does). */
@@ -175,7 +186,161 @@ const msPerEvent = (rps: number) => 1000 / rps;
 interface Target {
   name: string;
   measured: string;
-  met: boolean;
+  /** null: not measured in this run (the pooled run skipped). */
+  met: boolean | null;
+}
+
+// ------------------------------------------------------------------ pooled vs direct
+
+/** The issue's acceptance: through the pooler, at least this share of the direct figure. */
+export const POOLED_SHARE = 0.85;
+
+export interface PooledRow {
+  measurement: string;
+  /** Whether the ≥ 85% check applies (64-connection singles and the batches). */
+  checked: boolean;
+  /** req/s for singles, events/s for batches; `other`: CPU % of other work on the machine meanwhile. */
+  direct: Figures | undefined;
+  pooled: Figures | undefined;
+}
+
+interface Figures {
+  rate: number;
+  p99: number;
+  bad: number;
+  other: number;
+}
+
+type DirectFigures = Pick<MainReport, 'singles' | 'batches' | 'pooled'>;
+
+/** The measurements made both ways, direct beside pooled (empty when the pooled run did not run). */
+export function pooledRows(r: DirectFigures): PooledRow[] {
+  if (r.pooled.status !== 'ran') return [];
+  const pooled = r.pooled;
+  const rows: PooledRow[] = pooled.singles.map((p) => {
+    const d = r.singles.find((s) => s.run.connections === p.run.connections);
+    return {
+      measurement: `single order.paid, ${p.run.connections} connections (req/s)`,
+      checked: p.run.connections === 64,
+      direct: d && { rate: d.run.rps, p99: d.run.p99, bad: d.run.bad, other: d.cpu.other },
+      pooled: { rate: p.run.rps, p99: p.run.p99, bad: p.run.bad, other: p.cpu.other },
+    };
+  });
+  rows.push({
+    measurement: `${options.batchSize}-event batches, ${options.batchConnections} connection(s) (events/s)`,
+    checked: true,
+    direct: {
+      rate: r.batches.eventsPerS,
+      p99: r.batches.run.p99,
+      bad: r.batches.run.bad,
+      other: r.batches.cpu.other,
+    },
+    pooled: {
+      rate: pooled.batches.eventsPerS,
+      p99: pooled.batches.run.p99,
+      bad: pooled.batches.run.bad,
+      other: pooled.batches.cpu.other,
+    },
+  });
+  return rows;
+}
+
+/** pooled ÷ direct as a percentage, `n/a` when either is missing or the direct figure is 0. */
+export function pooledShare(row: Pick<PooledRow, 'direct' | 'pooled'>): string {
+  if (!row.direct || !row.pooled || !(row.direct.rate > 0)) return 'n/a';
+  return `${fmt((100 * row.pooled.rate) / row.direct.rate, 1)}%`;
+}
+
+/** At least 85% of the direct figure, and no failed request through the pooler. */
+export function pooledMet(row: Pick<PooledRow, 'direct' | 'pooled'>): boolean {
+  return (
+    !!row.direct &&
+    !!row.pooled &&
+    row.direct.rate > 0 &&
+    row.pooled.bad === 0 &&
+    row.pooled.rate >= POOLED_SHARE * row.direct.rate
+  );
+}
+
+/** The two check lines: singles at 64 connections and the batches, pooled ≥ 85% of direct. */
+export function pooledTargets(r: DirectFigures): Target[] {
+  const share = `${Math.round(POOLED_SHARE * 100)}%`;
+  const names = [
+    `through PgBouncer: single order.paid at 64 connections, pooled ≥ ${share} of direct (same run), 0 failed`,
+    `through PgBouncer: ${options.batchSize}-event batches, pooled ≥ ${share} of direct (same run), 0 failed`,
+  ];
+  if (r.pooled.status !== 'ran') {
+    const why = r.pooled.status === 'skipped' ? `not run: ${r.pooled.reason}` : `failed: ${r.pooled.reason}`;
+    return names.map((name) => ({ name, measured: why, met: r.pooled.status === 'skipped' ? null : false }));
+  }
+  const checked = pooledRows(r).filter((row) => row.checked);
+  const single = checked.find((row) => row.measurement.startsWith('single'));
+  const batch = checked.find((row) => !row.measurement.startsWith('single'));
+  const measured = (row: PooledRow | undefined, unit: string) =>
+    row?.direct && row.pooled
+      ? `${fmt(row.pooled.rate)} of ${fmt(row.direct.rate)} ${unit} = ${pooledShare(row)}, ${row.pooled.bad} failed`
+      : 'n/a';
+  return [
+    { name: names[0]!, measured: measured(single, 'req/s'), met: !!single && pooledMet(single) },
+    { name: names[1]!, measured: measured(batch, 'events/s'), met: !!batch && pooledMet(batch) },
+  ];
+}
+
+export function pooledTable(r: DirectFigures): string {
+  return table(
+    [
+      'measurement',
+      'direct',
+      'pooled',
+      'pooled/direct',
+      `≥ ${Math.round(POOLED_SHARE * 100)}%`,
+      'p99 ms direct',
+      'p99 ms pooled',
+      'failed direct / pooled',
+      'other work on the machine, CPU % direct / pooled',
+    ],
+    'lrrrcrrrr',
+    pooledRows(r).map((row) => [
+      row.measurement,
+      row.direct ? fmt(row.direct.rate) : 'n/a',
+      row.pooled ? fmt(row.pooled.rate) : 'n/a',
+      pooledShare(row),
+      row.checked ? yes(pooledMet(row)) : '(not checked)',
+      row.direct ? ms(row.direct.p99) : 'n/a',
+      row.pooled ? ms(row.pooled.p99) : 'n/a',
+      `${row.direct?.bad ?? 'n/a'} / ${row.pooled?.bad ?? 'n/a'}`,
+      `${row.direct ? fmt(row.direct.other) : 'n/a'} / ${row.pooled ? fmt(row.pooled.other) : 'n/a'}`,
+    ]),
+  );
+}
+
+function pooledSection(r: MainReport): string {
+  const p = r.pooled;
+  if (p.status === 'skipped') return `Not run: ${p.reason}.`;
+  const s = p.settings;
+  const settings = s
+    ? `- Pooler: ${s.version}, \`pool_mode = ${s.poolMode}\`, \`default_pool_size = ${s.poolSize}\` (server connections for the bench database), \`max_client_conn = ${s.maxClientConn}\`, \`server_reset_query\` empty
+- Server: a second compiled server, \`WEB_CONCURRENCY=${options.webConcurrency}\` (${s.processes} process${s.processes === 1 ? '' : 'es'} seen), \`DATABASE_URL\` through the pooler, \`DATABASE_DIRECT_URL\` the server itself (the key cache's LISTEN), \`DATABASE_POOL_MAX=${s.poolMax}\` + \`DATABASE_INGESTION_POOL_MAX=${s.ingestionPoolMax}\` per process (as the direct run), \`DATABASE_PREPARED_STATEMENTS=${s.preparedPooled}\` (direct run: ${s.preparedDirect})
+`
+    : '';
+  if (p.status === 'failed')
+    return `${settings}
+**The pooled run failed**: ${p.reason}`;
+  const warmup = pooledWarmup();
+  return `${settings}
+The same new \`order.paid\` singles (${options.seconds} s per level) and ${options.batchSize}-event batches as above, after the reads below,
+on the same grown brand, from a second server started for them once the direct one stopped.
+The direct server was warmed by the growth; the pooled one is warmed up for ${warmup.batchesSeconds} s with ${options.batchSize}-event batches and
+${warmup.singlesSeconds} s with singles at 16 connections before it is measured (\`BENCH_POOLED_WARMUP_SECONDS=${options.pooledWarmupSeconds}\`): a server only a
+few seconds old answers batches measurably slower, whichever way it reaches PostgreSQL.
+Direct is the figure above; for batches the rate is events/s and p99 is per batch. The ratio means something only
+when other work took about as much of the cores during both (the last column; the load averages at the top).
+pgbench is not run beside the pooled figures.
+
+${pooledTable(r)}
+
+PgBouncer's own CPU during each pooled run is in "What bounds it" below (it runs single-threaded on one core,
+sharing the machine with node, PostgreSQL and the load generator).`;
 }
 
 function freshVsGrown(r: MainReport) {
@@ -217,6 +382,7 @@ function targets(r: MainReport): Target[] {
       measured: `${pctChange(msPerEvent(fvg.a.rps), fvg.b ? msPerEvent(fvg.b.rps) : Number.NaN)} ms/event`,
       met: fvg.within,
     },
+    ...pooledTargets(r),
   ];
 }
 
@@ -467,13 +633,22 @@ export function renderMain(r: MainReport): string {
   const targetTable = table(
     ['target', 'measured', 'met'],
     'lrc',
-    targets(r).map((t) => [t.name, t.measured, yes(t.met)]),
+    targets(r).map((t) => [t.name, t.measured, t.met === null ? 'not run' : yes(t.met)]),
   );
   const cpuColumns = [
     { title: '(a) fresh, 16 conn.', split: r.fresh.cpu },
     { title: 'growth, mixed batches', split: r.growth.cpu },
     ...levels.map((l) => ({ title: `singles, ${l.run.connections} conn.`, split: l.cpu })),
     { title: '500-event batches', split: r.batches.cpu },
+    ...(r.pooled.status === 'ran'
+      ? [
+          ...r.pooled.singles.map((l) => ({
+            title: `pooled singles, ${l.run.connections} conn.`,
+            split: l.cpu,
+          })),
+          { title: 'pooled 500-event batches', split: r.pooled.batches.cpu },
+        ]
+      : []),
     ...(r.compare
       ? [{ title: `singles, 64 conn., WEB_CONCURRENCY=${r.compare.webConcurrency}`, split: r.compare.cpu }]
       : []),
@@ -487,6 +662,9 @@ export function renderMain(r: MainReport): string {
     `BENCH_BATCH_CONNECTIONS=${options.batchConnections}`,
     `BENCH_PAGING_MAX_SECONDS=${options.pagingMaxSeconds}`,
     `BENCH_COMPARE_CONCURRENCY=${options.compareConcurrency ? 1 : 0}`,
+    `BENCH_POOLED=${options.pooled ? 1 : 0}`,
+    ...(options.poolerPoolSize > 0 ? [`BENCH_POOLER_POOL_SIZE=${options.poolerPoolSize}`] : []),
+    `BENCH_POOLED_WARMUP_SECONDS=${options.pooledWarmupSeconds}`,
     `BENCH_DB=${options.db}`,
   ];
 
@@ -496,7 +674,7 @@ Generated by \`npm run bench\` (scripts/bench.ts, scripts/bench/). Each run repl
 (\`npm run bench -- --soak 30\`) writes docs/benchmarks-soak.md instead.
 
 ${headerLines(r.machine, [
-  `Server: compiled \`dist/src/server.js\`, \`WEB_CONCURRENCY=${options.webConcurrency}\` (${r.serverProcesses} server process${r.serverProcesses === 1 ? '' : 'es'} seen), \`DATABASE_POOL_MAX=${options.poolMax}\`${r.serverProcesses > 1 ? ' per process' : ''}, \`LOG_LEVEL=warn\``,
+  `Server: compiled \`dist/src/server.js\`, \`WEB_CONCURRENCY=${options.webConcurrency}\` (${r.serverProcesses} server process${r.serverProcesses === 1 ? '' : 'es'} seen), \`DATABASE_POOL_MAX=${options.poolMax}\` and \`DATABASE_INGESTION_POOL_MAX=${options.ingestionPoolMax}\`${r.serverProcesses > 1 ? ' per process' : ''}, directly to PostgreSQL (the pooled run: below), \`LOG_LEVEL=warn\``,
   `Database: fresh \`${options.db}\` (${r.databaseDescription}), migrated and seeded, the demo brand's rate limit lifted; ${r.autovacuumNote}; Redis: ${r.redisDescription}`,
   `Settings: ${settings.map((s) => `\`${s}\``).join(', ')}`,
   `The whole run took ${fmt(r.totalSeconds / 60, 1)} minutes.`,
@@ -554,6 +732,10 @@ ${singlesTable}
 
 ${batchTable}
 
+### Through PgBouncer in transaction mode, beside the direct figures
+
+${pooledSection(r)}
+
 ### Reads
 
 ${readsTable}
@@ -601,6 +783,7 @@ counts every backend on the server (other databases included).
 npm run bench          # needs PostgreSQL (DATABASE_URL, or 127.0.0.1:5432), Redis and pgbench (Debian package postgresql-client)
 BENCH_ORDERS=20000 BENCH_SECONDS=3 BENCH_BATCHES=5 BENCH_FRESH_SECONDS=8 npm run bench   # a quick check
 BENCH_COMPARE_CONCURRENCY=1 npm run bench   # also the 64-connection singles with WEB_CONCURRENCY=2
+BENCH_POOLED=0 npm run bench                # without the runs through PgBouncer
 npm run bench -- --soak 30                  # only the 30-minute soak, into docs/benchmarks-soak.md
 \`\`\`
 
@@ -608,7 +791,8 @@ ${ENV_TABLE}
 
 It builds, drops and recreates the \`${options.db}\` database (refusing if another session is using it: set
 \`BENCH_DB\`), migrates and seeds it (production mode, generated secrets), lifts the demo brand's rate limit,
-starts the compiled server on a free port, runs the phases above, stops the server and rewrites this file.
+starts the compiled server on a free port, runs the phases above, stops the server and rewrites this file
+(\`BENCH_REPORT_FILE\` to write elsewhere).
 The server log and the captured SQL are in \`tmp/bench-${options.db}/\`.
 `;
 }
@@ -633,8 +817,25 @@ const ENV_TABLE = table(['variable', 'default', 'what it sets'], 'lrl', [
     '0',
     '1: also the 64-connection singles with the server restarted at `WEB_CONCURRENCY=2`',
   ],
+  [
+    '`BENCH_POOLED`',
+    '1',
+    '0: skip the singles at 16/64 connections and the batches through PgBouncer (skipped anyway without pgbouncer)',
+  ],
+  [
+    '`BENCH_POOLER_POOL_SIZE`',
+    'pools summed',
+    "PgBouncer's `default_pool_size`; default WEB_CONCURRENCY × (DATABASE_POOL_MAX + DATABASE_INGESTION_POOL_MAX)",
+  ],
+  [
+    '`BENCH_POOLED_WARMUP_SECONDS`',
+    '30',
+    "the pooled server's warm-up before it is measured: batches, then up to 5 s of singles",
+  ],
+  ['`BENCH_REPORT_FILE`', 'docs/benchmarks.md', 'where the main report is written'],
   ['`BENCH_SOAK_MINUTES` / `--soak N`', '0', 'run only the soak, N minutes'],
   ['`BENCH_DB`', 'lf_bench', 'the throwaway database (use another name when another bench holds lf_bench)'],
   ['`WEB_CONCURRENCY`', '1', 'passed to the server unchanged'],
   ['`DATABASE_POOL_MAX`', '20', 'passed to the server (per process)'],
+  ['`DATABASE_INGESTION_POOL_MAX`', '2', 'passed to the server (per process)'],
 ]);

@@ -58,7 +58,14 @@ async function prepareWith(services: LocalService[], pgbenchBin: string): Promis
     SECRET_KEY_BASE: randomBytes(48).toString('base64url'),
     LOG_LEVEL: 'warn',
     DATABASE_POOL_MAX: String(options.poolMax),
+    DATABASE_INGESTION_POOL_MAX: String(options.ingestionPoolMax),
+    // Production has no local host defaults; the bench calls the server on 127.0.0.1.
+    API_HOSTS: '127.0.0.1,localhost',
+    PUBLIC_BASE_URL: 'http://127.0.0.1',
   };
+  // The direct run talks to the server itself; the pooled run (scripts/bench/pooled.ts) sets both.
+  delete env.DATABASE_DIRECT_URL;
+  delete env.DATABASE_CONNECTION_POOL_URL;
   delete env.WEB_CONCURRENCY;
   log(`migrating and seeding ${options.db}`);
   migrate(env);

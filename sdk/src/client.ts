@@ -2,14 +2,23 @@ import { randomUUID } from 'node:crypto';
 import { LfApiError, LfBatchError, LfError, LfRateLimitError } from './errors.js';
 import { type BackoffOptions, type RequestSpec, type RetryInfo, Transport } from './http.js';
 import type {
+  ConversionReport,
+  ConversionReportParams,
+  Creator,
+  CreatorList,
   EventIn,
   EventOut,
   IntegrationStatus,
   ListOrdersParams,
+  ListPayoutsParams,
   MissingOrderList,
   MissingOrdersParams,
   Order,
   OrderList,
+  Payout,
+  PayoutLine,
+  PayoutLineList,
+  PayoutList,
   Ping,
 } from './types.js';
 
@@ -193,15 +202,94 @@ export class OrdersResource {
 
   /** Every order matching the filters, oldest first, fetching pages of `limit` as it goes. */
   list(params: ListOrdersParams = {}): AsyncIterableIterator<Order> {
-    const listPage = this.listPage.bind(this);
-    return (async function* () {
-      let cursor: string | null = null;
-      do {
-        const page: OrderList = await listPage({ ...params, cursor });
-        yield* page.data;
-        cursor = page.has_more ? page.next_cursor : null;
-      } while (cursor);
-    })();
+    return everyPage((cursor) => this.listPage({ ...params, cursor }));
+  }
+}
+
+interface Page<T> {
+  data: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+/** Every item of a cursor-paged list, fetching the next page only when the last one is used up. */
+function everyPage<T>(listPage: (cursor: string | null) => Promise<Page<T>>): AsyncIterableIterator<T> {
+  return (async function* () {
+    let cursor: string | null = null;
+    do {
+      const page: Page<T> = await listPage(cursor);
+      yield* page.data;
+      cursor = page.has_more ? page.next_cursor : null;
+    } while (cursor);
+  })();
+}
+
+export class PayoutsResource {
+  constructor(private readonly transport: Transport) {}
+
+  /** `GET /v1/payouts/{payout_id}`: what a `payout.created` webhook names; unknown: LfNotFoundError. */
+  get(payoutId: string): Promise<Payout> {
+    return this.transport.request<Payout>({
+      method: 'GET',
+      path: `/v1/payouts/${encodeURIComponent(payoutId)}`,
+    });
+  }
+
+  /** One page of `GET /v1/payouts`. */
+  listPage(params: ListPayoutsParams & { cursor?: string | null } = {}): Promise<PayoutList> {
+    return this.transport.request<PayoutList>({ method: 'GET', path: '/v1/payouts', query: params });
+  }
+
+  /** Every payout matching the filters (creator_id, run_key), oldest first. */
+  list(params: ListPayoutsParams = {}): AsyncIterableIterator<Payout> {
+    return everyPage((cursor) => this.listPage({ ...params, cursor }));
+  }
+
+  /** Every order and clawback the payout settled; their amounts sum to its `net_amount`. */
+  lines(payoutId: string, params: { limit?: number } = {}): AsyncIterableIterator<PayoutLine> {
+    return everyPage((cursor) =>
+      this.transport.request<PayoutLineList>({
+        method: 'GET',
+        path: `/v1/payouts/${encodeURIComponent(payoutId)}/lines`,
+        query: { ...params, cursor },
+      }),
+    );
+  }
+}
+
+export class CreatorsResource {
+  constructor(private readonly transport: Transport) {}
+
+  /** `GET /v1/creators/{creator_id}`: codes and balance (pending, payable, paid out, clawbacks). */
+  get(creatorId: string): Promise<Creator> {
+    return this.transport.request<Creator>({
+      method: 'GET',
+      path: `/v1/creators/${encodeURIComponent(creatorId)}`,
+    });
+  }
+
+  /** Every creator of the brand, in creation order, with its balance. */
+  list(params: { limit?: number } = {}): AsyncIterableIterator<Creator> {
+    return everyPage((cursor) =>
+      this.transport.request<CreatorList>({
+        method: 'GET',
+        path: '/v1/creators',
+        query: { ...params, cursor },
+      }),
+    );
+  }
+}
+
+export class ReportsResource {
+  constructor(private readonly transport: Transport) {}
+
+  /** `GET /v1/reports/conversions`: per creator, day (in `time_zone`) or product, at most 366 days. */
+  conversions(params: ConversionReportParams): Promise<ConversionReport> {
+    return this.transport.request<ConversionReport>({
+      method: 'GET',
+      path: '/v1/reports/conversions',
+      query: params,
+    });
   }
 }
 
@@ -228,6 +316,9 @@ export class LfClient {
   readonly events: EventsResource;
   readonly orders: OrdersResource;
   readonly integration: IntegrationResource;
+  readonly payouts: PayoutsResource;
+  readonly creators: CreatorsResource;
+  readonly reports: ReportsResource;
   private readonly transport: Transport;
 
   constructor(options: LfClientOptions) {
@@ -251,6 +342,9 @@ export class LfClient {
     this.events = new EventsResource(this.transport);
     this.orders = new OrdersResource(this.transport);
     this.integration = new IntegrationResource(this.transport);
+    this.payouts = new PayoutsResource(this.transport);
+    this.creators = new CreatorsResource(this.transport);
+    this.reports = new ReportsResource(this.transport);
   }
 
   /** `GET /v1/ping`: whether the key works, its brand and its mode. */

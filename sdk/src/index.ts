@@ -33,6 +33,10 @@ export {
 } from './lf-click.js';
 export type { components, operations, paths } from './openapi.js';
 export type {
+  ConversionReport,
+  ConversionReportParams,
+  Creator,
+  CreatorList,
   ErrorCode,
   ErrorEnvelope,
   EventIn,
@@ -41,11 +45,16 @@ export type {
   IntegrationStatus,
   LfErrorCode,
   ListOrdersParams,
+  ListPayoutsParams,
   MissingOrder,
   MissingOrderList,
   MissingOrdersParams,
   Order,
   OrderList,
+  Payout,
+  PayoutLine,
+  PayoutLineList,
+  PayoutList,
   Ping,
 } from './types.js';
 export { verifyWebhook } from './verify-webhook.js';

@@ -91,9 +91,129 @@ export interface paths {
     };
     /**
      * List orders
-     * @description A reconciliation view, ascending by (occurred_at, id) and paged by a signed cursor. Omit `cursor` on the first request; while `has_more` is true, pass `next_cursor` unchanged as `cursor` with the same filters. Unattributed orders are included.
+     * @description A reconciliation view, ascending by (occurred_at, id) and paged by a signed cursor. Omit `cursor` on the first request; while `has_more` is true, pass `next_cursor` unchanged as `cursor` with the same filters. Unattributed orders are included. With `Accept: text/csv` the answer is every order matching the filters (after `cursor`, if given; `limit` does not apply), streamed as one CSV file with the JSON fields as columns.
      */
     get: operations['listOrders'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/payouts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List payouts
+     * @description The brand's payouts (live mode only; test keys see none), ascending by creation and paged by a signed cursor like orders. One payout per creator and run; `GET /v1/payouts/{payout_id}/lines` lists what it settled.
+     */
+    get: operations['listPayouts'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/payouts/{payout_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one payout
+     * @description The payout a `payout.created` webhook names, with its totals in KRW.
+     */
+    get: operations['getPayout'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/payouts/{payout_id}/lines': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List what a payout settled
+     * @description Every order the payout paid and every clawback it netted, from the ledger, ascending and cursor-paged. The lines sum to the payout’s `net_amount`; its `order` lines to `commission_amount`, its `clawback` lines to `clawback_amount`.
+     */
+    get: operations['listPayoutLines'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/creators': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List creators with their balances
+     * @description The brand's creators in creation order, cursor-paged, each with its discount codes and its commission balance in the key's mode, summed from the ledger when read.
+     */
+    get: operations['listCreators'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/creators/{creator_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one creator with its balance
+     * @description What the brand will pay and has paid the creator, in KRW, in the key's mode: pending, payable, paid out, and clawbacks not netted yet.
+     */
+    get: operations['getCreator'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/reports/conversions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Conversions per creator, day or product
+     * @description Orders by `occurred_at` in [`from`, `to`) of the key's mode, grouped by creator, by day in `time_zone` (with the browser funnel: page views, product views, cart additions, observed orders) or by item SKU; per group the orders, attributed orders, amount, commission, refunded amount and reversed commission in KRW. Refunds count with their order, whenever they came. Read from running totals kept with the ledger, so a year answers as fast as a day.
+     */
+    get: operations['getConversionReport'];
     put?: never;
     post?: never;
     delete?: never;
@@ -321,7 +441,6 @@ export interface components {
      * @description A paid order (secret key only). An idempotent upsert by `order_id`: resending updates the order to the values sent, unless it is paid out or closed. Attributed by coupon_code (priority), click_ref or parent_order_id; an order neither resolves is accepted as unattributed.
      * @example {
      *       "type": "order.paid",
-     *       "occurred_at": "2026-11-22T09:30:00+09:00",
      *       "data": {
      *         "order_id": "A-1001",
      *         "amount": 39000,
@@ -340,7 +459,6 @@ export interface components {
      *     }
      * @example {
      *       "type": "order.paid",
-     *       "occurred_at": "2026-11-22T00:30:00Z",
      *       "data": {
      *         "order_id": "US-2002",
      *         "amount": 2999,
@@ -403,7 +521,6 @@ export interface components {
      * @description A partial or full refund of an ingested order (secret key only), identified by `refund_id`. The commission is reversed in proportion to the amount refunded. Unknown order: 404 order_not_found.
      * @example {
      *       "type": "refund.created",
-     *       "occurred_at": "2026-11-25T14:00:00+09:00",
      *       "data": {
      *         "order_id": "A-1001",
      *         "refund_id": "RF-1001-1",
@@ -460,7 +577,6 @@ export interface components {
      * @description Cancels the whole remaining balance of an ingested order and closes it (secret key only). Partial cancellations are refund.created. Unknown order: 404 order_not_found.
      * @example {
      *       "type": "order.cancelled",
-     *       "occurred_at": "2026-11-22T11:00:00+09:00",
      *       "data": {
      *         "order_id": "A-1001",
      *         "refund_id": "CANCEL-A-1001",
@@ -510,7 +626,6 @@ export interface components {
      * @description Records the source store's purchase confirmation of an ingested order (secret key only); it does not bring the payout forward. Unknown order: 404 order_not_found.
      * @example {
      *       "type": "order.confirmed",
-     *       "occurred_at": "2026-11-29T10:00:00+09:00",
      *       "data": {
      *         "order_id": "A-1001"
      *       }
@@ -819,6 +934,7 @@ export interface components {
       | 'secret_key_required'
       | 'wrong_host'
       | 'order_not_found'
+      | 'payout_not_found'
       | 'brand_not_found'
       | 'creator_not_found'
       | 'offer_not_found'
@@ -935,6 +1051,183 @@ export interface components {
       has_more: boolean;
       /** @description Pass it unchanged as `cursor` to continue. Null means the last page. */
       next_cursor: string | null;
+    };
+    PayoutList: {
+      /** @constant */
+      object: 'list';
+      data: components['schemas']['Payout'][];
+      has_more: boolean;
+      /** @description Pass it unchanged as `cursor` to continue. Null means the last page. */
+      next_cursor: string | null;
+    };
+    Payout: {
+      id: string;
+      /** @constant */
+      object: 'payout';
+      livemode: boolean;
+      creator_id: string;
+      /** @description The payout run, e.g. `2026-12`. */
+      run_key: string;
+      order_count: number;
+      /** @description Commission of the paid orders. In KRW (won). */
+      commission_amount: number;
+      /** @description Clawbacks netted (zero or negative). In KRW (won). */
+      clawback_amount: number;
+      /** @description What the creator is paid. In KRW (won). */
+      net_amount: number;
+      /** @constant */
+      currency: 'KRW';
+      /**
+       * Format: date-time
+       * @description When the run first paid this creator.
+       */
+      created_at: string;
+    };
+    PayoutLineList: {
+      /** @constant */
+      object: 'list';
+      data: components['schemas']['PayoutLine'][];
+      has_more: boolean;
+      /** @description Pass it unchanged as `cursor` to continue. Null means the last page. */
+      next_cursor: string | null;
+    };
+    PayoutLine: {
+      /** @description The ledger movement that settled the line (`mv_…`). */
+      id: string;
+      /** @constant */
+      object: 'payout_line';
+      /**
+       * @description `order`: a confirmed order paid by this payout; `clawback`: commission of an order refunded after an earlier payout, netted here.
+       * @enum {string}
+       */
+      kind: 'order' | 'clawback';
+      order_id: string;
+      conversion_id: string | null;
+      /** @description KRW: positive for an order (its commission less refunds before payout), negative for a clawback. The lines sum to `net_amount`. */
+      amount: number;
+      /** @constant */
+      currency: 'KRW';
+    };
+    CreatorList: {
+      /** @constant */
+      object: 'list';
+      data: components['schemas']['Creator'][];
+      has_more: boolean;
+      /** @description Pass it unchanged as `cursor` to continue. Null means the last page. */
+      next_cursor: string | null;
+    };
+    Creator: {
+      id: string;
+      /** @constant */
+      object: 'creator';
+      /** @description The mode of the balance: the key’s. Creators themselves belong to both. */
+      livemode: boolean;
+      name: string;
+      /** @description The creator’s discount codes, as the brand wrote them. */
+      codes: {
+        code: string;
+        offer_id: string | null;
+      }[];
+      balance: components['schemas']['CreatorBalance'];
+      /** Format: date-time */
+      created_at: string;
+    };
+    CreatorBalance: {
+      /** @constant */
+      currency: 'KRW';
+      /** @description KRW (won). Commission of attributed orders whose `confirm_at` has not passed yet (refunds so far deducted). */
+      pending: number;
+      /** @description KRW (won). Commission of confirmed orders, paid by the next payout run (live mode only; test orders are never paid out). */
+      payable: number;
+      /** @description KRW (won). Net amount of every payout to this creator so far (commission less netted clawbacks). */
+      paid_out: number;
+      /** @description KRW (won). Commission of orders refunded after their payout, not yet netted (zero or negative): the next payout deducts it. */
+      clawback_pending: number;
+    };
+    ConversionReport: {
+      /** @constant */
+      object: 'conversion_report';
+      livemode: boolean;
+      /** @enum {string} */
+      group_by: 'creator' | 'day' | 'product';
+      /** Format: date-time */
+      from: string;
+      /** Format: date-time */
+      to: string;
+      time_zone: string;
+      creator_id: string | null;
+      /** @constant */
+      currency: 'KRW';
+      /** @description The period’s orders, each once. */
+      totals: {
+        /** @description Orders (by `occurred_at` in the period), attributed or not. */
+        orders: number;
+        attributed_orders: number;
+        /** @description KRW. Commission-eligible amount of the orders. */
+        amount: number;
+        /** @description KRW. Commission earned (before refunds). */
+        commission: number;
+        /** @description KRW. Refunded so far, of these orders. */
+        refunded_amount: number;
+        /** @description KRW. Commission reversed or clawed back so far, of these orders. */
+        reversed_commission: number;
+      };
+      data: (
+        | components['schemas']['ReportDayRow']
+        | components['schemas']['ReportCreatorRow']
+        | components['schemas']['ReportProductRow']
+      )[];
+    };
+    ReportDayRow: {
+      /** Format: date */
+      day: string;
+      /** @description Orders (by `occurred_at` in the period), attributed or not. */
+      orders: number;
+      attributed_orders: number;
+      /** @description KRW. Commission-eligible amount of the orders. */
+      amount: number;
+      /** @description KRW. Commission earned (before refunds). */
+      commission: number;
+      /** @description KRW. Refunded so far, of these orders. */
+      refunded_amount: number;
+      /** @description KRW. Commission reversed or clawed back so far, of these orders. */
+      reversed_commission: number;
+      /** @description page.viewed signals (null with creator_id: signals name no creator). */
+      page_views: number | null;
+      product_views: number | null;
+      cart_additions: number | null;
+      /** @description order.observed signals. */
+      observed_orders: number | null;
+    };
+    ReportCreatorRow: {
+      creator_id: string | null;
+      creator_name: string | null;
+      /** @description Orders (by `occurred_at` in the period), attributed or not. */
+      orders: number;
+      attributed_orders: number;
+      /** @description KRW. Commission-eligible amount of the orders. */
+      amount: number;
+      /** @description KRW. Commission earned (before refunds). */
+      commission: number;
+      /** @description KRW. Refunded so far, of these orders. */
+      refunded_amount: number;
+      /** @description KRW. Commission reversed or clawed back so far, of these orders. */
+      reversed_commission: number;
+    };
+    /** @description An order counts once for each SKU among its items; its money is shared among its SKUs in proportion to their lines’ amounts. */
+    ReportProductRow: {
+      sku: string | null;
+      /** @description Orders (by `occurred_at` in the period), attributed or not. */
+      orders: number;
+      attributed_orders: number;
+      /** @description KRW. Commission-eligible amount of the orders. */
+      amount: number;
+      /** @description KRW. Commission earned (before refunds). */
+      commission: number;
+      /** @description KRW. Refunded so far, of these orders. */
+      refunded_amount: number;
+      /** @description KRW. Commission reversed or clawed back so far, of these orders. */
+      reversed_commission: number;
     };
     AttributionExplanation: {
       /** @constant */
@@ -2464,6 +2757,8 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['OrderList'];
+          /** @example object,order_id,livemode,status,amount,currency,original_amount,original_currency,fx_rate,commission_amount,refunded_amount,refunded_commission_amount,remaining_amount,attributed,attributed_via,parent_order_id,occurred_at,confirm_at,flags,creator_id */
+          'text/csv': string;
         };
       };
       /** @description Error codes: `http_400`. */
@@ -2527,6 +2822,796 @@ export interface operations {
         };
       };
       /** @description Error codes: `invalid_cursor`, `invalid_request_body`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listPayouts: {
+    parameters: {
+      query?: {
+        /** @description Page size, 1 to 500. */
+        limit?: number;
+        /** @description `next_cursor` of the previous page, unchanged. Omit it for the first page. */
+        cursor?: string;
+        /** @description Only payouts of this creator. */
+        creator_id?: string;
+        /** @description Only payouts of this run (`YYYY-MM`, the month in Asia/Seoul). */
+        run_key?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of payouts. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "id": "po_01kc7a2b3c4d5e6f7g8h9j0k1m",
+           *           "object": "payout",
+           *           "livemode": true,
+           *           "creator_id": "cr_01kc6m0q1w2e3r4t5y6u7i8o9p",
+           *           "run_key": "2026-12",
+           *           "order_count": 12,
+           *           "commission_amount": 93600,
+           *           "clawback_amount": -7800,
+           *           "net_amount": 85800,
+           *           "currency": "KRW",
+           *           "created_at": "2026-12-09T15:00:04.000Z"
+           *         }
+           *       ],
+           *       "has_more": true,
+           *       "next_cursor": "eyJ2IjoxfQ.c2lnbmF0dXJl"
+           *     }
+           */
+          'application/json': components['schemas']['PayoutList'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getPayout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The payout id (`po_…`), as `payout.created` names it. */
+        payout_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The payout. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "po_01kc7a2b3c4d5e6f7g8h9j0k1m",
+           *       "object": "payout",
+           *       "livemode": true,
+           *       "creator_id": "cr_01kc6m0q1w2e3r4t5y6u7i8o9p",
+           *       "run_key": "2026-12",
+           *       "order_count": 12,
+           *       "commission_amount": 93600,
+           *       "clawback_amount": -7800,
+           *       "net_amount": 85800,
+           *       "currency": "KRW",
+           *       "created_at": "2026-12-09T15:00:04.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Payout'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `payout_not_found`, `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listPayoutLines: {
+    parameters: {
+      query?: {
+        /** @description Page size, 1 to 500. */
+        limit?: number;
+        /** @description `next_cursor` of the previous page, unchanged. Omit it for the first page. */
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The payout id (`po_…`), as `payout.created` names it. */
+        payout_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of lines. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "id": "mv_01kc7a2b3c4d5e6f7g8h9j0k1n",
+           *           "object": "payout_line",
+           *           "kind": "order",
+           *           "order_id": "A-1001",
+           *           "conversion_id": "conv_01kc5p8z2q3w4e5r6t7y8u9i0o",
+           *           "amount": 7800,
+           *           "currency": "KRW"
+           *         }
+           *       ],
+           *       "has_more": false,
+           *       "next_cursor": null
+           *     }
+           */
+          'application/json': components['schemas']['PayoutLineList'];
+          /** @example id,object,kind,order_id,conversion_id,amount,currency */
+          'text/csv': string;
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `payout_not_found`, `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listCreators: {
+    parameters: {
+      query?: {
+        /** @description Page size, 1 to 500. */
+        limit?: number;
+        /** @description `next_cursor` of the previous page, unchanged. Omit it for the first page. */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of creators. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "id": "cr_01kc6m0q1w2e3r4t5y6u7i8o9p",
+           *           "object": "creator",
+           *           "livemode": true,
+           *           "name": "Mina",
+           *           "codes": [
+           *             {
+           *               "code": "MINA20",
+           *               "offer_id": "of_01kc6m0q1w2e3r4t5y6u7i8o9q"
+           *             }
+           *           ],
+           *           "balance": {
+           *             "currency": "KRW",
+           *             "pending": 15600,
+           *             "payable": 7800,
+           *             "paid_out": 85800,
+           *             "clawback_pending": -7800
+           *           },
+           *           "created_at": "2026-11-02T01:00:00.000Z"
+           *         }
+           *       ],
+           *       "has_more": false,
+           *       "next_cursor": null
+           *     }
+           */
+          'application/json': components['schemas']['CreatorList'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getCreator: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The creator id (`cr_…`), as orders name it. */
+        creator_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The creator. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cr_01kc6m0q1w2e3r4t5y6u7i8o9p",
+           *       "object": "creator",
+           *       "livemode": true,
+           *       "name": "Mina",
+           *       "codes": [
+           *         {
+           *           "code": "MINA20",
+           *           "offer_id": "of_01kc6m0q1w2e3r4t5y6u7i8o9q"
+           *         }
+           *       ],
+           *       "balance": {
+           *         "currency": "KRW",
+           *         "pending": 15600,
+           *         "payable": 7800,
+           *         "paid_out": 85800,
+           *         "clawback_pending": -7800
+           *       },
+           *       "created_at": "2026-11-02T01:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Creator'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `creator_not_found`, `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getConversionReport: {
+    parameters: {
+      query: {
+        /** @description Start of the period (inclusive): orders by `occurred_at`. */
+        from: string;
+        /** @description End of the period (exclusive); at most 366 days after `from`. */
+        to: string;
+        /** @description `creator`: one row per creator (null: unattributed); `day`: one row per day in `time_zone`, with the browser funnel; `product`: one row per item `sku` (null: lines without one, or orders without items). */
+        group_by: 'creator' | 'day' | 'product';
+        /** @description The days of `group_by=day` (IANA name). */
+        time_zone?: string;
+        /** @description Only this creator’s orders. */
+        creator_id?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The report. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "conversion_report",
+           *       "livemode": true,
+           *       "group_by": "day",
+           *       "from": "2026-11-01T00:00:00.000Z",
+           *       "to": "2026-11-02T00:00:00.000Z",
+           *       "time_zone": "Asia/Seoul",
+           *       "creator_id": null,
+           *       "currency": "KRW",
+           *       "totals": {
+           *         "orders": 3,
+           *         "attributed_orders": 2,
+           *         "amount": 117000,
+           *         "commission": 15600,
+           *         "refunded_amount": 39000,
+           *         "reversed_commission": 7800
+           *       },
+           *       "data": [
+           *         {
+           *           "day": "2026-11-01",
+           *           "orders": 3,
+           *           "attributed_orders": 2,
+           *           "amount": 117000,
+           *           "commission": 15600,
+           *           "refunded_amount": 39000,
+           *           "reversed_commission": 7800,
+           *           "page_views": 1840,
+           *           "product_views": 422,
+           *           "cart_additions": 61,
+           *           "observed_orders": 3
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['ConversionReport'];
+          /** @example day,orders,attributed_orders,amount,commission,refunded_amount,reversed_commission,page_views,product_views,cart_additions,observed_orders */
+          'text/csv': string;
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `creator_not_found`, `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];

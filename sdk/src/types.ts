@@ -25,3 +25,16 @@ export type LfErrorCode = ErrorCode | `http_${number}`;
 /** Filters of `GET /v1/orders`; the SDK follows `next_cursor` itself. */
 export type ListOrdersParams = Omit<NonNullable<operations['listOrders']['parameters']['query']>, 'cursor'>;
 export type MissingOrdersParams = NonNullable<operations['listMissingOrders']['parameters']['query']>;
+
+/** A payout: one creator, one run (live mode only). */
+export type Payout = Schemas['Payout'];
+export type PayoutList = Schemas['PayoutList'];
+/** An order a payout paid, or a clawback it netted. */
+export type PayoutLine = Schemas['PayoutLine'];
+export type PayoutLineList = Schemas['PayoutLineList'];
+export type ListPayoutsParams = Omit<NonNullable<operations['listPayouts']['parameters']['query']>, 'cursor'>;
+/** A creator with its codes and commission balance in the key's mode. */
+export type Creator = Schemas['Creator'];
+export type CreatorList = Schemas['CreatorList'];
+export type ConversionReport = Schemas['ConversionReport'];
+export type ConversionReportParams = operations['getConversionReport']['parameters']['query'];

@@ -1,3 +1,4 @@
+import { RequeuedWork } from '../jobs/requeued-work.entity.js';
 import { Click } from '../modules/attribution/click.entity.js';
 import { CouponCode } from '../modules/attribution/coupon-code.entity.js';
 import { Creator } from '../modules/attribution/creator.entity.js';
@@ -18,6 +19,9 @@ import { Order } from '../modules/orders/order.entity.js';
 import { Refund } from '../modules/orders/refund.entity.js';
 import { Payout } from '../modules/payouts/payout.entity.js';
 import { PayoutClawback } from '../modules/payouts/payout-clawback.entity.js';
+import { PayoutRun } from '../modules/payouts/payout-run.entity.js';
+import { BrowserSignalCount, BrowserSignalTally } from '../modules/reports/browser-signal.entities.js';
+import { ConversionCount, ConversionTally } from '../modules/reports/conversion.entities.js';
 import { WebhookDelivery, WebhookEndpoint, WebhookEvent } from '../modules/webhooks/webhook.entities.js';
 import { OutboxMessage } from '../outbox/outbox-message.entity.js';
 
@@ -44,4 +48,10 @@ export const entities = [
   WebhookEndpoint,
   WebhookEvent,
   WebhookDelivery,
+  PayoutRun,
+  RequeuedWork,
+  BrowserSignalTally,
+  BrowserSignalCount,
+  ConversionTally,
+  ConversionCount,
 ];

@@ -4,14 +4,23 @@ import { entities } from './entities.js';
 
 // src/db -> migrations, and dist/src/db -> dist/migrations once compiled.
 const here = import.meta.dirname;
-const migrationsPath = `${here}/../../migrations`;
+export const migrationsPath = `${here}/../../migrations`;
 
-export function ormConfig(databaseUrl: string, poolMax = 10) {
+export function ormConfig(
+  databaseUrl: string,
+  poolMax = 10,
+  pool: { connectionTimeoutMillis?: number } = {},
+) {
   return defineConfig({
     clientUrl: databaseUrl,
+    // node-postgres Pool options beyond min/max (the replica's short connect timeout).
+    driverOptions: pool,
     entities,
     extensions: [Migrator],
     pool: { min: 0, max: poolMax },
+    // Never create a missing database: a mistyped name would come up empty and answer 500s.
+    // `npm run dev` creates its own local database (scripts/dev.ts); nothing else does.
+    ensureDatabase: false,
     // Routes read with their own forked EntityManager; the global one is never used.
     allowGlobalContext: false,
     debug: false,

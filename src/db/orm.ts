@@ -1,16 +1,21 @@
+import { readdirSync } from 'node:fs';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import { ormConfig } from './mikro-orm.config.js';
+import { migrationsPath, ormConfig } from './mikro-orm.config.js';
 
 export type Orm = MikroORM;
 
-export function initOrm(databaseUrl: string, poolMax?: number): Promise<Orm> {
-  return MikroORM.init(ormConfig(databaseUrl, poolMax));
+export function initOrm(
+  databaseUrl: string,
+  poolMax?: number,
+  pool?: { connectionTimeoutMillis?: number },
+): Promise<Orm> {
+  return MikroORM.init(ormConfig(databaseUrl, poolMax, pool));
 }
 
 /**
- * Outside production a missing database is created, so a fresh machine needs no setup.
- * Production databases are provisioned (Heroku Postgres) and never created here.
+ * Creates the database if it is missing: `npm run dev` only, so a fresh machine needs no setup.
+ * Migrate, the web and worker processes never create one (a wrong name must fail loudly).
  */
 export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);
@@ -30,6 +35,15 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
 }
 
 export async function migrateUp(databaseUrl: string): Promise<string[]> {
+  // MikroORM's migrator creates a missing database whatever `ensureDatabase` says: connecting
+  // first makes a mistyped name fail here (3D000) instead.
+  const probe = new pg.Client({ connectionString: databaseUrl });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+  } finally {
+    await probe.end().catch(() => {});
+  }
   const orm = await initOrm(databaseUrl, 2);
   try {
     const applied = await orm.migrator.up();
@@ -37,4 +51,27 @@ export async function migrateUp(databaseUrl: string): Promise<string[]> {
   } finally {
     await orm.close(true);
   }
+}
+
+/** The migrations this code ships (names as mikro_orm_migrations records them), oldest first. */
+export function shippedMigrations(): string[] {
+  return readdirSync(migrationsPath)
+    .filter((file) => /^Migration\d+\.(js|ts)$/.test(file))
+    .map((file) => file.replace(/\.(js|ts)$/, ''))
+    .sort();
+}
+
+/** The shipped migrations the database has not applied: all of them when it has none. */
+export async function pendingMigrations(orm: Orm): Promise<string[]> {
+  const shipped = shippedMigrations();
+  let applied: { name: string }[];
+  try {
+    applied = await orm.em.fork().execute<{ name: string }[]>('select name from mikro_orm_migrations');
+  } catch (err) {
+    // 42P01: no migrations table, nothing applied yet.
+    if ((err as { code?: string }).code === '42P01') return shipped;
+    throw err;
+  }
+  const done = new Set(applied.map((m) => m.name.replace(/\.(js|ts)$/, '')));
+  return shipped.filter((name) => !done.has(name));
 }

@@ -12,12 +12,19 @@ export interface Sql {
   queryAndCommit<R = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<R[]>;
 }
 
-interface Prepared {
-  name: string;
-  text: string;
-}
+/** Each statement's text with `$n` placeholders, and the name it is prepared under when named. */
+const statements = new Map<string, { text: string; name: string }>();
+let namedStatements = false;
 
-const prepared = new Map<string, Prepared>();
+/**
+ * Named prepared statements (parsed and planned once per server connection) instead of unnamed
+ * ones (parsed and planned by every execution). Off unless DATABASE_PREPARED_STATEMENTS says
+ * otherwise: behind a transaction pooler the next transaction runs on another server
+ * connection, where a named statement does not exist ("prepared statement lf_… does not exist").
+ */
+export function useNamedStatements(enabled: boolean): void {
+  namedStatements = enabled;
+}
 
 /** `?` placeholders as PostgreSQL's `$1, $2, …`. */
 export function positional(text: string): string {
@@ -25,21 +32,35 @@ export function positional(text: string): string {
   return text.replace(/\?/g, () => `$${++n}`);
 }
 
-/**
- * Every statement runs as a named prepared statement, parsed and planned once per connection:
- * MikroORM's `execute` inlines the values into new SQL text each time, and planning the
- * ingestion statements cost more than running them (docs/benchmarks.md).
- */
-function prepare(text: string): Prepared {
-  let statement = prepared.get(text);
-  if (!statement) {
-    statement = {
-      name: `lf_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`,
+/** The query config node-postgres sends: named only when named statements are on. */
+function statement(text: string, values: readonly unknown[]): pg.QueryConfig {
+  let known = statements.get(text);
+  if (!known) {
+    known = {
       text: positional(text),
+      name: `lf_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`,
     };
-    prepared.set(text, statement);
+    statements.set(text, known);
   }
-  return statement;
+  return namedStatements
+    ? { name: known.name, text: known.text, values: [...values] }
+    : { text: known.text, values: [...values] };
+}
+
+/**
+ * Settings for one transaction only (`SET LOCAL`): nothing may outlive a transaction on a pooled
+ * connection, and a connection's startup options never reach the server behind a pooler.
+ */
+export type TransactionSettings = Readonly<Record<string, string>>;
+
+function beginStatement(settings: TransactionSettings): string {
+  // One simple-protocol message: the settings travel with BEGIN, no extra round trip.
+  const local = Object.entries(settings).map(([name, value]) => {
+    if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value))
+      throw new Error(`transaction setting ${name}=${value} is not a plain name and value`);
+    return `; set local ${name} = ${value}`;
+  });
+  return `begin${local.join('')}`;
 }
 
 /**
@@ -48,13 +69,13 @@ function prepare(text: string): Prepared {
  * statement and COMMIT with the last (queryAndCommit) without waiting for a turn of a busy
  * event loop in between: each group commit is two round trips through the loop, not four.
  */
-function transactionOn(client: pg.PoolClient) {
-  let begun: Promise<unknown> | undefined = client.query('begin');
+function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
+  let begun: Promise<unknown> | undefined = client.query(beginStatement(settings));
   // Awaited with the first statement; marked handled now so a failure is never unhandled.
   begun.catch(() => {});
   let committed = false;
   const send = async <R>(text: string, values: readonly unknown[]) => {
-    const pending = client.query({ ...prepare(text), values: [...values] });
+    const pending = client.query(statement(text, values));
     const beginning = begun;
     begun = undefined;
     const [, result] = await Promise.all([beginning, pending]);
@@ -95,11 +116,15 @@ export async function inTransaction<T>(orm: MikroORM, work: (sql: Sql) => Promis
  * Runs `work` in one transaction on a connection of `pool`. A failed rollback means the
  * connection is broken: it is discarded instead of returned to the pool.
  */
-export async function inTransactionOn<T>(pool: pg.Pool, work: (sql: Sql) => Promise<T>): Promise<T> {
+export async function inTransactionOn<T>(
+  pool: pg.Pool,
+  work: (sql: Sql) => Promise<T>,
+  settings: TransactionSettings = {},
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    const transaction = transactionOn(client);
+    const transaction = transactionOn(client, settings);
     const result = await work(transaction.sql);
     await transaction.commit();
     return result;
@@ -113,13 +138,13 @@ export async function inTransactionOn<T>(pool: pg.Pool, work: (sql: Sql) => Prom
   }
 }
 
-/** One statement outside a transaction, prepared like the rest (e.g. the per-request key lookup). */
+/** One statement outside a transaction, sent like the rest (e.g. the per-request key lookup). */
 export async function queryOnce<R = Record<string, unknown>>(
   orm: MikroORM,
   text: string,
   values: readonly unknown[] = [],
 ): Promise<R[]> {
   const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
-  const result = await pool.query({ ...prepare(text), values: [...values] });
+  const result = await pool.query(statement(text, values));
   return result.rows as R[];
 }

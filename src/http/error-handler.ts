@@ -66,7 +66,13 @@ function infrastructureError(err: unknown): { status: number; message: string } 
 
 export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    if (res.headersSent) return;
+    if (res.headersSent) {
+      // A streamed answer (CSV) failed after its first byte: the client gets it cut short. The
+      // client going away is not an error of ours.
+      if ((err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE')
+        logger.error({ err, request_id: req.requestId }, 'a streamed answer failed part way: cut short');
+      return;
+    }
     if (err instanceof AppError) {
       for (const [name, value] of Object.entries(err.details.headers ?? {})) res.setHeader(name, value);
       res.status(err.status).json(errorBody(req, baseUrl, err.status, err.code, err.message, err.details));

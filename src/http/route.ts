@@ -50,6 +50,11 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   refusePublishableKey?: () => AppError;
   /** `example`: a typical body, shown in the OpenAPI document and /docs. */
   responses: Record<number, { description: string; schema?: z.ZodType; example?: unknown }>;
+  /**
+   * The 200 answer also comes as CSV for `Accept: text/csv` (http/csv.ts): its header row,
+   * documented as a `text/csv` response beside the JSON one.
+   */
+  csv?: { columns: readonly string[]; description: string };
   /** A typical request body, shown in the OpenAPI document and /docs. */
   bodyExample?: unknown;
   /** Several named bodies (e.g. one per event type), shown as a choice in /docs; `bodyExample` stays the one curl and SDK samples send. */

@@ -12,6 +12,8 @@ export const jobNames = [
   'payout-run',
   'outbox-prune',
   'webhook-delivery',
+  'queue-reconciler',
+  'report-rollup',
 ] as const;
 export type JobName = (typeof jobNames)[number];
 
@@ -71,6 +73,8 @@ export const jobPayloads = {
   'payout-run': runPayload,
   'outbox-prune': runPayload,
   'webhook-delivery': webhookPayload,
+  'queue-reconciler': runPayload,
+  'report-rollup': runPayload,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof jobPayloads)[N]>;

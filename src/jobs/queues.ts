@@ -26,6 +26,10 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number; ji
   // jitter (first within 15-18 s, the last about 1.7 days later): about 3 days in all (2.7 to
   // 3.4), after which an endpoint still failing is disabled (webhooks/delivery.ts).
   'webhook-delivery': { attempts: 15, backoffMs: 18_000, jitter: 0.2 },
+  // Every minute, and each pass redoes the whole check: one retry, the next minute does the rest.
+  'queue-reconciler': { attempts: 2, backoffMs: 10_000 },
+  // Every minute, and each run folds whatever is there: one retry, the next minute does the rest.
+  'report-rollup': { attempts: 2, backoffMs: 10_000 },
 };
 
 /**
@@ -38,7 +42,8 @@ export function jobOptions(name: JobName, overrides: { backoffMs?: number } = {}
   return {
     attempts,
     backoff: {
-      type: 'exponential',
+      // A delivery retries when the delivery's own schedule says (workers/registry.ts).
+      type: name === 'webhook-delivery' ? 'delivery' : 'exponential',
       delay: overrides.backoffMs ?? backoffMs,
       ...(jitter !== undefined && { jitter }),
     },

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import {
   createDocument,
   type oas32,
@@ -21,6 +22,11 @@ const tagDescriptions: Record<string, string> = {
   Events: 'Send purchase events and browser signals, one at a time or up to 500 in a batch.',
   Orders:
     "The service's view of orders, for reconciliation against your ledger, and why an order was attributed.",
+  Payouts:
+    'What each creator was paid, run by run, and the orders and clawbacks each payout settled (live mode only).',
+  Creators:
+    "The brand's creators with their codes and commission balances: pending, payable, paid out, clawed back.",
+  Reports: 'Conversions per creator, day or product over a period, with the browser funnel; JSON or CSV.',
   Webhooks: 'Endpoints that receive signed notifications, their deliveries, and the events sent to them.',
   'Key issuance': "Issue API keys with the brand's login JWT, on the auth host.",
   'Admin: brands': 'Ops only: create and configure brands, and issue their keys.',
@@ -103,10 +109,19 @@ function operation(def: AnyRoute, baseUrl: string): ZodOpenApiOperationObject {
         `${def.operationId}: the ${status} example does not parse with its schema: ${parsed.error.message}`,
       );
     }
+    const csv = Number(status) === 200 && def.csv;
     responses[`${Number(status)}`] = {
       description,
       ...(schema && {
-        content: { 'application/json': { schema, ...(example !== undefined && { example }) } },
+        content: {
+          'application/json': { schema, ...(example !== undefined && { example }) },
+          ...(csv && {
+            'text/csv': {
+              schema: z.string().meta({ description: csv.description }),
+              example: `${csv.columns.join(',')}\r\n`,
+            },
+          }),
+        },
       }),
     };
   }

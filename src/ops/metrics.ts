@@ -130,7 +130,10 @@ export function createMetrics(queues: Queues, orm?: MikroORM) {
     },
   });
 
-  if (orm) webhookMetrics(registry, orm);
+  if (orm) {
+    webhookMetrics(registry, orm);
+    requeuedWorkMetric(registry, orm);
+  }
 
   /** Labels by route template (`/v1/orders/:order_id`), never the raw path, which carries ids. */
   const observeHttp: RequestHandler = (req, res, next) => {
@@ -163,6 +166,23 @@ export type Metrics = ReturnType<typeof createMetrics>;
  * a scrape never waits for one longer than SCRAPE_TIMEOUT_MS. The queue's own depth is
  * `lf_queue_jobs{queue="webhook-delivery"}`.
  */
+/** Kept in PostgreSQL by the queue reconciler (src/jobs/lost-work.ts): Redis is what lost the work. */
+function requeuedWorkMetric(registry: Registry, orm: MikroORM) {
+  new Counter({
+    name: 'lf_requeued_work_total',
+    help: 'Due work the queue reconciler found without a job in Redis (its data lost) and enqueued again, by kind: webhook_delivery, order_confirmation, order_gap_check, payout_run.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const rows = await bounded(
+        orm.em.fork().execute<{ kind: string; count: string }[]>('select kind, count from requeued_work'),
+      ).catch(() => undefined);
+      for (const row of rows ?? []) this.inc({ kind: row.kind }, Number(row.count));
+    },
+  });
+}
+
 function webhookMetrics(registry: Registry, orm: MikroORM) {
   new Gauge({
     name: 'lf_webhook_deliveries_24h',

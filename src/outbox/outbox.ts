@@ -88,27 +88,6 @@ export async function relayOutbox(orm: MikroORM, queues: Queues, limit = 200): P
 }
 
 /**
- * Relayed rows are kept a week (as long as finished jobs, for the trace endpoint), then
- * deleted in batches of 1000 so no statement holds locks for long. Run by the `outbox-prune`
- * job (workers/outbox-prune.ts).
- */
-export async function pruneOutbox(orm: MikroORM, keepDays = 7): Promise<number> {
-  const em = orm.em.fork();
-  let pruned = 0;
-  for (;;) {
-    const res = await em.execute(
-      `delete from outbox_messages where id in (
-         select id from outbox_messages where relayed_at < now() - make_interval(days => ?) limit 1000)`,
-      [keepDays],
-      'run',
-    );
-    const count = (res as { affectedRows?: number }).affectedRows ?? 0;
-    pruned += count;
-    if (count < 1000) return pruned;
-  }
-}
-
-/**
  * Relays right after commit so jobs start at once, one pass at a time per process; failures
  * (Redis down) are left to the worker's periodic relay. Never blocks or fails the request.
  * While Redis is down every request's nudge fails: the warning is throttled (one line per 10 s

@@ -61,6 +61,11 @@ export const errorCodes = {
     explains:
       'No order with this order_id was ingested for this brand and mode. Send order.paid first; refunds, cancellations and confirmations need an existing order.',
   },
+  payout_not_found: {
+    status: 404,
+    explains:
+      'No payout with this id belongs to this brand and mode. Payouts are made in live mode only; use the id a payout.created webhook or GET /v1/payouts gives.',
+  },
   brand_not_found: { status: 404, explains: 'No brand has this id.' },
   creator_not_found: { status: 404, explains: 'No creator with this id belongs to the brand.' },
   offer_not_found: { status: 404, explains: 'No offer with this id belongs to the brand.' },

@@ -308,7 +308,8 @@ describe.skipIf(skip)('lf.js in Chromium', () => {
 
     // Withdrawn: cookie and storage deleted, later calls send nothing.
     await page.evaluate(() => (globalThis as unknown as InPage).lf('consent', false));
-    expect(await clickCookie()).toBeUndefined();
+    // The page's cookie write reaches the browser's cookie store asynchronously.
+    await expect.poll(clickCookie).toBeUndefined();
     expect(await stored(page)).toBeNull();
     await page.evaluate(() =>
       (globalThis as unknown as InPage).lf('observe', { order_id: 'ord-after-refusal', amount: 1 }),

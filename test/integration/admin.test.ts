@@ -170,7 +170,7 @@ describe('admin API', () => {
   it('lists payouts (none yet)', async () => {
     const res = await admin(ctx).get(`/admin/api/brands/${brandId}/payouts`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ object: 'list', data: [], has_more: false });
+    expect(res.body).toEqual({ object: 'list', data: [], has_more: false, next_cursor: null });
   });
 
   it('runs a scheduled job now and finds it in the trace of that request', async () => {

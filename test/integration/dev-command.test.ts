@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
 import { dropTestDatabase } from '../setup/test-app.js';
@@ -56,6 +57,13 @@ describe('npm run dev, as the README starts it', () => {
         throw new Error(`npm run dev did not come up:\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
+    // DATABASE_URL's database as given, created, migrated and seeded (never lf_development).
+    expect(output).toContain(`database ${new URL(databaseUrl).pathname.slice(1)}`);
+    const given = new pg.Client({ connectionString: databaseUrl });
+    await given.connect();
+    const { rows } = await given.query('select count(*)::int as n from brands');
+    await given.end();
+    expect(rows[0].n).toBeGreaterThan(0);
     const key = output.match(/sk_test\s+(sk_test_\w+)/)?.[1];
     expect(key, output).toBeDefined();
     // The next step of the README's end-to-end walk, ready to paste.

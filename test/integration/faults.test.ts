@@ -109,7 +109,7 @@ describe('PostgreSQL connections killed mid-request', () => {
     const { keys, fixture } = await makeShop(ctx);
     const sql = (text: string, params: unknown[] = []) => ctx.orm.em.fork().execute(text, params);
 
-    const killer = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+    const killer = new pg.Client({ connectionString: ctx.directDatabaseUrl });
     await killer.connect();
     let killing = true;
     let killed = 0;

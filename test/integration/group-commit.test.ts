@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { idempotencyLockName, requestHash } from '../../src/modules/ingestion/idempotency.js';
@@ -18,7 +18,7 @@ const terms = { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultC
 
 beforeAll(async () => {
   ctx = await createTestApp();
-  db = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+  db = new pg.Client({ connectionString: ctx.directDatabaseUrl });
   await db.connect();
   for (const name of ['a', 'b'] as const) {
     const brand = await makeBrand(ctx.orm);
@@ -180,7 +180,7 @@ describe('group commit', () => {
     const tag = newId('t');
     // Both groups load (the contested order does not exist yet), then wait at their write
     // behind this lock; released, one commits first and the other collides and reruns.
-    const blocker = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+    const blocker = new pg.Client({ connectionString: ctx.directDatabaseUrl });
     await blocker.connect();
     await blocker.query('begin');
     await blocker.query('lock table received_events in exclusive mode');
@@ -190,7 +190,19 @@ describe('group commit', () => {
       ...[one, two].map((ingestion) => ingestion.submit(request(scopes.a, [paid(`${tag}-contested`)]))),
       ...[one, two].map((ingestion, n) => ingestion.submit(request(scopes.b, [paid(`${tag}-own${n}`)]))),
     ];
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Release only once both engines' writes are queued behind the lock: a fixed pause lost
+    // the race on a busy machine (one engine had not loaded yet, so nothing collided).
+    await vi.waitFor(
+      async () => {
+        const { rows } = await blocker.query(
+          `select count(*)::int as waiting from pg_locks
+            where not granted and relation = 'received_events'::regclass
+              and database = (select oid from pg_database where datname = current_database())`,
+        );
+        expect(rows[0].waiting).toBe(2);
+      },
+      { timeout: 15_000, interval: 20 },
+    );
     await blocker.query('commit');
     await blocker.end();
     const answers = await settle(racing);
@@ -271,7 +283,7 @@ describe('group commit', () => {
   describe("an Idempotency-Key another process's transaction still holds", () => {
     /** Another web process in the middle of its request with `key`: its transaction holds the key's lock. */
     async function holdKeyElsewhere(key: string) {
-      const other = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+      const other = new pg.Client({ connectionString: ctx.directDatabaseUrl });
       await other.connect();
       await other.query('begin');
       const name = idempotencyLockName({ brandId: scopes.a.brandId, livemode: true }, key);

@@ -43,7 +43,7 @@ beforeAll(async () => {
     AUTH_JWT_AUDIENCE: AUDIENCE,
   });
   server = ctx.app.listen(0, '127.0.0.1');
-  db = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+  db = new pg.Client({ connectionString: ctx.directDatabaseUrl });
   await db.connect();
   const limits = { rate_limit_per_s: 100_000, rate_limit_burst: 1_000_000 };
   const made = await makeBrandWithKeys(ctx.orm, limits);
@@ -898,6 +898,15 @@ const readCases = {
   listOrders: {
     path: '/v1/orders',
     query: ['limit', 'cursor', 'status', 'occurred_at[gte]', 'occurred_at[lt]'],
+  },
+  listPayouts: { path: '/v1/payouts', query: ['limit', 'cursor', 'creator_id', 'run_key'] },
+  getPayout: { path: '/v1/payouts/{}', query: [] },
+  listPayoutLines: { path: '/v1/payouts/{}/lines', query: ['limit', 'cursor'] },
+  listCreators: { path: '/v1/creators', query: ['limit', 'cursor'] },
+  getCreator: { path: '/v1/creators/{}', query: [] },
+  getConversionReport: {
+    path: '/v1/reports/conversions',
+    query: ['from', 'to', 'group_by', 'time_zone', 'creator_id'],
   },
   ping: { path: '/v1/ping', query: [] },
   getIntegrationStatus: { path: '/v1/integration/status', query: [] },

@@ -3,7 +3,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeQueues, createQueues, type JobData } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
-import { pruneOutbox, relayOutbox } from '../../src/outbox/outbox.js';
+import { relayOutbox } from '../../src/outbox/outbox.js';
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { aggregateIntegrationStatus } from '../../workers/integration-status.js';
@@ -323,24 +323,6 @@ describe('order.observed gap detection', () => {
       .fork()
       .execute('select 1 from missing_orders where order_id = ?', [orderId]);
     expect(row).toBeUndefined();
-  });
-});
-
-describe('outbox retention', () => {
-  it('deletes relayed rows older than a week, never pending ones', async () => {
-    const em = ctx.orm.em.fork();
-    await em.execute(
-      `insert into outbox_messages (id, job_name, data, available_at, relayed_at) values
-         ('obx_old', 'order-gap-detection', '{}', now(), now() - interval '8 days'),
-         ('obx_recent', 'order-gap-detection', '{}', now(), now() - interval '6 days'),
-         ('obx_pending', 'order-gap-detection', '{}', now() - interval '30 days', null)`,
-    );
-    expect(await pruneOutbox(ctx.orm)).toBe(1);
-    const left = await em.execute(
-      `select id from outbox_messages where id in ('obx_old', 'obx_recent', 'obx_pending') order by id`,
-    );
-    expect(left).toEqual([{ id: 'obx_pending' }, { id: 'obx_recent' }]);
-    await em.execute(`delete from outbox_messages where id in ('obx_recent', 'obx_pending')`);
   });
 });
 

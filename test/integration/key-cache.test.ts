@@ -3,6 +3,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.js';
+import { sessionUrl } from '../../src/db/connections.js';
 import { initOrm } from '../../src/db/orm.js';
 import { closeQueues, createQueues } from '../../src/jobs/queues.js';
 import { KeyCache } from '../../src/modules/keys/key-cache.js';
@@ -36,7 +37,7 @@ async function webProcess(cache: { ttlMs?: number; databaseUrl?: string } = {}):
   const queues = createQueues(redis, `lftest_${randomToken(8)}`);
   const { logger, lines: logLines } = capturingLogger();
   const keyCache = new KeyCache({
-    databaseUrl: cache.databaseUrl ?? ctx.config.DATABASE_URL,
+    databaseUrl: cache.databaseUrl ?? sessionUrl(ctx.config),
     orm,
     logger,
     ttlMs: cache.ttlMs,
@@ -101,7 +102,7 @@ const brandWithKeys = () => notifying(2, () => makeBrandWithKeys(ctx.orm));
 
 /** A change no trigger sees, so no process is notified: only the TTL or a bypass reveals it. */
 async function revokeBehindTheCachesBack(key: string): Promise<void> {
-  const side = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+  const side = new pg.Client({ connectionString: ctx.directDatabaseUrl });
   await side.connect();
   try {
     await side.query('set session_replication_role = replica');
@@ -201,7 +202,8 @@ describe('key cache', () => {
   });
 
   it('serves a cached row until the TTL passes when no notification comes', async () => {
-    const ttlMs = 500;
+    // Long enough that a loaded machine still answers the second ping within it.
+    const ttlMs = 3_000;
     const short = await listeningProcess({ ttlMs });
     const { keys } = await brandWithKeys();
 
@@ -252,7 +254,7 @@ describe('key cache', () => {
     expect((await ping(lost, keys.sk_test)).status).toBe(200);
     expect(await pingCounted(lost, keys.sk_test)).toEqual({ status: 200, reads: 0 });
 
-    const side = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+    const side = new pg.Client({ connectionString: ctx.directDatabaseUrl });
     await side.connect();
     try {
       const killed = await side.query(

@@ -362,7 +362,7 @@ describe('ledger properties over random event sequences', () => {
           expect(after).toEqual(before);
         }
       }),
-      { numRuns: 40 },
+      { numRuns: 20 },
     );
   }, 60_000);
 
@@ -411,7 +411,7 @@ describe('ledger properties over random event sequences', () => {
         });
         await checkInvariants(orderId, s);
       }),
-      { numRuns: 40 },
+      { numRuns: 20 },
     );
   }, 60_000);
 

@@ -46,4 +46,26 @@ describe('examples in the OpenAPI document and /docs', () => {
     );
     expect(dryRun.description).toContain('nothing is written');
   });
+
+  it('request bodies carry no fixed occurred_at, which the 90-day window would refuse one day', async () => {
+    const doc = (await request(ctx.app).get('/openapi.json')).body;
+    const dated: string[] = [];
+    const walk = (value: unknown, path: string): void => {
+      if (Array.isArray(value)) for (const [i, v] of value.entries()) walk(v, `${path}[${i}]`);
+      else if (value && typeof value === 'object')
+        for (const [key, v] of Object.entries(value)) {
+          if (key === 'occurred_at') dated.push(path);
+          walk(v, `${path}.${key}`);
+        }
+    };
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>))
+      for (const [method, op] of Object.entries(item)) {
+        const content = (op as { requestBody?: { content: Record<string, Media> } }).requestBody?.content;
+        for (const media of Object.values(content ?? {})) {
+          walk(media.example, `${method} ${path} example`);
+          walk(media.examples, `${method} ${path} examples`);
+        }
+      }
+    expect(dated).toEqual([]);
+  });
 });

@@ -33,7 +33,7 @@ describe('health and readiness', () => {
   it('/readyz is 200 when PostgreSQL and Redis answer', async () => {
     const res = await request(ctx.app).get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+    expect(res.body).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok', schema: 'migrated' } });
   });
 
   it('/readyz is 503 naming the dependency that does not answer', async () => {
@@ -41,7 +41,10 @@ describe('health and readiness', () => {
     try {
       const res = await request(down.app).get('/readyz');
       expect(res.status).toBe(503);
-      expect(res.body).toEqual({ status: 'unavailable', checks: { postgres: 'ok', redis: 'unreachable' } });
+      expect(res.body).toEqual({
+        status: 'unavailable',
+        checks: { postgres: 'ok', redis: 'unreachable', schema: 'migrated' },
+      });
     } finally {
       await down.close();
     }

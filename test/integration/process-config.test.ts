@@ -91,20 +91,41 @@ describe('a script whose PostgreSQL cannot be used', () => {
 });
 
 describe("npm's own output", () => {
-  // .npmrc keeps `npm run seed`'s stdout JSON-only (see seed.test.ts) without silencing npm.
+  // `--silent` keeps npm's banner off the seed's stdout (seed.test.ts); npm's errors stay visible.
   it('shows npm errors, e.g. a misspelt script name', () => {
     const result = spawnSync('npm', ['run', 'sede'], { encoding: 'utf8', timeout: 20_000 });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('Missing script: "sede"');
   });
 
-  it("writes a script's banner to stderr, leaving stdout to the script", () => {
+  it('answers in its usual layout, not JSON, and --silent leaves stdout to the script', () => {
     const result = spawnSync('npm', ['run', 'typecheck', '--', '--version'], {
       encoding: 'utf8',
       timeout: 20_000,
     });
     expect(result.status).toBe(0);
-    expect(result.stdout.trim()).toMatch(/^Version \d+\.\d+/);
-    expect(result.stderr).toContain('> bash scripts/run.sh tsc --noEmit -p tsconfig.json --version');
+    expect(result.stdout).toContain('> bash scripts/run.sh tsc --noEmit -p tsconfig.json --version');
+    const silent = spawnSync('npm', ['run', '--silent', 'typecheck', '--', '--version'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(silent.status).toBe(0);
+    expect(silent.stdout.trim()).toMatch(/^Version [\d.]+$/);
+  });
+
+  it('a plain npm ci on Node 20 says the npm scripts fetch Node 24, instead of a bare EBADENGINE', () => {
+    const result = spawnSync('/usr/bin/env', ['node', 'scripts/require-node.mjs'], {
+      encoding: 'utf8',
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin' },
+    });
+    const machineNode = spawnSync('/usr/bin/env', ['node', '--version'], {
+      encoding: 'utf8',
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin' },
+    }).stdout.trim();
+    if (Number(machineNode.slice(1).split('.')[0]) >= 22) return; // a newer machine Node passes
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      'the npm scripts (npm run dev, npm test, npm run migrate, ...) fetch Node 24',
+    );
   });
 });

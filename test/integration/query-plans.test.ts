@@ -5,7 +5,7 @@ import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
 import { requestHash } from '../../src/modules/ingestion/idempotency.js';
-import { ENGINE_CONNECTION_OPTIONS, Ingestion } from '../../src/modules/ingestion/ingestion.js';
+import { ENGINE_TRANSACTION_SETTINGS, Ingestion } from '../../src/modules/ingestion/ingestion.js';
 import { newId } from '../../src/shared/ids.js';
 import { makeBrand, makeCreators } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
@@ -35,8 +35,11 @@ const tables = [
 
 beforeAll(async () => {
   ctx = await createTestApp();
-  engine = new pg.Client({ connectionString: ctx.config.DATABASE_URL, options: ENGINE_CONNECTION_OPTIONS });
+  engine = new pg.Client({ connectionString: ctx.directDatabaseUrl });
   await engine.connect();
+  // The engine sets these per transaction; this test's own direct connection holds them for the session.
+  for (const [name, value] of Object.entries(ENGINE_TRANSACTION_SETTINGS))
+    await engine.query(`set ${name} = ${value}`);
   // Autovacuum is off on this project's machines; make sure of it wherever the test runs.
   for (const t of tables) await engine.query(`alter table ${t} set (autovacuum_enabled = false)`);
   await engine.query('set plan_cache_mode = force_generic_plan');

@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(() => ctx.close());
 
 async function seed() {
-  const { stdout } = await run('npm', ['run', 'seed'], {
+  const { stdout } = await run('npm', ['run', '--silent', 'seed'], {
     env: {
       ...process.env,
       NODE_ENV: 'test',
@@ -26,7 +26,7 @@ async function seed() {
   return { stdout, doc: JSON.parse(stdout) };
 }
 
-describe('npm run seed', () => {
+describe('npm run --silent seed', () => {
   it('prints exactly one JSON document of the admin-api.md shape, with keys that work', async () => {
     const { stdout, doc } = await seed();
     expect(stdout.trim().startsWith('{')).toBe(true);

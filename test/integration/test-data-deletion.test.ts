@@ -54,7 +54,12 @@ describe('test-data deletion job', () => {
     expect(runs[0]!.orders! + runs[1]!.orders!).toBe(31);
     expect(await remaining()).toEqual(['live-old', 'test-new']);
     const again = await deleteOldTestData(ctx.orm, undefined, logger);
-    expect(again).toEqual({ orders: 0, received_events: 0, idempotency_records: 0 });
+    expect(again).toEqual({
+      orders: 0,
+      received_events: 0,
+      idempotency_records: 0,
+      browser_signal_counts: 0,
+    });
     const movements = await ctx.orm.em.fork().execute('select id from ledger_movements order by id');
     expect(movements.map((m) => m.id)).toEqual(['mv_live-old', 'mv_test-new']);
     const events = await ctx.orm.em.fork().execute('select id from received_events order by id');

@@ -68,6 +68,8 @@ beforeAll(async () => {
     '-o',
     `-p ${pgPort} -k ${dir} -c listen_addresses=127.0.0.1 -c ssl=on -c ssl_cert_file=${dir}/server.crt -c ssl_key_file=${dir}/server.key -c fsync=off`,
   ]);
+  // Provisioned, as a managed PostgreSQL's database is: migrate never creates one.
+  asPostgres(`${PG_BIN}/createdb`, ['-h', dir, '-p', String(pgPort), 'lf_tls']);
   redisPort = await freePort();
   redis = spawn(
     'redis-server',
@@ -167,7 +169,10 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
       if (ready?.status === 200) break;
       await sleep(200);
     }
-    expect(await ready?.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+    expect(await ready?.json()).toEqual({
+      status: 'ok',
+      checks: { postgres: 'ok', redis: 'ok', schema: 'migrated' },
+    });
     const auth = { Authorization: `Bearer ${seed.keys.sk_test}`, 'Content-Type': 'application/json' };
     const sent = await fetch(`${base}/v1/events`, {
       method: 'POST',

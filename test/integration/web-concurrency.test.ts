@@ -118,6 +118,16 @@ describe('WEB_CONCURRENCY=2: a cluster of two web workers', () => {
     const workers = workersOf(primary);
     expect(workers).toHaveLength(2);
     expect(web.count('web cluster started')).toBe(1);
+    // The connection budget, once for the dyno's process, not once per worker.
+    const budgets = web.logLines().filter((l) => l.msg === 'database connections at most, per process');
+    expect(budgets).toHaveLength(1);
+    expect(budgets[0]).toMatchObject({
+      process: 'web',
+      web_concurrency: 2,
+      pools: { pooled: { orm: 10, ingestion: 2 }, session: { key_cache_listener: 1 }, replica: {} },
+      session_url: 'DATABASE_URL',
+      named_prepared_statements: false,
+    });
 
     // Each request is logged by the process that answered it (pino's `pid`).
     for (let i = 0; i < 20; i++) expect(await healthz(port)).toBe(200);
@@ -145,7 +155,7 @@ describe('WEB_CONCURRENCY=2: a cluster of two web workers', () => {
     expect(await healthz(port)).toBe(200);
 
     web.child.kill('SIGTERM');
-    expect(await web.exited).toBe(0);
+    expect(await web.exited, web.output()).toBe(0);
     expect(web.count('web process stopped')).toBe(2);
     expect(web.count('web cluster stopped')).toBe(1);
     expect(web.count('web worker died: starting a new one')).toBe(1);

@@ -82,7 +82,9 @@ describe('retries', () => {
     const wait = new Date(first.next_attempt_at).getTime() - new Date(first.last_attempt_at).getTime();
     expect(wait).toBeGreaterThan(0);
     expect(wait).toBeLessThanOrEqual(30_000);
-    // BullMQ holds the retry with its jittered backoff: 80 to 100 % of 18 s.
+    // 80 to 100 % of 18 s, as the delivery's next attempt says: BullMQ holds the retry until then.
+    expect(wait).toBeGreaterThanOrEqual(14_400);
+    expect(wait).toBeLessThanOrEqual(18_000);
     const job = await until('the delayed retry', async () => {
       const delayed = await ctx.queues['webhook-delivery'].getJobs(['delayed']);
       return delayed.find((j) => j.id === first.id);
@@ -90,10 +92,13 @@ describe('retries', () => {
     expect(job.attemptsMade).toBe(1);
     expect(job.opts).toMatchObject({
       attempts: 15,
-      backoff: { type: 'exponential', delay: 18_000, jitter: 0.2 },
+      backoff: { type: 'delivery', delay: 18_000, jitter: 0.2 },
     });
-    expect(job.delay).toBeGreaterThanOrEqual(14_400);
-    expect(job.delay).toBeLessThanOrEqual(18_000);
+    expect(job.delay).toBeGreaterThan(wait - 2_000);
+    expect(job.delay).toBeLessThanOrEqual(wait);
+    // Brought forward as if those seconds had passed (a job run before the delivery's next
+    // attempt only waits for it: queue-reconciler.test.ts).
+    await sql(`update webhook_deliveries set next_attempt_at = now() where id = ?`, [first.id]);
     await job.promote();
     const delivered = await until('the retry to succeed', async () => {
       const d = await deliveryOf(endpoint.id);
@@ -276,6 +281,18 @@ describe('disabled endpoints receive nothing', () => {
     expect(enabled.body).toMatchObject({ status: 'enabled', failing_since: null, disabled_reason: null });
     expect((await c.paid('X-3', 1_000)).status).toBe(200);
     await until('a delivery after re-enabling', () => receiver.at('/down').length === 3);
+  });
+
+  it('PATCH status enabled on an enabled but failing endpoint clears failing_since', async () => {
+    const { c, endpoint } = await newEndpoint('/flaky');
+    await sql(`update webhook_endpoints set failing_since = now() - interval '2 days' where id = ?`, [
+      endpoint.id,
+    ]);
+    const enabled = await c.patch(endpoint.id, { status: 'enabled' });
+    expect(enabled.status).toBe(200);
+    expect(enabled.body).toMatchObject({ status: 'enabled', failing_since: null });
+    const [row] = await sql('select failing_since from webhook_endpoints where id = ?', [endpoint.id]);
+    expect(row.failing_since).toBeNull();
   });
 
   it('the hourly sweep disables endpoints failing for 3 days even when nothing is being delivered', async () => {
@@ -489,7 +506,7 @@ describe('SSRF rules (production)', () => {
       resolve: async () => [{ address: '127.0.0.1', family: 4 }],
       attempt: 1,
       attempts: 15,
-      nextDelayMs: 18_000,
+      retryDelayMs: () => 18_000,
     });
     expect(outcome).toMatchObject({ result: 'failed', final: false, status_code: null });
     expect((outcome as { error: string }).error).toMatch(/^url refused: .*127\.0\.0\.1/);

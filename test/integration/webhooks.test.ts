@@ -485,6 +485,49 @@ describe('every event type, once per change', () => {
     );
   }, 60_000);
 
+  it('order.confirmed, once, for an order paid or attributed after its confirm_at had passed', async () => {
+    const brand = await makeShop(ctx);
+    await createEndpoint(brand.keys.sk_live, '/late', ['order.confirmed']);
+    const sk = brand.keys.sk_live;
+    // 20 days ago: the 14-day confirmation period has passed when the order arrives.
+    const occurred_at = new Date(Date.now() - 20 * 86_400_000).toISOString();
+    const paid = await send(
+      sk,
+      'order.paid',
+      { order_id: 'L-1', amount: 20_000, coupon_code: 'MINA20' },
+      {
+        occurred_at,
+      },
+    );
+    expect(paid.status).toBe(200);
+    // Unattributed first, attributed by a resend once the period has passed.
+    await send(sk, 'order.paid', { order_id: 'L-2', amount: 5_000 }, { occurred_at });
+    const attributed = await send(
+      sk,
+      'order.paid',
+      { order_id: 'L-2', amount: 5_000, coupon_code: 'JOON' },
+      {
+        occurred_at,
+      },
+    );
+    expect(attributed.status).toBe(200);
+    // A resend and the confirmation job change nothing: no second event.
+    await send(sk, 'order.paid', { order_id: 'L-1', amount: 20_000, coupon_code: 'MINA20' }, { occurred_at });
+    await confirmDueOrders(ctx.orm.em.fork(), new Date(Date.now() + 86_400_000));
+    await relayOutbox(ctx.orm, ctx.queues);
+    await until('two order.confirmed', () => receiver.at('/late').length === 2);
+    const late = bodies('/late');
+    expect(late.map((b) => [b.type, b.data.object.order_id, b.data.object.status])).toEqual([
+      ['order.confirmed', 'L-1', 'confirmed'],
+      ['order.confirmed', 'L-2', 'confirmed'],
+    ]);
+    expect(late.map((b) => b.request_id)).toEqual([paid.body.request_id, attributed.body.request_id]);
+    const [row] = await ctx.orm.em
+      .fork()
+      .execute(`select count(*)::int as n from webhook_events where brand_id = ?`, [brand.brandId]);
+    expect(row!.n).toBe(2);
+  });
+
   it('an endpoint receives only the types it subscribed to', async () => {
     const brand = await makeShop(ctx);
     await createEndpoint(brand.keys.sk_live, '/only-updates', ['conversion.updated']);

@@ -10,6 +10,7 @@ import {
   type Order,
 } from '../../sdk/src/index.js';
 import { checkObservedOrder } from '../../src/modules/integration/integration.service.js';
+import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { makeShop } from '../factories/index.js';
 import { type RecordingProxy, type Service, startProxy, startService } from './support.js';
 
@@ -134,6 +135,38 @@ describe('LfClient round trips against the service', () => {
       if (paid.length === 3) break;
     }
     expect(paid.map((o) => o.order_id)).toEqual(ids.slice(0, 3));
+  });
+
+  it('payouts, creators and reports: a paid-out order read back through each', async () => {
+    const live = client(shop.keys.sk_live);
+    const id = orderId('PAY');
+    await live.events.send({
+      type: 'order.paid',
+      data: { order_id: id, amount: 50_000, coupon_code: 'MINA20' },
+    });
+    await service.ctx.orm.em
+      .fork()
+      .execute(`update orders set status = 'confirmed' where order_id = ?`, [id], 'run');
+    await runPayouts(service.ctx.orm, '2026-12', 'req_sdk_payouts');
+    const payouts = [];
+    for await (const payout of live.payouts.list({ creator_id: shop.fixture.mina.creatorId }))
+      payouts.push(payout);
+    expect(payouts).toHaveLength(1);
+    expect(await live.payouts.get(payouts[0]!.id)).toEqual(payouts[0]);
+    const lines = [];
+    for await (const line of live.payouts.lines(payouts[0]!.id, { limit: 1 })) lines.push(line);
+    expect(lines).toEqual([expect.objectContaining({ kind: 'order', order_id: id, amount: 10_000 })]);
+    const creators = [];
+    for await (const creator of live.creators.list({ limit: 1 })) creators.push(creator);
+    expect(creators.map((c) => c.name)).toEqual(['Mina', 'Joon']);
+    expect((await live.creators.get(shop.fixture.mina.creatorId)).balance.paid_out).toBe(10_000);
+    const report = await live.reports.conversions({
+      from: new Date(Date.now() - 86_400_000).toISOString(),
+      to: new Date(Date.now() + 60_000).toISOString(),
+      group_by: 'creator',
+    });
+    expect(report.totals).toMatchObject({ orders: 1, commission: 10_000 });
+    await expect(live.payouts.get('po_nope')).rejects.toBeInstanceOf(LfNotFoundError);
   });
 
   it('integration.status and integration.missingOrders', async () => {

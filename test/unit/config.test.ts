@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, requirePublicHosts } from '../../src/config.js';
 
 const production = {
   NODE_ENV: 'production',
@@ -19,7 +19,42 @@ describe('configuration', () => {
     expect(config.PORT).toBe(5000);
     expect(config.REDIS_URL).toBe(production.REDIS_URL);
     expect(config.API_HOSTS).toEqual(['api.example.com', 'test.example.com']);
-    expect(config.PUBLIC_BASE_URL).toBe('http://127.0.0.1:5000');
+    // Unset in production: no local default (the web process refuses to start, see below).
+    expect(config.PUBLIC_BASE_URL).toBe('');
+  });
+
+  it('production without API_HOSTS or PUBLIC_BASE_URL: the web process refuses to start, naming both', () => {
+    const config = loadConfig(production);
+    expect(config.API_HOSTS).toEqual([]);
+    expect(() => requirePublicHosts(config)).toThrow(
+      /^Configuration error: API_HOSTS and PUBLIC_BASE_URL are not set; in production every call would be refused as wrong_host\./,
+    );
+    const half = loadConfig({ ...production, API_HOSTS: 'api.example.com' });
+    expect(() => requirePublicHosts(half)).toThrow(/^Configuration error: PUBLIC_BASE_URL is not set;/);
+  });
+
+  it("production on Heroku with dyno metadata: the app's own host for both", () => {
+    const config = loadConfig({
+      ...production,
+      HEROKU_APP_DEFAULT_DOMAIN_NAME: 'Brand-API-1a2b.herokuapp.com',
+    });
+    expect(config.API_HOSTS).toEqual(['brand-api-1a2b.herokuapp.com']);
+    expect(config.PUBLIC_BASE_URL).toBe('https://brand-api-1a2b.herokuapp.com');
+    expect(() => requirePublicHosts(config)).not.toThrow();
+    // What is set wins over the platform's host.
+    const set = loadConfig({
+      ...production,
+      HEROKU_APP_DEFAULT_DOMAIN_NAME: 'x.herokuapp.com',
+      API_HOSTS: 'api.example.com',
+      PUBLIC_BASE_URL: 'https://api.example.com',
+    });
+    expect([set.API_HOSTS, set.PUBLIC_BASE_URL]).toEqual([['api.example.com'], 'https://api.example.com']);
+  });
+
+  it('development keeps local hosts', () => {
+    const config = loadConfig({ NODE_ENV: 'development', PORT: '3000' });
+    expect(config.API_HOSTS).toEqual(['localhost', '127.0.0.1']);
+    expect(config.PUBLIC_BASE_URL).toBe('http://127.0.0.1:3000');
   });
 
   it.each(['DATABASE_URL', 'REDIS_URL', 'ADMIN_TOKEN', 'SECRET_KEY_BASE'])(

@@ -67,10 +67,10 @@ function stringLeaves(schema: z.ZodType, path: string): { path: string; schema: 
 }
 
 /**
- * The cursor is refused as `invalid_cursor` (api-v1.md) by its signature check, which runs
- * before anything reads it; a NUL there never reaches the database.
+ * Every list's cursor is refused as `invalid_cursor` (api-v1.md) by its signature check, which
+ * runs before anything reads it; a NUL there never reaches the database.
  */
-const refusedElsewhere = new Set(['listOrders query.cursor']);
+const refusedElsewhere = (path: string) => path === 'query.cursor';
 
 describe('storable text', () => {
   it('refuses NUL and unpaired surrogates, keeps every other string (astral characters included)', () => {
@@ -100,7 +100,7 @@ describe('storable text', () => {
         if (!schema) continue;
         for (const leaf of stringLeaves(schema, part)) {
           const where = `${def.operationId} ${leaf.path}`;
-          if (refusedElsewhere.has(where)) continue;
+          if (refusedElsewhere(leaf.path)) continue;
           checked++;
           for (const bad of ['a\u0000b', 'ab\ud800']) {
             if (leaf.schema.safeParse(bad).success) accepted.push(`${where} accepts ${JSON.stringify(bad)}`);

@@ -43,7 +43,7 @@ export const CreatorOut = z
     customer_hashes: z.array(z.string()),
     created_at: z.iso.datetime(),
   })
-  .meta({ id: 'Creator' });
+  .meta({ id: 'AdminCreator' });
 
 export const CouponCodeCreate = z
   .strictObject({

@@ -89,7 +89,11 @@ function eventObject<T extends EventType, D extends z.ZodType>(type: T, data: D)
   return z.strictObject({ type: z.literal(type), occurred_at: OccurredAt, data });
 }
 
-/** Names a schema in the document and gives it examples that must be valid input of it. */
+/**
+ * Names a schema in the document and gives it examples that must be valid input of it. Request
+ * examples carry no `occurred_at`: a fixed date would leave the 90-day window and be refused
+ * when a client sends the example later (it defaults to the receive time).
+ */
 function documented<S extends z.ZodType>(
   schema: S,
   meta: { id: string; description: string },
@@ -111,7 +115,6 @@ export const OrderPaidEvent = documented(
   [
     {
       type: 'order.paid',
-      occurred_at: '2026-11-22T09:30:00+09:00',
       data: {
         order_id: 'A-1001',
         amount: 39000,
@@ -123,7 +126,6 @@ export const OrderPaidEvent = documented(
     },
     {
       type: 'order.paid',
-      occurred_at: '2026-11-22T00:30:00Z',
       data: {
         order_id: 'US-2002',
         amount: 2999,
@@ -145,7 +147,6 @@ export const RefundCreatedEvent = documented(
   [
     {
       type: 'refund.created',
-      occurred_at: '2026-11-25T14:00:00+09:00',
       data: { order_id: 'A-1001', refund_id: 'RF-1001-1', amount: 13000, reason: 'One item returned' },
     },
   ],
@@ -161,7 +162,6 @@ export const OrderCancelledEvent = documented(
   [
     {
       type: 'order.cancelled',
-      occurred_at: '2026-11-22T11:00:00+09:00',
       data: {
         order_id: 'A-1001',
         refund_id: 'CANCEL-A-1001',
@@ -178,7 +178,7 @@ export const OrderConfirmedEvent = documented(
     description:
       "Records the source store's purchase confirmation of an ingested order (secret key only); it does not bring the payout forward. Unknown order: 404 order_not_found.",
   },
-  [{ type: 'order.confirmed', occurred_at: '2026-11-29T10:00:00+09:00', data: { order_id: 'A-1001' } }],
+  [{ type: 'order.confirmed', data: { order_id: 'A-1001' } }],
 );
 
 export const PageViewedEvent = documented(

@@ -187,7 +187,7 @@ const example = {
   payouts: [],
 } satisfies z.input<typeof AttributionExplanationOut>;
 
-export function explanationRoutes({ orm }: AppDeps) {
+export function explanationRoutes({ reads }: AppDeps) {
   return [
     route({
       method: 'get',
@@ -209,7 +209,7 @@ export function explanationRoutes({ orm }: AppDeps) {
         'invalid_request_body',
       ],
       async handle(req, res, { params }) {
-        const explanation = await explainAttribution(orm.em.fork(), callerOf(req), params.order_id);
+        const explanation = await reads!.read((em) => explainAttribution(em, callerOf(req), params.order_id));
         res.json(explanation satisfies z.input<typeof AttributionExplanationOut>);
       },
     }),

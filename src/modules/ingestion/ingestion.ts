@@ -22,16 +22,18 @@ const RACE_ATTEMPTS = 4;
 const KEY_POLL_MS = 25;
 
 /**
- * The engine's connections never plan a sequential scan: with every hot-path lookup written
+ * The engine's transactions never plan a sequential scan: with every hot-path lookup written
  * as a probe that exactly one unique index can serve, an index probe is the only plan left.
+ * Set per transaction (SET LOCAL), so it holds behind a transaction pooler and leaks to nothing.
  */
-export const ENGINE_CONNECTION_OPTIONS = '-c enable_seqscan=off';
+export const ENGINE_TRANSACTION_SETTINGS = { enable_seqscan: 'off' } as const;
 
 export interface IngestionOptions {
   /**
    * Groups in flight at once, each on its own connection: with two, one group's load and
    * planning overlap the other's write and WAL flush, and PostgreSQL works on both cores
    * (docs/benchmarks.md: batches 6,000 → 9,900 events/s, singles at 64 connections +25%).
+   * Default DATABASE_INGESTION_POOL_MAX.
    */
   lanes?: number;
   /**
@@ -48,7 +50,7 @@ export interface IngestionOptions {
  * answer once the group it joined has committed. It owns group commit, race reruns,
  * idempotency, the transaction and the outbox nudge (README "Group commit").
  *
- * Its connections are its own pool, opened with sequential scans disabled: together with
+ * Its connections are its own pool, its transactions run with sequential scans disabled: together with
  * load-book.ts's single-index probes and write-set.ts's upserts by key, the only plans left
  * are index probes on unique keys, whatever the statistics say (docs/decisions.md).
  */
@@ -57,6 +59,7 @@ export class Ingestion {
   private readonly relay: OutboxRelay;
   private readonly lane: GroupCommit<IngestRequest, IngestAnswer>;
   private readonly keyWaitMs: number;
+  private readonly lanes: number;
   /** Committed groups and the requests in them, reruns after lost races, groups split after a failure. */
   readonly stats = { groups: 0, requests: 0, reruns: 0, isolated: 0 };
 
@@ -66,8 +69,9 @@ export class Ingestion {
   ) {
     this.relay = new OutboxRelay(deps.orm, deps.queues, deps.logger);
     this.keyWaitMs = options.keyWaitMs ?? 5_000;
+    this.lanes = options.lanes ?? deps.config.DATABASE_INGESTION_POOL_MAX;
     this.lane = new GroupCommit({
-      lanes: options.lanes ?? 2,
+      lanes: this.lanes,
       maxEvents: MAX_GROUP_EVENTS,
       maxBytes: MAX_GROUP_BYTES,
       size: (r) => ({ events: Math.max(r.events.length, 1), bytes: r.bytes }),
@@ -93,13 +97,17 @@ export class Ingestion {
    * journal movement, idempotency record or outbox row is written (`?dry_run=true`).
    */
   async dryRun(request: IngestRequest): Promise<IngestAnswer> {
-    return inTransactionOn(this.connections(), async (sql) => {
-      await sql.query('set transaction read only');
-      return dryRunRequest(sql, request, {
-        now: new Date(),
-        gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES,
-      });
-    });
+    return inTransactionOn(
+      this.connections(),
+      async (sql) => {
+        await sql.query('set transaction read only');
+        return dryRunRequest(sql, request, {
+          now: new Date(),
+          gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES,
+        });
+      },
+      ENGINE_TRANSACTION_SETTINGS,
+    );
   }
 
   async close(): Promise<void> {
@@ -113,9 +121,8 @@ export class Ingestion {
     if (!this.pool) {
       this.pool = new pg.Pool({
         connectionString: this.deps.config.DATABASE_URL,
-        max: 2,
+        max: this.lanes,
         idleTimeoutMillis: 30_000,
-        options: ENGINE_CONNECTION_OPTIONS,
       });
       // An idle connection that dies (database restart, a test dropping its database) is replaced on next use.
       this.pool.on('error', (err) =>
@@ -172,8 +179,11 @@ export class Ingestion {
     for (let attempt = 1; ; attempt++) {
       try {
         const now = new Date();
-        const { answers, handedOver } = await inTransactionOn(this.connections(), (sql) =>
-          commitGroup(sql, group, { now, gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES }),
+        const { answers, handedOver } = await inTransactionOn(
+          this.connections(),
+          (sql) =>
+            commitGroup(sql, group, { now, gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES }),
+          ENGINE_TRANSACTION_SETTINGS,
         );
         this.stats.groups++;
         this.stats.requests += group.length;

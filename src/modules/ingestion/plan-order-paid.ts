@@ -161,6 +161,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     );
   }
   const was = book.webhooks?.before(existing);
+  const wasStatus = existing?.status;
   const fields = {
     changed: true,
     status: next.status,
@@ -190,7 +191,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     confirmAt,
   } satisfies Omit<
     OrderState,
-    'id' | 'orderId' | 'isNew' | 'refundedOriginalAmount' | 'refundIds' | 'lastRenewalCycle'
+    'id' | 'orderId' | 'isNew' | 'refundedOriginalAmount' | 'refundIds' | 'lastRenewalCycle' | 'reportedAs'
   >;
   const order: OrderState = existing
     ? Object.assign(existing, fields)
@@ -201,6 +202,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
         refundedOriginalAmount: 0,
         lastRenewalCycle: null,
         refundIds: new Set(),
+        reportedAs: [],
         ...fields,
       };
   if (!existing) {
@@ -216,5 +218,6 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     movementsBetween(before, after, !existing?.creatorId),
   );
   book.webhooks?.conversionChanged(cause.requestId, was, order);
+  book.webhooks?.orderConfirmed(cause.requestId, wasStatus, order);
   return { ...outcomeOf(order), decision: record('applied') };
 }

@@ -24,6 +24,12 @@ export const ReceivedEvent = defineEntity({
     { name: 'received_events_brand_received_at_index', properties: ['brand', 'livemode', 'receivedAt'] },
     { name: 'received_events_request_id_index', properties: ['requestId'] },
     { name: 'received_events_observed_index', properties: ['receivedAt'], where: "type = 'order.observed'" },
+    // What retention prunes after 30 days (retention/bounded-tables.ts).
+    {
+      name: 'received_events_signal_index',
+      properties: ['receivedAt'],
+      where: "type in ('page.viewed', 'product.viewed', 'cart.item_added', 'order.observed')",
+    },
     {
       name: 'received_events_order_index',
       properties: ['brand', 'livemode', 'orderId'],

@@ -3,6 +3,9 @@ import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { AttributionDecision } from '../attribution/decision.js';
 import { journalWrites } from '../ledger/journal.js';
 import { orderColumns, orderToRow } from '../orders/order-state.js';
+import { browserSignalTallies } from '../reports/browser-signal-tallies.js';
+import { conversionFacts, sumFacts } from '../reports/conversion-facts.js';
+import { conversionTallies, type ScopedFact } from '../reports/conversion-tallies.js';
 import { deliveryHandOver, webhookWrites } from '../webhooks/webhook-writes.js';
 import type { OrderBook } from './order-book.js';
 
@@ -58,6 +61,20 @@ const fromX = (columns: object) =>
   Object.keys(columns)
     .map((c) => `x.${c}`)
     .join(', ');
+
+/** What the group's changed orders change in the conversion report: after less before, per order. */
+function reportChanges(books: OrderBook[]): ScopedFact[] {
+  return books.flatMap((book) => {
+    const changed = [...book.orders.values()].filter((o) => o.changed);
+    const facts = sumFacts(
+      changed.flatMap((o) => [
+        { facts: o.reportedAs, sign: -1 as const },
+        { facts: conversionFacts(o), sign: 1 as const },
+      ]),
+    );
+    return facts.map((f) => ({ ...f, ...book.scope }));
+  });
+}
 
 /**
  * Everything a group commit writes, as one statement (db/write-set.ts). New orders are plain
@@ -127,6 +144,8 @@ export function groupWrites(
             select ${fromX(receivedEventColumns)} from ${recordset(receivedEventColumns)}`,
       rows: received,
     },
+    browserSignalTallies(received),
+    conversionTallies(reportChanges(all)),
     ...webhookWrites(webhookEvents, deliveries),
     { ...outbox, rows: [...outbox.rows, ...deliveryHandOver(deliveries).rows] },
     {

@@ -146,7 +146,7 @@ const errors = [
   'temporary_service_error',
 ] as const;
 
-export function integrationRoutes({ orm }: AppDeps) {
+export function integrationRoutes({ reads }: AppDeps) {
   return [
     route({
       method: 'get',
@@ -163,10 +163,14 @@ export function integrationRoutes({ orm }: AppDeps) {
       errors: [...errors],
       async handle(req, res) {
         const caller = callerOf(req);
-        const em = orm.em.fork();
-        const s = await integrationStatus(em, caller);
-        const checklist = await integrationChecklist(em, caller, s);
-        const webhooks = await webhookHealth(em, caller);
+        const { s, checklist, webhooks } = await reads!.read(async (em, onReplica) => {
+          const s = await integrationStatus(em, caller, { readOnly: onReplica });
+          return {
+            s,
+            checklist: await integrationChecklist(em, caller, s),
+            webhooks: await webhookHealth(em, caller),
+          };
+        });
         res.json({
           object: 'integration_status',
           livemode: caller.livemode,
@@ -217,7 +221,7 @@ export function integrationRoutes({ orm }: AppDeps) {
       },
       errors: [...errors, 'invalid_request_body'],
       async handle(req, res, { query }) {
-        const rows = await listMissingOrders(orm.em.fork(), callerOf(req), query.limit + 1);
+        const rows = await reads!.read((em) => listMissingOrders(em, callerOf(req), query.limit + 1));
         res.json({
           object: 'list',
           has_more: rows.length > query.limit,

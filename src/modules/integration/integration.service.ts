@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
+import { NeedsPrimary } from '../../db/lag-tolerant-reads.js';
 import { inTransactionOn, type Sql } from '../../db/sql.js';
 import { newId } from '../../shared/ids.js';
 import { recordWebhookEvents } from '../webhooks/webhook-writes.js';
@@ -52,8 +53,6 @@ export async function refreshAllStatuses(em: EntityManager): Promise<number> {
     [],
     'run',
   );
-  // Failures are only needed back to the last success; a week is far beyond any summary.
-  await em.execute(`delete from ingestion_failures where failed_at < now() - interval '7 days'`);
   return (res as { affectedRows?: number }).affectedRows ?? 0;
 }
 
@@ -67,8 +66,15 @@ export interface StatusRow {
   consecutive_failures: number;
 }
 
-/** The summary, fresh within a minute: the job keeps it warm; a stale or missing row is recomputed here. */
-export async function integrationStatus(em: EntityManager, scope: Scope): Promise<StatusRow> {
+/**
+ * The summary, fresh within a minute: the job keeps it warm; a stale or missing row is recomputed
+ * here, which a read replica cannot do (`readOnly`): NeedsPrimary then sends the read there.
+ */
+export async function integrationStatus(
+  em: EntityManager,
+  scope: Scope,
+  options: { readOnly?: boolean } = {},
+): Promise<StatusRow> {
   const read = () =>
     em.execute<(StatusRow & { fresh: boolean })[]>(
       `select clicks_24h, orders_24h, unattributed_24h, missing_orders_24h, last_event_at, last_error_code,
@@ -77,6 +83,7 @@ export async function integrationStatus(em: EntityManager, scope: Scope): Promis
       [scope.brandId, scope.livemode],
     );
   let [row] = await read();
+  if (!row?.fresh && options.readOnly) throw new NeedsPrimary('integration status needs a refresh');
   if (!row?.fresh) {
     await em.execute(refreshSql(`select ?::varchar as brand_id, ?::boolean as livemode`), [
       scope.brandId,

@@ -1,19 +1,35 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
+import { queryOnce } from '../../db/sql.js';
 import type { Logger } from '../../logger.js';
+import { randomToken } from '../../shared/ids.js';
 import { type KeyRow, readKey } from './keys.service.js';
 
 /** Sent by the triggers of migrations/Migration20261123100000.ts, at commit, with the brand id. */
 const CHANNEL = 'lf_auth_changed';
+/** Payloads of this cache's own probes; the triggers send brand ids, which never start so. */
+const PROBE_PREFIX = 'probe:';
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 5_000;
+const DEAF_RETRY_MS = 60_000;
 
 export interface KeyCacheOptions {
+  /**
+   * A session connection (DATABASE_DIRECT_URL, else DATABASE_URL): LISTEN needs one server
+   * connection for its whole life, which a transaction pooler never gives.
+   */
   databaseUrl: string;
   orm: MikroORM;
   logger: Logger;
   /** Backstop for a notification lost without the connection noticing; 10 s by default. */
   ttlMs?: number;
+  /**
+   * How often the listener proves it still receives what writers send: a probe NOTIFY sent the
+   * writers' way (the ORM pool) must come back within `probeTimeoutMs`, or the cache is
+   * bypassed and the listener reconnected. 30 s and 2 s by default.
+   */
+  probeIntervalMs?: number;
+  probeTimeoutMs?: number;
 }
 
 /**
@@ -24,6 +40,10 @@ export interface KeyCacheOptions {
  * keys and inactive brands stay refused cheaply); "no such key" is not, so random keys cannot
  * fill memory. The map is bounded by the keys in the database and emptied by every change.
  *
+ * Connected is not enough to be trusted: LISTEN through a transaction pooler "succeeds" on a
+ * borrowed server connection and then hears nothing. So the cache is trusted only once a probe
+ * NOTIFY, sent the way writers send theirs, has come back, and again every probe interval.
+ *
  * NOTIFY reaches listeners a moment after the writer sees its commit (well under a millisecond
  * when idle, longer under load), so another process can answer one request from the old row in
  * that moment. This process's own writes cannot race so: every commit of its ORM clears the
@@ -32,13 +52,20 @@ export interface KeyCacheOptions {
 export class KeyCache {
   /** Database reads so far, cache misses and bypasses alike (for tests and metrics). */
   reads = 0;
-  /** Notifications received so far. */
+  /** Notifications of changes received so far (probes not counted). */
   notifications = 0;
   private readonly entries = new Map<string, { row: KeyRow; expiresAt: number }>();
   private readonly read: (secretHash: string) => Promise<KeyRow | undefined>;
   private readonly ttlMs: number;
+  private readonly probeIntervalMs: number;
+  private readonly probeTimeoutMs: number;
   private client: pg.Client | undefined;
+  /** True while the last probe came back in time: cached rows are trusted. */
   private connected = false;
+  private probe: { payload: string; timer: NodeJS.Timeout } | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
+  /** Set once a probe went unanswered, so the warning is logged once per outage, not per retry. */
+  private deaf = false;
   private closed = false;
   /** Bumped by every clear, so a read that raced a notification is not stored afterwards. */
   private generation = 0;
@@ -52,11 +79,13 @@ export class KeyCache {
       return read(secretHash);
     };
     this.ttlMs = options.ttlMs ?? 10_000;
+    this.probeIntervalMs = options.probeIntervalMs ?? 30_000;
+    this.probeTimeoutMs = options.probeTimeoutMs ?? 2_000;
     options.orm.em.getEventManager().registerSubscriber({ afterTransactionCommit: () => this.clear() });
     void this.listen();
   }
 
-  /** True while notifications are being received, i.e. while cached rows are trusted. */
+  /** True while notifications are known to be received, i.e. while cached rows are trusted. */
   get listening(): boolean {
     return this.connected;
   }
@@ -84,6 +113,8 @@ export class KeyCache {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    clearTimeout(this.probeTimer);
+    clearTimeout(this.probe?.timer);
     this.connected = false;
     this.clear();
     await this.client?.end().catch(() => {});
@@ -102,35 +133,99 @@ export class KeyCache {
     const onLost = (err?: Error) => {
       if (lost) return;
       lost = true;
-      this.connected = false;
-      this.clear();
+      this.untrust();
       client.end().catch(() => {});
       if (this.closed) return;
       // Only the message: the connection string (and its password) never reaches the log.
-      this.options.logger.warn(
-        { err: err?.message ?? 'connection ended', retry_in_ms: this.retryMs },
-        'key cache listener down; authenticating from the database until it reconnects',
-      );
-      this.retryTimer = setTimeout(() => void this.listen(), this.retryMs);
+      if (!this.deaf)
+        this.options.logger.warn(
+          { err: err?.message ?? 'connection ended', retry_in_ms: this.retryMs },
+          'key cache listener down; authenticating from the database until it reconnects',
+        );
+      // A deaf listener is most likely behind a pooler: each try would leave a LISTEN on one of
+      // its server connections, so it tries seldom.
+      this.retryTimer = setTimeout(() => void this.listen(), this.deaf ? DEAF_RETRY_MS : this.retryMs);
       this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);
     };
     client.on('error', onLost);
     client.on('end', () => onLost());
-    client.on('notification', () => {
+    client.on('notification', (message) => {
+      if (message.payload?.startsWith(PROBE_PREFIX)) {
+        if (message.payload === this.probe?.payload) this.probeAnswered();
+        return;
+      }
       this.notifications++;
       this.clear();
     });
     try {
       await client.connect();
+      if (await throughPooler(client)) {
+        // A LISTEN there would stay on one of the pooler's server connections, hearing nothing:
+        // stop here for good, as close() does, and read every key from the database.
+        this.closed = true;
+        this.options.logger.warn(
+          'the key cache cannot listen through a connection pooler (DATABASE_URL), and DATABASE_DIRECT_URL is not set: every request reads its key from the database; set DATABASE_DIRECT_URL to cache keys',
+        );
+        await client.end();
+        return;
+      }
       await client.query(`listen ${CHANNEL}`);
     } catch (err) {
       onLost(err as Error);
       return;
     }
     if (lost || this.closed) return;
-    // Changes made while we were down were never notified: start from an empty cache.
+    this.sendProbe(onLost);
+  }
+
+  /** Trusted again only when the probe comes back; until then every lookup reads the database. */
+  private sendProbe(onLost: (err?: Error) => void): void {
+    const payload = `${PROBE_PREFIX}${randomToken(16)}`;
+    const timer = setTimeout(() => {
+      if (this.probe?.payload !== payload) return;
+      if (!this.deaf)
+        this.options.logger.warn(
+          { waited_ms: this.probeTimeoutMs },
+          'key cache listener hears no notifications (is DATABASE_URL a transaction pooler? set DATABASE_DIRECT_URL); authenticating from the database on every request',
+        );
+      this.deaf = true;
+      onLost(new Error('probe notification not received'));
+    }, this.probeTimeoutMs);
+    this.probe = { payload, timer };
+    queryOnce(this.options.orm, 'select pg_notify(?, ?)', [CHANNEL, payload]).catch((err: Error) =>
+      onLost(new Error(`could not send the probe notification: ${err.message}`)),
+    );
+    clearTimeout(this.probeTimer);
+    this.probeTimer = setTimeout(() => this.sendProbe(onLost), this.probeIntervalMs);
+    this.probeTimer.unref();
+  }
+
+  private probeAnswered(): void {
+    clearTimeout(this.probe?.timer);
+    this.probe = undefined;
+    if (this.connected) return;
+    if (this.deaf) this.options.logger.info('key cache listener hears notifications again; caching keys');
+    this.deaf = false;
+    // Changes made while it was not trusted were never applied: start from an empty cache.
     this.clear();
     this.connected = true;
     this.retryMs = FIRST_RETRY_MS;
   }
+
+  private untrust(): void {
+    this.connected = false;
+    clearTimeout(this.probeTimer);
+    clearTimeout(this.probe?.timer);
+    this.probe = undefined;
+    this.clear();
+  }
+}
+
+/**
+ * A pooler answers the startup with a cancel key of its own, not the server process's id (PgBouncer
+ * does: a cancel request must reach the pooler, which knows which server connection to cancel).
+ */
+async function throughPooler(client: pg.Client): Promise<boolean> {
+  const { rows } = await client.query<{ pid: number }>('select pg_backend_pid() as pid');
+  return rows[0]?.pid !== (client as pg.Client & { processID?: number }).processID;
 }

@@ -22,5 +22,13 @@ export const LedgerEntry = defineEntity({
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
+  indexes: [
+    // Open lines only (pending, payable, clawbacks not netted): a creator's balance, read from the ledger.
+    {
+      name: 'ledger_entries_open_index',
+      properties: ['brand', 'livemode', 'creator'],
+      where: 'commission_balance <> 0',
+    },
+  ],
 });
 export type LedgerEntry = InferEntity<typeof LedgerEntry>;

@@ -29,6 +29,8 @@ export const LedgerMovement = defineEntity({
   indexes: [
     { name: 'ledger_movements_entry_index', properties: ['entry'] },
     { name: 'ledger_movements_request_id_index', properties: ['requestId'] },
+    // A payout's lines (GET /v1/payouts/{id}/lines); ingestion's movements carry no payout_id.
+    { name: 'ledger_movements_payout_index', properties: ['payoutId'], where: 'payout_id is not null' },
     {
       name: 'ledger_movements_clawback_index',
       properties: ['brand', 'creator'],

@@ -1,4 +1,5 @@
 import type { Currency } from '../../shared/money.js';
+import { type ConversionFact, conversionFacts } from '../reports/conversion-facts.js';
 import type { AttributionVia, OrderStatus } from './order.entity.js';
 
 /**
@@ -44,6 +45,8 @@ export interface OrderState {
   closedAt: Date | null;
   /** refund_ids already recorded for this order (loaded ones that this ingestion names, plus new ones). */
   refundIds: Set<string>;
+  /** What the order counted for in the conversion report when loaded (none when new). */
+  reportedAs: ConversionFact[];
 }
 
 /**
@@ -88,7 +91,7 @@ type OrderColumn = keyof typeof orderColumns;
 /** The row as loaded by the ingestion snapshot (JSON from the database). */
 // biome-ignore lint/suspicious/noExplicitAny: a raw JSON row from the driver.
 export function orderFromRow(r: any): OrderState {
-  return {
+  const order: OrderState = {
     id: r.id,
     orderId: r.order_id,
     isNew: false,
@@ -120,7 +123,10 @@ export function orderFromRow(r: any): OrderState {
     confirmAt: r.confirm_at ? new Date(r.confirm_at) : null,
     closedAt: r.closed_at ? new Date(r.closed_at) : null,
     refundIds: new Set(),
+    reportedAs: [],
   };
+  order.reportedAs = conversionFacts(order);
+  return order;
 }
 
 /** The row to write, keyed by column; KRW orders keep no original amount or currency. */

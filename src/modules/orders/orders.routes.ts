@@ -1,27 +1,19 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
+import { allPages, streamCsv, wantsCsv } from '../../http/csv.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
+import { pageOf, pageQuery } from '../../shared/paging.js';
 import { text } from '../../shared/text.js';
-import { CURSOR_MAX_LENGTH } from './cursor.js';
 import { orderStatuses } from './order.entity.js';
 import { OrderOut, orderExample } from './order-out.js';
 import { canonicalInstant, getOrder, listOrders } from './orders.service.js';
 
-export const OrderListOut = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(OrderOut),
-    has_more: z.boolean(),
-    next_cursor: z
-      .string()
-      .nullable()
-      .meta({ description: 'Pass it unchanged as `cursor` to continue. Null means the last page.' }),
-  })
-  .meta({ id: 'OrderList' });
-
-const limitError = 'must be an integer from 1 to 500';
+export const OrderListOut = pageOf(OrderOut, 'OrderList');
+const orderCsvColumns = Object.keys(OrderOut.shape);
+/** Orders per query of a CSV export: few round trips, one page in memory. */
+const CSV_PAGE = 1000;
 
 const instant = (description: string) =>
   z.iso
@@ -34,19 +26,7 @@ const instant = (description: string) =>
     .meta({ description });
 
 export const OrderListQuery = z.strictObject({
-  limit: z.coerce
-    .number({ error: limitError })
-    .int({ error: limitError })
-    .min(1, { error: limitError })
-    .max(500, { error: limitError })
-    .default(100)
-    .meta({ description: 'Page size, 1 to 500.' }),
-  // The length is checked with the signature so that any cursor not issued here is `invalid_cursor`;
-  // so is one with a NUL (api-v1.md: a bad cursor is `invalid_cursor`): nothing reads it before its signature.
-  cursor: z.string().optional().meta({
-    description: '`next_cursor` of the previous page, unchanged. Omit it for the first page.',
-    maxLength: CURSOR_MAX_LENGTH,
-  }),
+  ...pageQuery,
   'occurred_at[gte]': instant('Only orders with `occurred_at` at or after this instant.'),
   'occurred_at[lt]': instant('Only orders with `occurred_at` before this instant.'),
   status: z.enum(orderStatuses).optional().meta({ description: 'Only orders in this status.' }),
@@ -62,7 +42,7 @@ export const cannotReadOrders = () =>
   });
 
 export function orderRoutes(deps: AppDeps) {
-  const { orm, config } = deps;
+  const { orm, config, reads } = deps;
   return [
     route({
       method: 'get',
@@ -94,11 +74,16 @@ export function orderRoutes(deps: AppDeps) {
       operationId: 'listOrders',
       summary: 'List orders',
       description:
-        'A reconciliation view, ascending by (occurred_at, id) and paged by a signed cursor. Omit `cursor` on the first request; while `has_more` is true, pass `next_cursor` unchanged as `cursor` with the same filters. Unattributed orders are included.',
+        'A reconciliation view, ascending by (occurred_at, id) and paged by a signed cursor. Omit `cursor` on the first request; while `has_more` is true, pass `next_cursor` unchanged as `cursor` with the same filters. Unattributed orders are included. With `Accept: text/csv` the answer is every order matching the filters (after `cursor`, if given; `limit` does not apply), streamed as one CSV file with the JSON fields as columns.',
       tag: 'Orders',
       security: 'secret_key',
       refusePublishableKey: cannotReadOrders,
       query: OrderListQuery,
+      csv: {
+        columns: orderCsvColumns,
+        description:
+          'Every matching order, one row each, the same fields and order as the JSON pages (RFC 4180).',
+      },
       responses: {
         200: {
           description: 'One page of orders.',
@@ -120,18 +105,25 @@ export function orderRoutes(deps: AppDeps) {
       ],
       async handle(req, res, { query }) {
         const caller = callerOf(req);
-        const page = await listOrders(
-          orm.em.fork(),
-          caller,
-          {
-            limit: query.limit,
-            cursor: query.cursor,
-            occurredAtGte: query['occurred_at[gte]'],
-            occurredAtLt: query['occurred_at[lt]'],
-            status: query.status,
-          },
-          config.SECRET_KEY_BASE,
-        );
+        const csv = wantsCsv(req);
+        // Paging tolerates a few seconds of lag: the replica when configured (GET /v1/orders/{id} stays on the primary).
+        const read = (cursor: string | undefined) =>
+          reads!.read((em) =>
+            listOrders(
+              em,
+              caller,
+              {
+                limit: csv ? CSV_PAGE : query.limit,
+                cursor,
+                occurredAtGte: query['occurred_at[gte]'],
+                occurredAtLt: query['occurred_at[lt]'],
+                status: query.status,
+              },
+              config.SECRET_KEY_BASE,
+            ),
+          );
+        const page = await read(query.cursor);
+        if (csv) return streamCsv(res, 'orders.csv', orderCsvColumns, allPages(page, read));
         res.json({ object: 'list', ...page } satisfies z.input<typeof OrderListOut>);
       },
     }),

@@ -8,6 +8,7 @@ import { jobTransition } from '../orders/order-lifecycle.js';
 import { type RawOrderRow, toOrderOut } from '../orders/order-out.js';
 import { jobRequestId } from '../webhooks/job-cause.js';
 import { type EventDraft, recordWebhookEvents } from '../webhooks/webhook-writes.js';
+import { type PayoutRow, payoutColumns, toPayoutOut } from './payouts.read.js';
 
 const CHUNK = 1000;
 
@@ -148,7 +149,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
        commission_amount = payouts.commission_amount + excluded.commission_amount,
        clawback_amount = payouts.clawback_amount + excluded.clawback_amount,
        net_amount = payouts.net_amount + excluded.net_amount
-     returning id, creator_id, run_key, order_count, commission_amount, clawback_amount, net_amount`,
+     returning ${payoutColumns}`,
     [
       newId('po'),
       payee.brand_id,
@@ -206,28 +207,11 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   return orders.length + clawbacks.length;
 }
 
-interface PayoutRow {
-  id: string;
-  creator_id: string;
-  run_key: string;
-  order_count: number;
-  commission_amount: string | number;
-  clawback_amount: string | number;
-  net_amount: string | number;
+/** The payout as its `payout.created` webhook shows it: the API's payout without `created_at`. */
+function payoutObject(row: PayoutRow) {
+  const { created_at: _, ...object } = toPayoutOut(row);
+  return object;
 }
-
-const payoutObject = (p: PayoutRow) => ({
-  id: p.id,
-  object: 'payout',
-  livemode: true,
-  creator_id: p.creator_id,
-  run_key: p.run_key,
-  order_count: p.order_count,
-  commission_amount: Number(p.commission_amount),
-  clawback_amount: Number(p.clawback_amount),
-  net_amount: Number(p.net_amount),
-  currency: 'KRW',
-});
 
 /**
  * The payout run (monthly): every live creator with confirmed orders or clawbacks not netted
@@ -256,5 +240,14 @@ export async function runPayouts(
     }
     await onProgress(i + 1, payees.length);
   }
+  // Recorded last: a run that stopped halfway is still due, and running it again pays only the rest.
+  await orm.em.fork().execute(
+    `insert into payout_runs (run_key, request_id, payees, items, finished_at) values (?, ?, ?, ?, now())
+     on conflict (run_key) do update
+       set request_id = excluded.request_id, payees = payout_runs.payees + excluded.payees,
+           items = payout_runs.items + excluded.items, finished_at = excluded.finished_at`,
+    [runKey, requestId, payees.length, items],
+    'run',
+  );
   return { run_key: runKey, payees: payees.length, items };
 }

@@ -1,14 +1,34 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { inTransaction } from '../../db/sql.js';
+import { executeWrites } from '../../db/write-set.js';
 import { eraseTestLines } from '../ledger/journal.js';
 import { testDataErasureCutoff } from '../orders/order-lifecycle.js';
+import {
+  conversionFactsOfRow,
+  factColumns,
+  type OrderFactRow,
+  sumFacts,
+} from '../reports/conversion-facts.js';
+import { conversionTallies, type ScopedFact } from '../reports/conversion-tallies.js';
 
 const BATCH = 1000;
+
+/** What erased test orders counted for in the report, negated. */
+function withdrawn(orders: (OrderFactRow & { brand_id: string })[]): ScopedFact[] {
+  return orders.flatMap((o) =>
+    sumFacts([{ sign: -1, facts: conversionFactsOfRow(o) }]).map((f) => ({
+      ...f,
+      brandId: o.brand_id,
+      livemode: false,
+    })),
+  );
+}
 
 export interface ErasedTestData {
   orders: number;
   received_events: number;
   idempotency_records: number;
+  browser_signal_counts: number;
   /** Webhook rows, present only when some were erased. */
   webhook_endpoints?: number;
   webhook_events?: number;
@@ -59,7 +79,12 @@ export async function eraseExpiredTestData(
   onProgress: (done: number, total: number) => Promise<void> = async () => {},
 ): Promise<{ cutoff: Date; erased: ErasedTestData }> {
   const cutoff = testDataErasureCutoff(now);
-  const erased: ErasedTestData = { orders: 0, received_events: 0, idempotency_records: 0 };
+  const erased: ErasedTestData = {
+    orders: 0,
+    received_events: 0,
+    idempotency_records: 0,
+    browser_signal_counts: 0,
+  };
 
   for (;;) {
     const count = await inTransaction(orm, async (sql) => {
@@ -74,18 +99,24 @@ export async function eraseExpiredTestData(
       await sql.query(`delete from refunds where order_id in (select jsonb_array_elements_text(?::jsonb))`, [
         list,
       ]);
-      await sql.query(`delete from orders where id in (select jsonb_array_elements_text(?::jsonb))`, [list]);
+      const gone = await sql.query<OrderFactRow & { brand_id: string }>(
+        `delete from orders where id in (select jsonb_array_elements_text(?::jsonb)) returning brand_id, ${factColumns}`,
+        [list],
+      );
+      // The report forgets them in the same transaction: their counts, taken back as tallies.
+      await executeWrites(sql, [conversionTallies(withdrawn(gone))]);
       return ids.length;
     });
     erased.orders += count;
     if (count < BATCH) break;
   }
-  await onProgress(1, 3);
+  await onProgress(1, 4);
 
   // Intake records outlive nothing they explain once the orders are gone.
   const intake = [
     { table: 'received_events', column: 'received_at', key: 'id' },
     { table: 'idempotency_records', column: 'created_at', key: 'ctid' },
+    { table: 'browser_signal_counts', column: 'bucket_start', key: 'ctid' },
   ] as const;
   for (const [i, { table, column, key }] of intake.entries()) {
     for (;;) {
@@ -101,7 +132,7 @@ export async function eraseExpiredTestData(
       erased[table] += count;
       if (count < BATCH) break;
     }
-    await onProgress(i + 2, 3);
+    await onProgress(i + 2, 4);
   }
 
   const webhooks = { webhook_endpoints: 0, webhook_events: 0, webhook_deliveries: 0 };

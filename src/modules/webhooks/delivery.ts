@@ -17,8 +17,8 @@ export interface DeliveryOptions {
   /** This attempt (1-based) and how many the job has: the last one makes the delivery `failed`. */
   attempt: number;
   attempts: number;
-  /** The upper bound of the wait before the next attempt (the job's backoff before jitter). */
-  nextDelayMs: number;
+  /** The wait after the n-th failed attempt of the delivery (the documented schedule, jitter included). */
+  retryDelayMs: (failedAttempts: number) => number;
   timeoutMs?: number;
   now?: () => Date;
   resolve?: Resolver;
@@ -26,10 +26,18 @@ export interface DeliveryOptions {
 
 export type DeliveryOutcome =
   | {
-      result: 'gone' | 'already_delivered' | 'canceled' | 'in_flight' | 'delivered';
+      result: 'gone' | 'already_delivered' | 'already_failed' | 'canceled' | 'in_flight' | 'delivered';
       status_code?: number | null;
     }
-  | { result: 'failed'; final: boolean; status_code: number | null; error: string };
+  /** Its next attempt is later: a job run early (put back by the reconciler, or a stray retry) waits for it. */
+  | { result: 'not_due'; next_attempt_at: Date }
+  | {
+      result: 'failed';
+      final: boolean;
+      status_code: number | null;
+      error: string;
+      next_attempt_at: Date | null;
+    };
 
 interface DeliveryRow {
   id: string;
@@ -37,6 +45,7 @@ interface DeliveryRow {
   livemode: boolean;
   status: string;
   attempts: number;
+  next_attempt_at: string | null;
   event_id: string;
   type: string;
   data: WebhookEventBody['data'];
@@ -53,8 +62,42 @@ interface DeliveryRow {
   previous_secret_expires_at: string | null;
 }
 
-/** Thrown by the job so BullMQ retries with backoff; carries the outcome for the job log. */
-export class DeliveryFailed extends Error {}
+/**
+ * Thrown by the job so BullMQ retries it; carries when, from the delivery's own schedule
+ * (`deliveryBackoff` turns it into BullMQ's delay), so a job put back after Redis lost the
+ * first one keeps the delivery's schedule instead of starting it over.
+ */
+export class DeliveryFailed extends Error {
+  constructor(
+    message: string,
+    readonly nextAttemptAt: Date | null,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A delivery job's BullMQ backoff (custom type `delivery`): until the delivery's next attempt;
+ * any other failure (the hourly sweep's, a database error) backs off exponentially from `delay`.
+ */
+export function deliveryBackoff(
+  err: Error | undefined,
+  attemptsMade: number,
+  delay = 0,
+  now = Date.now(),
+): number {
+  if (err instanceof DeliveryFailed && err.nextAttemptAt)
+    return Math.max(0, err.nextAttemptAt.getTime() - now);
+  return delay * 2 ** Math.max(0, attemptsMade - 1);
+}
+
+/** The documented schedule: after the n-th failure, `baseMs` × 2^(n-1) less up to `jitter` of it. */
+export function retryDelayMs(baseMs: number, jitter: number, failedAttempts: number, random = Math.random()) {
+  return Math.floor(baseMs * 2 ** (failedAttempts - 1) * (1 - jitter * random));
+}
+
+/** A job may start this much before the delivery's next attempt (clocks of workers differ). */
+const EARLY_TOLERANCE_MS = 1000;
 
 /**
  * One attempt of one delivery: the event's body, signed with the endpoint's secret(s), POSTed
@@ -73,7 +116,7 @@ export async function attemptDelivery(
   const now = options.now ?? (() => new Date());
   const em = orm.em.fork();
   const [row] = await em.execute<DeliveryRow[]>(
-    `select d.id, d.brand_id, d.livemode, d.status, d.attempts, d.event_id,
+    `select d.id, d.brand_id, d.livemode, d.status, d.attempts, d.next_attempt_at, d.event_id,
             e.type, e.data, e.created_at as event_created_at, e.api_version, e.request_id as event_request_id,
             p.id as endpoint_id, p.brand_id as endpoint_brand_id, p.livemode as endpoint_livemode,
             p.status as endpoint_status, p.url, p.secret_ciphertext, p.previous_secret_ciphertext,
@@ -87,6 +130,10 @@ export async function attemptDelivery(
   if (!row) return { result: 'gone' };
   if (row.status === 'succeeded') return { result: 'already_delivered' };
   if (row.status === 'canceled') return { result: 'canceled' };
+  // Every attempt used: a job put back by the queue reconciler, or a BullMQ retry after it, sends nothing.
+  if (row.status === 'failed') return { result: 'already_failed' };
+  if (row.next_attempt_at && new Date(row.next_attempt_at).getTime() > now().getTime() + EARLY_TOLERANCE_MS)
+    return { result: 'not_due', next_attempt_at: new Date(row.next_attempt_at) };
   const sameTenant = row.endpoint_brand_id === row.brand_id && row.endpoint_livemode === row.livemode;
   if (!row.endpoint_id || !sameTenant || row.endpoint_status !== 'enabled') {
     const why = !row.endpoint_id || !sameTenant ? 'endpoint deleted' : 'endpoint disabled';
@@ -100,11 +147,13 @@ export async function attemptDelivery(
 
   // One attempt at a time per delivery, whatever runs it (the lease outlives any attempt).
   const leaseSeconds = Math.ceil((options.timeoutMs ?? DELIVERY_TIMEOUT_MS) / 1000) + 20;
+  // Claimed only as the attempt read above (same count): two jobs that both read it send once.
   const claimed = await em.execute(
     `update webhook_deliveries set attempt_lease_until = now() + make_interval(secs => ?)
-      where id = ? and status not in (?, ?) and (attempt_lease_until is null or attempt_lease_until < now())
+      where id = ? and status = 'pending' and attempts = ?
+        and (attempt_lease_until is null or attempt_lease_until < now())
       returning id`,
-    [leaseSeconds, deliveryId, 'succeeded', 'canceled'],
+    [leaseSeconds, deliveryId, row.attempts],
   );
   if (claimed.length === 0) return { result: 'in_flight' };
 
@@ -145,9 +194,12 @@ export async function attemptDelivery(
     },
   );
 
-  const final = !result.ok && options.attempt >= options.attempts;
+  // The delivery's own count decides, not the job's: a job the queue reconciler put back after
+  // Redis lost the first one starts at attempt 1, yet the delivery has only the attempts left.
+  const attempt = Math.max(options.attempt, row.attempts + 1);
+  const final = !result.ok && attempt >= options.attempts;
   const status = result.ok ? 'succeeded' : final ? 'failed' : 'pending';
-  const next = result.ok || final ? null : new Date(now().getTime() + options.nextDelayMs);
+  const next = result.ok || final ? null : new Date(now().getTime() + options.retryDelayMs(attempt));
   await inTransaction(orm, async (sql) => {
     await sql.query(
       `update webhook_deliveries
@@ -182,7 +234,13 @@ export async function attemptDelivery(
     }
   });
   if (result.ok) return { result: 'delivered', status_code: result.statusCode };
-  return { result: 'failed', final, status_code: result.statusCode, error: result.error ?? 'failed' };
+  return {
+    result: 'failed',
+    final,
+    status_code: result.statusCode,
+    error: result.error ?? 'failed',
+    next_attempt_at: next,
+  };
 }
 
 /**

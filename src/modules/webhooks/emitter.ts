@@ -1,4 +1,6 @@
-import type { OrderState } from '../orders/order-state.js';
+import type { OrderStatus } from '../orders/order.entity.js';
+import { type RawOrderRow, toOrderOut } from '../orders/order-out.js';
+import { type OrderState, orderToRow } from '../orders/order-state.js';
 import type { ConversionObject, WebhookEventType } from './event-types.js';
 import {
   type EventDraft,
@@ -102,6 +104,16 @@ export class WebhookEmitter {
     );
     if (Object.keys(previous).length > 0)
       this.emit('conversion.updated', requestId, { object: after, previous_attributes: previous });
+  }
+
+  /**
+   * order.confirmed for an order paid or attributed after its confirm_at had passed, which
+   * ingestion confirms at once: the confirmation job, which sends the others, never sees it.
+   */
+  orderConfirmed(requestId: string, wasStatus: OrderStatus | undefined, order: OrderState): void {
+    if (order.status !== 'confirmed' || wasStatus === 'confirmed' || !this.watches('order.confirmed')) return;
+    const row = { ...orderToRow(order), livemode: this.scope.livemode } as unknown as RawOrderRow;
+    this.emit('order.confirmed', requestId, { object: { ...toOrderOut(row), payout_id: null } });
   }
 
   /** commission.clawed_back: a refund or cancellation reversed commission of a paid-out order. */

@@ -201,9 +201,11 @@ export async function updateEndpoint(
     } else {
       set('disabled_reason', null);
       set('disabled_at', null);
-      set('failing_since', null);
     }
   }
+  // Enabling restarts the failure clock, also on an endpoint that is enabled but failing: the
+  // brand says its receiver is fixed, so the 3 days before disabling count from the next failure.
+  if (patch.status === 'enabled' && current.failing_since) set('failing_since', null);
   if (sets.length === 0) return current;
   const scope = ownedBy(owner);
   return em.transactional(async (tx) => {

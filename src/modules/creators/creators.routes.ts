@@ -1,0 +1,67 @@
+import type { z } from 'zod';
+import type { AppDeps } from '../../deps.js';
+import { callerOf } from '../../http/context.js';
+import { route } from '../../http/route.js';
+import type { ErrorCode } from '../../shared/errors.js';
+import { secretKeyForSettlement } from '../payouts/payouts.routes.js';
+import { getCreator, listCreators } from './creators.read.js';
+import {
+  CreatorList,
+  CreatorListQuery,
+  CreatorOut,
+  CreatorParams,
+  creatorExample,
+} from './creators.schemas.js';
+
+const common: ErrorCode[] = [
+  'invalid_api_key',
+  'brand_not_active',
+  'secret_key_required',
+  'invalid_request_body',
+];
+
+export function creatorRoutes({ orm, config }: AppDeps) {
+  return [
+    route({
+      method: 'get',
+      path: '/v1/creators',
+      operationId: 'listCreators',
+      summary: 'List creators with their balances',
+      description:
+        "The brand's creators in creation order, cursor-paged, each with its discount codes and its commission balance in the key's mode, summed from the ledger when read.",
+      tag: 'Creators',
+      security: 'secret_key',
+      refusePublishableKey: secretKeyForSettlement,
+      query: CreatorListQuery,
+      responses: {
+        200: {
+          description: 'One page of creators.',
+          schema: CreatorList,
+          example: { object: 'list', data: [creatorExample], has_more: false, next_cursor: null },
+        },
+      },
+      errors: [...common, 'invalid_cursor'],
+      async handle(req, res, { query }) {
+        const page = await listCreators(orm.em.fork(), callerOf(req), query, config.SECRET_KEY_BASE);
+        res.json({ object: 'list', ...page } satisfies z.input<typeof CreatorList>);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/v1/creators/{creator_id}',
+      operationId: 'getCreator',
+      summary: 'Read one creator with its balance',
+      description:
+        "What the brand will pay and has paid the creator, in KRW, in the key's mode: pending, payable, paid out, and clawbacks not netted yet.",
+      tag: 'Creators',
+      security: 'secret_key',
+      refusePublishableKey: secretKeyForSettlement,
+      params: CreatorParams,
+      responses: { 200: { description: 'The creator.', schema: CreatorOut, example: creatorExample } },
+      errors: [...common, 'creator_not_found'],
+      async handle(req, res, { params }) {
+        res.json(await getCreator(orm.em.fork(), callerOf(req), params.creator_id));
+      },
+    }),
+  ];
+}

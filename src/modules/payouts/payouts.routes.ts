@@ -1,0 +1,145 @@
+import type { z } from 'zod';
+import type { AppDeps } from '../../deps.js';
+import { callerOf } from '../../http/context.js';
+import { allPages, streamCsv, wantsCsv } from '../../http/csv.js';
+import { route } from '../../http/route.js';
+import { AppError, type ErrorCode } from '../../shared/errors.js';
+import { getPayout, listPayoutLines, listPayouts } from './payouts.read.js';
+import {
+  PayoutLineList,
+  PayoutLineOut,
+  PayoutLinesQuery,
+  PayoutList,
+  PayoutListQuery,
+  PayoutOut,
+  PayoutParams,
+  payoutExample,
+} from './payouts.schemas.js';
+
+/** Settlement figures are the brand's books: read from its server, never with a browser's key. */
+export const secretKeyForSettlement = () =>
+  new AppError(
+    'secret_key_required',
+    'Payouts, creators and reports can only be read with a secret (sk_) key.',
+    {
+      hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
+    },
+  );
+
+const common: ErrorCode[] = [
+  'invalid_api_key',
+  'brand_not_active',
+  'secret_key_required',
+  'invalid_request_body',
+];
+const nextCursor = 'eyJ2IjoxfQ.c2lnbmF0dXJl';
+const payoutLineCsvColumns = Object.keys(PayoutLineOut.shape);
+
+export function payoutRoutes({ orm, config, reads }: AppDeps) {
+  const secret = config.SECRET_KEY_BASE;
+  return [
+    route({
+      method: 'get',
+      path: '/v1/payouts',
+      operationId: 'listPayouts',
+      summary: 'List payouts',
+      description:
+        "The brand's payouts (live mode only; test keys see none), ascending by creation and paged by a signed cursor like orders. One payout per creator and run; `GET /v1/payouts/{payout_id}/lines` lists what it settled.",
+      tag: 'Payouts',
+      security: 'secret_key',
+      refusePublishableKey: secretKeyForSettlement,
+      query: PayoutListQuery,
+      responses: {
+        200: {
+          description: 'One page of payouts.',
+          schema: PayoutList,
+          example: { object: 'list', data: [payoutExample], has_more: true, next_cursor: nextCursor },
+        },
+      },
+      errors: [...common, 'invalid_cursor'],
+      async handle(req, res, { query }) {
+        const page = await reads!.read((em) =>
+          listPayouts(
+            em,
+            callerOf(req),
+            { limit: query.limit, cursor: query.cursor, creatorId: query.creator_id, runKey: query.run_key },
+            secret,
+          ),
+        );
+        res.json({ object: 'list', ...page } satisfies z.input<typeof PayoutList>);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/v1/payouts/{payout_id}',
+      operationId: 'getPayout',
+      summary: 'Read one payout',
+      description: 'The payout a `payout.created` webhook names, with its totals in KRW.',
+      tag: 'Payouts',
+      security: 'secret_key',
+      refusePublishableKey: secretKeyForSettlement,
+      params: PayoutParams,
+      responses: { 200: { description: 'The payout.', schema: PayoutOut, example: payoutExample } },
+      errors: [...common, 'payout_not_found'],
+      async handle(req, res, { params }) {
+        res.json(await getPayout(orm.em.fork(), callerOf(req), params.payout_id));
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/v1/payouts/{payout_id}/lines',
+      operationId: 'listPayoutLines',
+      summary: 'List what a payout settled',
+      description:
+        'Every order the payout paid and every clawback it netted, from the ledger, ascending and cursor-paged. The lines sum to the payout’s `net_amount`; its `order` lines to `commission_amount`, its `clawback` lines to `clawback_amount`.',
+      tag: 'Payouts',
+      security: 'secret_key',
+      refusePublishableKey: secretKeyForSettlement,
+      params: PayoutParams,
+      query: PayoutLinesQuery,
+      csv: {
+        columns: payoutLineCsvColumns,
+        description: 'Every line of the payout (after `cursor`, if given; `limit` does not apply), as CSV.',
+      },
+      responses: {
+        200: {
+          description: 'One page of lines.',
+          schema: PayoutLineList,
+          example: {
+            object: 'list',
+            data: [
+              {
+                id: 'mv_01kc7a2b3c4d5e6f7g8h9j0k1n',
+                object: 'payout_line',
+                kind: 'order',
+                order_id: 'A-1001',
+                conversion_id: 'conv_01kc5p8z2q3w4e5r6t7y8u9i0o',
+                amount: 7800,
+                currency: 'KRW',
+              },
+            ],
+            has_more: false,
+            next_cursor: null,
+          },
+        },
+      },
+      errors: [...common, 'payout_not_found', 'invalid_cursor'],
+      async handle(req, res, { params, query }) {
+        const caller = callerOf(req);
+        const csv = wantsCsv(req);
+        const read = (cursor: string | undefined) =>
+          listPayoutLines(
+            orm.em.fork(),
+            caller,
+            params.payout_id,
+            { limit: csv ? 1000 : query.limit, cursor },
+            secret,
+          );
+        const page = await read(query.cursor);
+        if (csv)
+          return streamCsv(res, `${params.payout_id}-lines.csv`, payoutLineCsvColumns, allPages(page, read));
+        res.json({ object: 'list', ...page } satisfies z.input<typeof PayoutLineList>);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,31 @@
+import { recordset, type WritePart } from '../../db/write-set.js';
+import type { ConversionFact } from './conversion-facts.js';
+
+export interface ScopedFact extends ConversionFact {
+  brandId: string;
+  livemode: boolean;
+}
+
+/** A group commit's report changes, appended as tallies (one row per brand, mode, bucket, creator and SKU). */
+export function conversionTallies(facts: readonly ScopedFact[]): WritePart {
+  return {
+    sql: `insert into conversion_tallies (brand_id, livemode, bucket_start, creator_id, sku, orders, heads,
+                                          amount, commission, refunded_amount, reversed_commission)
+          select x.brand_id, x.livemode, x.bucket, x.creator, x.sku, x.orders, x.heads,
+                 x.amount, x.commission, x.refunded, x.reversed
+            from ${recordset({
+              brand_id: 'text',
+              livemode: 'boolean',
+              bucket: 'timestamptz',
+              creator: 'text',
+              sku: 'text',
+              orders: 'int',
+              heads: 'int',
+              amount: 'bigint',
+              commission: 'bigint',
+              refunded: 'bigint',
+              reversed: 'bigint',
+            })}`,
+    rows: facts.map(({ brandId, livemode, ...f }) => ({ brand_id: brandId, livemode, ...f })),
+  };
+}

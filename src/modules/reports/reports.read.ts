@@ -1,0 +1,339 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ApiCaller } from '../keys/caller.js';
+import {
+  type ConversionFact,
+  conversionFactsOfRow,
+  factColumns,
+  type OrderFactRow,
+} from './conversion-facts.js';
+import { type Level, type PeriodParts, periodParts } from './period.js';
+import type { ConversionReportOutput, ReportQuery } from './reports.schemas.js';
+
+type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
+type Em = EntityManager;
+
+const measureNames = [
+  'orders',
+  'attributed_orders',
+  'amount',
+  'commission',
+  'refunded_amount',
+  'reversed_commission',
+] as const;
+type Measures = Record<(typeof measureNames)[number], number>;
+const zero = (): Measures => Object.fromEntries(measureNames.map((m) => [m, 0])) as Measures;
+const add = (into: Measures, from: Measures) => {
+  for (const m of measureNames) into[m] += from[m];
+};
+
+/** Which counts a report reads (conversion.entities.ts): a dimension, an optional key or key prefix, and how rows group. */
+interface Reading {
+  dim: 0 | 1 | 2 | 3;
+  key?: { equals: string } | { prefix: string };
+  groupBy: 'key' | 'day' | 'all';
+}
+
+/** A conversion tally's key and order counts in dimension `dim` (as report-rollup folds them). */
+const tallyKey = (dim: number, t: string) =>
+  ["''", `${t}.creator_id`, `${t}.sku`, `${t}.creator_id || E'\\t' || ${t}.sku`][dim]!;
+const tallyOrders = (dim: number, t: string) => (dim < 2 ? `${t}.heads` : `${t}.orders`);
+
+function keyCondition(reading: Reading, column: string, params: unknown[]): string {
+  if (!reading.key) return '';
+  if ('equals' in reading.key) {
+    params.push(reading.key.equals);
+    return ` and ${column} = ?`;
+  }
+  // Keys compare bytewise (collation "C"): the prefix's keys lie between it and the prefix with its last byte + 1.
+  const p = reading.key.prefix;
+  params.push(p, p.slice(0, -1) + String.fromCharCode(p.charCodeAt(p.length - 1) + 1));
+  return ` and ${column} >= ? and ${column} < ?`;
+}
+
+/**
+ * The counts and the not yet folded tallies of the aligned part of the period, in ONE
+ * statement: one snapshot, so a tally being folded is seen once, as a tally or as a count.
+ */
+async function readCounts(em: Em, caller: Caller, reading: Reading, parts: PeriodParts, timeZone: string) {
+  const params: unknown[] = [];
+  const group = (bucket: string, key: string) => {
+    if (reading.groupBy === 'key') return key;
+    if (reading.groupBy === 'all') return `''`;
+    params.push(timeZone);
+    return `to_char(${bucket} at time zone ?, 'YYYY-MM-DD')`;
+  };
+  const selects = parts.spans.map((span) => {
+    const g = group('c.bucket_start', 'c.key');
+    params.push(caller.brandId, caller.livemode, reading.dim, span.level, span.start, span.end);
+    return `select ${g} as g, c.orders, c.attributed_orders, c.amount, c.commission, c.refunded_amount, c.reversed_commission
+              from conversion_counts c
+             where c.brand_id = ? and c.livemode = ? and c.dim = ? and c.level = ? and c.bucket_start >= ? and c.bucket_start < ?${keyCondition(reading, 'c.key', params)}`;
+  });
+  if (parts.spans.length === 0) return new Map<string, Measures>();
+  const key = tallyKey(reading.dim, 't');
+  const orders = tallyOrders(reading.dim, 't');
+  const g = group('t.bucket_start', key);
+  params.push(caller.brandId, caller.livemode, parts.aligned.start, parts.aligned.end);
+  selects.push(
+    `select ${g} as g, ${orders}, case when t.creator_id = '' then 0 else ${orders} end, t.amount, t.commission,
+            t.refunded_amount, t.reversed_commission
+       from conversion_tallies t
+      where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`,
+  );
+  const rows = await em.transactional(async (tx) => {
+    // Unanalyzed tables (a fresh database) must still walk the indexes by range; the cost that
+    // puts on any scan would otherwise buy a JIT compile (200 ms) for a query of milliseconds.
+    await tx.execute(`select set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`);
+    return tx.execute<Record<string, string>[]>(
+      `select g, ${measureNames.map((m) => `sum(${m})::text as ${m}`).join(', ')}
+         from (${selects.join('\nunion all\n')}) x(g, ${measureNames.join(', ')})
+        group by g`,
+      params,
+    );
+  });
+  return new Map(
+    rows.map((r) => [r.g!, Object.fromEntries(measureNames.map((m) => [m, Number(r[m])])) as Measures]),
+  );
+}
+
+/** The sub-quarter-hour ends of the period, from the orders themselves, with the same fact rules. */
+async function readEdges(
+  em: Em,
+  caller: Caller,
+  reading: Reading,
+  parts: PeriodParts,
+  creatorId: string | undefined,
+  dayOf: (at: Date) => string,
+) {
+  const sums = new Map<string, Measures>();
+  for (const edge of parts.edges) {
+    const orders = await em.execute<OrderFactRow[]>(
+      `select ${factColumns} from orders
+        where brand_id = ? and livemode = ? and occurred_at >= ? and occurred_at < ?${creatorId ? ' and creator_id = ?' : ''}`,
+      [caller.brandId, caller.livemode, edge.start, edge.end, ...(creatorId ? [creatorId] : [])],
+    );
+    for (const fact of orders.flatMap(conversionFactsOfRow)) {
+      const key = factKey(reading, fact, dayOf);
+      if (key === undefined) continue;
+      const sum = sums.get(key) ?? zero();
+      const counted = reading.dim < 2 ? fact.heads : fact.orders;
+      add(sum, {
+        orders: counted,
+        attributed_orders: fact.creator ? counted : 0,
+        amount: fact.amount,
+        commission: fact.commission,
+        refunded_amount: fact.refunded,
+        reversed_commission: fact.reversed,
+      });
+      sums.set(key, sum);
+    }
+  }
+  return sums;
+}
+
+function factKey(reading: Reading, fact: ConversionFact, dayOf: (at: Date) => string): string | undefined {
+  const key = ['', fact.creator, fact.sku, `${fact.creator}\t${fact.sku}`][reading.dim]!;
+  if (reading.key && 'prefix' in reading.key && !key.startsWith(reading.key.prefix)) return undefined;
+  if (reading.key && 'equals' in reading.key && key !== reading.key.equals) return undefined;
+  if (reading.groupBy === 'all') return '';
+  return reading.groupBy === 'day' ? dayOf(new Date(fact.bucket)) : key;
+}
+
+const wholeHours = new Map<string, boolean>();
+
+/**
+ * Whether the zone's offset is a whole number of hours at every instant of 1990 to 2040 (sampled
+ * daily; cached): its days are then sums of UTC hours. Others (India, Nepal, Newfoundland...)
+ * are read by the quarter hour.
+ */
+function inWholeHours(timeZone: string): boolean {
+  let known = wholeHours.get(timeZone);
+  if (known === undefined) {
+    const format = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
+    known = true;
+    for (let t = Date.UTC(1990, 0, 1); t < Date.UTC(2040, 0, 1) && known; t += 86_400_000) {
+      const name = format.formatToParts(t).find((p) => p.type === 'timeZoneName')!.value;
+      known = !/:(?!00)\d\d/.test(name);
+    }
+    wholeHours.set(timeZone, known);
+  }
+  return known;
+}
+
+/** The grains a reading sums, finest first (period.ts). */
+function grainsOf(reading: Reading, timeZone: string): Level[] {
+  if (reading.groupBy === 'day') return inWholeHours(timeZone) ? [0, 3] : [0];
+  return reading.dim >= 2 ? [3, 1, 2] : [0, 3, 1, 2];
+}
+
+async function measure(
+  em: Em,
+  caller: Caller,
+  reading: Reading,
+  query: ReportQuery,
+  dayOf: (at: Date) => string,
+): Promise<Map<string, Measures>> {
+  const parts = periodParts(new Date(query.from), new Date(query.to), grainsOf(reading, query.time_zone));
+  const sums = await readCounts(em, caller, reading, parts, query.time_zone);
+  for (const [key, edge] of await readEdges(em, caller, reading, parts, query.creator_id, dayOf)) {
+    const sum = sums.get(key) ?? zero();
+    add(sum, edge);
+    sums.set(key, sum);
+  }
+  return sums;
+}
+
+const funnelTypes = {
+  page_views: 'page.viewed',
+  product_views: 'product.viewed',
+  cart_additions: 'cart.item_added',
+  observed_orders: 'order.observed',
+} as const;
+type Funnel = Record<keyof typeof funnelTypes, number>;
+
+/** Browser signals per local day, by whole quarter hours (a quarter hour cut by `from` or `to` counts whole). */
+async function readFunnel(em: Em, caller: Caller, query: ReportQuery): Promise<Map<string, Funnel>> {
+  const QUARTER = 15 * 60_000;
+  const start = new Date(Math.floor(Date.parse(query.from) / QUARTER) * QUARTER);
+  const end = new Date(Math.ceil(Date.parse(query.to) / QUARTER) * QUARTER);
+  const rows = await em.execute<{ day: string; type: string; n: string }[]>(
+    `select to_char(bucket_start at time zone ?, 'YYYY-MM-DD') as day, type, sum(count)::text as n from (
+       select bucket_start, type, count from browser_signal_counts
+        where brand_id = ? and livemode = ? and bucket_start >= ? and bucket_start < ?
+       union all
+       select bucket_start, type, count from browser_signal_tallies
+        where brand_id = ? and livemode = ? and bucket_start >= ? and bucket_start < ?) s
+     group by 1, 2`,
+    [
+      query.time_zone,
+      caller.brandId,
+      caller.livemode,
+      start,
+      end,
+      caller.brandId,
+      caller.livemode,
+      start,
+      end,
+    ],
+  );
+  const days = new Map<string, Funnel>();
+  for (const row of rows) {
+    const funnel = days.get(row.day) ?? {
+      page_views: 0,
+      product_views: 0,
+      cart_additions: 0,
+      observed_orders: 0,
+    };
+    const field = (Object.keys(funnelTypes) as (keyof Funnel)[]).find((f) => funnelTypes[f] === row.type);
+    if (field) funnel[field] += Number(row.n);
+    days.set(row.day, funnel);
+  }
+  return days;
+}
+
+/** Every local date from `from`'s to the one just before `to`. */
+function daysOf(query: ReportQuery, dayOf: (at: Date) => string): string[] {
+  const first = dayOf(new Date(query.from));
+  const last = dayOf(new Date(Date.parse(query.to) - 1));
+  const days: string[] = [];
+  for (let d = new Date(`${first}T00:00:00Z`); ; d.setUTCDate(d.getUTCDate() + 1)) {
+    const day = d.toISOString().slice(0, 10);
+    days.push(day);
+    if (day >= last) return days;
+  }
+}
+
+/** GET /v1/reports/conversions: per creator, day or SKU, from the running totals and the edges' orders. */
+export async function conversionReport(
+  em: Em,
+  caller: Caller,
+  query: ReportQuery,
+): Promise<ConversionReportOutput> {
+  const format = new Intl.DateTimeFormat('en-CA', {
+    timeZone: query.time_zone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  });
+  const dayOf = (at: Date) => format.format(at);
+  const creator = query.creator_id;
+  // Where every order counts in exactly one row (creator, day), the totals are the rows' sum;
+  // products count an order once per SKU, so their totals are a reading of their own.
+  const sumOf = (rows: Iterable<Measures>) => {
+    const total = zero();
+    for (const row of rows) add(total, row);
+    return total;
+  };
+  const base = (totals: Measures) => ({
+    object: 'conversion_report' as const,
+    livemode: caller.livemode,
+    group_by: query.group_by,
+    from: new Date(query.from).toISOString(),
+    to: new Date(query.to).toISOString(),
+    time_zone: query.time_zone,
+    creator_id: creator ?? null,
+    currency: 'KRW' as const,
+    totals,
+  });
+
+  if (query.group_by === 'day') {
+    const reading: Reading = creator
+      ? { dim: 1, key: { equals: creator }, groupBy: 'day' }
+      : { dim: 0, groupBy: 'day' };
+    const sums = await measure(em, caller, reading, query, dayOf);
+    const funnel = creator ? undefined : await readFunnel(em, caller, query);
+    const none = { page_views: null, product_views: null, cart_additions: null, observed_orders: null };
+    return {
+      ...base(sumOf(sums.values())),
+      data: daysOf(query, dayOf).map((day) => ({
+        day,
+        ...(sums.get(day) ?? zero()),
+        ...(funnel
+          ? (funnel.get(day) ?? { page_views: 0, product_views: 0, cart_additions: 0, observed_orders: 0 })
+          : none),
+      })),
+    };
+  }
+
+  if (query.group_by === 'creator') {
+    const sums = await measure(
+      em,
+      caller,
+      creator ? { dim: 1, key: { equals: creator }, groupBy: 'key' } : { dim: 1, groupBy: 'key' },
+      query,
+      dayOf,
+    );
+    const ids = [...sums.keys()].filter((k) => k !== '');
+    const names = ids.length
+      ? await em.execute<{ id: string; name: string }[]>(
+          `select id, name from creators where brand_id = ? and id in (select jsonb_array_elements_text(?::jsonb))`,
+          [caller.brandId, JSON.stringify(ids)],
+        )
+      : [];
+    const nameOf = new Map(names.map((c) => [c.id, c.name]));
+    return {
+      ...base(sumOf(sums.values())),
+      data: [...sums.entries()]
+        .filter(([, m]) => m.orders !== 0 || m.amount !== 0)
+        .sort(([a], [b]) => (a === '' ? 1 : b === '' ? -1 : a < b ? -1 : 1))
+        .map(([key, m]) => ({ creator_id: key || null, creator_name: nameOf.get(key) ?? null, ...m })),
+    };
+  }
+
+  const reading: Reading = creator
+    ? { dim: 3, key: { prefix: `${creator}\t` }, groupBy: 'key' }
+    : { dim: 2, groupBy: 'key' };
+  const sums = await measure(em, caller, reading, query, dayOf);
+  const totalsReading: Reading = creator
+    ? { dim: 1, key: { equals: creator }, groupBy: 'all' }
+    : { dim: 0, groupBy: 'all' };
+  const totals = (await measure(em, caller, totalsReading, query, dayOf)).get('') ?? zero();
+  return {
+    ...base(totals),
+    data: [...sums.entries()]
+      .map(([key, m]) => [creator ? key.slice(creator.length + 1) : key, m] as const)
+      .filter(([, m]) => m.orders !== 0 || m.amount !== 0)
+      .sort(([a], [b]) => (a === '' ? 1 : b === '' ? -1 : a < b ? -1 : 1))
+      .map(([sku, m]) => ({ sku: sku || null, ...m })),
+  };
+}

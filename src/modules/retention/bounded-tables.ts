@@ -1,0 +1,71 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { browserEventTypes } from '../events/events.schemas.js';
+
+const BATCH = 1000;
+
+/**
+ * Every table that grows with traffic and is not kept for good, with what bounds it. Each
+ * statement deletes at most BATCH rows past their keep time (SKIP LOCKED: a row another
+ * transaction holds waits for the next batch), so no statement holds locks for long and two
+ * runs at once split the work. Kept for good, and so not here: orders, refunds, the ledger,
+ * payouts (the books); an order's received events stay while their order does (the explanation
+ * endpoint reads them); browser-signal counts, a row per brand, mode, quarter hour and type. Test-mode rows go earlier, with the test data (retention/test-data-erasure.ts).
+ */
+export const boundedTables = {
+  /** Relayed to Redis over 7 days ago (as long as finished jobs are kept, for the trace endpoint). */
+  outbox_messages: `delete from outbox_messages where id in (
+      select id from outbox_messages where relayed_at < now() - interval '7 days' limit ${BATCH} for update skip locked)`,
+  /** A key is honoured for 24 hours (api-v1.md; load-book.ts reads no older record). Keyed by (brand, mode, key): by ctid. */
+  idempotency_records: `delete from idempotency_records where ctid in (
+      select ctid from idempotency_records where created_at < now() - interval '24 hours' limit ${BATCH} for update skip locked)`,
+  /** Integration status reads failures back to the last success, at most a day; a week is kept. */
+  ingestion_failures: `delete from ingestion_failures where id in (
+      select id from ingestion_failures where failed_at < now() - interval '7 days' limit ${BATCH} for update skip locked)`,
+  /** Deliveries of live events past WEBHOOK_EVENT_RETENTION_DAYS (finished long since: retries end after 3 days). */
+  webhook_deliveries: `delete from webhook_deliveries where id in (
+      select id from webhook_deliveries where created_at < now() - make_interval(days => ?) and status <> 'pending'
+       limit ${BATCH} for update skip locked)`,
+  /** Live events past WEBHOOK_EVENT_RETENTION_DAYS with no delivery left (deliveries go first). */
+  webhook_events: `delete from webhook_events where id in (
+      select e.id from webhook_events e where e.created_at < now() - make_interval(days => ?)
+         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
+       limit ${BATCH} for update skip locked)`,
+  /**
+   * Browser signals past 30 days: gap detection and integration status read a day of them,
+   * missing orders go after 30 days; the report's funnel reads browser_signal_counts instead.
+   */
+  received_events: `delete from received_events where id in (
+      select id from received_events where received_at < now() - interval '30 days'
+         and type in (${browserEventTypes.map((t) => `'${t}'`).join(', ')})
+       limit ${BATCH} for update skip locked)`,
+  /**
+   * Clicks past 180 days: an order may be dated 90 days back and a click counts for at most 60
+   * days before it, so an older click can never attribute. Per brand, on (brand_id, clicked_at).
+   */
+  clicks: `delete from clicks where id in (
+      select k.id from brands b cross join lateral (
+        select c.id from clicks c where c.brand_id = b.id and c.clicked_at < now() - interval '180 days'
+         limit ${BATCH} for update skip locked) k
+       limit ${BATCH})`,
+} as const;
+
+export type BoundedTable = keyof typeof boundedTables;
+
+/** Deletes what is past its keep time in every bounded table, batch by batch; counts per table. */
+export async function pruneBoundedTables(
+  orm: MikroORM,
+  webhookRetentionDays: number,
+): Promise<Record<BoundedTable, number>> {
+  const counts = {} as Record<BoundedTable, number>;
+  for (const [table, sql] of Object.entries(boundedTables) as [BoundedTable, string][]) {
+    const values = sql.includes('?') ? [webhookRetentionDays] : [];
+    counts[table] = 0;
+    for (;;) {
+      const res = await orm.em.fork().execute(sql, values, 'run');
+      const deleted = (res as { affectedRows?: number }).affectedRows ?? 0;
+      counts[table] += deleted;
+      if (deleted < BATCH) break;
+    }
+  }
+  return counts;
+}

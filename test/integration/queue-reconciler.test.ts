@@ -1,0 +1,384 @@
+import { type Job, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import request from 'supertest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { JobData, JobName } from '../../src/jobs/queues.js';
+import { createLogger } from '../../src/logger.js';
+import { createRedis } from '../../src/redis.js';
+import { reconcileQueues } from '../../workers/queue-reconciler.js';
+import { runJob, workerOptions } from '../../workers/registry.js';
+import { makeShop, SHOP_ORIGIN } from '../factories/index.js';
+import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
+import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
+import { type Receiver, startReceiver, until } from './webhooks-helpers.js';
+
+/**
+ * Redis loses its data (FLUSHDB of this file's own redis-server) with work in flight; the queue
+ * reconciler finds in PostgreSQL what is due without a job and enqueues it again, and each
+ * piece is done exactly once. Each test fails without the reconciler: nothing else would ever
+ * run that work again.
+ */
+let redis: PrivateRedis;
+let ctx: TestContext;
+let receiver: Receiver;
+let control: Redis;
+const workers: { worker: Worker; connection: Redis }[] = [];
+
+beforeAll(async () => {
+  redis = await startPrivateRedis();
+  ctx = await createTestApp({ REDIS_URL: redis.url });
+  receiver = await startReceiver();
+  control = createRedis(redis.url);
+});
+afterAll(async () => {
+  for (const { worker, connection } of workers) {
+    await worker.close(true).catch(() => {});
+    connection.disconnect();
+  }
+  control.disconnect();
+  await receiver.close();
+  await ctx.close();
+  await redis.kill();
+});
+beforeEach(async () => {
+  // Every test starts from a payout run already recorded, so only its own kind is due.
+  await sql(`insert into payout_runs (run_key, request_id, payees, items, finished_at)
+             select to_char(now() at time zone 'Asia/Seoul' - interval '1 month' * g, 'YYYY-MM'), 'test', 0, 0, now()
+               from generate_series(0, 1) g on conflict do nothing`);
+});
+
+const sql = (text: string, values: unknown[] = []) =>
+  ctx.orm.em.fork().execute<Record<string, unknown>[]>(text, values);
+const silentLogger = createLogger('silent');
+const reconcile = () => reconcileQueues(ctx.orm, ctx.queues, ctx.config, silentLogger, new Date());
+
+/** A worker of `name` as workers/main.ts runs it (runJob, its options), on this file's queues. */
+function startWorker(name: JobName) {
+  const connection = createRedis(redis.url, { worker: true });
+  connection.on('error', () => {});
+  const prefix = ctx.queues[name].opts.prefix!;
+  const worker = new Worker<JobData>(
+    name,
+    (job: Job<JobData>) =>
+      runJob(name, { orm: ctx.orm, logger: silentLogger, config: ctx.config, queues: ctx.queues }, job),
+    { ...workerOptions(connection, prefix), concurrency: 4 },
+  );
+  worker.on('error', () => {});
+  workers.push({ worker, connection });
+  return worker;
+}
+
+async function settled(name: JobName) {
+  await until(`the ${name} queue to settle`, async () => {
+    const counts = await ctx.queues[name].getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+    return Object.values(counts).every((n) => n === 0);
+  });
+}
+
+const send = (key: string, type: string, data: Record<string, unknown>) =>
+  request(ctx.app)
+    .post('/v1/events')
+    .set({ Authorization: `Bearer ${key}`, Origin: SHOP_ORIGIN })
+    .send({ type, data });
+
+describe('the queue reconciler after Redis lost its data', () => {
+  it('attempts every waiting webhook delivery again, and each is delivered once when the receiver recovers', async () => {
+    const shop = await makeShop(ctx);
+    const endpoint = await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url: receiver.url('/down'), enabled_events: ['conversion.created'] });
+    expect(endpoint.status).toBe(201);
+    receiver.plan('/down', 500, 500, 500);
+    startWorker('webhook-delivery');
+    for (const id of ['W-1', 'W-2', 'W-3'])
+      expect(
+        (await send(shop.keys.sk_live, 'order.paid', { order_id: id, amount: 1_000, coupon_code: 'MINA20' }))
+          .status,
+      ).toBe(200);
+    await until('a failed first attempt each', async () => {
+      const rows = await sql(
+        `select attempts from webhook_deliveries where endpoint_id = ? and attempts = 1`,
+        [endpoint.body.id],
+      );
+      return rows.length === 3;
+    });
+
+    await control.flushdb();
+    // The retries were due (their backoff passed while Redis was empty).
+    await sql(
+      `update webhook_deliveries set next_attempt_at = now() - interval '2 minutes' where endpoint_id = ?`,
+      [endpoint.body.id],
+    );
+    expect((await reconcile()).webhook_delivery).toBe(3);
+    // Run again, or by a second worker at once: the jobs are there, nothing is added twice.
+    const again = await Promise.all([reconcile(), reconcile()]);
+    expect(again.map((r) => r.webhook_delivery)).toEqual([0, 0]);
+
+    await until('every delivery succeeded', async () => {
+      const rows = await sql(
+        `select status from webhook_deliveries where endpoint_id = ? and status = 'succeeded'`,
+        [endpoint.body.id],
+      );
+      return rows.length === 3;
+    });
+    await settled('webhook-delivery');
+    // One failed attempt and one success per order: nothing sent twice.
+    const bodies = receiver.at('/down').map((r) => JSON.parse(r.body).data.object.order_id);
+    expect(bodies.sort()).toEqual(['W-1', 'W-1', 'W-2', 'W-2', 'W-3', 'W-3']);
+    const rows = await sql(`select attempts from webhook_deliveries where endpoint_id = ?`, [
+      endpoint.body.id,
+    ]);
+    expect(rows.map((r) => r.attempts)).toEqual([2, 2, 2]);
+
+    const metrics = await request(ctx.app).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`);
+    expect(metrics.text).toMatch(/lf_requeued_work_total\{kind="webhook_delivery"\} 3/);
+  });
+
+  it('replaces a delivery job that finished in Redis while PostgreSQL still has the delivery due', async () => {
+    const shop = await makeShop(ctx);
+    const endpoint = await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url: receiver.url('/late'), enabled_events: ['conversion.created'] });
+    // Another attempt holds the delivery (a hanging receiver): its job finds it in flight and completes.
+    await control.flushdb();
+    // Paused queue: the job waits until the lease below is in place.
+    await ctx.queues['webhook-delivery'].pause();
+    expect(
+      (await send(shop.keys.sk_live, 'order.paid', { order_id: 'F-1', amount: 1_000, coupon_code: 'MINA20' }))
+        .status,
+    ).toBe(200);
+    const [delivery] = await until('the delivery handed to Redis', () =>
+      sql(
+        `select d.id from webhook_deliveries d join outbox_messages o on o.id = d.id
+          where d.endpoint_id = ? and o.relayed_at is not null`,
+        [endpoint.body.id],
+      ).then((rows) => (rows.length === 1 ? rows : null)),
+    );
+    await sql(`update webhook_deliveries set attempt_lease_until = now() + interval '1 hour' where id = ?`, [
+      delivery!.id,
+    ]);
+    await ctx.queues['webhook-delivery'].resume();
+    await until('its job completed', async () => {
+      const job = await ctx.queues['webhook-delivery'].getJob(delivery!.id as string);
+      return (await job?.getState()) === 'completed';
+    });
+    // That attempt then failed, its own job lost with Redis: the retry is due and has no live job.
+    await sql(
+      `update webhook_deliveries set attempt_lease_until = null, attempts = 1, next_attempt_at = now() - interval '2 minutes' where id = ?`,
+      [delivery!.id],
+    );
+    // A job finished this past minute may not show in PostgreSQL yet: left alone until then.
+    expect((await reconcile()).webhook_delivery).toBe(0);
+    const later = new Date(Date.now() + 2 * 60_000);
+    expect(
+      (await reconcileQueues(ctx.orm, ctx.queues, ctx.config, silentLogger, later)).webhook_delivery,
+    ).toBe(1);
+    await until('the delivery sent', async () => {
+      const [row] = await sql(`select status from webhook_deliveries where id = ?`, [delivery!.id]);
+      return row?.status === 'succeeded';
+    });
+    expect(receiver.at('/late')).toHaveLength(1);
+  });
+
+  it('confirms orders whose confirm_at passed while the confirmation schedule was lost, once', async () => {
+    const shop = await makeShop(ctx);
+    await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url: receiver.url('/confirmed'), enabled_events: ['order.confirmed'] });
+    expect(
+      (await send(shop.keys.sk_live, 'order.paid', { order_id: 'C-1', amount: 5_000, coupon_code: 'MINA20' }))
+        .status,
+    ).toBe(200);
+    await control.flushdb();
+    await sql(`update orders set confirm_at = now() - interval '10 minutes' where brand_id = ?`, [
+      shop.brandId,
+    ]);
+    expect((await reconcile()).order_confirmation).toBe(1);
+    startWorker('order-confirmation');
+    await until('the order confirmed', async () => {
+      const [row] = await sql(`select status from orders where brand_id = ?`, [shop.brandId]);
+      return row?.status === 'confirmed';
+    });
+    await settled('order-confirmation');
+    expect((await reconcile()).order_confirmation).toBe(0);
+    const events = await sql(`select type from webhook_events where brand_id = ?`, [shop.brandId]);
+    expect(events).toEqual([{ type: 'order.confirmed' }]);
+  });
+
+  it('records an observed order without its order.paid as missing, once, when its gap check was lost', async () => {
+    const shop = await makeShop(ctx);
+    const observed = await request(ctx.app)
+      .post('/v1/events')
+      .set({ Authorization: `Bearer ${shop.keys.pk_live}`, Origin: SHOP_ORIGIN })
+      .send({ type: 'order.observed', data: { order_id: 'G-1', amount: 3_000 } });
+    expect(observed.status).toBe(200);
+    // Its per-observation check went to Redis (due in ORDER_GAP_DELAY_MINUTES), then Redis lost it.
+    await until('the check handed to Redis', async () => {
+      const rows = await sql(
+        `select 1 from outbox_messages where request_id = ? and relayed_at is not null`,
+        [observed.body.request_id],
+      );
+      return rows.length === 1;
+    });
+    await control.flushdb();
+    const past = ctx.config.ORDER_GAP_DELAY_MINUTES + 10;
+    await sql(
+      `update received_events set received_at = now() - make_interval(mins => ?) where brand_id = ?`,
+      [past, shop.brandId],
+    );
+    expect((await reconcile()).order_gap_check).toBe(1);
+    startWorker('order-gap-detection');
+    await until('the gap recorded', async () => {
+      const rows = await sql(`select order_id from missing_orders where brand_id = ?`, [shop.brandId]);
+      return rows.length === 1;
+    });
+    await settled('order-gap-detection');
+    expect((await reconcile()).order_gap_check).toBe(0);
+    expect(await sql(`select order_id from missing_orders where brand_id = ?`, [shop.brandId])).toEqual([
+      { order_id: 'G-1' },
+    ]);
+  });
+
+  it('runs a due payout run that never ran, and it pays every confirmed order exactly once', async () => {
+    const shop = await makeShop(ctx);
+    for (const id of ['P-1', 'P-2'])
+      expect(
+        (await send(shop.keys.sk_live, 'order.paid', { order_id: id, amount: 10_000, coupon_code: 'MINA20' }))
+          .status,
+      ).toBe(200);
+    await sql(`update orders set status = 'confirmed' where brand_id = ?`, [shop.brandId]);
+    await control.flushdb();
+    // The last scheduled run (day 10, Asia/Seoul) was never recorded as run.
+    await sql(`delete from payout_runs`);
+    expect((await reconcile()).payout_run).toBe(1);
+    expect((await reconcile()).payout_run).toBe(0);
+    startWorker('payout-run');
+    await until('the run recorded', async () => (await sql(`select run_key from payout_runs`)).length === 1);
+    await settled('payout-run');
+    const orders = await sql(`select status, payout_id from orders where brand_id = ?`, [shop.brandId]);
+    expect(orders.map((o) => o.status)).toEqual(['paid_out', 'paid_out']);
+    const payouts = await sql(
+      `select order_count, commission_amount::int as commission from payouts where brand_id = ?`,
+      [shop.brandId],
+    );
+    expect(payouts).toEqual([{ order_count: 2, commission: 4_000 }]);
+    expect((await reconcile()).payout_run).toBe(0);
+  });
+});
+
+describe('a delivery put back by the reconciler keeps to its retry schedule', () => {
+  /** A shop whose endpoint on `path` has failed `orders` deliveries once each (receiver answering 500). */
+  async function failingDeliveries(path: string, orders: string[]) {
+    const shop = await makeShop(ctx);
+    const endpoint = await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url: receiver.url(path), enabled_events: ['conversion.created'] });
+    expect(endpoint.status).toBe(201);
+    receiver.plan(path, ...orders.map(() => 500));
+    for (const id of orders)
+      expect(
+        (await send(shop.keys.sk_live, 'order.paid', { order_id: id, amount: 1_000, coupon_code: 'MINA20' }))
+          .status,
+      ).toBe(200);
+    await until('a failed first attempt each', async () => {
+      const rows = await sql(`select id from webhook_deliveries where endpoint_id = ? and attempts = 1`, [
+        endpoint.body.id,
+      ]);
+      return rows.length === orders.length;
+    });
+    return (
+      await sql(`select id from webhook_deliveries where endpoint_id = ? order by id`, [endpoint.body.id])
+    ).map((r) => r.id as string);
+  }
+
+  it('the attempt after the 4th failure waits 18 s × 2^4 (less jitter), not the first backoff again', async () => {
+    startWorker('webhook-delivery');
+    const [id] = await failingDeliveries('/fifth', ['S-1']);
+    await control.flushdb();
+    // Four attempts failed; the fifth was due while Redis was empty.
+    await sql(
+      `update webhook_deliveries set attempts = 4, next_attempt_at = now() - interval '2 minutes' where id = ?`,
+      [id],
+    );
+    receiver.plan('/fifth', 500);
+    expect((await reconcile()).webhook_delivery).toBe(1);
+    const failed = await until('the fifth attempt', async () => {
+      const [d] = await sql(`select * from webhook_deliveries where id = ? and attempts = 5`, [id]);
+      return d;
+    });
+    const wait =
+      new Date(failed.next_attempt_at as string).getTime() -
+      new Date(failed.last_attempt_at as string).getTime();
+    expect(wait).toBeGreaterThanOrEqual(0.8 * 18_000 * 2 ** 4);
+    expect(wait).toBeLessThanOrEqual(18_000 * 2 ** 4);
+    // BullMQ holds the job's retry until then, though the job itself failed only once.
+    const job = await until('the delayed retry', async () =>
+      (await ctx.queues['webhook-delivery'].getJobs(['delayed'])).find((j) => j.id === id),
+    );
+    expect(job.attemptsMade).toBe(1);
+    expect(job.delay).toBeGreaterThan(wait - 2_000);
+    expect(job.delay).toBeLessThanOrEqual(wait);
+    await job.remove();
+  });
+
+  it('a job run before the delivery is due sends nothing until then, then sends once', async () => {
+    const [id] = await failingDeliveries('/early', ['E-1']);
+    await control.flushdb();
+    const due = Date.now() + 1_500;
+    await sql(`update webhook_deliveries set next_attempt_at = ? where id = ?`, [new Date(due), id]);
+    // A stray job (a second reconciler's, an operator's promote) under the delivery's id, at once.
+    await ctx.queues['webhook-delivery'].add(
+      'webhook-delivery',
+      { request_id: 'req_early', triggered_by: 'event', event_id: 'evt_x', delivery_id: id! },
+      { jobId: id },
+    );
+    await until('the delivery sent', async () => {
+      const [d] = await sql(`select status from webhook_deliveries where id = ?`, [id]);
+      return d?.status === 'succeeded';
+    });
+    const sent = receiver.at('/early');
+    expect(sent).toHaveLength(2);
+    expect(sent[1]!.at).toBeGreaterThanOrEqual(due - 1_000);
+  });
+
+  it('a reconciler killed halfway, then two at once: every delivery attempted once more, none twice', async () => {
+    const ids = await failingDeliveries('/halfway', ['K-1', 'K-2', 'K-3', 'K-4']);
+    await control.flushdb();
+    await sql(
+      `update webhook_deliveries set next_attempt_at = now() - interval '2 minutes' where id in (select jsonb_array_elements_text(?::jsonb))`,
+      [JSON.stringify(ids)],
+    );
+    // Its process dies after putting back the first delivery (its Redis adds fail from then on).
+    let adds = 0;
+    const dying = new Proxy(ctx.queues, {
+      get: (queues, name: string) =>
+        new Proxy(queues[name as JobName], {
+          get: (queue, prop) =>
+            prop === 'add'
+              ? (...args: Parameters<typeof queue.add>) => {
+                  if (++adds > 1) throw new Error('worker killed');
+                  return queue.add(...args);
+                }
+              : Reflect.get(queue, prop),
+        }),
+    });
+    await expect(reconcileQueues(ctx.orm, dying, ctx.config, silentLogger)).rejects.toThrow('worker killed');
+    const [one, two] = await Promise.all([reconcile(), reconcile()]);
+    expect([one.webhook_delivery, two.webhook_delivery].sort()).toEqual([0, 3]);
+    startWorker('webhook-delivery');
+    await until('every delivery sent', async () => {
+      const rows = await sql(
+        `select id from webhook_deliveries where id in (select jsonb_array_elements_text(?::jsonb)) and status = 'succeeded'`,
+        [JSON.stringify(ids)],
+      );
+      return rows.length === 4;
+    });
+    await settled('webhook-delivery');
+    const perOrder = receiver.at('/halfway').map((r) => JSON.parse(r.body).data.object.order_id);
+    expect(perOrder.sort()).toEqual(['K-1', 'K-1', 'K-2', 'K-2', 'K-3', 'K-3', 'K-4', 'K-4']);
+  });
+});

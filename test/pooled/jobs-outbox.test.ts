@@ -1,0 +1,4 @@
+// test/integration/jobs-outbox.test.ts again, with the service behind a real transaction pooler.
+import { runThroughPooler } from '../setup/pooler.js';
+
+await runThroughPooler(() => import('../integration/jobs-outbox.test.js'));

@@ -1,0 +1,4 @@
+// test/integration/payouts.test.ts again, with the service behind a real transaction pooler.
+import { runThroughPooler } from '../setup/pooler.js';
+
+await runThroughPooler(() => import('../integration/payouts.test.js'));
