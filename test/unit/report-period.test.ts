@@ -1,55 +1,81 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Level, periodParts } from '../../src/modules/reports/period.js';
+import type { Level } from '../../src/modules/reports/count-grains.js';
+import { type PeriodParts, periodParts } from '../../src/modules/reports/period.js';
 
 const at = (iso: string) => new Date(iso);
-const show = (from: string, to: string, chain: Level[]) => {
-  const parts = periodParts(at(from), at(to), chain);
-  return {
-    spans: parts.spans.map((s) => `${s.level} ${s.start.toISOString()} ${s.end.toISOString()}`),
-    edges: parts.edges.map((e) => `${e.start.toISOString()} ${e.end.toISOString()}`),
-  };
+const show = (parts: PeriodParts) => ({
+  spans: parts.spans.map(
+    (s) => `${s.level} ${s.sign > 0 ? '+' : '-'} ${s.start.toISOString()} ${s.end.toISOString()}`,
+  ),
+  edges: parts.edges.map((e) => `${e.sign > 0 ? '+' : '-'} ${e.start.toISOString()} ${e.end.toISOString()}`),
+});
+
+const QUARTER = 900_000;
+const HOUR = 3_600_000;
+const KST = 9 * HOUR;
+/** Where each level's buckets start, as the fold computes them (fold-tallies.ts). */
+const aligned: Record<Level, (t: number) => boolean> = {
+  0: (t) => t % QUARTER === 0,
+  3: (t) => t % HOUR === 0,
+  1: (t) => (t + KST) % 86_400_000 === 0,
+  2: (t) => (t + KST) % 86_400_000 === 0 && new Date(t + KST).getUTCDate() === 1,
 };
 
+/** How many times the pieces cover the instant t, with their signs. */
+const coverage = (parts: PeriodParts, t: number) =>
+  [...parts.spans, ...parts.edges]
+    .filter((p) => p.start.getTime() <= t && t < p.end.getTime())
+    .reduce((n, p) => n + p.sign, 0);
+
 describe('report period', () => {
-  it('a year from one instant to another: quarter edges, quarter hours, hours, days, months', () => {
-    expect(show('2025-11-24T13:07:00Z', '2026-11-24T13:37:00Z', [0, 3, 1, 2])).toEqual({
+  it('a year between two instants: the nearest whole months, then days, hours and quarter hours added or taken away at each end', () => {
+    // 2025-11-24T13:07Z is 22:07 KST: nearest the next KST midnight, and the month's end is 6 days on.
+    expect(show(periodParts(at('2025-11-24T13:07:00Z'), at('2026-11-24T13:37:00Z'), [0, 3, 1, 2]))).toEqual({
       spans: [
-        '0 2025-11-24T13:15:00.000Z 2025-11-24T14:00:00.000Z',
-        '0 2026-11-24T13:00:00.000Z 2026-11-24T13:30:00.000Z',
-        '3 2025-11-24T14:00:00.000Z 2025-11-25T00:00:00.000Z',
-        '3 2026-11-24T00:00:00.000Z 2026-11-24T13:00:00.000Z',
-        '1 2025-11-25T00:00:00.000Z 2025-12-01T00:00:00.000Z',
-        '1 2026-11-01T00:00:00.000Z 2026-11-24T00:00:00.000Z',
-        '2 2025-12-01T00:00:00.000Z 2026-11-01T00:00:00.000Z',
+        '2 + 2025-11-30T15:00:00.000Z 2026-11-30T15:00:00.000Z',
+        '1 + 2025-11-24T15:00:00.000Z 2025-11-30T15:00:00.000Z',
+        '3 + 2025-11-24T13:00:00.000Z 2025-11-24T15:00:00.000Z',
+        '1 - 2026-11-24T15:00:00.000Z 2026-11-30T15:00:00.000Z',
+        '3 - 2026-11-24T14:00:00.000Z 2026-11-24T15:00:00.000Z',
+        '0 - 2026-11-24T13:30:00.000Z 2026-11-24T14:00:00.000Z',
       ],
       edges: [
-        '2025-11-24T13:07:00.000Z 2025-11-24T13:15:00.000Z',
-        '2026-11-24T13:30:00.000Z 2026-11-24T13:37:00.000Z',
+        '- 2025-11-24T13:00:00.000Z 2025-11-24T13:07:00.000Z',
+        '+ 2026-11-24T13:30:00.000Z 2026-11-24T13:37:00.000Z',
       ],
     });
   });
 
-  it('covers [from, to) exactly once, whatever the instants and grains', () => {
-    const cases = [
-      ['2026-01-31T23:59:59.999Z', '2026-03-01T00:00:00.001Z'],
-      ['2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z'],
-      ['2026-02-01T00:10:00Z', '2026-02-01T00:20:00Z'],
-      ['2026-02-01T00:00:00Z', '2026-02-02T00:00:00Z'],
-      ['2026-02-01T00:05:00Z', '2026-02-01T00:10:00Z'],
-      ['2026-02-01T00:50:00Z', '2026-02-03T05:20:00Z'],
-    ];
-    const chains: Level[][] = [[0, 3, 1, 2], [0, 3], [0], [3, 1, 2]];
-    for (const [from, to] of cases) {
-      for (const chain of chains) {
-        const parts = periodParts(at(from!), at(to!), chain);
-        const pieces = [...parts.spans, ...parts.edges]
-          .map((p) => [p.start.getTime(), p.end.getTime()] as const)
-          .sort((a, b) => a[0] - b[0]);
-        expect(pieces[0]![0]).toBe(at(from!).getTime());
-        expect(pieces.at(-1)![1]).toBe(at(to!).getTime());
-        for (let i = 1; i < pieces.length; i++) expect(pieces[i]![0]).toBe(pieces[i - 1]![1]);
-        expect(parts.spans.every((s) => chain.includes(s.level))).toBe(true);
-      }
-    }
+  it('covers every instant of [from, to) exactly once and nothing else, each bucket on its own grain, whatever the instants and grains', () => {
+    const chains: Level[][] = [[0, 3, 1, 2], [3, 1, 2], [1, 2], [0, 3, 1], [0, 3], [3, 1], [0], []];
+    const start = Date.UTC(2024, 0, 1);
+    const instant = fc.integer({ min: 0, max: 800 * 86_400_000 }).map((n) => start + n);
+    fc.assert(
+      fc.property(instant, instant, fc.constantFrom(...chains), (a, b, chain) => {
+        const [from, to] = a <= b ? [a, b] : [b, a];
+        const parts = periodParts(new Date(from), new Date(to), chain);
+        for (const span of parts.spans) {
+          expect(chain).toContain(span.level);
+          expect(aligned[span.level](span.start.getTime()) && aligned[span.level](span.end.getTime())).toBe(
+            true,
+          );
+        }
+        // Every boundary any piece has, and the instants just before and after it.
+        const marks = [
+          from,
+          to,
+          ...[...parts.spans, ...parts.edges].flatMap((p) => [p.start.getTime(), p.end.getTime()]),
+        ];
+        for (const t of marks.flatMap((m) => [m - 1, m, m + 1])) {
+          expect(coverage(parts, t)).toBe(from <= t && t < to ? 1 : 0);
+        }
+        // Taking away never costs more than adding: at most half a bucket of each finer grain per end.
+        const finestEdge = Math.max(0, ...parts.edges.map((e) => e.end.getTime() - e.start.getTime()));
+        if (chain[0] === 0) expect(finestEdge).toBeLessThanOrEqual(QUARTER / 2);
+        if (chain[0] === 3) expect(finestEdge).toBeLessThanOrEqual(HOUR / 2);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { countGrains } from './count-grains.js';
 
 const BATCH = 5000;
 
@@ -20,34 +21,32 @@ const foldBrowserSignals = `with moved as (
 
 /**
  * Each conversion tally goes to every dimension (all orders, its creator, its SKU, both) at
- * every level (its quarter hour, UTC hour, day and month; SKU dimensions from the hour up): see
- * conversion.entities.ts. Orders
- * count by `heads` where a row stands for whole orders, by `orders` per SKU.
+ * every level that dimension keeps (count-grains.ts): its quarter hour, hour, and day and month
+ * in Korea Standard Time (UTC+09:00, fixed). Orders count by `heads` where a row stands for
+ * whole orders, by `orders` per SKU. New rows go in bucket order, so a period's rows lie together.
  */
+const kst = (field: string) =>
+  `date_trunc('${field}', m.bucket_start + interval '9 hours', 'UTC') - interval '9 hours'`;
 const foldConversions = `with moved as (
     delete from conversion_tallies where id in (
       select id from conversion_tallies order by id limit ${BATCH} for update skip locked)
     returning *),
   fanned as (
-    select m.brand_id, m.livemode, d.dim, l.level,
-           case l.level when 0 then m.bucket_start
-                        when 1 then date_trunc('day', m.bucket_start, 'UTC')
-                        when 2 then date_trunc('month', m.bucket_start, 'UTC')
+    select m.brand_id, m.livemode, g.dim, g.level,
+           case g.level when 0 then m.bucket_start when 1 then ${kst('day')} when 2 then ${kst('month')}
                         else date_trunc('hour', m.bucket_start, 'UTC') end as bucket_start,
-           case d.dim when 0 then '' when 1 then m.creator_id when 2 then m.sku
+           case g.dim when 0 then '' when 1 then m.creator_id when 2 then m.sku
                       else m.creator_id || E'\t' || m.sku end as key,
-           case when d.dim < 2 then m.heads else m.orders end as orders,
-           case when m.creator_id = '' then 0 when d.dim < 2 then m.heads else m.orders end as attributed_orders,
+           case when g.dim < 2 then m.heads else m.orders end as orders,
+           case when m.creator_id = '' then 0 when g.dim < 2 then m.heads else m.orders end as attributed_orders,
            m.amount, m.commission, m.refunded_amount, m.reversed_commission
-      from moved m cross join (values (0), (1), (2), (3)) d(dim) cross join (values (0), (1), (2), (3)) l(level)
-     -- SKU dimensions stop at the hour: their reports read the minutes past it from the orders.
-     where d.dim < 2 or l.level > 0),
+      from moved m cross join (values ${countGrains.map(([dim, level]) => `(${dim}, ${level})`).join(', ')}) g(dim, level)),
   folded as (
     insert into conversion_counts (brand_id, livemode, dim, level, key, bucket_start, orders, attributed_orders,
                                    amount, commission, refunded_amount, reversed_commission)
     select brand_id, livemode, dim, level, key, bucket_start, sum(orders), sum(attributed_orders),
            sum(amount), sum(commission), sum(refunded_amount), sum(reversed_commission)
-      from fanned group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 5, 6
+      from fanned group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 6, 5
     on conflict (brand_id, livemode, dim, level, key, bucket_start) do update set
       orders = conversion_counts.orders + excluded.orders,
       attributed_orders = conversion_counts.attributed_orders + excluded.attributed_orders,

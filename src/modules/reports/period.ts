@@ -1,74 +1,90 @@
-/**
- * A report period [from, to) as the running totals can answer it: the coarsest whole buckets
- * first (UTC months, days, hours, quarter hours: levels 2, 1, 3, 0 of conversion_counts), finer
- * ones toward the ends, and at either end the part of the finest bucket the totals cannot split,
- * read from the orders themselves.
- */
-export type Level = 0 | 1 | 2 | 3;
+import type { Level } from './count-grains.js';
 
-export interface Span {
-  level: Level;
+/**
+ * A report period [from, to) as the running totals can answer it, in signed pieces: the
+ * coarsest whole buckets nearest to its ends, then at each end the difference to the true end
+ * (added or taken away, whichever is shorter) in the next finer buckets, and so on down to the
+ * part of the finest bucket the totals cannot split, read from the orders themselves. Taking
+ * away as well as adding halves the rows a reading sums at each end.
+ *
+ * Levels are those of conversion_counts: 0 quarter hour, 3 hour, 1 day, 2 month, days and
+ * months in Korea Standard Time (UTC+09:00, the reports' default zone: see conversion.entities.ts).
+ */
+export type Sign = 1 | -1;
+
+export interface Piece {
   start: Date;
   end: Date;
+  sign: Sign;
+}
+
+export interface Span extends Piece {
+  level: Level;
 }
 
 export interface PeriodParts {
-  /** The [start, end) the spans cover, aligned to the finest grain (start = end when none). */
-  aligned: { start: Date; end: Date };
   spans: Span[];
-  /** The ends finer than the finest grain, read from orders. */
-  edges: { start: Date; end: Date }[];
+  /** Pieces finer than the finest grain, read from orders. */
+  edges: Piece[];
 }
 
 const HOUR = 3_600_000;
-const grains: Record<Level, { floor: (t: number) => number; ceil: (t: number) => number }> = {
-  0: { floor: (t) => Math.floor(t / 900_000) * 900_000, ceil: (t) => Math.ceil(t / 900_000) * 900_000 },
-  3: { floor: (t) => Math.floor(t / HOUR) * HOUR, ceil: (t) => Math.ceil(t / HOUR) * HOUR },
-  1: {
-    floor: (t) => Math.floor(t / 86_400_000) * 86_400_000,
-    ceil: (t) => Math.ceil(t / 86_400_000) * 86_400_000,
-  },
-  2: {
-    floor: (t) => {
-      const d = new Date(t);
-      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-    },
-    ceil: (t) => {
-      const d = new Date(t);
-      const floor = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-      return floor === t ? t : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
-    },
-  },
+const DAY = 86_400_000;
+/** Korea Standard Time's offset: day and month buckets start at midnight UTC+09:00. */
+export const KST_OFFSET_MS = 9 * HOUR;
+
+const floorBy =
+  (size: number, shift = 0) =>
+  (t: number) =>
+    Math.floor((t + shift) / size) * size - shift;
+const kstMonthFloor = (t: number) => {
+  const local = new Date(t + KST_OFFSET_MS);
+  return Date.UTC(local.getUTCFullYear(), local.getUTCMonth(), 1) - KST_OFFSET_MS;
 };
+const kstMonthNext = (start: number) => {
+  const local = new Date(start + KST_OFFSET_MS);
+  return Date.UTC(local.getUTCFullYear(), local.getUTCMonth() + 1, 1) - KST_OFFSET_MS;
+};
+
+/** The start of the bucket holding t, and the start of the next one. */
+const grains: Record<Level, { floor: (t: number) => number; next: (start: number) => number }> = {
+  0: { floor: floorBy(900_000), next: (s) => s + 900_000 },
+  3: { floor: floorBy(HOUR), next: (s) => s + HOUR },
+  1: { floor: floorBy(DAY, KST_OFFSET_MS), next: (s) => s + DAY },
+  2: { floor: kstMonthFloor, next: kstMonthNext },
+};
+
+/** The bucket boundary of `level` nearest to t (the earlier one on a tie). */
+function nearest(level: Level, t: number): number {
+  const floor = grains[level].floor(t);
+  const next = grains[level].next(floor);
+  return t - floor <= next - t ? floor : next;
+}
 
 /** Grains from finest to coarsest, e.g. [0, 3, 1, 2]: quarter hours, hours, days, months. */
 export function periodParts(from: Date, to: Date, chain: readonly Level[]): PeriodParts {
-  const f = from.getTime();
-  const t = to.getTime();
-  const finest = grains[chain[0]!];
-  const a = finest.ceil(f);
-  const b = finest.floor(t);
-  if (a >= b) return { aligned: { start: from, end: from }, spans: [], edges: [{ start: from, end: to }] };
-  const edges = [
-    ...(f < a ? [{ start: from, end: new Date(a) }] : []),
-    ...(b < t ? [{ start: new Date(b), end: to }] : []),
-  ];
-  const spans: Span[] = [];
-  const add = (level: Level, start: number, end: number) => {
-    if (start < end) spans.push({ level, start: new Date(start), end: new Date(end) });
-  };
-  let [start, end] = [a, b];
-  for (const [i, level] of chain.entries()) {
-    const coarser = chain[i + 1];
-    const inner =
-      coarser === undefined ? undefined : [grains[coarser].ceil(start), grains[coarser].floor(end)];
-    if (!inner || inner[0]! >= inner[1]!) {
-      add(level, start, end);
-      break;
+  const parts: PeriodParts = { spans: [], edges: [] };
+  const piece = (start: number, end: number, sign: Sign) => ({
+    start: new Date(Math.min(start, end)),
+    end: new Date(Math.max(start, end)),
+    sign: (start < end ? sign : -sign) as Sign,
+  });
+  // [a, b) taken `sign` times (b < a: the other way round), from the coarsest grain `i` down.
+  const cover = (a: number, b: number, sign: Sign, i: number) => {
+    if (a === b) return;
+    if (i < 0) {
+      parts.edges.push(piece(a, b, sign));
+      return;
     }
-    add(level, start, inner[0]!);
-    add(level, inner[1]!, end);
-    [start, end] = inner as [number, number];
-  }
-  return { aligned: { start: new Date(a), end: new Date(b) }, spans, edges };
+    const level = chain[i]!;
+    const [lo, hi] = a < b ? [a, b] : [b, a];
+    const s = a < b ? sign : (-sign as Sign);
+    const [start, end] = [nearest(level, lo), nearest(level, hi)];
+    if (start >= end) return cover(lo, hi, s, i - 1);
+    parts.spans.push({ level, ...piece(start, end, s) });
+    cover(lo, start, s, i - 1);
+    cover(end, hi, s, i - 1);
+  };
+  cover(from.getTime(), to.getTime(), 1, chain.length - 1);
+  return parts;
 }

@@ -6,7 +6,8 @@ import {
   factColumns,
   type OrderFactRow,
 } from './conversion-facts.js';
-import { type Level, type PeriodParts, periodParts } from './period.js';
+import { countedLevels, type Dim, type Level } from './count-grains.js';
+import { type PeriodParts, periodParts, type Sign } from './period.js';
 import type { ConversionReportOutput, ReportQuery } from './reports.schemas.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
@@ -28,7 +29,7 @@ const add = (into: Measures, from: Measures) => {
 
 /** Which counts a report reads (conversion.entities.ts): a dimension, an optional key or key prefix, and how rows group. */
 interface Reading {
-  dim: 0 | 1 | 2 | 3;
+  dim: Dim;
   key?: { equals: string } | { prefix: string };
   groupBy: 'key' | 'day' | 'all';
 }
@@ -51,10 +52,11 @@ function keyCondition(reading: Reading, column: string, params: unknown[]): stri
 }
 
 /**
- * The counts and the not yet folded tallies of the aligned part of the period, in ONE
- * statement: one snapshot, so a tally being folded is seen once, as a tally or as a count.
+ * The counts and the not yet folded tallies of the period's spans, each taken with its sign, in
+ * ONE statement: one snapshot, so a tally being folded is seen once, as a tally or as a count.
  */
 async function readCounts(em: Em, caller: Caller, reading: Reading, parts: PeriodParts, timeZone: string) {
+  if (parts.spans.length === 0) return new Map<string, Measures>();
   const params: unknown[] = [];
   const group = (bucket: string, key: string) => {
     if (reading.groupBy === 'key') return key;
@@ -62,22 +64,35 @@ async function readCounts(em: Em, caller: Caller, reading: Reading, parts: Perio
     params.push(timeZone);
     return `to_char(${bucket} at time zone ?, 'YYYY-MM-DD')`;
   };
+  const signed = (sign: Sign, column: string) => (sign < 0 ? `-${column}` : column);
   const selects = parts.spans.map((span) => {
     const g = group('c.bucket_start', 'c.key');
     params.push(caller.brandId, caller.livemode, reading.dim, span.level, span.start, span.end);
-    return `select ${g} as g, c.orders, c.attributed_orders, c.amount, c.commission, c.refunded_amount, c.reversed_commission
+    return `select ${g} as g, ${measureNames.map((m) => signed(span.sign, `c.${m}`)).join(', ')}
               from conversion_counts c
              where c.brand_id = ? and c.livemode = ? and c.dim = ? and c.level = ? and c.bucket_start >= ? and c.bucket_start < ?${keyCondition(reading, 'c.key', params)}`;
   });
-  if (parts.spans.length === 0) return new Map<string, Measures>();
+  // Tallies are quarter hours and every span starts and ends on one: each tally counts with the
+  // signs of the spans holding it.
   const key = tallyKey(reading.dim, 't');
   const orders = tallyOrders(reading.dim, 't');
   const g = group('t.bucket_start', key);
-  params.push(caller.brandId, caller.livemode, parts.aligned.start, parts.aligned.end);
+  const bounds = parts.spans.flatMap((s) => [s.start.getTime(), s.end.getTime()]);
+  params.push(
+    JSON.stringify(
+      parts.spans.map((s) => ({ a: s.start.toISOString(), b: s.end.toISOString(), sign: s.sign })),
+    ),
+    caller.brandId,
+    caller.livemode,
+    new Date(Math.min(...bounds)),
+    new Date(Math.max(...bounds)),
+  );
   selects.push(
-    `select ${g} as g, ${orders}, case when t.creator_id = '' then 0 else ${orders} end, t.amount, t.commission,
-            t.refunded_amount, t.reversed_commission
+    `select ${g} as g, s.sign * ${orders}, s.sign * case when t.creator_id = '' then 0 else ${orders} end,
+            s.sign * t.amount, s.sign * t.commission, s.sign * t.refunded_amount, s.sign * t.reversed_commission
        from conversion_tallies t
+       join jsonb_to_recordset(?::jsonb) s(a timestamptz, b timestamptz, sign int)
+         on t.bucket_start >= s.a and t.bucket_start < s.b
       where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`,
   );
   const rows = await em.transactional(async (tx) => {
@@ -96,7 +111,7 @@ async function readCounts(em: Em, caller: Caller, reading: Reading, parts: Perio
   );
 }
 
-/** The sub-quarter-hour ends of the period, from the orders themselves, with the same fact rules. */
+/** The pieces of the period finer than the totals' finest grain, from the orders themselves, with the same fact rules. */
 async function readEdges(
   em: Em,
   caller: Caller,
@@ -118,12 +133,12 @@ async function readEdges(
       const sum = sums.get(key) ?? zero();
       const counted = reading.dim < 2 ? fact.heads : fact.orders;
       add(sum, {
-        orders: counted,
-        attributed_orders: fact.creator ? counted : 0,
-        amount: fact.amount,
-        commission: fact.commission,
-        refunded_amount: fact.refunded,
-        reversed_commission: fact.reversed,
+        orders: edge.sign * counted,
+        attributed_orders: fact.creator ? edge.sign * counted : 0,
+        amount: edge.sign * fact.amount,
+        commission: edge.sign * fact.commission,
+        refunded_amount: edge.sign * fact.refunded,
+        reversed_commission: edge.sign * fact.reversed,
       });
       sums.set(key, sum);
     }
@@ -139,31 +154,39 @@ function factKey(reading: Reading, fact: ConversionFact, dayOf: (at: Date) => st
   return reading.groupBy === 'day' ? dayOf(new Date(fact.bucket)) : key;
 }
 
-const wholeHours = new Map<string, boolean>();
+const offsetsOf = new Map<string, { wholeHours: boolean; kst: boolean }>();
 
 /**
- * Whether the zone's offset is a whole number of hours at every instant of 1990 to 2040 (sampled
- * daily; cached): its days are then sums of UTC hours. Others (India, Nepal, Newfoundland...)
- * are read by the quarter hour.
+ * Whether the zone's offset is a whole number of hours, and whether it is UTC+09:00, at every
+ * instant of 1990 to 2040 (sampled daily; cached). Its days are then sums of UTC hours, or the
+ * counts' own days (Korea Standard Time: Asia/Seoul, Asia/Tokyo...). Others (India, Nepal,
+ * Newfoundland...) are read by the quarter hour.
  */
-function inWholeHours(timeZone: string): boolean {
-  let known = wholeHours.get(timeZone);
-  if (known === undefined) {
+function offsets(timeZone: string): { wholeHours: boolean; kst: boolean } {
+  let known = offsetsOf.get(timeZone);
+  if (!known) {
     const format = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
-    known = true;
-    for (let t = Date.UTC(1990, 0, 1); t < Date.UTC(2040, 0, 1) && known; t += 86_400_000) {
+    known = { wholeHours: true, kst: true };
+    for (let t = Date.UTC(1990, 0, 1); t < Date.UTC(2040, 0, 1) && known.wholeHours; t += 86_400_000) {
       const name = format.formatToParts(t).find((p) => p.type === 'timeZoneName')!.value;
-      known = !/:(?!00)\d\d/.test(name);
+      known.wholeHours = !/:(?!00)\d\d/.test(name);
+      known.kst &&= name === 'GMT+09:00';
     }
-    wholeHours.set(timeZone, known);
+    known.kst &&= known.wholeHours;
+    offsetsOf.set(timeZone, known);
   }
   return known;
 }
 
-/** The grains a reading sums, finest first (period.ts). */
+/**
+ * The levels a reading sums, finest first (period.ts). Grouped by day, only buckets that lie
+ * within one local day: quarter hours always, hours in a whole-hour zone, days in KST's.
+ */
 function grainsOf(reading: Reading, timeZone: string): Level[] {
-  if (reading.groupBy === 'day') return inWholeHours(timeZone) ? [0, 3] : [0];
-  return reading.dim >= 2 ? [3, 1, 2] : [0, 3, 1, 2];
+  const kept = countedLevels[reading.dim];
+  if (reading.groupBy !== 'day') return [...kept];
+  const zone = offsets(timeZone);
+  return kept.filter((level) => level === 0 || (level === 3 && zone.wholeHours) || (level === 1 && zone.kst));
 }
 
 async function measure(

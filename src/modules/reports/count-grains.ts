@@ -1,0 +1,24 @@
+// No imports: the migration that partitions conversion_counts loads this file from source too.
+
+/** 0 all orders, 1 creator, 2 SKU, 3 creator and SKU (conversion.entities.ts). */
+export type Dim = 0 | 1 | 2 | 3;
+/** 0 quarter hour, 3 hour, 1 day and 2 month in Korea Standard Time (period.ts). */
+export type Level = 0 | 1 | 2 | 3;
+
+/**
+ * The levels each dimension keeps running totals at, finest first; what is finer is read from
+ * the orders. Fewer for the wide dimensions: a creator's quarter hours and a creator-and-SKU's
+ * hours would be most of the rows (nearly one per order line) and only save reading at most
+ * half an hour of orders (half a day of one creator's) at each end of a period.
+ */
+export const countedLevels: Record<Dim, readonly Level[]> = {
+  0: [0, 3, 1, 2],
+  1: [3, 1, 2],
+  2: [3, 1, 2],
+  3: [1, 2],
+};
+
+/** Every (dim, level) kept: one partition of conversion_counts each. */
+export const countGrains: [Dim, Level][] = ([0, 1, 2, 3] as const).flatMap((dim) =>
+  countedLevels[dim].map((level) => [dim, level] as [Dim, Level]),
+);
