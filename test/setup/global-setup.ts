@@ -15,11 +15,20 @@ declare module 'vitest' {
   }
 }
 
-/** The template's name changes whenever a migration does, so a stale template is never reused. */
+/**
+ * The template's name changes whenever a migration does, or a source file a migration loads
+ * (those say so on their first line), so a stale template is never reused.
+ */
 function templateName(): string {
   const hash = createHash('sha256');
   for (const file of readdirSync('migrations').sort())
     hash.update(file).update(readFileSync(`migrations/${file}`));
+  const loaded = readdirSync('src', { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .sort()
+    .map((file) => readFileSync(`src/${file}`, 'utf8'))
+    .filter((text) => text.startsWith('// No imports: the migration'));
+  for (const text of loaded) hash.update(text);
   return `lf_test_template_${hash.digest('hex').slice(0, 12)}`;
 }
 

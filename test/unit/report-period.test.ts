@@ -20,6 +20,10 @@ const aligned: Record<Level, (t: number) => boolean> = {
   3: (t) => t % HOUR === 0,
   1: (t) => (t + KST) % 86_400_000 === 0,
   2: (t) => (t + KST) % 86_400_000 === 0 && new Date(t + KST).getUTCDate() === 1,
+  4: (t) =>
+    (t + KST) % 86_400_000 === 0 &&
+    new Date(t + KST).getUTCDate() === 1 &&
+    new Date(t + KST).getUTCMonth() === 0,
 };
 
 /** How many times the pieces cover the instant t, with their signs. */
@@ -48,7 +52,17 @@ describe('report period', () => {
   });
 
   it('covers every instant of [from, to) exactly once and nothing else, each bucket on its own grain, whatever the instants and grains', () => {
-    const chains: Level[][] = [[0, 3, 1, 2], [3, 1, 2], [1, 2], [0, 3, 1], [0, 3], [3, 1], [0], []];
+    const chains: Level[][] = [
+      [0, 3, 1, 2, 4],
+      [3, 1, 2, 4],
+      [1, 2, 4],
+      [0, 3, 1, 2],
+      [0, 3, 1],
+      [0, 3],
+      [3, 1],
+      [0],
+      [],
+    ];
     const start = Date.UTC(2024, 0, 1);
     const instant = fc.integer({ min: 0, max: 800 * 86_400_000 }).map((n) => start + n);
     fc.assert(

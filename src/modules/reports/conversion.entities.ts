@@ -37,9 +37,10 @@ export type ConversionTally = InferEntity<typeof ConversionTally>;
 /**
  * The report's running totals by brand, mode, dimension (0 all orders, 1 creator, 2 SKU,
  * 3 creator and SKU: `key` is '', the creator id, the SKU, or both joined by a tab) and level
- * (0 quarter hour, 3 UTC hour, 1 UTC day, 2 UTC month of `occurred_at`; no quarter hours for the
- * SKU dimensions): a period is read as its whole months, days, hours and quarter hours. Keyed for one key's buckets (a creator's days); the bucket
- * index serves every key of a period (all creators of a year).
+ * (0 quarter hour, 3 hour, 1 day, 2 month, 4 year of `occurred_at`, days and later in Korea
+ * Standard Time; which dimension keeps which: count-grains.ts). Partitioned by (level, dim) in
+ * its migration. Keyed for one key's buckets (a creator's days); the bucket index serves every
+ * key of a period (all creators of a year).
  */
 export const ConversionCount = defineEntity({
   name: 'ConversionCount',

@@ -2,8 +2,8 @@
 
 /** 0 all orders, 1 creator, 2 SKU, 3 creator and SKU (conversion.entities.ts). */
 export type Dim = 0 | 1 | 2 | 3;
-/** 0 quarter hour, 3 hour, 1 day and 2 month in Korea Standard Time (period.ts). */
-export type Level = 0 | 1 | 2 | 3;
+/** 0 quarter hour, 3 hour, and 1 day, 2 month and 4 year in Korea Standard Time (period.ts). */
+export type Level = 0 | 1 | 2 | 3 | 4;
 
 /**
  * The levels each dimension keeps running totals at, finest first; what is finer is read from
@@ -12,10 +12,10 @@ export type Level = 0 | 1 | 2 | 3;
  * half an hour of orders (half a day of one creator's) at each end of a period.
  */
 export const countedLevels: Record<Dim, readonly Level[]> = {
-  0: [0, 3, 1, 2],
-  1: [3, 1, 2],
-  2: [3, 1, 2],
-  3: [1, 2],
+  0: [0, 3, 1, 2, 4],
+  1: [3, 1, 2, 4],
+  2: [3, 1, 2, 4],
+  3: [1, 2, 4],
 };
 
 /** Every (dim, level) kept: one partition of conversion_counts each. */

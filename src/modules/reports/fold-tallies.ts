@@ -21,8 +21,8 @@ const foldBrowserSignals = `with moved as (
 
 /**
  * Each conversion tally goes to every dimension (all orders, its creator, its SKU, both) at
- * every level that dimension keeps (count-grains.ts): its quarter hour, hour, and day and month
- * in Korea Standard Time (UTC+09:00, fixed). Orders count by `heads` where a row stands for
+ * every level that dimension keeps (count-grains.ts): its quarter hour, hour, and day, month and
+ * year in Korea Standard Time (UTC+09:00, fixed). Orders count by `heads` where a row stands for
  * whole orders, by `orders` per SKU. New rows go in bucket order, so a period's rows lie together.
  */
 const kst = (field: string) =>
@@ -34,7 +34,7 @@ const foldConversions = `with moved as (
   fanned as (
     select m.brand_id, m.livemode, g.dim, g.level,
            case g.level when 0 then m.bucket_start when 1 then ${kst('day')} when 2 then ${kst('month')}
-                        else date_trunc('hour', m.bucket_start, 'UTC') end as bucket_start,
+                        when 4 then ${kst('year')} else date_trunc('hour', m.bucket_start, 'UTC') end as bucket_start,
            case g.dim when 0 then '' when 1 then m.creator_id when 2 then m.sku
                       else m.creator_id || E'\t' || m.sku end as key,
            case when g.dim < 2 then m.heads else m.orders end as orders,
@@ -57,19 +57,25 @@ const foldConversions = `with moved as (
     returning 1)
   select (select count(*) from moved)::int as moved`;
 
-async function foldAll(orm: MikroORM, statement: string): Promise<number> {
+async function foldAll(orm: MikroORM, statement: string, table: string): Promise<number> {
   let moved = 0;
   for (;;) {
     const [row] = await orm.em.fork().execute<{ moved: number }[]>(statement, [], 'all');
     moved += row!.moved;
-    if (row!.moved < BATCH) return moved;
+    if (row!.moved < BATCH) break;
   }
+  // A tally table is a queue: every row is deleted within a minute. Until a vacuum, its dead
+  // rows stay in its index, and a report walks all of a year's of them (8 ms a report after
+  // 2 million tallies). Autovacuum may come late or not at all (it is a setting); a vacuum of
+  // what one minute left is cheap. Another worker's vacuum in progress is enough (skip_locked).
+  if (moved > 0) await orm.em.fork().execute(`vacuum (skip_locked) ${table}`);
+  return moved;
 }
 
 /** Folds every tally appended so far; the number of tallies folded, per kind. */
 export async function foldTallies(orm: MikroORM): Promise<{ browser_signals: number; conversions: number }> {
   return {
-    browser_signals: await foldAll(orm, foldBrowserSignals),
-    conversions: await foldAll(orm, foldConversions),
+    browser_signals: await foldAll(orm, foldBrowserSignals, 'browser_signal_tallies'),
+    conversions: await foldAll(orm, foldConversions, 'conversion_tallies'),
   };
 }

@@ -7,8 +7,8 @@ import type { Level } from './count-grains.js';
  * part of the finest bucket the totals cannot split, read from the orders themselves. Taking
  * away as well as adding halves the rows a reading sums at each end.
  *
- * Levels are those of conversion_counts: 0 quarter hour, 3 hour, 1 day, 2 month, days and
- * months in Korea Standard Time (UTC+09:00, the reports' default zone: see conversion.entities.ts).
+ * Levels are those of conversion_counts: 0 quarter hour, 3 hour, 1 day, 2 month, 4 year; days,
+ * months and years in Korea Standard Time (UTC+09:00, the reports' default zone: see conversion.entities.ts).
  */
 export type Sign = 1 | -1;
 
@@ -45,6 +45,10 @@ const kstMonthNext = (start: number) => {
   const local = new Date(start + KST_OFFSET_MS);
   return Date.UTC(local.getUTCFullYear(), local.getUTCMonth() + 1, 1) - KST_OFFSET_MS;
 };
+const kstYearFloor = (t: number) =>
+  Date.UTC(new Date(t + KST_OFFSET_MS).getUTCFullYear(), 0, 1) - KST_OFFSET_MS;
+const kstYearNext = (start: number) =>
+  Date.UTC(new Date(start + KST_OFFSET_MS).getUTCFullYear() + 1, 0, 1) - KST_OFFSET_MS;
 
 /** The start of the bucket holding t, and the start of the next one. */
 const grains: Record<Level, { floor: (t: number) => number; next: (start: number) => number }> = {
@@ -52,6 +56,7 @@ const grains: Record<Level, { floor: (t: number) => number; next: (start: number
   3: { floor: floorBy(HOUR), next: (s) => s + HOUR },
   1: { floor: floorBy(DAY, KST_OFFSET_MS), next: (s) => s + DAY },
   2: { floor: kstMonthFloor, next: kstMonthNext },
+  4: { floor: kstYearFloor, next: kstYearNext },
 };
 
 /** The bucket boundary of `level` nearest to t (the earlier one on a tie). */
@@ -61,7 +66,7 @@ function nearest(level: Level, t: number): number {
   return t - floor <= next - t ? floor : next;
 }
 
-/** Grains from finest to coarsest, e.g. [0, 3, 1, 2]: quarter hours, hours, days, months. */
+/** Grains from finest to coarsest, e.g. [0, 3, 1, 2, 4]: quarter hours, hours, days, months, years. */
 export function periodParts(from: Date, to: Date, chain: readonly Level[]): PeriodParts {
   const parts: PeriodParts = { spans: [], edges: [] };
   const piece = (start: number, end: number, sign: Sign) => ({

@@ -51,99 +51,122 @@ function keyCondition(reading: Reading, column: string, params: unknown[]): stri
   return ` and ${column} >= ? and ${column} < ?`;
 }
 
-/**
- * The counts and the not yet folded tallies of the period's spans, each taken with its sign, in
- * ONE statement: one snapshot, so a tally being folded is seen once, as a tally or as a count.
- */
-async function readCounts(em: Em, caller: Caller, reading: Reading, parts: PeriodParts, timeZone: string) {
-  if (parts.spans.length === 0) return new Map<string, Measures>();
-  const params: unknown[] = [];
-  const group = (bucket: string, key: string) => {
-    if (reading.groupBy === 'key') return key;
-    if (reading.groupBy === 'all') return `''`;
-    params.push(timeZone);
-    return `to_char(${bucket} at time zone ?, 'YYYY-MM-DD')`;
-  };
-  const signed = (sign: Sign, column: string) => (sign < 0 ? `-${column}` : column);
-  const selects = parts.spans.map((span) => {
-    const g = group('c.bucket_start', 'c.key');
-    params.push(caller.brandId, caller.livemode, reading.dim, span.level, span.start, span.end);
-    return `select ${g} as g, ${measureNames.map((m) => signed(span.sign, `c.${m}`)).join(', ')}
-              from conversion_counts c
-             where c.brand_id = ? and c.livemode = ? and c.dim = ? and c.level = ? and c.bucket_start >= ? and c.bucket_start < ?${keyCondition(reading, 'c.key', params)}`;
-  });
-  // Tallies are quarter hours and every span starts and ends on one: each tally counts with the
-  // signs of the spans holding it.
-  const key = tallyKey(reading.dim, 't');
-  const orders = tallyOrders(reading.dim, 't');
-  const g = group('t.bucket_start', key);
-  const bounds = parts.spans.flatMap((s) => [s.start.getTime(), s.end.getTime()]);
-  params.push(
-    JSON.stringify(
-      parts.spans.map((s) => ({ a: s.start.toISOString(), b: s.end.toISOString(), sign: s.sign })),
-    ),
-    caller.brandId,
-    caller.livemode,
-    new Date(Math.min(...bounds)),
-    new Date(Math.max(...bounds)),
-  );
-  selects.push(
-    `select ${g} as g, s.sign * ${orders}, s.sign * case when t.creator_id = '' then 0 else ${orders} end,
-            s.sign * t.amount, s.sign * t.commission, s.sign * t.refunded_amount, s.sign * t.reversed_commission
-       from conversion_tallies t
-       join jsonb_to_recordset(?::jsonb) s(a timestamptz, b timestamptz, sign int)
-         on t.bucket_start >= s.a and t.bucket_start < s.b
-      where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`,
-  );
-  const rows = await em.transactional(async (tx) => {
-    // Unanalyzed tables (a fresh database) must still walk the indexes by range; the cost that
-    // puts on any scan would otherwise buy a JIT compile (200 ms) for a query of milliseconds.
-    await tx.execute(`select set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`);
-    return tx.execute<Record<string, string>[]>(
-      `select g, ${measureNames.map((m) => `sum(${m})::text as ${m}`).join(', ')}
-         from (${selects.join('\nunion all\n')}) x(g, ${measureNames.join(', ')})
-        group by g`,
-      params,
-    );
-  });
-  return new Map(
-    rows.map((r) => [r.g!, Object.fromEntries(measureNames.map((m) => [m, Number(r[m])])) as Measures]),
-  );
+/** What a reading sums: its counts' spans and, finer than those, the pieces read from orders. */
+interface Planned {
+  reading: Reading;
+  parts: PeriodParts;
 }
 
-/** The pieces of the period finer than the totals' finest grain, from the orders themselves, with the same fact rules. */
-async function readEdges(
+/**
+ * Every reading's counts and not yet folded tallies, each span taken with its sign, in ONE
+ * statement: one snapshot (a tally being folded is seen once, as a tally or as a count) and one
+ * round trip, which is most of what a report costs the web process.
+ */
+async function readCounts(em: Em, caller: Caller, planned: Planned[], timeZone: string) {
+  const params: unknown[] = [];
+  const selects: string[] = [];
+  const signed = (sign: Sign, column: string) => (sign < 0 ? `-${column}` : column);
+  for (const [r, { reading, parts }] of planned.entries()) {
+    if (parts.spans.length === 0) continue;
+    const group = (bucket: string, key: string) => {
+      if (reading.groupBy === 'key') return key;
+      if (reading.groupBy === 'all') return `''`;
+      params.push(timeZone);
+      return `to_char(${bucket} at time zone ?, 'YYYY-MM-DD')`;
+    };
+    for (const span of parts.spans) {
+      const g = group('c.bucket_start', 'c.key');
+      params.push(caller.brandId, caller.livemode, reading.dim, span.level, span.start, span.end);
+      selects.push(`select ${r}, ${g}, ${measureNames.map((m) => signed(span.sign, `c.${m}`)).join(', ')}
+              from conversion_counts c
+             where c.brand_id = ? and c.livemode = ? and c.dim = ? and c.level = ? and c.bucket_start >= ? and c.bucket_start < ?${keyCondition(reading, 'c.key', params)}`);
+    }
+    // Tallies are quarter hours and every span starts and ends on one: each tally counts with the
+    // signs of the spans holding it.
+    const key = tallyKey(reading.dim, 't');
+    const orders = tallyOrders(reading.dim, 't');
+    const g = group('t.bucket_start', key);
+    const bounds = parts.spans.flatMap((s) => [s.start.getTime(), s.end.getTime()]);
+    params.push(
+      JSON.stringify(
+        parts.spans.map((s) => ({ a: s.start.toISOString(), b: s.end.toISOString(), sign: s.sign })),
+      ),
+      caller.brandId,
+      caller.livemode,
+      new Date(Math.min(...bounds)),
+      new Date(Math.max(...bounds)),
+    );
+    selects.push(
+      `select ${r}, ${g}, s.sign * ${orders}, s.sign * case when t.creator_id = '' then 0 else ${orders} end,
+              s.sign * t.amount, s.sign * t.commission, s.sign * t.refunded_amount, s.sign * t.reversed_commission
+         from conversion_tallies t
+         join jsonb_to_recordset(?::jsonb) s(a timestamptz, b timestamptz, sign int)
+           on t.bucket_start >= s.a and t.bucket_start < s.b
+        where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`,
+    );
+  }
+  const sums = planned.map(() => new Map<string, Measures>());
+  if (selects.length === 0) return sums;
+  // Index scans whatever the planner knows: each partition's rows are estimated from its size
+  // on a never-analyzed database, and the conditions pin an index prefix (query-plans.test.ts).
+  const rows = await em.execute<Record<string, string>[]>(
+    `select r, g, ${measureNames.map((m) => `sum(${m})::text as ${m}`).join(', ')}
+       from (${selects.join('\nunion all\n')}) x(r, g, ${measureNames.join(', ')})
+      group by r, g`,
+    params,
+  );
+  for (const row of rows) {
+    const m = zero();
+    for (const name of measureNames) m[name] = Number(row[name]);
+    sums[Number(row.r)]!.set(row.g!, m);
+  }
+  return sums;
+}
+
+/**
+ * Every reading's pieces finer than its counts' finest grain, from the orders themselves with
+ * the same fact rules, in one statement, added into `sums`.
+ */
+async function addEdges(
   em: Em,
   caller: Caller,
-  reading: Reading,
-  parts: PeriodParts,
+  planned: Planned[],
+  sums: Map<string, Measures>[],
   creatorId: string | undefined,
   dayOf: (at: Date) => string,
 ) {
-  const sums = new Map<string, Measures>();
-  for (const edge of parts.edges) {
-    const orders = await em.execute<OrderFactRow[]>(
-      `select ${factColumns} from orders
-        where brand_id = ? and livemode = ? and occurred_at >= ? and occurred_at < ?${creatorId ? ' and creator_id = ?' : ''}`,
-      [caller.brandId, caller.livemode, edge.start, edge.end, ...(creatorId ? [creatorId] : [])],
-    );
-    for (const fact of orders.flatMap(conversionFactsOfRow)) {
+  const params: unknown[] = [];
+  const selects = planned.flatMap(({ parts }, r) =>
+    parts.edges.map((edge) => {
+      params.push(caller.brandId, caller.livemode, edge.start, edge.end, ...(creatorId ? [creatorId] : []));
+      return `select ${r} as r, ${edge.sign} as sign, ${factColumns} from orders
+               where brand_id = ? and livemode = ? and occurred_at >= ? and occurred_at < ?${creatorId ? ' and creator_id = ?' : ''}`;
+    }),
+  );
+  if (selects.length === 0) return;
+  const orders = await em.execute<(OrderFactRow & { r: number; sign: Sign })[]>(
+    selects.join('\nunion all\n'),
+    params,
+  );
+  for (const order of orders) {
+    const { reading } = planned[order.r]!;
+    const sign = order.sign;
+    for (const fact of conversionFactsOfRow(order)) {
       const key = factKey(reading, fact, dayOf);
       if (key === undefined) continue;
-      const sum = sums.get(key) ?? zero();
+      const sum = sums[order.r]!.get(key) ?? zero();
       const counted = reading.dim < 2 ? fact.heads : fact.orders;
       add(sum, {
-        orders: edge.sign * counted,
-        attributed_orders: fact.creator ? edge.sign * counted : 0,
-        amount: edge.sign * fact.amount,
-        commission: edge.sign * fact.commission,
-        refunded_amount: edge.sign * fact.refunded,
-        reversed_commission: edge.sign * fact.reversed,
+        orders: sign * counted,
+        attributed_orders: fact.creator ? sign * counted : 0,
+        amount: sign * fact.amount,
+        commission: sign * fact.commission,
+        refunded_amount: sign * fact.refunded,
+        reversed_commission: sign * fact.reversed,
       });
-      sums.set(key, sum);
+      sums[order.r]!.set(key, sum);
     }
   }
-  return sums;
 }
 
 function factKey(reading: Reading, fact: ConversionFact, dayOf: (at: Date) => string): string | undefined {
@@ -173,6 +196,7 @@ function offsets(timeZone: string): { wholeHours: boolean; kst: boolean } {
       known.kst &&= name === 'GMT+09:00';
     }
     known.kst &&= known.wholeHours;
+    if (offsetsOf.size >= 1000) offsetsOf.clear();
     offsetsOf.set(timeZone, known);
   }
   return known;
@@ -189,21 +213,22 @@ function grainsOf(reading: Reading, timeZone: string): Level[] {
   return kept.filter((level) => level === 0 || (level === 3 && zone.wholeHours) || (level === 1 && zone.kst));
 }
 
-async function measure(
+/** The readings' sums by group, in the order given: two statements, whatever the period. */
+async function measure<R extends Reading[]>(
   em: Em,
   caller: Caller,
-  reading: Reading,
+  readings: [...R],
   query: ReportQuery,
   dayOf: (at: Date) => string,
-): Promise<Map<string, Measures>> {
-  const parts = periodParts(new Date(query.from), new Date(query.to), grainsOf(reading, query.time_zone));
-  const sums = await readCounts(em, caller, reading, parts, query.time_zone);
-  for (const [key, edge] of await readEdges(em, caller, reading, parts, query.creator_id, dayOf)) {
-    const sum = sums.get(key) ?? zero();
-    add(sum, edge);
-    sums.set(key, sum);
-  }
-  return sums;
+): Promise<{ [K in keyof R]: Map<string, Measures> }> {
+  const [from, to] = [new Date(query.from), new Date(query.to)];
+  const planned = readings.map((reading) => ({
+    reading,
+    parts: periodParts(from, to, grainsOf(reading, query.time_zone)),
+  }));
+  const sums = await readCounts(em, caller, planned, query.time_zone);
+  await addEdges(em, caller, planned, sums, query.creator_id, dayOf);
+  return sums as { [K in keyof R]: Map<string, Measures> };
 }
 
 const funnelTypes = {
@@ -254,6 +279,25 @@ async function readFunnel(em: Em, caller: Caller, query: ReportQuery): Promise<M
   return days;
 }
 
+const dayFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** YYYY-MM-DD in the zone; made once per zone (a formatter takes longer to make than a report to sum). */
+function dayFormat(timeZone: string): Intl.DateTimeFormat {
+  let format = dayFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+    });
+    // Spellings of zone names are many (case): never let them grow the cache without bound.
+    if (dayFormats.size >= 1000) dayFormats.clear();
+    dayFormats.set(timeZone, format);
+  }
+  return format;
+}
+
 /** Every local date from `from`'s to the one just before `to`. */
 function daysOf(query: ReportQuery, dayOf: (at: Date) => string): string[] {
   const first = dayOf(new Date(query.from));
@@ -272,12 +316,7 @@ export async function conversionReport(
   caller: Caller,
   query: ReportQuery,
 ): Promise<ConversionReportOutput> {
-  const format = new Intl.DateTimeFormat('en-CA', {
-    timeZone: query.time_zone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-  });
+  const format = dayFormat(query.time_zone);
   const dayOf = (at: Date) => format.format(at);
   const creator = query.creator_id;
   // Where every order counts in exactly one row (creator, day), the totals are the rows' sum;
@@ -303,7 +342,7 @@ export async function conversionReport(
     const reading: Reading = creator
       ? { dim: 1, key: { equals: creator }, groupBy: 'day' }
       : { dim: 0, groupBy: 'day' };
-    const sums = await measure(em, caller, reading, query, dayOf);
+    const [sums] = await measure(em, caller, [reading], query, dayOf);
     const funnel = creator ? undefined : await readFunnel(em, caller, query);
     const none = { page_views: null, product_views: null, cart_additions: null, observed_orders: null };
     return {
@@ -319,10 +358,10 @@ export async function conversionReport(
   }
 
   if (query.group_by === 'creator') {
-    const sums = await measure(
+    const [sums] = await measure(
       em,
       caller,
-      creator ? { dim: 1, key: { equals: creator }, groupBy: 'key' } : { dim: 1, groupBy: 'key' },
+      [creator ? { dim: 1, key: { equals: creator }, groupBy: 'key' } : { dim: 1, groupBy: 'key' }],
       query,
       dayOf,
     );
@@ -346,11 +385,11 @@ export async function conversionReport(
   const reading: Reading = creator
     ? { dim: 3, key: { prefix: `${creator}\t` }, groupBy: 'key' }
     : { dim: 2, groupBy: 'key' };
-  const sums = await measure(em, caller, reading, query, dayOf);
   const totalsReading: Reading = creator
     ? { dim: 1, key: { equals: creator }, groupBy: 'all' }
     : { dim: 0, groupBy: 'all' };
-  const totals = (await measure(em, caller, totalsReading, query, dayOf)).get('') ?? zero();
+  const [sums, totalSums] = await measure(em, caller, [reading, totalsReading], query, dayOf);
+  const totals = totalSums.get('') ?? zero();
   return {
     ...base(totals),
     data: [...sums.entries()]
