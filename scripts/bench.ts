@@ -8,6 +8,9 @@
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
 import { writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { initOrm } from '../src/db/orm.js';
+import { foldTallies } from '../src/modules/reports/fold-tallies.js';
+import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
 import {
   analyzeState,
@@ -90,6 +93,11 @@ async function main(ctx: Context): Promise<void> {
     );
   }
   const freshOrders = await liveOrders(ctx.db, brand);
+
+  // ---------------------------------------------------------------- cost per event (fresh)
+  const foldOrm = await initOrm(ctx.databaseUrl, 2);
+  const costs = await costPerEvent(ctx.db, server, ctx.headers, code, () => foldTallies(foldOrm));
+  await foldOrm.close(true);
 
   await createMinimalAnchors(ctx.db, brand, creator.creator_id);
   const serviceSql = await orderPaidPgbenchScript(ctx.databaseUrl, ctx.secretKey);
@@ -226,7 +234,7 @@ async function main(ctx: Context): Promise<void> {
     readsKeyLookup: keyLookup,
     compare,
   };
-  const markdown = `${renderMain(report)}\n${renderReports(reports)}`;
+  const markdown = `${renderMain(report)}\n${renderCost(costs)}\n${renderReports(reports)}`;
   writeFileSync(options.reportFile, markdown);
   const targets = markdown.slice(markdown.indexOf('## Targets'), markdown.indexOf('## What bounds it'));
   process.stdout.write(`\n${targets}`);

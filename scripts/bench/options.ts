@@ -61,6 +61,8 @@ export const options = {
   orders: integer('BENCH_ORDERS', 1_000_000, 1),
   growthConnections: integer('BENCH_GROWTH_CONNECTIONS', 4, 1),
   batches: integer('BENCH_BATCHES', 40, 1),
+  /** The cost-per-event stretch of batches (2 in flight), right after phase (a). */
+  costBatches: integer('BENCH_COST_BATCHES', 40, 1),
   /** Batches in flight at once: throughput, not one client's round-trip latency. */
   batchConnections: integer('BENCH_BATCH_CONNECTIONS', 4, 1),
   /** Paging the whole order list stops after this long (and says so) rather than run for hours. */

@@ -659,6 +659,7 @@ export function renderMain(r: MainReport): string {
     `BENCH_GROWTH_CONNECTIONS=${options.growthConnections}`,
     `BENCH_SECONDS=${options.seconds}`,
     `BENCH_BATCHES=${options.batches}`,
+    `BENCH_COST_BATCHES=${options.costBatches}`,
     `BENCH_BATCH_CONNECTIONS=${options.batchConnections}`,
     `BENCH_PAGING_MAX_SECONDS=${options.pagingMaxSeconds}`,
     `BENCH_COMPARE_CONCURRENCY=${options.compareConcurrency ? 1 : 0}`,
@@ -810,6 +811,7 @@ const ENV_TABLE = table(['variable', 'default', 'what it sets'], 'lrl', [
   ['`BENCH_GROWTH_CONNECTIONS`', '4', 'parallel connections of the growth batches'],
   ['`BENCH_SECONDS`', '10', 'each load level of phase (b) and each pgbench beside it'],
   ['`BENCH_BATCHES`', '40', '500-event batches measured'],
+  ['`BENCH_COST_BATCHES`', '40', '500-event batches (2 in flight) of the cost-per-event stretch'],
   ['`BENCH_BATCH_CONNECTIONS`', '4', 'batches in flight at once'],
   ['`BENCH_PAGING_MAX_SECONDS`', '900', 'paging the whole list stops after this long (the report says so)'],
   [

@@ -172,7 +172,13 @@ A brand of ${fmt(r.orders)} live orders spread evenly over the last 365 days (${
 attributed; 1 to 3 lines each among ${fmt(r.skus)} SKUs; 5 % refunded in half), bulk-loaded in SQL in ${fmt(r.loadSeconds, 1)} s,
 counted into the report with the migration's code in ${fmt(r.countSeconds, 1)} s and folded as \`report-rollup\` does in
 ${fmt(r.foldSeconds, 1)} s: ${fmt(r.countRows)} rows of running totals. The period is a year from and to instants inside a
-quarter hour, so whole months, days, hours, quarter hours and both edges' orders are all read. Never analyzed.
+quarter hour, so years, months, days, hours, quarter hours and both edges' orders are all read. Never analyzed.
+
+How a year is read (docs/decisions.md, "Settlement and reports"): the counts are partitioned by level and
+dimension, in Korea Standard Time days, months and years; a period is the nearest whole buckets of the coarsest
+level with the difference at each end added or taken away in finer ones; a report is two statements. Before
+that design (2026-11-25 08:22, one table, UTC buckets, only added pieces, a statement per piece of work),
+the same run measured p99 1,281 ms by day, 279 ms by creator and 733 ms by product.
 
 | \`GET /v1/reports/conversions\`, a year, 16 connections | groups | req/s | p50 ms | p99 ms | failed |
 |---|---:|---:|---:|---:|---:|

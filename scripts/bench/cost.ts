@@ -1,0 +1,195 @@
+// What one event costs (issue 22), which the machine's load does not distort the way it does
+// throughput: web and PostgreSQL CPU, WAL written, bytes stored and transactions committed per
+// new attributed order.paid, as single requests at 64 connections and as 500-event batches with
+// 2 in flight. Measured right after phase (a), on the still fresh database.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import type pg from 'pg';
+import { processTree } from './cpu.js';
+import { batchesPaid, singlePaid } from './load.js';
+import { fmt, log, options, phase } from './options.js';
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+export interface EventCost {
+  label: string;
+  events: number;
+  webMs: number;
+  postgresMs: number;
+  walBytes: number;
+  storedBytes: number;
+  commits: number;
+}
+
+/** The targets issue 22 sets, per event: [single, batch]. */
+export const costTargets = {
+  webMs: [0.09, 0.015],
+  postgresMs: [0.07, 0.035],
+  walBytes: [1600, 1500],
+  storedBytes: [1100, 1100],
+} as const;
+
+interface Stat {
+  ppid: number;
+  comm: string;
+  /** utime + stime */
+  own: number;
+  /** cutime + cstime: children that ended and were waited for. */
+  children: number;
+}
+
+function stat(pid: number): Stat | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return {
+      ppid: Number(fields[1]),
+      comm: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')),
+      own: Number(fields[11]) + Number(fields[12]),
+      children: Number(fields[13]) + Number(fields[14]),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Ticks of every PostgreSQL process, ended backends included (the postmaster's children's). */
+function postgresTicks(): number {
+  let ticks = 0;
+  const procs = new Map<number, Stat>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const s = stat(Number(entry));
+    if (s?.comm === 'postgres') procs.set(Number(entry), s);
+  }
+  for (const s of procs.values()) ticks += s.own + (procs.has(s.ppid) ? 0 : s.children);
+  return ticks;
+}
+
+const serverTicks = (pid: number) => processTree(pid).reduce((sum, p) => sum + p.ticks, 0);
+
+interface Mark {
+  web: number;
+  postgres: number;
+  wal: string;
+  bytes: number;
+  commits: number;
+}
+
+async function mark(db: pg.Client, serverPid: number): Promise<Mark> {
+  const { rows } = await db.query<{ wal: string; bytes: string; commits: string }>(
+    `select pg_current_wal_lsn()::text as wal,
+            (select sum(pg_total_relation_size(c.oid)) from pg_class c
+              where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'm'))::text as bytes,
+            (select xact_commit from pg_stat_database where datname = current_database())::text as commits`,
+  );
+  return {
+    web: serverTicks(serverPid),
+    postgres: postgresTicks(),
+    wal: rows[0]!.wal,
+    bytes: Number(rows[0]!.bytes),
+    commits: Number(rows[0]!.commits),
+  };
+}
+
+/** Backends report their commit counts within 10 s of going idle (PGSTAT_IDLE_INTERVAL). */
+const statsSettle = () => new Promise((resolve) => setTimeout(resolve, 11_000));
+
+async function measure(
+  db: pg.Client,
+  serverPid: number,
+  label: string,
+  run: () => Promise<number>,
+  fold: () => Promise<unknown>,
+): Promise<EventCost> {
+  await fold();
+  await statsSettle();
+  const before = await mark(db, serverPid);
+  const events = await run();
+  // What report-rollup does with the events' tallies is part of what they cost.
+  await fold();
+  const cpuAfter = { web: serverTicks(serverPid), postgres: postgresTicks() };
+  await statsSettle();
+  const after = await mark(db, serverPid);
+  const { rows } = await db.query<{ wal: string }>('select pg_wal_lsn_diff($1, $2)::text as wal', [
+    after.wal,
+    before.wal,
+  ]);
+  const per = (total: number) => total / Math.max(events, 1);
+  const ms = (ticks: number) => (ticks / CLK_TCK) * 1000;
+  return {
+    label,
+    events,
+    webMs: per(ms(cpuAfter.web - before.web)),
+    postgresMs: per(ms(cpuAfter.postgres - before.postgres)),
+    walBytes: per(Number(rows[0]!.wal)),
+    storedBytes: per(after.bytes - before.bytes),
+    // The two marks' own statements are not the events'.
+    commits: per(after.commits - before.commits - 1),
+  };
+}
+
+export async function costPerEvent(
+  db: pg.Client,
+  server: { pid: number; url: string },
+  headers: Record<string, string>,
+  code: string,
+  fold: () => Promise<unknown>,
+): Promise<EventCost[]> {
+  const target = { url: server.url, headers };
+  phase('cost per event: single order.paid at 64 connections');
+  const single = await measure(
+    db,
+    server.pid,
+    'single requests at 64 connections',
+    async () => {
+      const run = await singlePaid(target, code, 64, options.seconds);
+      return run.whole.ok;
+    },
+    fold,
+  );
+  phase(`cost per event: ${options.costBatches} batches of 500 events, 2 in flight`);
+  const batch = await measure(
+    db,
+    server.pid,
+    '500-event batches, 2 in flight',
+    async () => {
+      const run = await batchesPaid(target, code, 500, options.costBatches, 2);
+      return run.whole.ok * 500;
+    },
+    fold,
+  );
+  for (const c of [single, batch])
+    log(
+      `  ${c.label}: web ${fmt(c.webMs, 3)} ms, PostgreSQL ${fmt(c.postgresMs, 3)} ms, WAL ${fmt(c.walBytes)} B, stored ${fmt(c.storedBytes)} B, ${fmt(c.commits, 3)} commits per event (${fmt(c.events)} events)`,
+    );
+  return [single, batch];
+}
+
+/** The cost section of docs/benchmarks.md: each figure beside issue 22's target. */
+export function renderCost(costs: EventCost[]): string {
+  const [single, batch] = costs as [EventCost, EventCost];
+  const row = (name: string, key: keyof typeof costTargets, digits: number) => {
+    const [ts, tb] = costTargets[key];
+    const cell = (v: number, t: number) => `${fmt(v, digits)} (≤ ${fmt(t, digits)}${v <= t ? ', met' : ''})`;
+    return `| ${name} | ${cell(single[key], ts)} | ${cell(batch[key], tb)} |`;
+  };
+  return `## Cost per event
+
+New attributed \`order.paid\` events on the fresh database right after phase (a), each figure per event
+over the whole stretch (${fmt(single.events)} single requests at 64 connections for ${options.seconds} s; ${fmt(batch.events)} events in
+${options.costBatches} batches of 500, 2 in flight). CPU from /proc (web: the server and its workers; PostgreSQL: every
+postgres process, ended backends included), WAL from \`pg_current_wal_lsn()\`, stored bytes from
+\`pg_total_relation_size\` of every table (indexes and TOAST included), commits from \`pg_stat_database\`
+read after its 10 s reporting delay. Each stretch ends with \`report-rollup\`'s fold of its tallies (in the
+bench process, so its PostgreSQL side counts and its Node side does not). In brackets: issue 22's target.
+
+| per event | single requests at 64 connections | 500-event batches, 2 in flight |
+|---|---:|---:|
+${row('web process CPU (user + system), ms', 'webMs', 3)}
+${row('PostgreSQL CPU (all its processes), ms', 'postgresMs', 3)}
+${row('WAL written, bytes', 'walBytes', 0)}
+${row('tables + indexes grown, bytes', 'storedBytes', 0)}
+| transactions committed | ${fmt(single.commits, 3)} | ${fmt(batch.commits, 3)} |
+`;
+}
