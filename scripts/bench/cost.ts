@@ -2,14 +2,10 @@
 // throughput: web and PostgreSQL CPU, WAL written, bytes stored and transactions committed per
 // new attributed order.paid, as single requests at 64 connections and as 500-event batches with
 // 2 in flight. Measured right after phase (a), on the still fresh database.
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import type pg from 'pg';
-import { processTree } from './cpu.js';
+import { allProcs, CLK_TCK, processTree } from './cpu.js';
 import { batchesPaid, singlePaid } from './load.js';
 import { fmt, log, options, phase } from './options.js';
-
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 export interface EventCost {
   label: string;
@@ -29,41 +25,11 @@ export const costTargets = {
   storedBytes: [1100, 1100],
 } as const;
 
-interface Stat {
-  ppid: number;
-  comm: string;
-  /** utime + stime */
-  own: number;
-  /** cutime + cstime: children that ended and were waited for. */
-  children: number;
-}
-
-function stat(pid: number): Stat | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return {
-      ppid: Number(fields[1]),
-      comm: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')),
-      own: Number(fields[11]) + Number(fields[12]),
-      children: Number(fields[13]) + Number(fields[14]),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
 /** Ticks of every PostgreSQL process, ended backends included (the postmaster's children's). */
 function postgresTicks(): number {
-  let ticks = 0;
-  const procs = new Map<number, Stat>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const s = stat(Number(entry));
-    if (s?.comm === 'postgres') procs.set(Number(entry), s);
-  }
-  for (const s of procs.values()) ticks += s.own + (procs.has(s.ppid) ? 0 : s.children);
-  return ticks;
+  const procs = allProcs().filter((p) => p.comm === 'postgres');
+  const pids = new Set(procs.map((p) => p.pid));
+  return procs.reduce((sum, p) => sum + p.ticks + (pids.has(p.ppid) ? 0 : p.childTicks), 0);
 }
 
 const serverTicks = (pid: number) => processTree(pid).reduce((sum, p) => sum + p.ticks, 0);

@@ -6,13 +6,15 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+export const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 interface ProcEntry {
   pid: number;
   ppid: number;
   comm: string;
   ticks: number;
+  /** cutime + cstime: its children that ended and were waited for. */
+  childTicks: number;
 }
 
 function readProc(pid: number): ProcEntry | undefined {
@@ -26,13 +28,14 @@ function readProc(pid: number): ProcEntry | undefined {
       ppid: Number(fields[1]),
       comm: stat.slice(open + 1, close),
       ticks: Number(fields[11]) + Number(fields[12]), // utime + stime
+      childTicks: Number(fields[13]) + Number(fields[14]),
     };
   } catch {
     return undefined; // Gone.
   }
 }
 
-function allProcs(): ProcEntry[] {
+export function allProcs(): ProcEntry[] {
   const procs: ProcEntry[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
