@@ -182,7 +182,8 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
         data: { order_id: 'tls-1', amount: 1000, coupon_code: seed.creators[0]!.coupon_code },
       }),
     });
-    expect(sent.status).toBe(200);
+    // The answer's body and the server's output name the cause if this ever fails (once seen: a 401).
+    expect(sent.status, `${await sent.clone().text()}\n${output}`).toBe(200);
     expect((await fetch(`${base}/v1/orders/tls-1`, { headers: auth })).status).toBe(200);
 
     // Every connection the web process holds is encrypted (only SSL is accepted anyway).
