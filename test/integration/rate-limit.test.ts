@@ -77,7 +77,8 @@ describe('EventRateLimiter', () => {
   });
 
   it("uses the brand's own settings over the defaults, and defaults to 100/s with a burst of 1000", async () => {
-    const rl = new EventRateLimiter(redis, silent, { keyPrefix: prefix() });
+    // Generous timeout: on a loaded runner the 50 ms default can fail open (remaining = burst).
+    const rl = new EventRateLimiter(redis, silent, { keyPrefix: prefix(), timeoutMs: 1000 });
     const standard = await rl.consume(caller({ brandId: 'brand_default' }), 1);
     expect(standard).toMatchObject({ allowed: true, limit: 1000, perSecond: 100, remaining: 999 });
     expect(rl.settingsFor(caller())).toEqual({ perSecond: 100, burst: 1000 });
@@ -111,7 +112,12 @@ describe('EventRateLimiter', () => {
 
   it('stores one hash per bucket with a TTL of about twice the fill time', async () => {
     const keyPrefix = prefix();
-    const rl = new EventRateLimiter(redis, silent, { keyPrefix, defaultPerSecond: 10, defaultBurst: 100 });
+    const rl = new EventRateLimiter(redis, silent, {
+      keyPrefix,
+      defaultPerSecond: 10,
+      defaultBurst: 100,
+      timeoutMs: 1000,
+    });
     await rl.consume(caller({ brandId: 'brand_ttl', livemode: false }), 1);
     const key = `${keyPrefix}brand_ttl:test`;
     expect(await redis.type(key)).toBe('hash');
