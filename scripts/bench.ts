@@ -6,7 +6,7 @@
 // skips it); pgbench beside each figure (the service's own SQL, a minimal three-statement transaction, the read SQL).
 // `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md).
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
@@ -234,7 +234,7 @@ async function main(ctx: Context): Promise<void> {
     readsKeyLookup: keyLookup,
     compare,
   };
-  const markdown = `${renderMain(report)}\n${renderCost(costs)}\n${renderReports(reports)}`;
+  const markdown = `${renderMain(report)}\n${renderCost(costs)}\n${renderReports(reports)}${profileNotes(options.reportFile)}`;
   writeFileSync(options.reportFile, markdown);
   const targets = markdown.slice(markdown.indexOf('## Targets'), markdown.indexOf('## What bounds it'));
   process.stdout.write(`\n${targets}`);
@@ -242,6 +242,18 @@ async function main(ctx: Context): Promise<void> {
   log(
     `wrote ${shown.startsWith('..') ? options.reportFile : shown} (${fmt(report.totalSeconds / 60, 1)} min)`,
   );
+}
+
+/**
+ * The hand-written "## Profile notes" section of the file a run replaces (what a profile found,
+ * and when), carried over whole: figures are regenerated, findings are not.
+ */
+function profileNotes(file: string): string {
+  const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const start = old.indexOf('\n## Profile notes');
+  if (start < 0) return '';
+  const next = old.indexOf('\n## ', start + 1);
+  return old.slice(start, next < 0 ? undefined : next).trimEnd().concat('\n');
 }
 
 /** `--reports`: the report phase alone, written to docs/benchmarks-reports.md. */
