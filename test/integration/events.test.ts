@@ -72,6 +72,20 @@ async function journal(orderId: string) {
 }
 
 describe('order.paid', () => {
+  it('keeps the fields the event carried in received_events, never the empty ones', async () => {
+    const id = nextOrderId();
+    expect((await send('order.paid', { order_id: id, amount: 50_000, coupon_code: 'mina20' })).status).toBe(
+      200,
+    );
+    const [row] = await ctx.orm.em
+      .fork()
+      .execute(
+        `select data from received_events where brand_id = ? and order_id = ? and type = 'order.paid'`,
+        [brandId, id],
+      );
+    expect(row?.data).toEqual({ orderId: id, amount: 50_000, currency: 'KRW', couponCode: 'mina20' });
+  });
+
   it('attributes by code: pending, commission at the offer rate, conversion id', async () => {
     const id = nextOrderId();
     const res = await send('order.paid', { order_id: id, amount: 50_000, coupon_code: 'mina20' });

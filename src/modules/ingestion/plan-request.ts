@@ -43,9 +43,16 @@ function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcom
   }
 }
 
+/**
+ * The event's data as kept in received_events: the fields it carries, without the customer hash
+ * and without the fields it left empty (a null says nothing; readers take a missing field as
+ * null). About 120 bytes less per order.paid, stored and in WAL (docs/decisions.md).
+ */
 function storedData(event: ValidEvent): Record<string, unknown> {
   const { customerHash: _customerHash, ...rest } = event.data;
-  return rest;
+  return Object.fromEntries(
+    Object.entries(rest).filter(([, value]) => value !== null && value !== undefined),
+  );
 }
 
 /**
