@@ -253,7 +253,10 @@ function profileNotes(file: string): string {
   const start = old.indexOf('\n## Profile notes');
   if (start < 0) return '';
   const next = old.indexOf('\n## ', start + 1);
-  return old.slice(start, next < 0 ? undefined : next).trimEnd().concat('\n');
+  return old
+    .slice(start, next < 0 ? undefined : next)
+    .trimEnd()
+    .concat('\n');
 }
 
 /** `--reports`: the report phase alone, written to docs/benchmarks-reports.md. */

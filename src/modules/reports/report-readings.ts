@@ -1,0 +1,235 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ApiCaller } from '../keys/caller.js';
+import {
+  type ConversionFact,
+  conversionFactsOfRow,
+  factColumns,
+  type OrderFactRow,
+} from './conversion-facts.js';
+import { countedLevels, type Dim, type Level } from './count-grains.js';
+import { type PeriodParts, periodParts, type Sign } from './period.js';
+import type { ReportQuery } from './reports.schemas.js';
+
+// How a report reads its figures: the running totals of its period's pieces (period.ts) and
+// the orders of the pieces finer than them, for one or more readings at once.
+
+export type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
+type Em = EntityManager;
+
+const measureNames = [
+  'orders',
+  'attributed_orders',
+  'amount',
+  'commission',
+  'refunded_amount',
+  'reversed_commission',
+] as const;
+export type Measures = Record<(typeof measureNames)[number], number>;
+export const zero = (): Measures => Object.fromEntries(measureNames.map((m) => [m, 0])) as Measures;
+export const add = (into: Measures, from: Measures) => {
+  for (const m of measureNames) into[m] += from[m];
+};
+
+/** Which counts a report reads (conversion.entities.ts): a dimension, an optional key or key prefix, and how rows group. */
+export interface Reading {
+  dim: Dim;
+  key?: { equals: string } | { prefix: string };
+  groupBy: 'key' | 'day' | 'all';
+}
+
+/** A conversion tally's key and order counts in dimension `dim` (as report-rollup folds them). */
+const tallyKey = (dim: number, t: string) =>
+  ["''", `${t}.creator_id`, `${t}.sku`, `${t}.creator_id || E'\\t' || ${t}.sku`][dim]!;
+const tallyOrders = (dim: number, t: string) => (dim < 2 ? `${t}.heads` : `${t}.orders`);
+
+function keyCondition(reading: Reading, column: string, params: unknown[]): string {
+  if (!reading.key) return '';
+  if ('equals' in reading.key) {
+    params.push(reading.key.equals);
+    return ` and ${column} = ?`;
+  }
+  // Keys compare bytewise (collation "C"): the prefix's keys lie between it and the prefix with its last byte + 1.
+  const p = reading.key.prefix;
+  params.push(p, p.slice(0, -1) + String.fromCharCode(p.charCodeAt(p.length - 1) + 1));
+  return ` and ${column} >= ? and ${column} < ?`;
+}
+
+/** What a reading sums: its counts' spans and, finer than those, the pieces read from orders. */
+interface Planned {
+  reading: Reading;
+  parts: PeriodParts;
+}
+
+/**
+ * Every reading's counts and not yet folded tallies, each span taken with its sign, in ONE
+ * statement: one snapshot (a tally being folded is seen once, as a tally or as a count) and one
+ * round trip, which is most of what a report costs the web process.
+ */
+async function readCounts(em: Em, caller: Caller, planned: Planned[], timeZone: string) {
+  const params: unknown[] = [];
+  const selects: string[] = [];
+  const signed = (sign: Sign, column: string) => (sign < 0 ? `-${column}` : column);
+  for (const [r, { reading, parts }] of planned.entries()) {
+    if (parts.spans.length === 0) continue;
+    const group = (bucket: string, key: string) => {
+      if (reading.groupBy === 'key') return key;
+      if (reading.groupBy === 'all') return `''`;
+      params.push(timeZone);
+      return `to_char(${bucket} at time zone ?, 'YYYY-MM-DD')`;
+    };
+    for (const span of parts.spans) {
+      const g = group('c.bucket_start', 'c.key');
+      params.push(caller.brandId, caller.livemode, reading.dim, span.level, span.start, span.end);
+      selects.push(`select ${r}, ${g}, ${measureNames.map((m) => signed(span.sign, `c.${m}`)).join(', ')}
+              from conversion_counts c
+             where c.brand_id = ? and c.livemode = ? and c.dim = ? and c.level = ? and c.bucket_start >= ? and c.bucket_start < ?${keyCondition(reading, 'c.key', params)}`);
+    }
+    // Tallies are quarter hours and every span starts and ends on one: each tally counts with the
+    // signs of the spans holding it.
+    const key = tallyKey(reading.dim, 't');
+    const orders = tallyOrders(reading.dim, 't');
+    const g = group('t.bucket_start', key);
+    const bounds = parts.spans.flatMap((s) => [s.start.getTime(), s.end.getTime()]);
+    params.push(
+      JSON.stringify(
+        parts.spans.map((s) => ({ a: s.start.toISOString(), b: s.end.toISOString(), sign: s.sign })),
+      ),
+      caller.brandId,
+      caller.livemode,
+      new Date(Math.min(...bounds)),
+      new Date(Math.max(...bounds)),
+    );
+    selects.push(
+      `select ${r}, ${g}, s.sign * ${orders}, s.sign * case when t.creator_id = '' then 0 else ${orders} end,
+              s.sign * t.amount, s.sign * t.commission, s.sign * t.refunded_amount, s.sign * t.reversed_commission
+         from conversion_tallies t
+         join jsonb_to_recordset(?::jsonb) s(a timestamptz, b timestamptz, sign int)
+           on t.bucket_start >= s.a and t.bucket_start < s.b
+        where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`,
+    );
+  }
+  const sums = planned.map(() => new Map<string, Measures>());
+  if (selects.length === 0) return sums;
+  // Index scans whatever the planner knows: each partition's rows are estimated from its size
+  // on a never-analyzed database, and the conditions pin an index prefix (query-plans.test.ts).
+  const rows = await em.execute<Record<string, string>[]>(
+    `select r, g, ${measureNames.map((m) => `sum(${m})::text as ${m}`).join(', ')}
+       from (${selects.join('\nunion all\n')}) x(r, g, ${measureNames.join(', ')})
+      group by r, g`,
+    params,
+  );
+  for (const row of rows) {
+    const m = zero();
+    for (const name of measureNames) m[name] = Number(row[name]);
+    sums[Number(row.r)]!.set(row.g!, m);
+  }
+  return sums;
+}
+
+/**
+ * Every reading's pieces finer than its counts' finest grain, from the orders themselves with
+ * the same fact rules, in one statement, added into `sums`.
+ */
+async function addEdges(
+  em: Em,
+  caller: Caller,
+  planned: Planned[],
+  sums: Map<string, Measures>[],
+  creatorId: string | undefined,
+  dayOf: (at: Date) => string,
+) {
+  const params: unknown[] = [];
+  const selects = planned.flatMap(({ parts }, r) =>
+    parts.edges.map((edge) => {
+      params.push(caller.brandId, caller.livemode, edge.start, edge.end, ...(creatorId ? [creatorId] : []));
+      return `select ${r} as r, ${edge.sign} as sign, ${factColumns} from orders
+               where brand_id = ? and livemode = ? and occurred_at >= ? and occurred_at < ?${creatorId ? ' and creator_id = ?' : ''}`;
+    }),
+  );
+  if (selects.length === 0) return;
+  const orders = await em.execute<(OrderFactRow & { r: number; sign: Sign })[]>(
+    selects.join('\nunion all\n'),
+    params,
+  );
+  for (const order of orders) {
+    const { reading } = planned[order.r]!;
+    const sign = order.sign;
+    for (const fact of conversionFactsOfRow(order)) {
+      const key = factKey(reading, fact, dayOf);
+      if (key === undefined) continue;
+      const sum = sums[order.r]!.get(key) ?? zero();
+      const counted = reading.dim < 2 ? fact.heads : fact.orders;
+      add(sum, {
+        orders: sign * counted,
+        attributed_orders: fact.creator ? sign * counted : 0,
+        amount: sign * fact.amount,
+        commission: sign * fact.commission,
+        refunded_amount: sign * fact.refunded,
+        reversed_commission: sign * fact.reversed,
+      });
+      sums[order.r]!.set(key, sum);
+    }
+  }
+}
+
+function factKey(reading: Reading, fact: ConversionFact, dayOf: (at: Date) => string): string | undefined {
+  const key = ['', fact.creator, fact.sku, `${fact.creator}\t${fact.sku}`][reading.dim]!;
+  if (reading.key && 'prefix' in reading.key && !key.startsWith(reading.key.prefix)) return undefined;
+  if (reading.key && 'equals' in reading.key && key !== reading.key.equals) return undefined;
+  if (reading.groupBy === 'all') return '';
+  return reading.groupBy === 'day' ? dayOf(new Date(fact.bucket)) : key;
+}
+
+const offsetsOf = new Map<string, { wholeHours: boolean; kst: boolean }>();
+
+/**
+ * Whether the zone's offset is a whole number of hours, and whether it is UTC+09:00, at every
+ * instant of 1990 to 2040 (sampled daily; cached). Its days are then sums of UTC hours, or the
+ * counts' own days (Korea Standard Time: Asia/Seoul, Asia/Tokyo...). Others (India, Nepal,
+ * Newfoundland...) are read by the quarter hour.
+ */
+function offsets(timeZone: string): { wholeHours: boolean; kst: boolean } {
+  let known = offsetsOf.get(timeZone);
+  if (!known) {
+    const format = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
+    known = { wholeHours: true, kst: true };
+    for (let t = Date.UTC(1990, 0, 1); t < Date.UTC(2040, 0, 1) && known.wholeHours; t += 86_400_000) {
+      const name = format.formatToParts(t).find((p) => p.type === 'timeZoneName')!.value;
+      known.wholeHours = !/:(?!00)\d\d/.test(name);
+      known.kst &&= name === 'GMT+09:00';
+    }
+    known.kst &&= known.wholeHours;
+    if (offsetsOf.size >= 1000) offsetsOf.clear();
+    offsetsOf.set(timeZone, known);
+  }
+  return known;
+}
+
+/**
+ * The levels a reading sums, finest first (period.ts). Grouped by day, only buckets that lie
+ * within one local day: quarter hours always, hours in a whole-hour zone, days in KST's.
+ */
+function grainsOf(reading: Reading, timeZone: string): Level[] {
+  const kept = countedLevels[reading.dim];
+  if (reading.groupBy !== 'day') return [...kept];
+  const zone = offsets(timeZone);
+  return kept.filter((level) => level === 0 || (level === 3 && zone.wholeHours) || (level === 1 && zone.kst));
+}
+
+/** The readings' sums by group, in the order given: two statements, whatever the period. */
+export async function measure<R extends Reading[]>(
+  em: Em,
+  caller: Caller,
+  readings: [...R],
+  query: ReportQuery,
+  dayOf: (at: Date) => string,
+): Promise<{ [K in keyof R]: Map<string, Measures> }> {
+  const [from, to] = [new Date(query.from), new Date(query.to)];
+  const planned = readings.map((reading) => ({
+    reading,
+    parts: periodParts(from, to, grainsOf(reading, query.time_zone)),
+  }));
+  const sums = await readCounts(em, caller, planned, query.time_zone);
+  await addEdges(em, caller, planned, sums, query.creator_id, dayOf);
+  return sums as { [K in keyof R]: Map<string, Measures> };
+}
