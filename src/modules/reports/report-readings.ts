@@ -55,17 +55,23 @@ function keyCondition(reading: Reading, column: string, params: unknown[]): stri
 }
 
 /** What a reading sums: its counts' spans and, finer than those, the pieces read from orders. */
-interface Planned {
+export interface Planned {
   reading: Reading;
   parts: PeriodParts;
 }
 
+/** A statement with `?` placeholders and its values. */
+export interface Statement {
+  sql: string;
+  params: unknown[];
+}
+
 /**
- * Every reading's counts and not yet folded tallies, each span taken with its sign, in ONE
+ * Every reading's counts and not yet folded tallies, each span taken with its sign, as ONE
  * statement: one snapshot (a tally being folded is seen once, as a tally or as a count) and one
- * round trip, which is most of what a report costs the web process.
+ * round trip, which is most of what a report costs the web process. Undefined: nothing to count.
  */
-async function readCounts(em: Em, caller: Caller, planned: Planned[], timeZone: string) {
+export function countsStatement(caller: Caller, planned: Planned[], timeZone: string): Statement | undefined {
   const params: unknown[] = [];
   const selects: string[] = [];
   const signed = (sign: Sign, column: string) => (sign < 0 ? `-${column}` : column);
@@ -108,16 +114,22 @@ async function readCounts(em: Em, caller: Caller, planned: Planned[], timeZone: 
         where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`,
     );
   }
-  const sums = planned.map(() => new Map<string, Measures>());
-  if (selects.length === 0) return sums;
+  if (selects.length === 0) return undefined;
   // Index scans whatever the planner knows: each partition's rows are estimated from its size
-  // on a never-analyzed database, and the conditions pin an index prefix (query-plans.test.ts).
-  const rows = await em.execute<Record<string, string>[]>(
-    `select r, g, ${measureNames.map((m) => `sum(${m})::text as ${m}`).join(', ')}
-       from (${selects.join('\nunion all\n')}) x(r, g, ${measureNames.join(', ')})
-      group by r, g`,
+  // on a never-analyzed database, and the conditions pin an index prefix (report-plans.test.ts).
+  return {
+    sql: `select r, g, ${measureNames.map((m) => `sum(${m})::text as ${m}`).join(', ')}
+            from (${selects.join('\nunion all\n')}) x(r, g, ${measureNames.join(', ')})
+           group by r, g`,
     params,
-  );
+  };
+}
+
+async function readCounts(em: Em, caller: Caller, planned: Planned[], timeZone: string) {
+  const sums = planned.map(() => new Map<string, Measures>());
+  const statement = countsStatement(caller, planned, timeZone);
+  if (!statement) return sums;
+  const rows = await em.execute<Record<string, string>[]>(statement.sql, statement.params);
   for (const row of rows) {
     const m = zero();
     for (const name of measureNames) m[name] = Number(row[name]);
@@ -126,18 +138,12 @@ async function readCounts(em: Em, caller: Caller, planned: Planned[], timeZone: 
   return sums;
 }
 
-/**
- * Every reading's pieces finer than its counts' finest grain, from the orders themselves with
- * the same fact rules, in one statement, added into `sums`.
- */
-async function addEdges(
-  em: Em,
+/** Every reading's pieces finer than its counts' finest grain: their orders, in one statement. */
+export function edgesStatement(
   caller: Caller,
   planned: Planned[],
-  sums: Map<string, Measures>[],
   creatorId: string | undefined,
-  dayOf: (at: Date) => string,
-) {
+): Statement | undefined {
   const params: unknown[] = [];
   const selects = planned.flatMap(({ parts }, r) =>
     parts.edges.map((edge) => {
@@ -146,10 +152,23 @@ async function addEdges(
                where brand_id = ? and livemode = ? and occurred_at >= ? and occurred_at < ?${creatorId ? ' and creator_id = ?' : ''}`;
     }),
   );
-  if (selects.length === 0) return;
+  return selects.length === 0 ? undefined : { sql: selects.join('\nunion all\n'), params };
+}
+
+/** The edges' orders, with the same fact rules as the running totals, added into `sums`. */
+async function addEdges(
+  em: Em,
+  caller: Caller,
+  planned: Planned[],
+  sums: Map<string, Measures>[],
+  creatorId: string | undefined,
+  dayOf: (at: Date) => string,
+) {
+  const statement = edgesStatement(caller, planned, creatorId);
+  if (!statement) return;
   const orders = await em.execute<(OrderFactRow & { r: number; sign: Sign })[]>(
-    selects.join('\nunion all\n'),
-    params,
+    statement.sql,
+    statement.params,
   );
   for (const order of orders) {
     const { reading } = planned[order.r]!;
@@ -216,6 +235,15 @@ function grainsOf(reading: Reading, timeZone: string): Level[] {
   return kept.filter((level) => level === 0 || (level === 3 && zone.wholeHours) || (level === 1 && zone.kst));
 }
 
+/** Each reading's pieces of the query's period, at the levels it may sum. */
+export function planReadings(readings: Reading[], query: ReportQuery): Planned[] {
+  const [from, to] = [new Date(query.from), new Date(query.to)];
+  return readings.map((reading) => ({
+    reading,
+    parts: periodParts(from, to, grainsOf(reading, query.time_zone)),
+  }));
+}
+
 /** The readings' sums by group, in the order given: two statements, whatever the period. */
 export async function measure<R extends Reading[]>(
   em: Em,
@@ -224,11 +252,7 @@ export async function measure<R extends Reading[]>(
   query: ReportQuery,
   dayOf: (at: Date) => string,
 ): Promise<{ [K in keyof R]: Map<string, Measures> }> {
-  const [from, to] = [new Date(query.from), new Date(query.to)];
-  const planned = readings.map((reading) => ({
-    reading,
-    parts: periodParts(from, to, grainsOf(reading, query.time_zone)),
-  }));
+  const planned = planReadings(readings, query);
   const sums = await readCounts(em, caller, planned, query.time_zone);
   await addEdges(em, caller, planned, sums, query.creator_id, dayOf);
   return sums as { [K in keyof R]: Map<string, Measures> };
