@@ -66,6 +66,18 @@ export function expectEnvelope(res: request.Response, status: number, code: stri
   return error as { code: string; message: string; param?: string; hint?: string; type: string };
 }
 
+/** Each GET `paths` with a publishable key (from the shop's origin) is refused: 403 secret_key_required. */
+export async function expectSecretKeyRequired(ctx: TestContext, publishableKey: string, paths: string[]) {
+  for (const path of paths)
+    expectEnvelope(
+      await request(ctx.app)
+        .get(path)
+        .set({ Authorization: `Bearer ${publishableKey}`, Origin: SHOP_ORIGIN }),
+      403,
+      'secret_key_required',
+    );
+}
+
 /**
  * The attribution fixture most ingestion tests share: an offer (window 7 days, 20%), creator
  * Mina with code MINA20 on that offer and a fresh click, creator Joon with code JOON (brand rate).

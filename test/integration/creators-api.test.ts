@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { confirmOrders } from '../../workers/payouts.js';
-import { expectEnvelope, makeShop, sendEvent } from '../factories/index.js';
+import { expectEnvelope, expectSecretKeyRequired, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -153,13 +153,9 @@ describe('GET /v1/creators', () => {
       404,
       'creator_not_found',
     );
-    for (const path of ['/v1/creators', `/v1/creators/${shop.fixture.mina.creatorId}`])
-      expectEnvelope(
-        await request(ctx.app)
-          .get(path)
-          .set({ Authorization: `Bearer ${shop.keys.pk_live}`, Origin: 'https://shop.example.com' }),
-        403,
-        'secret_key_required',
-      );
+    await expectSecretKeyRequired(ctx, shop.keys.pk_live, [
+      '/v1/creators',
+      `/v1/creators/${shop.fixture.mina.creatorId}`,
+    ]);
   });
 });

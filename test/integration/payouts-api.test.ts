@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { confirmOrders } from '../../workers/payouts.js';
-import { admin, expectEnvelope, makeShop, sendEvent } from '../factories/index.js';
+import { admin, expectEnvelope, expectSecretKeyRequired, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -156,14 +156,11 @@ describe('GET /v1/payouts/{payout_id} and its lines', () => {
       [`/v1/payouts/${id}/lines`, other.keys.sk_live],
     ] as const)
       expectEnvelope(await get(path, key), 404, 'payout_not_found');
-    for (const path of ['/v1/payouts', `/v1/payouts/${id}`, `/v1/payouts/${id}/lines`])
-      expectEnvelope(
-        await request(ctx.app)
-          .get(path)
-          .set({ Authorization: `Bearer ${shop.keys.pk_live}`, Origin: 'https://shop.example.com' }),
-        403,
-        'secret_key_required',
-      );
+    await expectSecretKeyRequired(ctx, shop.keys.pk_live, [
+      '/v1/payouts',
+      `/v1/payouts/${id}`,
+      `/v1/payouts/${id}/lines`,
+    ]);
   });
 });
 

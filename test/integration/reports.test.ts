@@ -5,7 +5,7 @@ import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { foldTallies } from '../../src/modules/reports/fold-tallies.js';
 import { eraseExpiredTestData } from '../../src/modules/retention/test-data-erasure.js';
 import { confirmOrders } from '../../workers/payouts.js';
-import { expectEnvelope, makeShop, sendEvent } from '../factories/index.js';
+import { expectEnvelope, expectSecretKeyRequired, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -263,13 +263,8 @@ describe('GET /v1/reports/conversions', () => {
     ];
     for (const query of bad)
       expectEnvelope(await report(query as Record<string, string>), 422, 'invalid_request_body');
-    expectEnvelope(
-      await request(ctx.app)
-        .get('/v1/reports/conversions')
-        .query({ from: ago(2), to: ago(1), group_by: 'day' })
-        .set({ Authorization: `Bearer ${shop.keys.pk_live}`, Origin: 'https://shop.example.com' }),
-      403,
-      'secret_key_required',
-    );
+    await expectSecretKeyRequired(ctx, shop.keys.pk_live, [
+      `/v1/reports/conversions?from=${ago(2)}&to=${ago(1)}&group_by=day`,
+    ]);
   });
 });
