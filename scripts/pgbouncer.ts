@@ -109,12 +109,13 @@ export async function startPgBouncer(
   );
   const logFd = openSync(join(dir, 'stderr.log'), 'a');
   const asRoot = process.getuid?.() === 0;
+  // Before it starts: it opens its log and pid files at once, as postgres.
+  if (asRoot) chmodSync(dir, 0o777);
   const child = spawn(binary, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], {
     detached: true,
     stdio: ['ignore', logFd, logFd],
   });
   closeSync(logFd);
-  if (asRoot) chmodSync(dir, 0o777); // its log and pid files, written as postgres
   // SIGTERM: immediate shutdown (SIGINT would wait for clients to leave).
   const owned = new OwnedProcess(child, 'SIGTERM', 'SIGKILL');
   const url = throughPooler(serverUrl, port);
