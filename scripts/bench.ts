@@ -276,11 +276,35 @@ async function reportsOnly(ctx: Context): Promise<void> {
   log(`wrote ${relative(root, options.reportsFile)}`);
 }
 
+/** `--cost`: only the cost per event on a fresh database, printed (the inner loop of issue 22's work). */
+async function costOnly(ctx: Context): Promise<void> {
+  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
+  const foldOrm = await initOrm(ctx.databaseUrl, 2);
+  try {
+    // As in the full run, where phase (a) has warmed the server before its cost is measured.
+    phase(`warm-up: single order.paid at 16 connections for ${options.freshSeconds} s`);
+    await singlePaid(
+      { url: server.url, headers: ctx.headers },
+      ctx.seed.creators[0]!.coupon_code,
+      16,
+      options.freshSeconds,
+    );
+    const costs = await costPerEvent(ctx.db, server, ctx.headers, ctx.seed.creators[0]!.coupon_code, () =>
+      foldTallies(foldOrm),
+    );
+    process.stdout.write(`\n${renderCost(costs)}`);
+  } finally {
+    await foldOrm.close(true);
+    await stopServer(server);
+  }
+}
+
 let ctx: Context | undefined;
 try {
   ctx = await prepare();
   if (options.soakMinutes > 0) await soak(ctx, startedAt);
   else if (options.reportsOnly) await reportsOnly(ctx);
+  else if (options.costOnly) await costOnly(ctx);
   else await main(ctx);
 } catch (err) {
   process.stderr.write(`[bench] failed: ${(err as Error).stack ?? err}\n`);

@@ -90,6 +90,8 @@ export const options = {
   soakMinutes: soakMinutes(),
   /** `--reports`: only the report phase (a bulk-loaded brand, the year report, the CSV export). */
   reportsOnly: process.argv.slice(2).includes('--reports'),
+  /** `--cost`: only the cost per event on a fresh database, printed, nothing written. */
+  costOnly: process.argv.slice(2).includes('--cost'),
   /** The report phase's brand: orders over the last 365 days, creators and SKUs among them. */
   reportOrders: integer('BENCH_REPORT_ORDERS', 1_000_000, 1),
   reportCreators: integer('BENCH_REPORT_CREATORS', 200, 1),
