@@ -4,12 +4,76 @@ import type pg from 'pg';
 
 /** The statements of one transaction on the hot ingestion path. `?` placeholders, as elsewhere. */
 export interface Sql {
-  query<R = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<R[]>;
+  query<R = Record<string, unknown>>(
+    text: string | StoredStatement,
+    values?: readonly unknown[],
+  ): Promise<R[]>;
   /**
    * The transaction's last statement, with COMMIT sent right behind it: one round trip instead
    * of two. Resolves only once the commit succeeded; nothing may run on `sql` afterwards.
    */
-  queryAndCommit<R = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<R[]>;
+  queryAndCommit<R = Record<string, unknown>>(
+    text: string | StoredStatement,
+    values?: readonly unknown[],
+  ): Promise<R[]>;
+}
+
+/**
+ * A hot statement kept planned from one transaction to the next without named prepared
+ * statements, which a transaction pooler cannot carry: it is installed as a PL/pgSQL function
+ * named by a hash of its text (`installStoredStatements`), and PL/pgSQL caches the plans of a
+ * function's statements in each server backend, whichever client the pooler gives it to. The
+ * hash keeps two releases' statements apart during a rolling deploy.
+ */
+export interface StoredStatement {
+  /** The statement itself, `?` placeholders. */
+  text: string;
+  name: string;
+  /** `create function …`: the statement as the function's body. */
+  definition: string;
+  /** What a transaction sends instead: the function's call, `?` placeholders as the statement's. */
+  call: string;
+}
+
+/**
+ * `text` as a stored statement returning rows of `columns` (`orders json, codes json`). Each `?`
+ * must carry its type (`?::jsonb`): it becomes the function's parameter of that type.
+ */
+export function storedStatement(text: string, columns: string): StoredStatement {
+  const types = [...text.matchAll(/\?(::[a-z_]+(\[\])?)?/g)].map((m) => m[1]?.slice(2));
+  if (types.some((t) => !t)) throw new Error('every ? of a stored statement needs a type cast (?::jsonb)');
+  const name = `lf_${createHash('sha1').update(`${text}\0${columns}`).digest('hex').slice(0, 24)}`;
+  return {
+    text,
+    name,
+    definition: `create function ${name}(${types.join(', ')}) returns setof record language plpgsql as $lf$
+begin
+  return query ${positional(text)};
+end
+$lf$`,
+    call: `select * from ${name}(${types.map(() => '?').join(', ')}) as r(${columns})`,
+  };
+}
+
+/**
+ * Creates the functions of `statements` that the database does not have yet, in one transaction
+ * serialized by an advisory lock, so processes starting together neither collide nor replace
+ * a function another backend has planned.
+ */
+export async function installStoredStatements(
+  pool: pg.Pool,
+  statements: readonly StoredStatement[],
+): Promise<void> {
+  await inTransactionOn(pool, async (sql) => {
+    await sql.query(`select pg_advisory_xact_lock(hashtextextended('lf stored statements', 0))`);
+    const present = await sql.query<{ name: string }>(
+      `select proname as name from pg_proc
+        where pronamespace = current_schema()::regnamespace and proname = any(?::text[])`,
+      [statements.map((s) => s.name)],
+    );
+    const have = new Set(present.map((p) => p.name));
+    for (const s of statements) if (!have.has(s.name)) await sql.query(s.definition);
+  });
 }
 
 /** Each statement's text with `$n` placeholders, and the name it is prepared under when named. */
@@ -33,7 +97,8 @@ export function positional(text: string): string {
 }
 
 /** The query config node-postgres sends: named only when named statements are on. */
-function statement(text: string, values: readonly unknown[]): pg.QueryConfig {
+function statement(sent: string | StoredStatement, values: readonly unknown[]): pg.QueryConfig {
+  const text = typeof sent === 'string' ? sent : sent.call;
   let known = statements.get(text);
   if (!known) {
     known = {
@@ -74,7 +139,7 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   // Awaited with the first statement; marked handled now so a failure is never unhandled.
   begun.catch(() => {});
   let committed = false;
-  const send = async <R>(text: string, values: readonly unknown[]) => {
+  const send = async <R>(text: string | StoredStatement, values: readonly unknown[]) => {
     const pending = client.query(statement(text, values));
     const beginning = begun;
     begun = undefined;
@@ -83,7 +148,7 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   };
   const sql: Sql = {
     query: (text, values = []) => send(text, values),
-    async queryAndCommit<R>(text: string, values: readonly unknown[] = []) {
+    async queryAndCommit<R>(text: string | StoredStatement, values: readonly unknown[] = []) {
       const last = send<R>(text, values);
       const commit = client.query('commit');
       // A failed statement aborts the transaction: the queued COMMIT then only ends it.

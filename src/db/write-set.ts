@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Sql, StoredStatement } from './sql.js';
 
 /** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter. */
 export interface WritePart {
@@ -23,10 +23,20 @@ export function recordset(columns: Record<string, string>): string {
 export async function executeWrites(
   sql: Sql,
   parts: WritePart[],
-  options: { commit?: boolean } = {},
+  options: { commit?: boolean; stored?: StoredStatement } = {},
 ): Promise<void> {
   if (parts.every((p) => p.rows.length === 0)) return;
-  const text = `with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`;
+  const text = writeStatementText(parts);
+  if (options.stored && options.stored.text !== text)
+    throw new Error(
+      `the write differs from stored statement ${options.stored.name}: its parts changed shape`,
+    );
+  const statement = options.stored ?? text;
   const values = parts.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]);
-  await (options.commit ? sql.queryAndCommit(text, values) : sql.query(text, values));
+  await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
+}
+
+/** The one statement `executeWrites` sends for `parts` (rows aside). */
+export function writeStatementText(parts: readonly WritePart[]): string {
+  return `with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`;
 }

@@ -91,7 +91,7 @@ describe('Redis stopped during ingestion', () => {
     const [orders] = await sql(`select count(*)::int as n from orders where order_id like 'r-%'`);
     expect(orders!.n).toBe(i);
     const [observed] = await sql(
-      `select count(*)::int as n from received_events where type = 'order.observed' and data->>'orderId' like 'seen-%'`,
+      `select count(*)::int as n from received_events where type = 'order.observed' and order_id like 'seen-%'`,
     );
     expect(observed!.n).toBe(i);
     // What the outage stranded in the outbox reached the queue (the row id is the job id).

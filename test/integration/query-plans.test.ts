@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { positional, type Sql } from '../../src/db/sql.js';
+import { positional, type Sql, type StoredStatement } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
@@ -96,7 +96,9 @@ function mixedGroup(tag: string): IngestRequest[] {
 /** The statements one group commit sends, with their values; the transaction is rolled back. */
 async function capture(tag: string): Promise<{ sql: string; values: readonly unknown[] }[]> {
   const captured: { sql: string; values: readonly unknown[] }[] = [];
-  const query = async (text: string, values: readonly unknown[] = []) => {
+  // A stored statement is captured and run as its own text: its function's cached plan is this one.
+  const query = async (sent: string | StoredStatement, values: readonly unknown[] = []) => {
+    const text = typeof sent === 'string' ? sent : sent.text;
     captured.push({ sql: text, values });
     return (await engine.query(positional(text), [...values])).rows;
   };

@@ -75,5 +75,9 @@ describe('test-data deletion job', () => {
       /append-only/,
     );
     await expect(em.execute(`delete from orders where order_id = 'live-old'`)).rejects.toThrow(/append-only/);
+    // Its settlement line neither: the movements would be left without it.
+    await expect(em.execute(`delete from ledger_entries where id = 'le_live-old'`)).rejects.toThrow(
+      /append-only/,
+    );
   });
 });

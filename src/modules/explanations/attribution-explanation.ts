@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../shared/errors.js';
 import type { AttributionDecision } from '../attribution/decision.js';
+import { type DecisionRecord, readDecision } from '../attribution/decision-record.js';
 import type { Candidate } from '../attribution/resolve.js';
 import type { Scope } from '../ingestion/order-book.js';
 import { orderLookupKey } from '../orders/order-state.js';
@@ -26,7 +27,7 @@ interface EventRow {
   occurred_at: Date;
   received_at: Date;
   data: Record<string, unknown>;
-  attribution: AttributionDecision | null;
+  attribution: DecisionRecord | AttributionDecision | null;
 }
 
 interface MovementRow {
@@ -153,6 +154,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
   ]);
   const movementsOf = (eventId: string) => moves.filter((m) => m.event_id === eventId);
   const movement = (m: MovementRow) => ({ kind: m.kind, creator_id: m.creator_id, amount: Number(m.amount) });
+  const decisionOf = (e: EventRow) => (e.attribution ? readDecision(e.attribution) : null);
   return {
     object: 'attribution_explanation' as const,
     order_id: order.order_id,
@@ -174,7 +176,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       const explanation =
         e.type === 'order.paid'
           ? e.attribution
-            ? explainDecision(e.attribution)
+            ? explainDecision(decisionOf(e)!)
             : ['This order.paid was received before decisions were recorded; see the movements.']
           : refund
             ? [refundSentence(refund, own)]
@@ -187,7 +189,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
         request_id: e.request_id,
         occurred_at: new Date(e.occurred_at).toISOString(),
         received_at: new Date(e.received_at).toISOString(),
-        decision: e.attribution,
+        decision: decisionOf(e),
         refund: refund
           ? {
               kind: refund.kind,

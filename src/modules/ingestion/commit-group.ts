@@ -1,10 +1,10 @@
-import type { Sql } from '../../db/sql.js';
-import { executeWrites, type WritePart } from '../../db/write-set.js';
+import { type Sql, storedStatement } from '../../db/sql.js';
+import { executeWrites, type WritePart, writeStatementText } from '../../db/write-set.js';
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import type { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
 import { idempotencyLockName, keyInFlight, keyReusedWithOtherRequest, lockKeys } from './idempotency.js';
-import { type KeyProbe, loadOrderBooks } from './load-book.js';
+import { type KeyProbe, loadOrderBooks, loadStatements } from './load-book.js';
 import { scopeKey } from './order-book.js';
 import { type AcceptedEvent, planRequest } from './plan-request.js';
 import type { ValidEvent } from './valid-event.js';
@@ -28,6 +28,12 @@ export interface IngestRequest {
 export type IngestAnswer =
   | { ok: true; status: number; body: unknown; replayed: boolean }
   | { ok: false; error: AppError };
+
+/** A group's write: the same text whatever it holds (empty parts stay in), kept planned in the database. */
+const groupWriteStatement = storedStatement(writeStatementText(groupWrites([], [], [], [])), 'ok int');
+
+/** The engine's statements that run as stored statements: installed before its first transaction. */
+export const ingestionStatements = [...loadStatements, groupWriteStatement];
 
 const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
 
@@ -132,7 +138,7 @@ export async function commitGroup(
 ): Promise<{ answers: IngestAnswer[]; handedOver: number }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
   // The last statement: COMMIT goes with it (db/sql.ts).
-  await executeWrites(sql, writes, { commit: true });
+  await executeWrites(sql, writes, { commit: true, stored: groupWriteStatement });
   return { answers, handedOver };
 }
 

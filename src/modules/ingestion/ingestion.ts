@@ -2,12 +2,18 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Config } from '../../config.js';
 import { lostRace } from '../../db/retry.js';
-import { inTransactionOn } from '../../db/sql.js';
+import { installStoredStatements, inTransactionOn } from '../../db/sql.js';
 import type { Queues } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
 import { OutboxRelay } from '../../outbox/outbox.js';
 import { storageRefusal } from '../../shared/errors.js';
-import { commitGroup, dryRunRequest, type IngestAnswer, type IngestRequest } from './commit-group.js';
+import {
+  commitGroup,
+  dryRunRequest,
+  type IngestAnswer,
+  type IngestRequest,
+  ingestionStatements,
+} from './commit-group.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { idempotencyLockName, isKeyInFlight } from './idempotency.js';
 
@@ -56,6 +62,8 @@ export interface IngestionOptions {
  */
 export class Ingestion {
   private pool: pg.Pool | undefined;
+  /** The stored statements' installation, once per process (again after a failure). */
+  private installed: Promise<void> | undefined;
   private readonly relay: OutboxRelay;
   private readonly lane: GroupCommit<IngestRequest, IngestAnswer>;
   private readonly keyWaitMs: number;
@@ -97,6 +105,7 @@ export class Ingestion {
    * journal movement, idempotency record or outbox row is written (`?dry_run=true`).
    */
   async dryRun(request: IngestRequest): Promise<IngestAnswer> {
+    await this.statementsInstalled();
     return inTransactionOn(
       this.connections(),
       async (sql) => {
@@ -175,7 +184,16 @@ export class Ingestion {
     return { ok: true, value: { ok: false, error: refused } };
   }
 
+  private statementsInstalled(): Promise<void> {
+    this.installed ??= installStoredStatements(this.connections(), ingestionStatements).catch((err) => {
+      this.installed = undefined;
+      throw err;
+    });
+    return this.installed;
+  }
+
   private async commit(group: IngestRequest[]): Promise<IngestAnswer[]> {
+    await this.statementsInstalled();
     for (let attempt = 1; ; attempt++) {
       try {
         const now = new Date();

@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/sql.js';
+import { type Sql, storedStatement } from '../../db/sql.js';
 import { couponCodeKey } from '../attribution/coupon-code.entity.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
@@ -112,9 +112,12 @@ select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        (select coalesce(json_agg(refunds), '[]') from refunds) as refunds,
        (select coalesce(json_agg(responses), '[]') from responses) as responses,
        (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints`;
-const loadSql = loadSqlTemplate.replace('/*lock*/', 'for update');
+const loaded =
+  'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json';
+const loadStatement = storedStatement(loadSqlTemplate.replace('/*lock*/', 'for update'), loaded);
 /** A dry run reads the same rows from its snapshot and locks nothing, so it never delays a real send. */
-const peekSql = loadSqlTemplate.replace('/*lock*/', '');
+const peekStatement = storedStatement(loadSqlTemplate.replace('/*lock*/', ''), loaded);
+export const loadStatements = [loadStatement, peekStatement];
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
@@ -163,7 +166,7 @@ export async function loadOrderBooks(
   options: { lock: boolean } = { lock: true },
 ): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[] }> {
   const needs = needsOf(requests);
-  const [row] = await sql.query<Record<string, Rows>>(options.lock ? loadSql : peekSql, [
+  const [row] = await sql.query<Record<string, Rows>>(options.lock ? loadStatement : peekStatement, [
     JSON.stringify(needs.orders),
     JSON.stringify(needs.codes),
     JSON.stringify(needs.clicks),

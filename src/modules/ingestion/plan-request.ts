@@ -1,6 +1,7 @@
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
+import { recordDecision } from '../attribution/decision-record.js';
 import type { Cause } from '../ledger/journal.js';
 import type { OrderBook, OrderOutcome } from './order-book.js';
 import { applyOrderPaid } from './plan-order-paid.js';
@@ -49,7 +50,8 @@ function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcom
  * null). About 120 bytes less per order.paid, stored and in WAL (docs/decisions.md).
  */
 function storedData(event: ValidEvent): Record<string, unknown> {
-  const { customerHash: _customerHash, ...rest } = event.data;
+  // The order id is the row's order_id column already.
+  const { customerHash: _customerHash, orderId: _orderId, ...rest } = event.data;
   return Object.fromEntries(
     Object.entries(rest).filter(([, value]) => value !== null && value !== undefined),
   );
@@ -95,7 +97,7 @@ export function planRequest(
       received_at: now.toISOString(),
       request_id: request.requestId,
       data: storedData(event),
-      attribution: result.decision ?? null,
+      attribution: result.decision ? recordDecision(result.decision) : null,
     });
     if (event.type === 'order.observed') {
       plan.handOver.push({

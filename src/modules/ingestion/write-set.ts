@@ -1,7 +1,7 @@
 import { recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
-import type { AttributionDecision } from '../attribution/decision.js';
-import { journalWrites } from '../ledger/journal.js';
+import type { DecisionRecord } from '../attribution/decision-record.js';
+import { Journal, journalWrites } from '../ledger/journal.js';
 import { orderColumns, orderToRow } from '../orders/order-state.js';
 import { browserSignalTallies } from '../reports/browser-signal-tallies.js';
 import { conversionFacts, sumFacts } from '../reports/conversion-facts.js';
@@ -30,7 +30,7 @@ export interface ReceivedEventRow {
   received_at: string;
   request_id: string;
   data: Record<string, unknown>;
-  attribution: AttributionDecision | null;
+  attribution: DecisionRecord | null;
 }
 
 export interface IdempotencyRow {
@@ -97,7 +97,7 @@ export function groupWrites(
         row: { ...orderToRow(o), brand_id: book.scope.brandId, livemode: book.scope.livemode },
       })),
   );
-  const { journal, newRefunds } = all[0] ?? { journal: undefined, newRefunds: [] };
+  const { journal, newRefunds } = all[0] ?? { journal: new Journal(), newRefunds: [] };
   // Webhook events of the changes, with their deliveries and the outbox rows that hand those to
   // the webhook-delivery queue (the same outbox part as other jobs: one statement text).
   const webhookEvents = all.flatMap((book) => book.webhooks?.events ?? []);
@@ -138,7 +138,7 @@ export function groupWrites(
               })}`,
       rows: newRefunds,
     },
-    ...(journal ? journalWrites(journal) : []),
+    ...journalWrites(journal),
     {
       sql: `insert into received_events (${columnList(receivedEventColumns)})
             select ${fromX(receivedEventColumns)} from ${recordset(receivedEventColumns)}`,

@@ -16,7 +16,8 @@ export const LedgerEntry = defineEntity({
     // No foreign key: copied from the order row or the key (Migration20261123110000).
     brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
-    order: () => p.manyToOne(Order).mapToPk().unique().deleteRule('cascade'),
+    // Unique, without a foreign key: written in the same statement as a new order (Migration20261125120000).
+    order: () => p.manyToOne(Order).mapToPk().unique().createForeignKeyConstraint(false),
     creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
     commissionBalance: p.bigint('number').default(0),
     createdAt: createdAt(),

@@ -16,7 +16,8 @@ export const LedgerMovement = defineEntity({
     // No foreign key: copied from the order row or the key (Migration20261123110000).
     brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
-    entry: () => p.manyToOne(LedgerEntry).mapToPk().deleteRule('cascade'),
+    // Without a foreign key: written in the same statement as its line (Migration20261125120000).
+    entry: () => p.manyToOne(LedgerEntry).mapToPk().createForeignKeyConstraint(false),
     creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
     kind: p.enum(movementKinds),
     /** Signed KRW: accruals positive, reversals and clawbacks negative. */

@@ -25,7 +25,9 @@ export const Order = defineEntity({
   tableName: 'orders',
   properties: {
     id: p.string().primary(),
-    brand: () => p.manyToOne(Brand).mapToPk(),
+    // No foreign keys to brand, creator or offer: checked by every insert at the price of a lock
+    // on rows all concurrent writes share, for parents never deleted (Migration20261125120000).
+    brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
     orderId: p.string().length(120),
     /** brand_id/live|test/order_id: the one column ingestion finds an order by (its own unique index). */
@@ -46,10 +48,11 @@ export const Order = defineEntity({
     refundedAmount: p.bigint('number').default(0),
     refundedOriginalAmount: p.bigint('number').default(0),
     refundedCommissionAmount: p.bigint('number').default(0),
-    creator: () => p.manyToOne(Creator).mapToPk().nullable(),
-    offer: () => p.manyToOne(Offer).mapToPk().nullable(),
+    creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
+    offer: () => p.manyToOne(Offer).mapToPk().nullable().createForeignKeyConstraint(false),
     attributedVia: p.enum(attributionVias).nullable(),
-    conversionId: p.string().length(40).nullable().unique(),
+    /** A generated id (unique by construction), never looked up by: no index. */
+    conversionId: p.string().length(40).nullable(),
     commissionBps: p.integer().nullable(),
     parentOrderId: p.string().length(120).nullable(),
     cycleNumber: p.integer().default(1),

@@ -1,0 +1,150 @@
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
+import { confirmOrders } from '../../workers/payouts.js';
+import { makeShop, sendEvent } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+/**
+ * Issue 22's migrations on a populated database: taken down to the schema before them and up
+ * again, every order, ledger line, movement, payout and explanation reads as it did, and the
+ * references the dropped foreign keys guarded all still resolve.
+ */
+const BEFORE_ISSUE_22 = 'Migration20261125063851';
+
+let ctx: TestContext;
+let shop: Awaited<ReturnType<typeof makeShop>>;
+const orderIds: string[] = [];
+
+const sql = (text: string, params: unknown[] = []) =>
+  // biome-ignore lint/suspicious/noExplicitAny: raw rows in assertions.
+  ctx.orm.em.fork().execute<any[]>(text, params);
+
+async function send(type: string, data: Record<string, unknown>) {
+  const res = await sendEvent(ctx.app, shop.keys.sk_live, type, data);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+}
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  shop = await makeShop(ctx);
+  for (let i = 0; i < 12; i++) {
+    const order_id = `CM-${i}`;
+    orderIds.push(order_id);
+    const via =
+      i % 3 === 0 ? {} : i % 3 === 1 ? { coupon_code: 'MINA20' } : { click_ref: shop.fixture.mina.clickRef };
+    await send('order.paid', { order_id, amount: 10_000 + i * 1_000, ...via });
+  }
+  await send('refund.created', { order_id: 'CM-1', refund_id: 'r1', amount: 2_000 });
+  await send('order.cancelled', { order_id: 'CM-2' });
+  await send('order.paid', { order_id: 'CM-13', amount: 9_000, parent_order_id: 'CM-4' });
+  orderIds.push('CM-13');
+  // A payout of the confirmed ones, then a clawback after it.
+  await sql(`update orders set confirm_at = now() - interval '1 minute' where order_id in ('CM-4', 'CM-5')`);
+  await confirmOrders(ctx.orm, undefined, createLogger('silent'));
+  await runPayouts(ctx.orm, '2026-12', 'req_run_cost_migration');
+  await send('refund.created', { order_id: 'CM-4', refund_id: 'after-payout', amount: 1_000 });
+});
+afterAll(() => ctx.close());
+
+/** Everything the migrations must not change, as the API and the tables show it. */
+async function everything() {
+  const get = (path: string) =>
+    request(ctx.app).get(path).set('Authorization', `Bearer ${shop.keys.sk_live}`);
+  const reads: Record<string, unknown> = {};
+  for (const id of orderIds) {
+    const [order, explanation] = await Promise.all([
+      get(`/v1/orders/${id}`),
+      get(`/v1/orders/${id}/attribution`),
+    ]);
+    expect(order.status).toBe(200);
+    expect(explanation.status).toBe(200);
+    reads[id] = { order: order.body, explanation: explanation.body };
+  }
+  const payouts = await get('/v1/payouts');
+  expect(payouts.body.data.length).toBeGreaterThan(0);
+  return {
+    reads,
+    payouts: payouts.body,
+    orders: await sql(`select * from orders order by id`),
+    lines: await sql(`select * from ledger_entries order by id`),
+    movements: await sql(`select * from ledger_movements order by id`),
+    events: await sql(`select * from received_events order by id`),
+    payoutRows: await sql(`select * from payouts order by id`),
+  };
+}
+
+/** The references the dropped foreign keys enforced, each counted where it does not resolve. */
+const danglingReferences = () =>
+  sql(`select
+    (select count(*) from orders o where not exists (select 1 from brands b where b.id = o.brand_id))::int as order_brand,
+    (select count(*) from orders o where o.creator_id is not null
+        and not exists (select 1 from creators c where c.id = o.creator_id))::int as order_creator,
+    (select count(*) from orders o where o.offer_id is not null
+        and not exists (select 1 from offers f where f.id = o.offer_id))::int as order_offer,
+    (select count(*) from ledger_entries e where not exists (select 1 from orders o where o.id = e.order_id))::int as line_order,
+    (select count(*) from ledger_movements m
+        where not exists (select 1 from ledger_entries e where e.id = m.entry_id))::int as movement_line`);
+
+const explanations = async () => {
+  const out: Record<string, { history: { event_id: string; decision: unknown }[] }> = {};
+  for (const id of orderIds) {
+    const res = await request(ctx.app)
+      .get(`/v1/orders/${id}/attribution`)
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(res.status).toBe(200);
+    out[id] = res.body;
+  }
+  return out;
+};
+
+const constraintsOf = async (names: string[]) =>
+  (await sql(`select conname from pg_constraint where conname in (?) order by conname`, [names])).map(
+    (r) => r.conname,
+  );
+
+describe("issue 22's migrations", () => {
+  it('change no order, ledger line, payout or explanation, down and up again', async () => {
+    const dropped = [
+      'ledger_entries_order_id_foreign',
+      'ledger_movements_entry_id_foreign',
+      'orders_brand_id_foreign',
+      'orders_conversion_id_unique',
+      'orders_creator_id_foreign',
+      'orders_offer_id_foreign',
+    ];
+    const before = await everything();
+    expect(await constraintsOf(dropped)).toEqual([]);
+
+    await ctx.orm.migrator.down({ to: BEFORE_ISSUE_22 });
+    // Re-added and validated against the rows written without them.
+    expect(await constraintsOf(dropped)).toEqual(dropped);
+    expect(await everything()).toEqual(before);
+
+    await ctx.orm.migrator.up();
+    expect(await constraintsOf(dropped)).toEqual([]);
+    expect(await everything()).toEqual(before);
+    // What the foreign keys did on delete, the triggers still do.
+    await expect(sql(`delete from orders where order_id = 'CM-1'`)).rejects.toThrow(/settlement line/);
+    expect(await danglingReferences()).toEqual([
+      { order_brand: 0, order_creator: 0, order_offer: 0, line_order: 0, movement_line: 0 },
+    ]);
+  });
+
+  it('read decisions stored before the packed form (as objects) as they read packed ones', async () => {
+    const before = await explanations();
+    const decided = Object.values(before).flatMap((e) => e.history.filter((h) => h.decision));
+    expect(decided.length).toBeGreaterThan(orderIds.length - 1);
+    const [packed] = await sql(`select attribution from received_events where id = ?`, [
+      decided[0]!.event_id,
+    ]);
+    expect(Array.isArray(packed.attribution)).toBe(true);
+    for (const h of decided)
+      await sql(`update received_events set attribution = ?::jsonb where id = ?`, [
+        JSON.stringify(h.decision),
+        h.event_id,
+      ]);
+    expect(await explanations()).toEqual(before);
+  });
+});

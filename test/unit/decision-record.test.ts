@@ -1,0 +1,93 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { AttributionDecision } from '../../src/modules/attribution/decision.js';
+import { readDecision, recordDecision } from '../../src/modules/attribution/decision-record.js';
+import type { Candidate } from '../../src/modules/attribution/resolve.js';
+
+const id = fc.option(fc.string({ maxLength: 30 }));
+const int = fc.option(fc.integer({ min: 0, max: 2 ** 40 }));
+const candidate: fc.Arbitrary<Candidate> = fc.oneof(
+  fc.record({
+    type: fc.constant('coupon_code' as const),
+    code: fc.string(),
+    found: fc.boolean(),
+    creator_id: id,
+    offer_id: id,
+  }),
+  fc.record({
+    type: fc.constant('click' as const),
+    click_ref: fc.string(),
+    last_touch_channel: id,
+    channel_allows: fc.boolean(),
+    found: fc.boolean(),
+    creator_id: id,
+    offer_id: id,
+    clicked_at: id,
+    window_days: int,
+    age_seconds: int,
+    within_window: fc.option(fc.boolean()),
+  }),
+);
+const decision: fc.Arbitrary<AttributionDecision> = fc.record({
+  effect: fc.constantFrom('applied' as const, 'unchanged' as const),
+  candidates: fc.array(candidate, { maxLength: 2 }),
+  renewal: fc.option(
+    fc.record({
+      parent_order_id: fc.string(),
+      parent_found: fc.boolean(),
+      cycle_number: fc.integer({ min: 1, max: 1000 }),
+      recurring_limit: fc.option(fc.integer({ min: 0, max: 1000 })),
+      beyond_limit: fc.boolean(),
+    }),
+  ),
+  sticky: fc.boolean(),
+  result: fc.option(
+    fc.record({
+      via: fc.constantFrom('code' as const, 'click' as const, 'renewal' as const),
+      creator_id: fc.string(),
+      offer_id: id,
+    }),
+  ),
+  previous_creator_id: id,
+  self_purchase: fc.boolean(),
+  commission: fc.option(
+    fc.record({
+      rate_bps: fc.integer({ min: 0, max: 10_000 }),
+      rate_source: fc.constantFrom('offer' as const, 'brand_default' as const, 'inherited' as const),
+      base_amount: fc.integer({ min: 0, max: 2 ** 40 }),
+      amount: fc.integer({ min: 0, max: 2 ** 40 }),
+      zeroed_by: fc.constantFrom('self_purchase' as const, 'renewal_limit' as const, null),
+    }),
+  ),
+});
+
+describe('a stored attribution decision', () => {
+  it('reads back as the decision recorded, through JSON as PostgreSQL keeps it', () => {
+    fc.assert(
+      fc.property(decision, (d) => {
+        const stored = JSON.parse(JSON.stringify(recordDecision(d)));
+        expect(readDecision(stored)).toStrictEqual(JSON.parse(JSON.stringify(d)));
+      }),
+    );
+  });
+
+  it('is smaller than the decision as an object', () => {
+    fc.assert(
+      fc.property(decision, (d) => {
+        expect(JSON.stringify(recordDecision(d)).length).toBeLessThan(JSON.stringify(d).length);
+      }),
+    );
+  });
+
+  it('is read as it is when stored before this form (an object)', () => {
+    fc.assert(
+      fc.property(decision, (d) => {
+        expect(readDecision(d)).toBe(d);
+      }),
+    );
+  });
+
+  it('refuses a form it does not know, rather than misread it', () => {
+    expect(() => readDecision([2, 'applied'])).toThrow(/unknown form 2/);
+  });
+});
