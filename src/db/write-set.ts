@@ -7,10 +7,15 @@ export interface WritePart {
   params?: readonly unknown[];
 }
 
-/** `jsonb_to_recordset(?::jsonb) as x(…)`: a JSON array of rows read as a typed relation `x`. */
+/**
+ * `jsonb_to_recordset(?::jsonb) as x(…)`: a JSON array of rows read as a typed relation `x`. With
+ * a `json` column, `json_to_recordset(?::json)`: it hands the column each value's text as sent,
+ * where jsonb's would be re-printed with a space after every comma and colon.
+ */
 export function recordset(columns: Record<string, string>): string {
   const defs = Object.entries(columns).map(([name, type]) => `${name} ${type}`);
-  return `jsonb_to_recordset(?::jsonb) as x(${defs.join(', ')})`;
+  const json = Object.values(columns).includes('json') ? 'json' : 'jsonb';
+  return `${json}_to_recordset(?::${json}) as x(${defs.join(', ')})`;
 }
 
 /**

@@ -99,6 +99,15 @@ const explanations = async () => {
   return out;
 };
 
+/** received_events' two JSON columns' types, and the access method of the index by order. */
+const receivedEventsForm = async () => {
+  const [row] = await sql(`select
+    (select format_type(atttypid, null) from pg_attribute where attrelid = 'received_events'::regclass and attname = 'data') as data,
+    (select format_type(atttypid, null) from pg_attribute where attrelid = 'received_events'::regclass and attname = 'attribution') as attribution,
+    (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'received_events_order_index') as order_index`);
+  return row;
+};
+
 const constraintsOf = async (names: string[]) =>
   (await sql(`select conname from pg_constraint where conname in (?) order by conname`, [names])).map(
     (r) => r.conname,
@@ -106,6 +115,7 @@ const constraintsOf = async (names: string[]) =>
 
 describe("issue 22's migrations", () => {
   it('change no order, ledger line, payout or explanation, down and up again', async () => {
+    // CM-new is written after the migrations; the rest before.
     const dropped = [
       'ledger_entries_order_id_foreign',
       'ledger_movements_entry_id_foreign',
@@ -122,9 +132,19 @@ describe("issue 22's migrations", () => {
     expect(await constraintsOf(dropped)).toEqual(dropped);
     expect(await everything()).toEqual(before);
 
+    expect(await receivedEventsForm()).toEqual({ data: 'jsonb', attribution: 'jsonb', order_index: 'btree' });
+
     await ctx.orm.migrator.up();
     expect(await constraintsOf(dropped)).toEqual([]);
     expect(await everything()).toEqual(before);
+    expect(await receivedEventsForm()).toEqual({ data: 'json', attribution: 'json', order_index: 'hash' });
+    // A decision written now is kept as the compact text it was sent as, not re-printed.
+    await send('order.paid', { order_id: 'CM-new', amount: 5_000, coupon_code: 'MINA20' });
+    const [fresh] = await sql(
+      `select attribution::text as text from received_events where order_id = 'CM-new' and type = 'order.paid'`,
+    );
+    expect(fresh.text).toMatch(/^\[1,"a",\[\["c","MINA20",1,/);
+    expect(fresh.text).not.toContain(', ');
     // What the foreign keys did on delete, the triggers still do.
     await expect(sql(`delete from orders where order_id = 'CM-1'`)).rejects.toThrow(/settlement line/);
     expect(await danglingReferences()).toEqual([
@@ -141,7 +161,7 @@ describe("issue 22's migrations", () => {
     ]);
     expect(Array.isArray(packed.attribution)).toBe(true);
     for (const h of decided)
-      await sql(`update received_events set attribution = ?::jsonb where id = ?`, [
+      await sql(`update received_events set attribution = ?::json where id = ?`, [
         JSON.stringify(h.decision),
         h.event_id,
       ]);

@@ -88,6 +88,39 @@ describe('a stored attribution decision', () => {
   });
 
   it('refuses a form it does not know, rather than misread it', () => {
-    expect(() => readDecision([2, 'applied'])).toThrow(/unknown form 2/);
+    expect(() => readDecision([2, 'applied'])).toThrow(/unknown form: form 2/);
+  });
+});
+
+describe('a coupon-code order.paid decision, the common case', () => {
+  it('is stored in about 100 bytes of JSON text (500 as an object)', () => {
+    const d: AttributionDecision = {
+      effect: 'applied',
+      candidates: [
+        {
+          type: 'coupon_code',
+          code: 'MINA10',
+          found: true,
+          creator_id: 'cr_demo_mina',
+          offer_id: 'off_demo_serum',
+        },
+      ],
+      renewal: null,
+      sticky: false,
+      result: { via: 'code', creator_id: 'cr_demo_mina', offer_id: 'off_demo_serum' },
+      previous_creator_id: null,
+      self_purchase: false,
+      commission: {
+        rate_bps: 1000,
+        rate_source: 'brand_default',
+        base_amount: 12_900,
+        amount: 1290,
+        zeroed_by: null,
+      },
+    };
+    const text = JSON.stringify(recordDecision(d));
+    expect(text.length).toBeLessThanOrEqual(110);
+    expect(JSON.stringify(d).length).toBeGreaterThan(400);
+    expect(readDecision(JSON.parse(text))).toStrictEqual(d);
   });
 });

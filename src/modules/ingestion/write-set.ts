@@ -52,8 +52,8 @@ const receivedEventColumns = {
   occurred_at: 'timestamptz',
   received_at: 'timestamptz',
   request_id: 'text',
-  data: 'jsonb',
-  attribution: 'jsonb',
+  data: 'json',
+  attribution: 'json',
 };
 
 const columnList = (columns: object) => Object.keys(columns).join(', ');
