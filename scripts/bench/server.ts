@@ -37,7 +37,10 @@ export async function startServer(
 ): Promise<RunningServer> {
   const port = await freePort();
   const fd = openSync(logFile, 'w');
-  const child = spawn(process.execPath, ['dist/src/server.js'], {
+  // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the server under the
+  // bench's load (Node refuses --cpu-prof in NODE_OPTIONS); cluster workers inherit the flags.
+  const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/src/server.js'], {
     cwd: root,
     env: { ...env, PORT: String(port), WEB_CONCURRENCY: webConcurrency },
     stdio: ['ignore', fd, fd],

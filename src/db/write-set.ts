@@ -8,14 +8,14 @@ export interface WritePart {
 }
 
 /**
- * `jsonb_to_recordset(?::jsonb) as x(…)`: a JSON array of rows read as a typed relation `x`. With
- * a `json` column, `json_to_recordset(?::json)`: it hands the column each value's text as sent,
- * where jsonb's would be re-printed with a space after every comma and colon.
+ * `json_to_recordset(?::json) as x(…)`: a JSON array of rows read as a typed relation `x`. json,
+ * not jsonb: PostgreSQL reads the text once as it goes, where jsonb first builds (and sorts) the
+ * whole document; half the CPU for an orders row (docs/benchmarks.md, "Profile notes"). A `json`
+ * column gets each value's text as sent.
  */
 export function recordset(columns: Record<string, string>): string {
   const defs = Object.entries(columns).map(([name, type]) => `${name} ${type}`);
-  const json = Object.values(columns).includes('json') ? 'json' : 'jsonb';
-  return `${json}_to_recordset(?::${json}) as x(${defs.join(', ')})`;
+  return `json_to_recordset(?::json) as x(${defs.join(', ')})`;
 }
 
 /**

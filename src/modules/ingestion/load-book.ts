@@ -49,7 +49,7 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'lookup_key', ...
 const loadSqlTemplate = `
 with locked as (
   select o.*, le.id as entry_id
-    from jsonb_array_elements_text(?::jsonb) with ordinality as want(lookup_key, n)
+    from json_array_elements_text(?::json) with ordinality as want(lookup_key, n)
     cross join lateral (
       select ${orderFields} from orders o where o.lookup_key = want.lookup_key limit 1 /*lock*/
     ) o
@@ -57,7 +57,7 @@ with locked as (
 ),
 codes as (
   select c.*
-    from jsonb_to_recordset(?::jsonb) as want(brand_id text, code_key text)
+    from json_to_recordset(?::json) as want(brand_id text, code_key text)
     cross join lateral (
       select c.brand_id, c.code_key, c.creator_id, c.offer_id, f.commission_bps
         from coupon_codes c left join offers f on f.id = c.offer_id
@@ -67,7 +67,7 @@ codes as (
 ),
 clicks as (
   select k.*
-    from jsonb_array_elements_text(?::jsonb) as want(id)
+    from json_array_elements_text(?::json) as want(id)
     cross join lateral (
       select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
         from clicks k join offers f on f.id = k.offer_id
@@ -81,7 +81,7 @@ creators as (
 ),
 refunds as (
   select l.lookup_key, r.refund_id
-    from jsonb_to_recordset(?::jsonb) as want(lookup_key text, refund_id text)
+    from json_to_recordset(?::json) as want(lookup_key text, refund_id text)
     join locked l on l.lookup_key = want.lookup_key
     cross join lateral (
       select r.refund_id from refunds r where r.order_id = l.id and r.refund_id = want.refund_id limit 1
@@ -89,7 +89,7 @@ refunds as (
 ),
 responses as (
   select want.i, r.request_hash, r.response_status, r.response_body
-    from jsonb_to_recordset(?::jsonb) as want(i int, brand_id text, livemode boolean, key text)
+    from json_to_recordset(?::json) as want(i int, brand_id text, livemode boolean, key text)
     cross join lateral (
       select r.request_hash, r.response_status, r.response_body, r.created_at from idempotency_records r
        where r.brand_id = want.brand_id and r.livemode = want.livemode and r.key = want.key
@@ -99,7 +99,7 @@ responses as (
 ),
 endpoints as (
   select e.id, e.brand_id, e.livemode, e.enabled_events
-    from jsonb_to_recordset(?::jsonb) as want(brand_id text, livemode boolean)
+    from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
     cross join lateral (
       select e.id, e.brand_id, e.livemode, e.enabled_events from webhook_endpoints e
        where e.brand_id = want.brand_id and e.livemode = want.livemode and e.status = 'enabled'

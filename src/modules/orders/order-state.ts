@@ -156,7 +156,7 @@ export function orderToRow(o: OrderState): Record<OrderColumn | 'id' | 'order_id
     click_ref: o.clickRef,
     last_touch_channel: o.lastTouchChannel,
     customer_hash: o.customerHash,
-    // A Postgres array literal, read by jsonb_to_recordset into text[].
+    // A Postgres array literal, read by json_to_recordset into text[].
     flags: `{${o.flags.join(',')}}`,
     items: o.items,
     occurred_at: o.occurredAt.toISOString(),
