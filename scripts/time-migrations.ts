@@ -108,7 +108,9 @@ try {
     [JSON.stringify(decision)],
   );
   if (!same || changed.rows[0].n !== 0)
-    throw new Error(`the migrations changed rows: ${JSON.stringify({ before, after, changed: changed.rows[0] })}`);
+    throw new Error(
+      `the migrations changed rows: ${JSON.stringify({ before, after, changed: changed.rows[0] })}`,
+    );
   process.stdout.write(
     `Issue 22's migrations on ${orders.toLocaleString('en-US')} orders (with as many ledger lines, movements and ` +
       `order.paid events), ${new Date().toISOString().slice(0, 10)}; orders, lines and movements unchanged (md5 of ` +
