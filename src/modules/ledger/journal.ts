@@ -116,7 +116,6 @@ export class Journal {
         order_id: l.orderPk,
         creator_id: l.creatorId,
         delta: l.delta,
-        opens: l.isNew,
       }));
   }
 }
@@ -141,34 +140,22 @@ export function movementsBetween(
 }
 
 /**
- * The set-based writes of a journal. A new line is inserted with its opening balance (a plain
- * insert: a line opened concurrently for the same order collides on `order_id` and the
- * transaction is rerun); an existing (locked) one moves by the delta, found by primary key, an
- * index probe no cached plan can turn into a scan. Two parts rather than one upsert: a
- * speculative insert costs a WAL record and a heap confirmation more per new line.
+ * The set-based writes of a journal. Lines are upserted by primary key: a new line is
+ * inserted with its opening balance, an existing (locked) one moves by the delta. The
+ * conflict check is an index probe by definition, so no cached plan can turn it into a
+ * scan; a line opened concurrently for the same order collides on `order_id` and the
+ * transaction is rerun.
  */
 export function journalWrites(journal: Journal): WritePart[] {
-  const lines = journal.lineWrites();
-  const columns = {
-    id: 'text',
-    brand_id: 'text',
-    livemode: 'boolean',
-    order_id: 'text',
-    creator_id: 'text',
-    delta: 'bigint',
-  };
   return [
     {
       sql: `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
-            select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.delta from ${recordset(columns)}`,
-      rows: lines.filter((l) => l.opens),
-    },
-    {
-      sql: `update ledger_entries e
-               set commission_balance = e.commission_balance + x.delta, creator_id = x.creator_id, updated_at = now()
-              from ${recordset(columns)}
-             where e.id = x.id`,
-      rows: lines.filter((l) => !l.opens),
+            select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.delta
+              from ${recordset({ id: 'text', brand_id: 'text', livemode: 'boolean', order_id: 'text', creator_id: 'text', delta: 'bigint' })}
+            on conflict (id) do update
+               set commission_balance = ledger_entries.commission_balance + excluded.commission_balance,
+                   creator_id = excluded.creator_id, updated_at = now()`,
+      rows: journal.lineWrites(),
     },
     {
       sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id, payout_id)
