@@ -16,7 +16,7 @@ select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.p
 \endif
 select coalesce(o.occurred_at, '-infinity') as after_at, coalesce(o.id, '') as after_id
   from (values (1)) v
-  left join orders o on o.lookup_key = ':brand/live/:prefix:n'
+  left join orders o on (o.brand_id || '/' || case when o.livemode then 'live' else 'test' end || '/' || o.order_id) = ':brand/live/:prefix:n'
 \gset
 begin;
 select set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);

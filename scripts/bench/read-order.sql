@@ -13,4 +13,4 @@ select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.p
   from api_keys k join brands b on b.id = k.brand_id
  where k.secret_hash = ':keyhash';
 \endif
-select * from orders where lookup_key = ':brand/live/:prefix:n';
+select * from orders where (brand_id || '/' || case when livemode then 'live' else 'test' end || '/' || order_id) = ':brand/live/:prefix:n';

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { idempotencyLockName, requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { type IngestAnswer, Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
-import { orderLookupKey } from '../../src/modules/orders/order-state.js';
+import { orderLookupKey, orderLookupKeySql } from '../../src/modules/orders/lookup-key.js';
 import { newId } from '../../src/shared/ids.js';
 import { expectEnvelope, makeBrand, makeBrandWithKeys, makeCreators, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
@@ -100,9 +100,9 @@ describe('group commit', () => {
       ['b3', scopes.b.brandId, 1],
       ['lead', scopes.a.brandId, 1],
     ]);
-    // The engine's lookup key is the database's generated column, exactly.
+    // The engine's lookup key is the database's, exactly.
     const { rows: keyed } = await db.query(
-      'select lookup_key from orders where brand_id = $1 and livemode and order_id = $2',
+      `select ${orderLookupKeySql('o')} as lookup_key from orders o where brand_id = $1 and livemode and order_id = $2`,
       [scopes.a.brandId, `${tag}-a1`],
     );
     expect(keyed[0].lookup_key).toBe(orderLookupKey(scopes.a, `${tag}-a1`));

@@ -72,7 +72,6 @@ describe("the order's columns", () => {
       'created_at',
       'id',
       'livemode',
-      'lookup_key',
       'order_id',
       'payout_id',
       'updated_at',

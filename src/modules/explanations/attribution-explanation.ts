@@ -4,7 +4,7 @@ import type { AttributionDecision } from '../attribution/decision.js';
 import { type DecisionRecord, readDecision } from '../attribution/decision-record.js';
 import type { Candidate } from '../attribution/resolve.js';
 import type { Scope } from '../ingestion/order-book.js';
-import { orderLookupKey } from '../orders/order-state.js';
+import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
 
 interface OrderRow {
   id: string;
@@ -129,7 +129,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
   const [order] = await em.execute<OrderRow[]>(
     `select id, order_id, status, attributed_via, creator_id, offer_id, conversion_id, commission_bps,
             commission_amount, refunded_commission_amount, flags
-       from orders where lookup_key = ?`,
+       from orders o where ${orderLookupKeySql('o')} = ?`,
     [orderLookupKey(scope, orderId)],
   );
   if (!order) throw notFound(orderId, scope);

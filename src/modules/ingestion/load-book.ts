@@ -3,7 +3,8 @@ import { couponCodeKey } from '../attribution/coupon-code.entity.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import { Journal } from '../ledger/journal.js';
-import { orderColumns, orderFromRow, orderLookupKey } from '../orders/order-state.js';
+import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
+import { orderColumns, orderFromRow } from '../orders/order-state.js';
 import { WebhookEmitter } from '../webhooks/emitter.js';
 import type { Subscriber } from '../webhooks/webhook-writes.js';
 import { type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
@@ -31,8 +32,9 @@ export interface StoredResponse {
   response_body: unknown;
 }
 
-const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'lookup_key', ...Object.keys(orderColumns)]
+const orderFields = ['id', 'order_id', 'brand_id', 'livemode', ...Object.keys(orderColumns)]
   .map((c) => (c === 'fx_rate' ? 'o.fx_rate::text as fx_rate' : `o.${c}`))
+  .concat(`${orderLookupKeySql('o')} as lookup_key`)
   .join(', ');
 
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
@@ -51,7 +53,7 @@ with locked as (
   select o.*, le.id as entry_id
     from json_array_elements_text(?::json) with ordinality as want(lookup_key, n)
     cross join lateral (
-      select ${orderFields} from orders o where o.lookup_key = want.lookup_key limit 1 /*lock*/
+      select ${orderFields} from orders o where ${orderLookupKeySql('o')} = want.lookup_key limit 1 /*lock*/
     ) o
     left join lateral (select le.id from ledger_entries le where le.order_id = o.id limit 1) le on true
 ),

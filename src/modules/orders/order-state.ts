@@ -49,13 +49,6 @@ export interface OrderState {
   reportedAs: ConversionFact[];
 }
 
-/**
- * orders.lookup_key, the generated column every lookup of one order uses (its own unique
- * index; Migration20261123090000): brand ids never contain '/', so the key is unambiguous.
- */
-export const orderLookupKey = (scope: { brandId: string; livemode: boolean }, orderId: string) =>
-  `${scope.brandId}/${scope.livemode ? 'live' : 'test'}/${orderId}`;
-
 /** The order columns ingestion owns, with their SQL types (payout columns belong to the payout jobs). */
 export const orderColumns = {
   status: 'text',

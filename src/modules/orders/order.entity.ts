@@ -3,6 +3,7 @@ import { createdAt, updatedAt } from '../../db/timestamps.js';
 import { Creator } from '../attribution/creator.entity.js';
 import { Offer } from '../attribution/offer.entity.js';
 import { Brand } from '../brands/brand.entity.js';
+import { orderLookupKeySql } from './lookup-key.js';
 
 export const orderStatuses = [
   'unattributed',
@@ -30,15 +31,6 @@ export const Order = defineEntity({
     brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
     orderId: p.string().length(120),
-    /** brand_id/live|test/order_id: the one column ingestion finds an order by (its own unique index). */
-    lookupKey: p
-      .string()
-      .columnType('text')
-      .generated(
-        `(brand_id || '/' || case when livemode then 'live' else 'test' end || '/' || order_id) stored`,
-      )
-      .nullable()
-      .unique('orders_lookup_key_unique'),
     status: p.enum(orderStatuses),
     amount: p.bigint('number'),
     originalAmount: p.bigint('number').nullable(),
@@ -73,6 +65,11 @@ export const Order = defineEntity({
     updatedAt: updatedAt(),
   },
   uniques: [
+    // The lookup key (order-state.ts): an index on the expression, not a stored column (issue 22).
+    {
+      name: 'orders_lookup_key_unique',
+      expression: `create unique index "orders_lookup_key_unique" on "orders" (${orderLookupKeySql()})`,
+    },
     // Two renewals of one parent never share a cycle number, even when planned concurrently.
     {
       name: 'orders_renewal_cycle_unique',

@@ -2,17 +2,18 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
 import { type CursorScope, decodeCursor, encodeCursor, type ListFilters } from './cursor.js';
+import { orderLookupKey, orderLookupKeySql } from './lookup-key.js';
 import type { OrderStatus } from './order.entity.js';
 import { type OrderOutput, type RawOrderRow, toOrderOut } from './order-out.js';
-import { orderLookupKey } from './order-state.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
 
 export async function getOrder(em: EntityManager, caller: Caller, orderId: string): Promise<OrderOutput> {
   // By lookup_key: the one unique index that can serve it, whatever the statistics say.
-  const [row] = await em.execute<RawOrderRow[]>('select * from orders where lookup_key = ?', [
-    orderLookupKey(caller, orderId),
-  ]);
+  const [row] = await em.execute<RawOrderRow[]>(
+    `select * from orders o where ${orderLookupKeySql('o')} = ?`,
+    [orderLookupKey(caller, orderId)],
+  );
   if (!row) {
     throw new AppError(
       'order_not_found',
