@@ -31,7 +31,7 @@ export interface StoredStatement {
   name: string;
   /** `create function …`: the statement as the function's body. */
   definition: string;
-  /** What a transaction sends instead: the function's call, `?` placeholders as the statement's. */
+  /** What a transaction sends instead: the function's call, each `?` cast to its parameter's type (a replay with text literals, as pgbench's, still finds the function). */
   call: string;
 }
 
@@ -51,7 +51,7 @@ begin
   return query ${positional(text)};
 end
 $lf$`,
-    call: `select * from ${name}(${types.map(() => '?').join(', ')}) as r(${columns})`,
+    call: `select * from ${name}(${types.map((t) => `?::${t}`).join(', ')}) as r(${columns})`,
   };
 }
 
