@@ -36,31 +36,46 @@ const dropped = [
   ['orders', 'orders_conversion_id_unique', 'unique ("conversion_id")'],
 ] as const;
 
+/** A before-delete trigger refusing to delete a `table` row that `child`.`column` still names (what the dropped foreign key's ON DELETE refused or cascaded). */
+const keptWhileReferenced = (
+  table: string,
+  trigger: string,
+  child: string,
+  column: string,
+  message: string,
+) => `
+  create function ${trigger}() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from ${child} where ${column} = old.id) then
+        raise exception '${message}', old.id using errcode = '23503';
+      end if;
+      return old;
+    end $$;
+  create trigger ${trigger} before delete on "${table}" for each row execute function ${trigger}();`;
+
 export class Migration20261125120000 extends Migration {
   override name = 'Migration20261125120000';
 
   override async up(): Promise<void> {
     for (const [table, name] of dropped) this.addSql(`alter table "${table}" drop constraint "${name}";`);
-    this.addSql(`create function orders_keep_settlement_line() returns trigger language plpgsql as $$
-      begin
-        if exists (select 1 from ledger_entries where order_id = old.id) then
-          raise exception 'order % has a settlement line: the journal is append-only, so its order is kept (test-mode erasure deletes the line first)', old.id
-            using errcode = '23503';
-        end if;
-        return old;
-      end $$;`);
-    this.addSql(`create trigger orders_keep_settlement_line before delete on "orders"
-      for each row execute function orders_keep_settlement_line();`);
-    this.addSql(`create function ledger_entries_keep_movements() returns trigger language plpgsql as $$
-      begin
-        if exists (select 1 from ledger_movements where entry_id = old.id) then
-          raise exception 'settlement line % has journal movements: the journal is append-only, so the line is kept (test-mode erasure deletes the movements first)', old.id
-            using errcode = '23503';
-        end if;
-        return old;
-      end $$;`);
-    this.addSql(`create trigger ledger_entries_keep_movements before delete on "ledger_entries"
-      for each row execute function ledger_entries_keep_movements();`);
+    this.addSql(
+      keptWhileReferenced(
+        'orders',
+        'orders_keep_settlement_line',
+        'ledger_entries',
+        'order_id',
+        'order % has a settlement line: the journal is append-only, so its order is kept (test-mode erasure deletes the line first)',
+      ),
+    );
+    this.addSql(
+      keptWhileReferenced(
+        'ledger_entries',
+        'ledger_entries_keep_movements',
+        'ledger_movements',
+        'entry_id',
+        'settlement line % has journal movements: the journal is append-only, so the line is kept (test-mode erasure deletes the movements first)',
+      ),
+    );
   }
 
   override async down(): Promise<void> {
