@@ -12,13 +12,7 @@ import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
-import {
-  analyzeState,
-  createMinimalAnchors,
-  liveOrders,
-  MINIMAL_ENTRIES,
-  orderMix,
-} from './bench/database.js';
+import { analyzeState, liveOrders, orderMix } from './bench/database.js';
 import { grow } from './bench/growth.js';
 import { orderPaidPgbenchScript } from './bench/ingest-sql.js';
 import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench/load.js';
@@ -52,7 +46,6 @@ async function main(ctx: Context): Promise<void> {
     brand,
     creator: creator.creator_id,
     offer: creator.offer_id,
-    entries: MINIMAL_ENTRIES,
   };
   const pgPair = async (clients: number): Promise<PgPair> => {
     log(`  pgbench: -c ${clients}, ${options.seconds} s each, service SQL then minimal`);
@@ -99,7 +92,6 @@ async function main(ctx: Context): Promise<void> {
   const costs = await costPerEvent(ctx.db, server, ctx.headers, code, () => foldTallies(foldOrm));
   await foldOrm.close(true);
 
-  await createMinimalAnchors(ctx.db, brand, creator.creator_id);
   const serviceSql = await orderPaidPgbenchScript(ctx.databaseUrl, ctx.secretKey);
   writeFileSync(serviceScript, serviceSql);
   // The reads look the key up too only while ingestion does (it may be cached in the web process).

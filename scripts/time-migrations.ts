@@ -1,7 +1,8 @@
 // `npm run time-migrations [-- <orders>]`: times issue 22's migrations on a database holding
 // <orders> orders (1,000,000 by default) written in the schema before them, and checks they change
 // no order, ledger line or movement (orders compared without lookup_key, a column before and an
-// indexed expression after) and lose no received event. Its own throwaway database
+// indexed expression after; a line is a ledger_entries row before Migration20261125220000 and its
+// order's columns after, so lines and movements are compared by order) and lose no received event. Its own throwaway database
 // (TIMING_DB, default lf_migration_timing) on DATABASE_URL's server; prints a Markdown table.
 //
 // The rows are made by SQL for one brand, creator and offer, in the shape the API writes: every order attributed by code, its ledger line, its accrual, and its order.paid event
@@ -82,15 +83,29 @@ try {
   await db.query('checkpoint');
   log(`written in ${seconds(started)} s`);
 
-  const fingerprint = async () =>
-    (
+  const fingerprint = async () => {
+    const { rows: schema } = await db.query(
+      `select to_regclass('ledger_entries') is not null as lines_table`,
+    );
+    const [lines, movements] = schema[0].lines_table
+      ? [
+          `select order_id as id, creator_id, commission_balance from ledger_entries`,
+          `select m.id, to_jsonb(m) - 'entry_id' || jsonb_build_object('order_id', e.order_id) as row
+             from ledger_movements m join ledger_entries e on e.id = m.entry_id`,
+        ]
+      : [
+          `select id, creator_id, commission_balance from orders`,
+          `select m.id, to_jsonb(m) as row from ledger_movements m`,
+        ];
+    return (
       await db.query<Record<string, string>>(`select
-        (select md5(string_agg((to_jsonb(o) - 'lookup_key')::text, '|' order by id)) from orders o) as orders,
-        (select md5(string_agg(e::text, '|' order by id)) from ledger_entries e) as lines,
-        (select md5(string_agg(m::text, '|' order by id)) from ledger_movements m) as movements,
+        (select md5(string_agg((to_jsonb(o) - 'lookup_key' - 'commission_balance')::text, '|' order by id)) from orders o) as orders,
+        (select md5(string_agg(l::text, '|' order by id)) from (${lines}) l) as lines,
+        (select md5(string_agg(m.row::text, '|' order by id)) from (${movements}) m) as movements,
         (select count(*) from received_events) as events,
         (select md5(string_agg(r.attribution::text, '|' order by id)) from received_events r) as decisions`)
     ).rows[0]!;
+  };
   const before = await fingerprint();
 
   const pending = (await orm.migrator.getPending()).map((m) => m.name);

@@ -2,7 +2,7 @@
 // from ANALYZE, and inspected (statistics state, what the run wrote).
 import { execFileSync } from 'node:child_process';
 import pg from 'pg';
-import { log, options, root } from './options.js';
+import { options, root } from './options.js';
 
 export interface Seed {
   brand_id: string;
@@ -98,27 +98,6 @@ export async function liveOrders(db: pg.Client, brandId: string): Promise<number
     [brandId],
   );
   return rows[0]!.n;
-}
-
-/** The anchors the minimal pgbench transaction journals against (test mode: out of the live reads). */
-export const MINIMAL_ENTRIES = 1000;
-
-export async function createMinimalAnchors(db: pg.Client, brandId: string, creatorId: string): Promise<void> {
-  await db.query(
-    `insert into orders (id, brand_id, livemode, order_id, status, amount, occurred_at)
-     select 'ord_pgbm_anchor_' || n, $1, false, 'pgbm-anchor-' || n, 'unattributed', 0, now()
-       from generate_series(1, $2::int) n
-     on conflict do nothing`,
-    [brandId, MINIMAL_ENTRIES],
-  );
-  await db.query(
-    `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id)
-     select 'le_pgbm_' || n, $1, false, 'ord_pgbm_anchor_' || n, $3
-       from generate_series(1, $2::int) n
-     on conflict do nothing`,
-    [brandId, MINIMAL_ENTRIES, creatorId],
-  );
-  log(`minimal pgbench: ${MINIMAL_ENTRIES} ledger entries to journal against`);
 }
 
 export interface Mix {

@@ -13,7 +13,6 @@ import {
   MissingOrder,
 } from '../modules/integration/integration.entities.js';
 import { ApiKey } from '../modules/keys/api-key.entity.js';
-import { LedgerEntry } from '../modules/ledger/ledger-entry.entity.js';
 import { LedgerMovement } from '../modules/ledger/ledger-movement.entity.js';
 import { Order } from '../modules/orders/order.entity.js';
 import { Refund } from '../modules/orders/refund.entity.js';
@@ -35,7 +34,6 @@ export const entities = [
   Click,
   Order,
   Refund,
-  LedgerEntry,
   LedgerMovement,
   ReceivedEvent,
   IdempotencyRecord,

@@ -19,7 +19,7 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
     ),
     em.execute(
       `select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
-         from ledger_movements m join ledger_entries e on e.id = m.entry_id join orders o on o.id = e.order_id
+         from ledger_movements m join orders o on o.id = m.order_id
         where m.request_id = ? order by m.id`,
       [requestId],
     ),

@@ -115,7 +115,6 @@ describe('bounded tables', () => {
       // The books: what was paid, refunded, attributed and settled.
       'orders',
       'refunds',
-      'ledger_entries',
       'ledger_movements',
       'payouts',
       'payout_clawbacks',

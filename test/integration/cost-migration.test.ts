@@ -9,7 +9,9 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
 /**
  * Issue 22's migrations on a populated database: taken down to the schema before them and up
  * again, every order, ledger line, movement, payout and explanation reads as it did, and the
- * references the dropped foreign keys guarded all still resolve.
+ * references the dropped foreign keys guarded all still resolve. The settlement line is a row of
+ * ledger_entries before Migration20261125220000 and columns of its order after: the ledger is
+ * compared as each order's line and the movements that name the order, in either schema.
  */
 const BEFORE_ISSUE_22 = 'Migration20261125063851';
 
@@ -48,7 +50,20 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-/** Everything the migrations must not change, as the API and the tables show it. */
+/** Everything the migrations must not change, as the tables show it. */
+async function tables() {
+  return {
+    // lookup_key is a stored column before Migration20261125200000 and an indexed expression after.
+    orders: await sql(
+      `select to_jsonb(o) - 'lookup_key' - 'commission_balance' as row from orders o order by id`,
+    ),
+    ...(await ledger()),
+    events: await sql(`select * from received_events order by id`),
+    payoutRows: await sql(`select * from payouts order by id`),
+  };
+}
+
+/** Everything, as the API (which reads the current schema only) and the tables show it. */
 async function everything() {
   const get = (path: string) =>
     request(ctx.app).get(path).set('Authorization', `Bearer ${shop.keys.sk_live}`);
@@ -64,15 +79,27 @@ async function everything() {
   }
   const payouts = await get('/v1/payouts');
   expect(payouts.body.data.length).toBeGreaterThan(0);
+  return { reads, payouts: payouts.body, ...(await tables()) };
+}
+
+const hasLineTable = async () =>
+  (await sql(`select to_regclass('ledger_entries') is not null as yes`))[0].yes as boolean;
+
+/** Each order's settlement line (balance and creator) and journal, whichever table holds the line. */
+async function ledger() {
+  if (await hasLineTable())
+    return {
+      lines: await sql(
+        `select order_id, creator_id, commission_balance from ledger_entries order by order_id`,
+      ),
+      movements: await sql(
+        `select to_jsonb(m) - 'entry_id' || jsonb_build_object('order_id', e.order_id) as row
+           from ledger_movements m join ledger_entries e on e.id = m.entry_id order by m.id`,
+      ),
+    };
   return {
-    reads,
-    payouts: payouts.body,
-    // lookup_key is a stored column before Migration20261125200000 and an indexed expression after.
-    orders: await sql(`select to_jsonb(o) - 'lookup_key' as row from orders o order by id`),
-    lines: await sql(`select * from ledger_entries order by id`),
-    movements: await sql(`select * from ledger_movements order by id`),
-    events: await sql(`select * from received_events order by id`),
-    payoutRows: await sql(`select * from payouts order by id`),
+    lines: await sql(`select id as order_id, creator_id, commission_balance from orders order by id`),
+    movements: await sql(`select to_jsonb(m) as row from ledger_movements m order by m.id`),
   };
 }
 
@@ -84,9 +111,8 @@ const danglingReferences = () =>
         and not exists (select 1 from creators c where c.id = o.creator_id))::int as order_creator,
     (select count(*) from orders o where o.offer_id is not null
         and not exists (select 1 from offers f where f.id = o.offer_id))::int as order_offer,
-    (select count(*) from ledger_entries e where not exists (select 1 from orders o where o.id = e.order_id))::int as line_order,
     (select count(*) from ledger_movements m
-        where not exists (select 1 from ledger_entries e where e.id = m.entry_id))::int as movement_line`);
+        where not exists (select 1 from orders o where o.id = m.order_id))::int as movement_order`);
 
 const explanations = async () => {
   const out: Record<string, { history: { event_id: string; decision: unknown }[] }> = {};
@@ -126,14 +152,26 @@ describe("issue 22's migrations", () => {
       'orders_offer_id_foreign',
     ];
     const before = await everything();
+    const beforeTables = await tables();
     expect(await constraintsOf(dropped)).toEqual([]);
 
     await ctx.orm.migrator.down({ to: BEFORE_ISSUE_22 });
     // Re-added and validated against the rows written without them.
     expect(await constraintsOf(dropped)).toEqual(dropped);
-    expect(await everything()).toEqual(before);
+    expect(await tables()).toEqual(beforeTables);
 
     expect(await receivedEventsForm()).toEqual({ data: 'jsonb', attribution: 'jsonb', order_index: 'btree' });
+
+    // A line whose creator is not its order's would be lost in the move: the migrations refuse,
+    // and change nothing.
+    const [open] = await sql(
+      `select id, creator_id from ledger_entries where commission_balance > 0 limit 1`,
+    );
+    await sql(`update ledger_entries set creator_id = 'cr_someone_else' where id = ?`, [open.id]);
+    await expect(ctx.orm.migrator.up()).rejects.toThrow(/open line's creator is not its order's/);
+    expect(await hasLineTable()).toBe(true);
+    await sql(`update ledger_entries set creator_id = ? where id = ?`, [open.creator_id, open.id]);
+    expect(await tables()).toEqual(beforeTables);
 
     await ctx.orm.migrator.up();
     expect(await constraintsOf(dropped)).toEqual([]);
@@ -147,9 +185,10 @@ describe("issue 22's migrations", () => {
     expect(fresh.text).toMatch(/^\[1,"a",\[\["c","MINA20",1,/);
     expect(fresh.text).not.toContain(', ');
     // What the foreign keys did on delete, the triggers still do.
-    await expect(sql(`delete from orders where order_id = 'CM-1'`)).rejects.toThrow(/settlement line/);
+    await expect(sql(`delete from orders where order_id = 'CM-1'`)).rejects.toThrow(/has journal movements/);
+    expect(await hasLineTable()).toBe(false);
     expect(await danglingReferences()).toEqual([
-      { order_brand: 0, order_creator: 0, order_offer: 0, line_order: 0, movement_line: 0 },
+      { order_brand: 0, order_creator: 0, order_offer: 0, movement_order: 0 },
     ]);
   });
 

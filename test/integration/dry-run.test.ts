@@ -18,7 +18,6 @@ afterAll(() => ctx.close());
 const WRITTEN_TABLES = [
   'orders',
   'refunds',
-  'ledger_entries',
   'ledger_movements',
   'received_events',
   'idempotency_records',

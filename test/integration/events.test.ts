@@ -64,8 +64,8 @@ async function order(orderId: string, livemode = true): Promise<any> {
 
 async function journal(orderId: string) {
   return ctx.orm.em.fork().execute(
-    `select m.kind, m.amount::int as amount, m.creator_id, e.commission_balance::int as balance
-       from ledger_movements m join ledger_entries e on e.id = m.entry_id join orders o on o.id = e.order_id
+    `select m.kind, m.amount::int as amount, m.creator_id, o.commission_balance::int as balance
+       from ledger_movements m join orders o on o.id = m.order_id
       where o.brand_id = ? and o.order_id = ? order by m.id`,
     [brandId, orderId],
   );
@@ -166,13 +166,13 @@ describe('order.paid', () => {
       { kind: 'reversal', amount: -2000, creator_id: joon.creatorId, balance: 4000 },
       { kind: 'accrual', amount: 4000, creator_id: mina.creatorId, balance: 4000 },
     ]);
-    const [entries] = await ctx.orm.em
-      .fork()
-      .execute(
-        'select count(*)::int as n from ledger_entries e join orders o on o.id = e.order_id where o.order_id = ?',
-        [id],
-      );
-    expect(entries!.n).toBe(1);
+    // One order row, whose line the three moves sum to.
+    const [line] = await ctx.orm.em.fork().execute(
+      `select count(distinct o.id)::int as orders, sum(m.amount)::int as total, min(o.commission_balance)::int as balance
+         from orders o join ledger_movements m on m.order_id = o.id where o.order_id = ?`,
+      [id],
+    );
+    expect(line).toEqual({ orders: 1, total: 4000, balance: 4000 });
   });
 
   it('converts foreign orders to KRW at the order rate', async () => {
@@ -477,12 +477,12 @@ describe('keys, batches and idempotency', () => {
     );
   });
 
-  it('the journal of every order sums to its ledger entry', async () => {
+  it('the journal of every order sums to its settlement line', async () => {
     const rows = await ctx.orm.em.fork().execute(
-      `select e.commission_balance::int as balance, coalesce(sum(m.amount), 0)::int as total,
+      `select o.commission_balance::int as balance, coalesce(sum(m.amount), 0)::int as total,
               (o.commission_amount - o.refunded_commission_amount)::int as net
-         from ledger_entries e join orders o on o.id = e.order_id left join ledger_movements m on m.entry_id = e.id
-        group by e.id, o.id`,
+         from orders o left join ledger_movements m on m.order_id = o.id
+        group by o.id`,
     );
     expect(rows.length).toBeGreaterThan(10);
     for (const r of rows) {

@@ -174,8 +174,8 @@ describe('PostgreSQL connections killed mid-request', () => {
     );
     expect(accrued).toEqual({ n: N, total: N * 2000 });
     const off = await sql(
-      `select e.id from ledger_entries e left join ledger_movements m on m.entry_id = e.id
-        group by e.id, e.commission_balance having e.commission_balance <> coalesce(sum(m.amount), 0)`,
+      `select o.id from orders o left join ledger_movements m on m.order_id = o.id
+        group by o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
     );
     expect(off).toEqual([]);
   }, 60_000);

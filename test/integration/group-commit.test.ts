@@ -89,7 +89,7 @@ describe('group commit', () => {
     expect(new Set(ids).size).toBe(1);
     const { rows } = await db.query(
       `select o.order_id, o.brand_id, count(m.id)::int as movements, min(m.request_id) as request_id
-         from orders o join ledger_entries le on le.order_id = o.id join ledger_movements m on m.entry_id = le.id
+         from orders o join ledger_movements m on m.order_id = o.id
         where o.order_id like $1 group by o.order_id, o.brand_id order by o.order_id`,
       [`${tag}-%`],
     );
@@ -210,7 +210,7 @@ describe('group commit', () => {
     expect(one.stats.reruns + two.stats.reruns).toBeGreaterThanOrEqual(1);
     const { rows } = await db.query(
       `select count(distinct o.id)::int as orders, count(m.id)::int as movements, coalesce(sum(m.amount), 0)::int as commission
-         from orders o join ledger_entries le on le.order_id = o.id left join ledger_movements m on m.entry_id = le.id
+         from orders o left join ledger_movements m on m.order_id = o.id
         where o.order_id = $1`,
       [`${tag}-contested`],
     );

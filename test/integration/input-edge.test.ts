@@ -91,7 +91,6 @@ const TABLES = [
   'orders',
   'refunds',
   'received_events',
-  'ledger_entries',
   'ledger_movements',
   'idempotency_records',
   'outbox_messages',

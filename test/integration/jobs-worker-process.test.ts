@@ -188,19 +188,15 @@ describe('the worker process', () => {
         [brandId, CREATORS],
       );
       await sql(
-        `insert into orders (id, brand_id, livemode, order_id, status, amount, commission_amount, creator_id, occurred_at)
-         select 'ord_kill_' || n, $1, true, 'kill-' || n, 'confirmed', 10000, 1000, 'cr_kill_' || (n % $2 + 1), now()
+        `insert into orders (id, brand_id, livemode, order_id, status, amount, commission_amount, commission_balance, creator_id, occurred_at)
+         select 'ord_kill_' || n, $1, true, 'kill-' || n, 'confirmed', 10000, 1000, 1000, 'cr_kill_' || (n % $2 + 1), now()
            from generate_series(1, $3::int) n`,
         [brandId, CREATORS, CREATORS * PER_CREATOR],
       );
       await sql(
-        `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
-         select 'le_kill_' || substr(o.id, 10), o.brand_id, true, o.id, o.creator_id, 1000 from orders o where o.order_id like 'kill-%'`,
-      );
-      await sql(
-        `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, request_id)
-         select 'mv_kill_' || substr(e.id, 9), e.brand_id, true, e.id, e.creator_id, 'accrual', 1000, 'req_fixture'
-           from ledger_entries e where e.id like 'le_kill_%'`,
+        `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, request_id)
+         select 'mv_kill_' || substr(o.id, 10), o.brand_id, true, o.id, o.creator_id, 'accrual', 1000, 'req_fixture'
+           from orders o where o.id like 'ord_kill_%'`,
       );
 
       const env = { QUEUE_PREFIX: prefix, JOB_LOCK_MS: '1000' };
@@ -242,12 +238,12 @@ describe('the worker process', () => {
       ]);
       // One payout movement per line, every line settled to zero and equal to its journal.
       const [moves] = await sql(
-        `select count(*)::int as n, count(distinct entry_id)::int as lines from ledger_movements where kind = 'payout'`,
+        `select count(*)::int as n, count(distinct order_id)::int as lines from ledger_movements where kind = 'payout'`,
       );
       expect(moves).toEqual({ n: CREATORS * PER_CREATOR, lines: CREATORS * PER_CREATOR });
       const off = await sql(
-        `select e.id from ledger_entries e left join ledger_movements m on m.entry_id = e.id
-          group by e.id, e.commission_balance having e.commission_balance <> 0 or coalesce(sum(m.amount), 0) <> 0`,
+        `select o.id from orders o left join ledger_movements m on m.order_id = o.id where o.id like 'ord_kill_%'
+          group by o.id, o.commission_balance having o.commission_balance <> 0 or coalesce(sum(m.amount), 0) <> 0`,
       );
       expect(off).toEqual([]);
     } finally {

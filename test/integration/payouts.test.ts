@@ -52,8 +52,8 @@ const payouts = () =>
 /** Every settlement line equals the sum of its journal. */
 async function expectJournalBalanced() {
   const off = await sql(
-    `select e.id from ledger_entries e left join ledger_movements m on m.entry_id = e.id
-      group by e.id, e.commission_balance having e.commission_balance <> coalesce(sum(m.amount), 0)`,
+    `select o.id from orders o left join ledger_movements m on m.order_id = o.id
+      group by o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
   );
   expect(off).toEqual([]);
 }
@@ -125,7 +125,7 @@ describe('payout run', () => {
     expect((await order(minaTest)).status).toBe('confirmed');
     expect((await order(stillPending)).status).toBe('pending');
     const [line] = await sql(
-      `select e.commission_balance::int as balance from ledger_entries e join orders o on o.id = e.order_id where o.order_id = ?`,
+      `select o.commission_balance::int as balance from orders o where o.order_id = ?`,
       [minaA],
     );
     expect(line.balance).toBe(0);
@@ -133,7 +133,7 @@ describe('payout run', () => {
     // Each payout movement names its payout and the run's request, and no event.
     const moves = await sql(
       `select m.payout_id, m.request_id, m.event_id, m.amount::int as amount from ledger_movements m
-         join ledger_entries e on e.id = m.entry_id join orders o on o.id = e.order_id
+         join orders o on o.id = m.order_id
         where o.order_id = ? and m.kind = 'payout'`,
       [minaA],
     );
@@ -163,8 +163,8 @@ describe('payout run', () => {
     });
     expect(refund.status).toBe(200);
     const [claw] = await sql(
-      `select m.amount::int as amount from ledger_movements m join ledger_entries e on e.id = m.entry_id
-         join orders o on o.id = e.order_id where o.order_id = ? and m.kind = 'clawback'`,
+      `select m.amount::int as amount from ledger_movements m
+         join orders o on o.id = m.order_id where o.order_id = ? and m.kind = 'clawback'`,
       [minaPaid.order_id],
     );
     expect(claw.amount).toBe(-1000);

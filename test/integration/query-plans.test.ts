@@ -22,7 +22,6 @@ let clickRef: string;
 const GROWN_ORDERS = 3000;
 const tables = [
   'orders',
-  'ledger_entries',
   'ledger_movements',
   'clicks',
   'coupon_codes',

@@ -112,8 +112,8 @@ async function expectedByCreator(from: string, to: string, livemode = true) {
             count(o.creator_id)::int as attributed_orders, sum(o.amount)::int as amount,
             sum(o.commission_amount)::int as commission, sum(o.refunded_amount)::int as refunded_amount,
             sum(o.refunded_commission_amount)::int as reversed_commission,
-            coalesce(sum((select sum(m.amount) from ledger_entries le join ledger_movements m on m.entry_id = le.id
-                           where le.order_id = o.id and m.kind <> 'payout' and m.creator_id is not distinct from o.creator_id)), 0)::int as journal
+            coalesce(sum((select sum(m.amount) from ledger_movements m
+                           where m.order_id = o.id and m.kind <> 'payout' and m.creator_id is not distinct from o.creator_id)), 0)::int as journal
        from orders o left join creators c on c.id = o.creator_id
       where o.brand_id = ? and o.livemode = ? and o.occurred_at >= ? and o.occurred_at < ?
       group by o.creator_id, c.name order by o.creator_id nulls last`,

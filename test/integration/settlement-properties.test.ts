@@ -193,8 +193,8 @@ async function expectAgreement(shop: Shop) {
   // Ledger: every line is the sum of its journal.
   expect(
     await sql(
-      `select le.id from ledger_entries le left join ledger_movements m on m.entry_id = le.id where le.brand_id = ?
-        group by le.id, le.commission_balance having le.commission_balance <> coalesce(sum(m.amount), 0)`,
+      `select o.id from orders o left join ledger_movements m on m.order_id = o.id where o.brand_id = ?
+        group by o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
       [shop.brandId],
     ),
   ).toEqual([]);
@@ -206,7 +206,7 @@ async function expectAgreement(shop: Shop) {
   for (const c of creators) {
     const [j] = await sql(
       `with lines as (select o.status, o.creator_id, coalesce(sum(m.amount), 0) as balance
-                        from orders o join ledger_entries le on le.order_id = o.id left join ledger_movements m on m.entry_id = le.id
+                        from orders o left join ledger_movements m on m.order_id = o.id
                        where o.brand_id = ? and o.livemode group by o.id)
        select coalesce((select sum(balance) from lines where creator_id = ? and status = 'pending' and balance > 0), 0)::int as pending,
               coalesce((select sum(balance) from lines where creator_id = ? and status <> 'pending' and balance > 0), 0)::int as payable,
@@ -266,8 +266,8 @@ async function expectAgreement(shop: Shop) {
   ).toEqual(expected);
   for (const r of expected.filter((e) => e.creator_id)) {
     const [j] = await sql(
-      `select coalesce(sum(m.amount), 0)::int as net from ledger_movements m join ledger_entries le on le.id = m.entry_id
-         join orders o on o.id = le.order_id
+      `select coalesce(sum(m.amount), 0)::int as net from ledger_movements m
+         join orders o on o.id = m.order_id
         where o.brand_id = ? and o.creator_id = ? and m.creator_id = ? and m.kind <> 'payout'`,
       [shop.brandId, r.creator_id, r.creator_id],
     );

@@ -15,14 +15,30 @@ function writersOf(table: string): string[] {
 }
 
 describe('who may write the ledger and the orders', () => {
-  it('only the Journal writes settlement lines and movements (it keeps "movements sum to the line")', () => {
-    expect(writersOf('ledger_entries')).toEqual(['src/modules/ledger/journal.ts']);
+  it('only the Journal writes movements (it keeps "movements sum to the line")', () => {
     expect(writersOf('ledger_movements')).toEqual(['src/modules/ledger/journal.ts']);
   });
 
-  it('orders are written by ingestion, the lifecycle jobs and test-data erasure only', () => {
+  it("an order's settlement line moves only by the Journal's delta, in the Journal or beside the order's own write", () => {
+    const setters = code.filter(({ text }) => /commission_balance\s*=/.test(text));
+    expect(setters.map(({ file }) => file).sort()).toEqual([
+      'src/modules/ingestion/write-set.ts',
+      'src/modules/ledger/journal.ts',
+      'src/modules/payouts/payouts.service.ts',
+    ]);
+    for (const { file, text } of setters) {
+      // Always by a delta added to what the row holds, never set to a value computed elsewhere.
+      const moves = text.match(/commission_balance\s*=\s*[^,\n`]+/g) ?? [];
+      expect(moves.length, file).toBeGreaterThan(0);
+      for (const move of moves) expect(move, file).toMatch(/= \w+\.commission_balance \+ \w+\.\w+/);
+      if (file !== 'src/modules/ledger/journal.ts') expect(text, file).toContain('journal.delta(');
+    }
+  });
+
+  it('orders are written by ingestion, the Journal, the lifecycle jobs and test-data erasure only', () => {
     expect(writersOf('orders').sort()).toEqual([
       'src/modules/ingestion/write-set.ts',
+      'src/modules/ledger/journal.ts',
       'src/modules/payouts/payouts.service.ts',
       'src/modules/retention/test-data-erasure.ts',
     ]);

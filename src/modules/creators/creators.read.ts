@@ -19,7 +19,7 @@ const emptyBalance = (): Balance => ({
 
 /**
  * The creators' balances, from the ledger: every open settlement line (a non-zero
- * `commission_balance`, found by ledger_entries_open_index) counts for its order's creator as
+ * orders.commission_balance, found by orders_open_balance_index) counts for its order's creator as
  * pending (order `pending`), payable (`confirmed`: the lifecycle leaves no other positive
  * line) or, when negative, a clawback not netted yet; paid out is the net of the creator's
  * payouts. Lines of paid-out orders are zero.
@@ -33,10 +33,10 @@ async function balancesOf(
   if (creatorIds.length === 0) return balances;
   const ids = JSON.stringify(creatorIds);
   const open = await em.execute<{ creator_id: string; status: string; negative: boolean; amount: string }[]>(
-    `select le.creator_id, o.status, le.commission_balance < 0 as negative, sum(le.commission_balance)::text as amount
-       from ledger_entries le join orders o on o.id = le.order_id
-      where le.brand_id = ? and le.livemode = ? and le.commission_balance <> 0
-        and le.creator_id in (select jsonb_array_elements_text(?::jsonb))
+    `select o.creator_id, o.status, o.commission_balance < 0 as negative, sum(o.commission_balance)::text as amount
+       from orders o
+      where o.brand_id = ? and o.livemode = ? and o.commission_balance <> 0
+        and o.creator_id in (select jsonb_array_elements_text(?::jsonb))
       group by 1, 2, 3`,
     [caller.brandId, caller.livemode, ids],
   );

@@ -143,8 +143,8 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
     ),
     em.execute<MovementRow[]>(
       `select m.event_id, m.payout_id, m.request_id, m.kind, m.creator_id, m.amount, m.created_at
-         from ledger_movements m join ledger_entries e on e.id = m.entry_id
-        where e.order_id = ? order by m.created_at, m.id`,
+         from ledger_movements m
+        where m.order_id = ? order by m.created_at, m.id`,
       [order.id],
     ),
     em.execute<RefundRow[]>(

@@ -39,7 +39,7 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', ...Object.keys(or
 
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
 // probe with LIMIT 1 on a column set that exactly one unique index covers (orders by
-// lookup_key, clicks by primary key, codes by (brand_id, code_key), ledger lines by order,
+// lookup_key, clicks by primary key, codes by (brand_id, code_key),
 // refunds by (order, refund_id), idempotency records by primary key), and the engine's
 // connections plan with seq scans disabled (ingestion.ts): whatever the statistics say, each
 // wanted row is one index probe. Orders are locked in lookup_key order (the list arrives
@@ -50,12 +50,11 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', ...Object.keys(or
 // locked: an endpoint disabled or deleted meanwhile is checked again when its delivery runs).
 const loadSqlTemplate = `
 with locked as (
-  select o.*, le.id as entry_id
+  select o.*
     from json_array_elements_text(?::json) with ordinality as want(lookup_key, n)
     cross join lateral (
       select ${orderFields} from orders o where ${orderLookupKeySql('o')} = want.lookup_key limit 1 /*lock*/
     ) o
-    left join lateral (select le.id from ledger_entries le where le.order_id = o.id limit 1) le on true
 ),
 codes as (
   select c.*
@@ -232,7 +231,6 @@ export async function loadOrderBooks(
     const book = books.get(scopeKey({ brandId: o.brand_id, livemode: o.livemode }))!;
     const order = orderFromRow(o);
     for (const refundId of seenRefunds.get(o.lookup_key) ?? []) order.refundIds.add(refundId);
-    journal.open(book.scope, order.id, o.entry_id, order.creatorId);
     book.orders.set(order.orderId, order);
   }
   return { books, responses: r.responses! };

@@ -207,16 +207,10 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
       };
   if (!existing) {
     book.orders.set(order.orderId, order);
-    book.journal.open(book.scope, order.id, null, order.creatorId);
     if (parent) Object.assign(parent, { lastRenewalCycle: cycleNumber, changed: true });
   }
   const after = { creatorId: order.creatorId, balance: commission - refundedCommission };
-  book.journal.record(
-    cause,
-    order.id,
-    order.creatorId,
-    movementsBetween(before, after, !existing?.creatorId),
-  );
+  book.journal.record(cause, order.id, movementsBetween(before, after, !existing?.creatorId));
   book.webhooks?.conversionChanged(cause.requestId, was, order);
   book.webhooks?.orderConfirmed(cause.requestId, wasStatus, order);
   return { ...outcomeOf(order), decision: record('applied') };

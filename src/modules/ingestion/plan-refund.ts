@@ -106,9 +106,7 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
     status: next.status,
     closedAt: isClosedStatus(next.status) ? book.now : order.closedAt,
   } satisfies Partial<OrderState>);
-  book.journal.record(cause, order.id, order.creatorId, [
-    { kind, creatorId: order.creatorId, amount: -reversal },
-  ]);
+  book.journal.record(cause, order.id, [{ kind, creatorId: order.creatorId, amount: -reversal }]);
   if (kind === 'clawback') {
     book.webhooks?.clawedBack(cause.requestId, order, {
       id: refundRowId,

@@ -10,12 +10,14 @@ import { deliveryHandOver, webhookWrites } from '../webhooks/webhook-writes.js';
 import type { OrderBook } from './order-book.js';
 
 const written = Object.keys(orderColumns);
+// commission_balance carries the journal's delta for the order: its settlement line moves by it.
 const orderRecordset = recordset({
   id: 'text',
   brand_id: 'text',
   livemode: 'boolean',
   order_id: 'text',
   ...orderColumns,
+  commission_balance: 'bigint',
 });
 
 /** A received event as stored: the event minus `customer_hash`, with the request that carried it. */
@@ -89,15 +91,20 @@ export function groupWrites(
   responses: IdempotencyRow[],
 ): WritePart[] {
   const all = [...books];
+  const { journal, newRefunds } = all[0] ?? { journal: new Journal(), newRefunds: [] };
   const rows = all.flatMap((book) =>
     [...book.orders.values()]
       .filter((o) => o.changed)
       .map((o) => ({
         isNew: o.isNew,
-        row: { ...orderToRow(o), brand_id: book.scope.brandId, livemode: book.scope.livemode },
+        row: {
+          ...orderToRow(o),
+          brand_id: book.scope.brandId,
+          livemode: book.scope.livemode,
+          commission_balance: journal.delta(o.id),
+        },
       })),
   );
-  const { journal, newRefunds } = all[0] ?? { journal: new Journal(), newRefunds: [] };
   // Webhook events of the changes, with their deliveries and the outbox rows that hand those to
   // the webhook-delivery queue (the same outbox part as other jobs: one statement text).
   const webhookEvents = all.flatMap((book) => book.webhooks?.events ?? []);
@@ -105,16 +112,17 @@ export function groupWrites(
   const outbox = outboxWrite(handOver);
   return [
     {
-      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')})
-            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}
+      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
+            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset}`,
       rows: rows.filter((o) => o.isNew).map((o) => o.row),
     },
     {
-      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')})
-            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}
+      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
+            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset}
-            on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')}, updated_at = now()`,
+            on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
+               commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = now()`,
       rows: rows.filter((o) => !o.isNew).map((o) => o.row),
     },
     {
@@ -138,7 +146,7 @@ export function groupWrites(
               })}`,
       rows: newRefunds,
     },
-    ...journalWrites(journal),
+    ...journalWrites(journal, new Set(rows.map((o) => o.row.id as string))),
     {
       sql: `insert into received_events (${columnList(receivedEventColumns)})
             select ${fromX(receivedEventColumns)} from ${recordset(receivedEventColumns)}`,

@@ -25,23 +25,11 @@ export interface Movement {
   amount: number;
 }
 
-interface SettlementLine {
-  id: string;
-  brandId: string;
-  livemode: boolean;
-  orderPk: string;
-  creatorId: string | null;
-  isNew: boolean;
-  touched: boolean;
-  /** Sum of the movements recorded in this ingestion. */
-  delta: number;
-}
-
 export interface MovementRow {
   id: string;
   brand_id: string;
   livemode: boolean;
-  entry_id: string;
+  order_id: string;
   creator_id: string | null;
   kind: MovementKind;
   amount: number;
@@ -51,50 +39,24 @@ export interface MovementRow {
 }
 
 /**
- * The ledger changes of one ingestion, gathered in memory and written together: each
- * order's settlement line moves by exactly the movements appended for it, so the journal
- * always sums to the entry. Zero movements are not written.
+ * The ledger changes of one ingestion or payout chunk, gathered in memory and written
+ * together: each order's settlement line (orders.commission_balance) moves by exactly the
+ * movements appended for it, so the journal always sums to the line. Zero movements are not
+ * written.
  */
 export class Journal {
-  private readonly lines = new Map<string, SettlementLine>();
+  private readonly deltas = new Map<string, number>();
   readonly movements: MovementRow[] = [];
 
-  /** The order's settlement line as loaded; `entryId` null opens a new one (one per order). */
-  open(
-    scope: { brandId: string; livemode: boolean },
-    orderPk: string,
-    entryId: string | null,
-    creatorId: string | null,
-  ) {
-    this.lines.set(orderPk, {
-      id: entryId ?? newId('le'),
-      brandId: scope.brandId,
-      livemode: scope.livemode,
-      orderPk,
-      creatorId,
-      isNew: entryId === null,
-      touched: entryId === null,
-      delta: 0,
-    });
-  }
-
-  isOpen(orderPk: string): boolean {
-    return this.lines.has(orderPk);
-  }
-
-  record(cause: Cause | PayoutCause, orderPk: string, creatorId: string | null, movements: Movement[]) {
-    const line = this.lines.get(orderPk);
-    if (!line) throw new Error(`no settlement line was opened for order ${orderPk}`);
-    line.creatorId = creatorId;
-    line.touched = true;
+  record(cause: Cause | PayoutCause, orderPk: string, movements: Movement[]) {
     for (const m of movements) {
       if (m.amount === 0) continue;
-      line.delta += m.amount;
+      this.deltas.set(orderPk, (this.deltas.get(orderPk) ?? 0) + m.amount);
       this.movements.push({
         id: newId('mv'),
         brand_id: cause.brandId,
         livemode: cause.livemode,
-        entry_id: line.id,
+        order_id: orderPk,
         creator_id: m.creatorId,
         kind: m.kind,
         amount: m.amount,
@@ -105,18 +67,16 @@ export class Journal {
     }
   }
 
-  /** Every touched line: a new one opens with the delta as its balance, an existing one moves by it. */
-  lineWrites() {
-    return [...this.lines.values()]
-      .filter((l) => l.touched)
-      .map((l) => ({
-        id: l.id,
-        brand_id: l.brandId,
-        livemode: l.livemode,
-        order_id: l.orderPk,
-        creator_id: l.creatorId,
-        delta: l.delta,
-      }));
+  /** How far the order's settlement line moves: its writer adds this to `commission_balance`. */
+  delta(orderPk: string): number {
+    return this.deltas.get(orderPk) ?? 0;
+  }
+
+  /** The orders whose line moves, except those whose own row write carries the delta. */
+  lineMoves(writtenWithOrder: ReadonlySet<string>) {
+    return [...this.deltas]
+      .filter(([id, delta]) => delta !== 0 && !writtenWithOrder.has(id))
+      .map(([id, delta]) => ({ id, delta }));
   }
 }
 
@@ -140,31 +100,26 @@ export function movementsBetween(
 }
 
 /**
- * The set-based writes of a journal. Lines are upserted by primary key: a new line is
- * inserted with its opening balance, an existing (locked) one moves by the delta. The
- * conflict check is an index probe by definition, so no cached plan can turn it into a
- * scan; a line opened concurrently for the same order collides on `order_id` and the
- * transaction is rerun.
+ * The set-based writes of a journal: the movements, and the line of every order that moved and
+ * that the caller does not write itself (an order row written in the same transaction carries
+ * its delta, so the row gets one new version, not two). The line moves by the delta, not to a
+ * value: a payout settling a clawback line and an ingestion refunding the same order both add.
  */
-export function journalWrites(journal: Journal): WritePart[] {
+export function journalWrites(journal: Journal, writtenWithOrder: ReadonlySet<string>): WritePart[] {
   return [
     {
-      sql: `insert into ledger_entries (id, brand_id, livemode, order_id, creator_id, commission_balance)
-            select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.delta
-              from ${recordset({ id: 'text', brand_id: 'text', livemode: 'boolean', order_id: 'text', creator_id: 'text', delta: 'bigint' })}
-            on conflict (id) do update
-               set commission_balance = ledger_entries.commission_balance + excluded.commission_balance,
-                   creator_id = excluded.creator_id, updated_at = now()`,
-      rows: journal.lineWrites(),
+      sql: `update orders o set commission_balance = o.commission_balance + x.delta, updated_at = now()
+              from ${recordset({ id: 'text', delta: 'bigint' })} where o.id = x.id`,
+      rows: journal.lineMoves(writtenWithOrder),
     },
     {
-      sql: `insert into ledger_movements (id, brand_id, livemode, entry_id, creator_id, kind, amount, event_id, request_id, payout_id)
-            select x.id, x.brand_id, x.livemode, x.entry_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
+      sql: `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
+            select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
               from ${recordset({
                 id: 'text',
                 brand_id: 'text',
                 livemode: 'boolean',
-                entry_id: 'text',
+                order_id: 'text',
                 creator_id: 'text',
                 kind: 'text',
                 amount: 'bigint',
@@ -178,20 +133,14 @@ export function journalWrites(journal: Journal): WritePart[] {
 }
 
 /**
- * Erases the settlement lines of test-mode orders with their whole journal (movements first,
- * then the lines), so no line is ever left without the movements that sum to it. Live lines
- * cannot be erased: the journal's append-only trigger refuses, whatever the caller asks.
+ * Erases the journal of test-mode orders, before the orders themselves, so no order is ever
+ * left with movements that no longer sum to its line. Live movements cannot be erased: the
+ * journal's append-only trigger refuses, whatever the caller asks.
  */
-export async function eraseTestLines(sql: Sql, orderPks: readonly string[]): Promise<void> {
+export async function eraseTestMovements(sql: Sql, orderPks: readonly string[]): Promise<void> {
   if (orderPks.length === 0) return;
-  const ids = JSON.stringify(orderPks);
   await sql.query(
-    `delete from ledger_movements where entry_id in (
-       select id from ledger_entries where order_id in (select jsonb_array_elements_text(?::jsonb)) and not livemode)`,
-    [ids],
-  );
-  await sql.query(
-    `delete from ledger_entries where order_id in (select jsonb_array_elements_text(?::jsonb)) and not livemode`,
-    [ids],
+    `delete from ledger_movements where order_id in (select jsonb_array_elements_text(?::jsonb)) and not livemode`,
+    [JSON.stringify(orderPks)],
   );
 }

@@ -40,6 +40,12 @@ export const Order = defineEntity({
     refundedAmount: p.bigint('number').default(0),
     refundedOriginalAmount: p.bigint('number').default(0),
     refundedCommissionAmount: p.bigint('number').default(0),
+    /**
+     * The order's settlement line: what its creator is owed on it now. It changes only together
+     * with the journal movements that name the order, so they always sum to it (a column of the
+     * order since issue 22: one row per order, not two; Migration20261125220000).
+     */
+    commissionBalance: p.bigint('number').default(0),
     creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
     offer: () => p.manyToOne(Offer).mapToPk().nullable().createForeignKeyConstraint(false),
     attributedVia: p.enum(attributionVias).nullable(),
@@ -81,6 +87,12 @@ export const Order = defineEntity({
     { name: 'orders_list_index', properties: ['brand', 'livemode', 'occurredAt', 'id'] },
     { name: 'orders_confirm_at_index', properties: ['status', 'confirmAt'] },
     { name: 'orders_created_at_index', properties: ['brand', 'livemode', 'createdAt'] },
+    // Open lines only (pending, payable, clawbacks not netted): a creator's balance, read from the ledger.
+    {
+      name: 'orders_open_balance_index',
+      properties: ['brand', 'livemode', 'creator'],
+      where: 'commission_balance <> 0',
+    },
     {
       name: 'orders_payable_index',
       properties: ['brand', 'creator', 'id'],

@@ -136,8 +136,7 @@ export async function listPayoutLines(
   const rows = await em.execute<LineRow[]>(
     `select m.id, m.amount, o.order_id, o.conversion_id
        from ledger_movements m
-       join ledger_entries le on le.id = m.entry_id
-       join orders o on o.id = le.order_id
+       join orders o on o.id = m.order_id
       where m.payout_id = ? and m.kind = 'payout' and m.brand_id = ? and m.livemode = ? ${after ? 'and m.id > ?' : ''}
       order by m.id limit ?`,
     [payoutId, caller.brandId, caller.livemode, ...(after ? [after.i] : []), input.limit + 1],

@@ -94,9 +94,7 @@ interface Payee {
 /** A settlement line to pay: a confirmed order's, or one holding a clawback not netted yet. */
 interface SettledLine {
   id: string;
-  entry_id: string;
   order_pk: string;
-  line_creator_id: string | null;
   amount: string;
 }
 
@@ -110,19 +108,16 @@ interface SettledLine {
  */
 async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: string): Promise<number> {
   // One row past the chunk tells whether this chunk is the payee's last (for payout.created).
-  const found = await sql.query<
-    OrderRow & { entry_id: string; line_creator_id: string | null; settled: string }
-  >(
-    `select le.id as entry_id, le.creator_id as line_creator_id,
-            o.commission_amount - o.refunded_commission_amount as settled, ${orderOutColumns('o')}
-       from orders o join ledger_entries le on le.order_id = o.id
+  const found = await sql.query<OrderRow & { settled: string }>(
+    `select o.commission_amount - o.refunded_commission_amount as settled, ${orderOutColumns('o')}
+       from orders o
       where o.brand_id = ? and o.creator_id = ? and o.livemode and o.status in (${sqlStatuses(paying.from)})
       order by o.id limit ${CHUNK + 1} for update of o skip locked`,
     [payee.brand_id, payee.creator_id],
   );
   const foundClawbacks = await sql.query<SettledLine>(
-    `select m.id, m.entry_id, le.order_id as order_pk, le.creator_id as line_creator_id, m.amount
-       from ledger_movements m join ledger_entries le on le.id = m.entry_id
+    `select m.id, m.order_id as order_pk, m.amount
+       from ledger_movements m
       where m.brand_id = ? and m.creator_id = ? and m.kind = 'clawback' and m.livemode
         and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)
       order by m.id limit ${CHUNK + 1} for update of m skip locked`,
@@ -130,13 +125,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   );
   const last = found.length <= CHUNK && foundClawbacks.length <= CHUNK;
   const orders = found.slice(0, CHUNK);
-  const orderLines: SettledLine[] = orders.map((o) => ({
-    id: o.id,
-    entry_id: o.entry_id,
-    order_pk: o.id,
-    line_creator_id: o.line_creator_id,
-    amount: o.settled,
-  }));
+  const orderLines: SettledLine[] = orders.map((o) => ({ id: o.id, order_pk: o.id, amount: o.settled }));
   const clawbacks = foundClawbacks.slice(0, CHUNK);
   if (orders.length === 0 && clawbacks.length === 0) return 0;
   const commission = orderLines.reduce((sum, o) => sum + Number(o.amount), 0);
@@ -167,25 +156,24 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   const scope = { brandId: payee.brand_id, livemode: true };
   const cause = { ...scope, payoutId, requestId };
   for (const line of [...orderLines, ...clawbacks]) {
-    if (!journal.isOpen(line.order_pk))
-      journal.open(scope, line.order_pk, line.entry_id, line.line_creator_id);
-    journal.record(cause, line.order_pk, line.line_creator_id, [
+    journal.record(cause, line.order_pk, [
       { kind: 'payout', creatorId: payee.creator_id, amount: -Number(line.amount) },
     ]);
   }
   await executeWrites(sql, [
     {
-      sql: `update orders o set status = '${paying.to}', payout_id = ?, updated_at = now()
-              from ${recordset({ id: 'text' })} where o.id = x.id`,
+      sql: `update orders o set status = '${paying.to}', payout_id = ?, updated_at = now(),
+                   commission_balance = o.commission_balance + x.delta
+              from ${recordset({ id: 'text', delta: 'bigint' })} where o.id = x.id`,
       params: [payoutId],
-      rows: orders.map((o) => ({ id: o.id })),
+      rows: orders.map((o) => ({ id: o.id, delta: journal.delta(o.id) })),
     },
     {
       sql: `insert into payout_clawbacks (movement_id, payout_id) select x.id, ? from ${recordset({ id: 'text' })}`,
       params: [payoutId],
       rows: clawbacks.map((m) => ({ id: m.id })),
     },
-    ...journalWrites(journal),
+    ...journalWrites(journal, new Set(orders.map((o) => o.id))),
   ]);
   const paid = orders.map((o) =>
     orderEvent('order.paid_out', { ...o, status: paying.to, payout_id: payoutId }, requestId),

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { inTransaction } from '../../db/sql.js';
 import { executeWrites } from '../../db/write-set.js';
-import { eraseTestLines } from '../ledger/journal.js';
+import { eraseTestMovements } from '../ledger/journal.js';
 import { testDataErasureCutoff } from '../orders/order-lifecycle.js';
 import {
   conversionFactsOfRow,
@@ -68,7 +68,7 @@ const webhookErasures = [
 
 /**
  * Erases test-mode data past the lifecycle's retention: orders with their refunds and, through
- * the Journal, their ledger lines; then received events and idempotency records; then test-mode
+ * the Journal, their movements; then received events and idempotency records; then test-mode
  * webhook endpoints, events and deliveries. In batches of
  * 1000 rows per transaction with SKIP LOCKED, so no statement holds locks for long, two runs
  * at once split the rows, and a rerun finds nothing left (what is gone stays gone).
@@ -94,7 +94,7 @@ export async function eraseExpiredTestData(
       );
       const ids = rows.map((r) => r.id);
       if (ids.length === 0) return 0;
-      await eraseTestLines(sql, ids);
+      await eraseTestMovements(sql, ids);
       const list = JSON.stringify(ids);
       await sql.query(`delete from refunds where order_id in (select jsonb_array_elements_text(?::jsonb))`, [
         list,
