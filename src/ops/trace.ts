@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import { withIsoInstants } from '../db/timestamps.js';
 import type { AppDeps } from '../deps.js';
 import type { JobData, JobName } from '../jobs/queues.js';
+import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { deliveriesOfRequest } from '../modules/webhooks/webhooks.service.js';
 
 const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as const;
@@ -17,11 +18,20 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
       `select id, type, order_id, livemode, occurred_at, received_at from received_events where request_id = ? order by id`,
       [requestId],
     ),
+    // An event's movements through the event and its order (one probe each); a payout run's by
+    // their own request id (the partial index holds only movements no event caused).
     em.execute(
       `select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
+         from received_events e
+         join orders o on ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')}
+         join ledger_movements m on m.order_id = o.id and m.event_id = e.id
+        where e.request_id = ? and e.order_id is not null
+       union all
+       select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
          from ledger_movements m join orders o on o.id = m.order_id
-        where m.request_id = ? order by m.id`,
-      [requestId],
+        where m.request_id = ? and m.event_id is null
+       order by id`,
+      [requestId, requestId],
     ),
     em.execute<{ id: string; job_name: JobName }[]>(
       `select id, job_name, event_id, available_at, relayed_at from outbox_messages where request_id = ? order by id`,

@@ -1,5 +1,8 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
+import { confirmOrders } from '../../workers/payouts.js';
 import { admin, expectEnvelope, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -229,6 +232,51 @@ describe('admin API', () => {
     expect(instants.length).toBeGreaterThanOrEqual(6);
     for (const at of instants)
       if (at !== null) expect(at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  it("the trace finds a request's journal movements: an event's through the event, a payout run's by its request", async () => {
+    const shop = await makeShop(ctx);
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({
+        events: [
+          { type: 'order.paid', data: { order_id: 'tm-1', amount: 10_000, coupon_code: 'MINA20' } },
+          { type: 'order.paid', data: { order_id: 'tm-2', amount: 20_000, coupon_code: 'MINA20' } },
+          { type: 'order.paid', data: { order_id: 'tm-3', amount: 5_000 } },
+        ],
+      });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    const requestId = batch.headers['request-id'] as string;
+    const refund = await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+      order_id: 'tm-1',
+      refund_id: 'tm-r1',
+      amount: 5_000,
+    });
+    const moves = async (id: string) => {
+      const trace = await admin(ctx).get(`/admin/api/trace/${id}`);
+      expect(trace.status).toBe(200);
+      return (
+        trace.body.movements as { kind: string; amount: number; order_id: string; event_id: string }[]
+      ).map((m) => [m.kind, Number(m.amount), m.order_id, m.event_id]);
+    };
+    const [one, two] = batch.body as { id: string }[];
+    // The unattributed order moves nothing; the refund's movement is its own request's.
+    expect(await moves(requestId)).toEqual([
+      ['accrual', 2000, 'tm-1', one!.id],
+      ['accrual', 4000, 'tm-2', two!.id],
+    ]);
+    expect(await moves(refund.body.request_id)).toEqual([['reversal', -1000, 'tm-1', refund.body.id]]);
+
+    await ctx.orm.em
+      .fork()
+      .execute(
+        `update orders set confirm_at = now() - interval '1 minute' where brand_id = ? and order_id = 'tm-2'`,
+        [shop.brandId],
+      );
+    await confirmOrders(ctx.orm, undefined, createLogger('silent'));
+    await runPayouts(ctx.orm, '2026-11-trace', 'req_trace_payout_run');
+    expect(await moves('req_trace_payout_run')).toEqual([['payout', -4000, 'tm-2', null]]);
   });
 
   it('404 job_not_found lists the job names', async () => {

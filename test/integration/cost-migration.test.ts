@@ -85,21 +85,26 @@ async function everything() {
 const hasLineTable = async () =>
   (await sql(`select to_regclass('ledger_entries') is not null as yes`))[0].yes as boolean;
 
-/** Each order's settlement line (balance and creator) and journal, whichever table holds the line. */
+/**
+ * Each order's settlement line (balance and creator) and journal, whichever table holds the line.
+ * A movement's request is its own or, since Migration20261125230000, its event's.
+ */
 async function ledger() {
+  const request = `jsonb_build_object('request_id', coalesce(m.request_id,
+    (select r.request_id from received_events r where r.id = m.event_id)))`;
   if (await hasLineTable())
     return {
       lines: await sql(
         `select order_id, creator_id, commission_balance from ledger_entries order by order_id`,
       ),
       movements: await sql(
-        `select to_jsonb(m) - 'entry_id' || jsonb_build_object('order_id', e.order_id) as row
+        `select to_jsonb(m) - 'entry_id' || jsonb_build_object('order_id', e.order_id) || ${request} as row
            from ledger_movements m join ledger_entries e on e.id = m.entry_id order by m.id`,
       ),
     };
   return {
     lines: await sql(`select id as order_id, creator_id, commission_balance from orders order by id`),
-    movements: await sql(`select to_jsonb(m) as row from ledger_movements m order by m.id`),
+    movements: await sql(`select to_jsonb(m) || ${request} as row from ledger_movements m order by m.id`),
   };
 }
 

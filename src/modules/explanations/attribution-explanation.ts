@@ -33,7 +33,8 @@ interface EventRow {
 interface MovementRow {
   event_id: string | null;
   payout_id: string | null;
-  request_id: string;
+  /** Set on a payout's movements (an event's reach their request through the event). */
+  request_id: string | null;
   kind: string;
   creator_id: string | null;
   amount: string;
@@ -206,7 +207,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       .filter((m) => m.payout_id)
       .map((m) => ({
         payout_id: m.payout_id!,
-        request_id: m.request_id,
+        request_id: m.request_id!,
         at: new Date(m.created_at).toISOString(),
         ...movement(m),
       })),

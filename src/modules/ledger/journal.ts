@@ -34,7 +34,8 @@ export interface MovementRow {
   kind: MovementKind;
   amount: number;
   event_id: string | null;
-  request_id: string;
+  /** A payout's only: an event's movements reach their request through the event. */
+  request_id: string | null;
   payout_id: string | null;
 }
 
@@ -61,7 +62,7 @@ export class Journal {
         kind: m.kind,
         amount: m.amount,
         event_id: 'eventId' in cause ? cause.eventId : null,
-        request_id: cause.requestId,
+        request_id: 'payoutId' in cause ? cause.requestId : null,
         payout_id: 'payoutId' in cause ? cause.payoutId : null,
       });
     }

@@ -24,13 +24,18 @@ export const LedgerMovement = defineEntity({
     /** Signed KRW: accruals positive, reversals and clawbacks negative. */
     amount: p.bigint('number'),
     eventId: p.string().length(40).nullable(),
-    requestId: p.string().length(40),
+    /**
+     * The request of a movement no event caused (a payout run's). An event's movements reach
+     * their request through the event (received_events.request_id): not stored twice, nor
+     * indexed per order (Migration20261125230000).
+     */
+    requestId: p.string().length(40).nullable(),
     payoutId: p.string().length(40).nullable(),
     createdAt: createdAt(),
   },
   indexes: [
     { name: 'ledger_movements_order_index', properties: ['order'] },
-    { name: 'ledger_movements_request_id_index', properties: ['requestId'] },
+    { name: 'ledger_movements_request_id_index', properties: ['requestId'], where: 'event_id is null' },
     // A payout's lines (GET /v1/payouts/{id}/lines); ingestion's movements carry no payout_id.
     { name: 'ledger_movements_payout_index', properties: ['payoutId'], where: 'payout_id is not null' },
     {
@@ -38,6 +43,10 @@ export const LedgerMovement = defineEntity({
       properties: ['brand', 'creator'],
       where: "kind = 'clawback' and livemode",
     },
+  ],
+  checks: [
+    // Every movement is tied to what caused it: an event, or a request (and payout) without one.
+    { name: 'ledger_movements_cause_check', expression: 'event_id is not null or request_id is not null' },
   ],
 });
 export type LedgerMovement = InferEntity<typeof LedgerMovement>;
