@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
-import { newId } from '../shared/ids.js';
+import { newRequestId } from '../shared/ids.js';
 
 export const assignRequestId: RequestHandler = (req, res, next) => {
-  req.requestId = newId('req');
+  req.requestId = newRequestId();
   res.setHeader('Request-Id', req.requestId);
   next();
 };

@@ -2,8 +2,10 @@ import type { Job } from 'bullmq';
 import { withIsoInstants } from '../db/timestamps.js';
 import type { AppDeps } from '../deps.js';
 import type { JobData, JobName } from '../jobs/queues.js';
+import { NOT_DERIVED } from '../modules/ingestion/received-event.entity.js';
 import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { deliveriesOfRequest } from '../modules/webhooks/webhooks.service.js';
+import { eventIdRange } from '../shared/ids.js';
 
 const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as const;
 
@@ -13,25 +15,32 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
  */
 export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queues'>, requestId: string) {
   const em = orm.em.fork();
+  // A request's events: the key range of the ids derived from its id (shared/ids.ts), and those
+  // whose id is not derived from it (written before that scheme), by the partial request-id index.
+  const range = eventIdRange(requestId) ?? ['', ''];
+  const eventsOf = `select * from received_events where id between ? and ? and request_id = ?
+    union all
+    select * from received_events where request_id = ? and ${NOT_DERIVED}`;
+  const eventParams = [...range, requestId, requestId];
   const [events, movements, handedOver, webhookDeliveries] = await Promise.all([
     em.execute(
-      `select id, type, order_id, livemode, occurred_at, received_at from received_events where request_id = ? order by id`,
-      [requestId],
+      `select id, type, order_id, livemode, occurred_at, received_at from (${eventsOf}) e order by id`,
+      [...eventParams],
     ),
     // An event's movements through the event and its order (one probe each); a payout run's by
     // their own request id (the partial index holds only movements no event caused).
     em.execute(
       `select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
-         from received_events e
+         from (${eventsOf}) e
          join orders o on ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')}
          join ledger_movements m on m.order_id = o.id and m.event_id = e.id
-        where e.request_id = ? and e.order_id is not null
+        where e.order_id is not null
        union all
        select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
          from ledger_movements m join orders o on o.id = m.order_id
         where m.request_id = ? and m.event_id is null
        order by id`,
-      [requestId, requestId],
+      [...eventParams, requestId],
     ),
     em.execute<{ id: string; job_name: JobName }[]>(
       `select id, job_name, event_id, available_at, relayed_at from outbox_messages where request_id = ? order by id`,

@@ -20,9 +20,10 @@ function timeHead(time: number): string {
  * `<prefix>_<10 chars of time><16 chars of randomness>`, monotonic within a process (as
  * ULIDs are): within one millisecond the random part of the previous id is incremented, so
  * journal rows written in one millisecond keep their order, and ids stay unguessable. Called
- * several times per event on the hot path, hence no intermediate arrays.
+ * several times per event on the hot path, hence no intermediate arrays. `last` is the last
+ * random character that varies: those after it are 0, leaving room for ids derived from this one.
  */
-export function newId(prefix: string): string {
+export function newId(prefix: string, last = 15): string {
   const now = Date.now();
   if (now !== lastTime) {
     lastTime = now;
@@ -30,7 +31,7 @@ export function newId(prefix: string): string {
     randomFillSync(tail);
     for (let i = 0; i < 16; i++) tail[i]! &= 31;
   } else {
-    for (let i = 15; i >= 0; i--) {
+    for (let i = last; i >= 0; i--) {
       if (tail[i]! < 31) {
         tail[i]! += 1;
         break;
@@ -38,9 +39,36 @@ export function newId(prefix: string): string {
       tail[i] = 0;
     }
   }
+  for (let i = last + 1; i < 16; i++) tail[i] = 0;
   let id = `${prefix}_${lastHead}`;
   for (let i = 0; i < 16; i++) id += ALPHABET[tail[i]!];
   return id;
+}
+
+/** Events per request an id can be derived for: two base32 characters (a batch holds 500). */
+const EVENTS_PER_REQUEST = 32 * 32;
+
+/** A request id (`req_…00`): its last two characters are 0, for the ids of its events. */
+export const newRequestId = () => newId('req', 13);
+
+/**
+ * The id of a request's `index`th event: `evt_` and the request id's body with the index in its
+ * last two characters. A request's events are then one range of the primary key (the admin
+ * trace reads them so, and no index by request id is written per event); same length and form
+ * as any id. A request id of another form (a test's) gets an id derived from a new request id,
+ * so no two event ids can meet however they were made.
+ */
+export function eventIdOf(requestId: string, index: number): string {
+  if (!/^req_[0-9a-z]{24}00$/.test(requestId) || index >= EVENTS_PER_REQUEST)
+    return eventIdOf(newRequestId(), 0);
+  return `evt_${requestId.slice(4, 28)}${ALPHABET[index >> 5]}${ALPHABET[index & 31]}`;
+}
+
+/** The primary-key range of the events `eventIdOf` derives from `requestId` (null: none are). */
+export function eventIdRange(requestId: string): [string, string] | null {
+  if (!/^req_[0-9a-z]{24}00$/.test(requestId)) return null;
+  const body = requestId.slice(4, 28);
+  return [`evt_${body}00`, `evt_${body}zz`];
 }
 
 /** A random token of base62 characters, for secrets and slugs. */

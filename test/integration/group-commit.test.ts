@@ -88,8 +88,8 @@ describe('group commit', () => {
     const ids = (batch.body as { request_id: string }[]).map((e) => e.request_id);
     expect(new Set(ids).size).toBe(1);
     const { rows } = await db.query(
-      `select o.order_id, o.brand_id, count(m.id)::int as movements, min(m.request_id) as request_id
-         from orders o join ledger_movements m on m.order_id = o.id
+      `select o.order_id, o.brand_id, count(m.id)::int as movements, min(e.request_id) as request_id
+         from orders o join ledger_movements m on m.order_id = o.id join received_events e on e.id = m.event_id
         where o.order_id like $1 group by o.order_id, o.brand_id order by o.order_id`,
       [`${tag}-%`],
     );

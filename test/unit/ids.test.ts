@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newId } from '../../src/shared/ids.js';
+import { eventIdOf, eventIdRange, newId, newRequestId } from '../../src/shared/ids.js';
 
 describe('newId', () => {
   it('is prefixed, 26 base32 characters, unique and strictly increasing within a process', () => {
@@ -7,5 +7,33 @@ describe('newId', () => {
     for (const id of ids) expect(id).toMatch(/^mv_[0-9a-hjkmnp-tv-z]{26}$/);
     expect(new Set(ids).size).toBe(ids.length);
     expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe('request and event ids', () => {
+  it("derive a request's event ids from its id, so its events are one key range", () => {
+    const requests = Array.from({ length: 300 }, () => newRequestId());
+    for (const id of requests) expect(id).toMatch(/^req_[0-9a-hjkmnp-tv-z]{24}00$/);
+    expect(new Set(requests).size).toBe(requests.length);
+    expect([...requests].sort()).toEqual(requests);
+    const [request] = requests;
+    const events = Array.from({ length: 500 }, (_, i) => eventIdOf(request!, i));
+    expect(new Set(events).size).toBe(500);
+    expect([...events].sort()).toEqual(events);
+    const [low, high] = eventIdRange(request!)!;
+    for (const id of events) {
+      expect(id).toMatch(/^evt_[0-9a-hjkmnp-tv-z]{26}$/);
+      expect(id >= low && id <= high).toBe(true);
+    }
+    // No other request's event, nor any id made meanwhile, falls in the range.
+    const others = requests.slice(1).flatMap((r) => [eventIdOf(r, 0), eventIdOf(r, 499)]);
+    const meanwhile = Array.from({ length: 100 }, () => eventIdOf('req_test', 0));
+    for (const id of [...others, ...meanwhile]) expect(id >= low && id <= high).toBe(false);
+  });
+
+  it('give a request id of another form events with ids of their own, never one twice', () => {
+    const ids = Array.from({ length: 1000 }, () => eventIdOf('req_fixed', 0));
+    expect(new Set(ids).size).toBe(1000);
+    expect(eventIdRange('req_fixed')).toBeNull();
   });
 });

@@ -1,6 +1,6 @@
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
-import { newId } from '../../shared/ids.js';
+import { eventIdOf } from '../../shared/ids.js';
 import { recordDecision } from '../attribution/decision-record.js';
 import type { Cause } from '../ledger/journal.js';
 import type { OrderBook, OrderOutcome } from './order-book.js';
@@ -76,7 +76,11 @@ export function planRequest(
   const plan: RequestPlan = { accepted: [], received: [], handOver: [] };
   const { scope, now } = book;
   for (const [index, event] of request.events.entries()) {
-    const cause: Cause = { ...scope, eventId: newId('evt'), requestId: request.requestId };
+    const cause: Cause = {
+      ...scope,
+      eventId: eventIdOf(request.requestId, index),
+      requestId: request.requestId,
+    };
     let result: OrderOutcome;
     try {
       result = applyOne(book, cause, event);

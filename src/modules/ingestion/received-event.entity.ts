@@ -1,6 +1,12 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { Brand } from '../brands/brand.entity.js';
 
+/**
+ * An event whose id is not derived from its request's (shared/ids.ts `eventIdOf`): only those are
+ * indexed by request id; the others are one primary-key range per request (Migration20261125233000).
+ */
+export const NOT_DERIVED = 'substr(id, 5, 24) <> substr(request_id, 5, 24)';
+
 /** Every accepted event, settlement or browser signal, with the request that carried it. */
 export const ReceivedEvent = defineEntity({
   name: 'ReceivedEvent',
@@ -24,7 +30,7 @@ export const ReceivedEvent = defineEntity({
   },
   indexes: [
     { name: 'received_events_brand_received_at_index', properties: ['brand', 'livemode', 'receivedAt'] },
-    { name: 'received_events_request_id_index', properties: ['requestId'] },
+    { name: 'received_events_request_id_index', properties: ['requestId'], where: NOT_DERIVED },
     { name: 'received_events_observed_index', properties: ['receivedAt'], where: "type = 'order.observed'" },
     // What retention prunes after 30 days (retention/bounded-tables.ts).
     {
