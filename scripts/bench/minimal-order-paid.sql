@@ -8,9 +8,7 @@ begin;
 insert into orders (id, brand_id, livemode, order_id, status, amount, commission_amount, commission_balance,
                     creator_id, offer_id, attributed_via, conversion_id, commission_bps, coupon_code, occurred_at, confirm_at)
 values ('ord_pgbm_' || :r::text, :brand, true, 'pgbm-' || :r::text, 'pending', 12900, 1290, 1290, :creator, :offer,
-        'code', 'conv_pgbm_' || :r::text, 1000, 'MINA10', now(), now() + interval '14 days')
-on conflict ((brand_id || '/' || case when livemode then 'live' else 'test' end || '/' || order_id)) do update
-   set amount = excluded.amount, commission_amount = excluded.commission_amount, updated_at = now();
+        'code', 'conv_pgbm_' || :r::text, 1000, 'MINA10', now(), now() + interval '14 days');
 insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id)
 values ('mv_pgbm_' || :r::text, :brand, true, 'ord_pgbm_' || :r::text, :creator, 'accrual', 1290,
         'evt_pgbm_' || :r::text, 'req_pgbm_' || :r::text);

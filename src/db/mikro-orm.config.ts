@@ -34,6 +34,9 @@ export function ormConfig(
       allOrNothing: true,
       snapshot: true,
       snapshotName: '.snapshot',
+      // Applying migrations (a deploy, a test taking the schema down and up) must not rewrite the
+      // snapshot in the source tree: it is what `migration:create` diffs against, and is authored.
+      snapshotOnMigrate: false,
     },
   });
 }

@@ -53,9 +53,12 @@ afterAll(() => ctx.close());
 /** Everything the migrations must not change, as the tables show it. */
 async function tables() {
   return {
-    // lookup_key is a stored column before Migration20261125200000 and an indexed expression after.
+    // lookup_key is a stored column before Migration20261125200000 and an indexed expression after;
+    // no flags are an empty array before Migration20261125234000 and null after.
     orders: await sql(
-      `select to_jsonb(o) - 'lookup_key' - 'commission_balance' as row from orders o order by id`,
+      `select to_jsonb(o) - 'lookup_key' - 'commission_balance'
+              || jsonb_build_object('flags', coalesce(o.flags, '{}')) as row
+         from orders o order by id`,
     ),
     ...(await ledger()),
     events: await sql(`select * from received_events order by id`),
@@ -131,12 +134,13 @@ const explanations = async () => {
   return out;
 };
 
-/** received_events' two JSON columns' types, and the access method of the index by order. */
-const receivedEventsForm = async () => {
+/** received_events' two JSON columns' types, and the access methods of the indexes by order and by lookup key. */
+const storageForms = async () => {
   const [row] = await sql(`select
     (select format_type(atttypid, null) from pg_attribute where attrelid = 'received_events'::regclass and attname = 'data') as data,
     (select format_type(atttypid, null) from pg_attribute where attrelid = 'received_events'::regclass and attname = 'attribution') as attribution,
-    (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'received_events_order_index') as order_index`);
+    (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'received_events_order_index') as order_index,
+    (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'orders_lookup_key_unique') as lookup_index`);
   return row;
 };
 
@@ -165,7 +169,12 @@ describe("issue 22's migrations", () => {
     expect(await constraintsOf(dropped)).toEqual(dropped);
     expect(await tables()).toEqual(beforeTables);
 
-    expect(await receivedEventsForm()).toEqual({ data: 'jsonb', attribution: 'jsonb', order_index: 'btree' });
+    expect(await storageForms()).toEqual({
+      data: 'jsonb',
+      attribution: 'jsonb',
+      order_index: 'btree',
+      lookup_index: 'btree',
+    });
 
     // A line whose creator is not its order's would be lost in the move: the migrations refuse,
     // and change nothing.
@@ -181,7 +190,12 @@ describe("issue 22's migrations", () => {
     await ctx.orm.migrator.up();
     expect(await constraintsOf(dropped)).toEqual([]);
     expect(await everything()).toEqual(before);
-    expect(await receivedEventsForm()).toEqual({ data: 'json', attribution: 'json', order_index: 'hash' });
+    expect(await storageForms()).toEqual({
+      data: 'json',
+      attribution: 'json',
+      order_index: 'hash',
+      lookup_index: 'hash',
+    });
     // A decision written now is kept as the compact text it was sent as, not re-printed.
     await send('order.paid', { order_id: 'CM-new', amount: 5_000, coupon_code: 'MINA20' });
     const [fresh] = await sql(

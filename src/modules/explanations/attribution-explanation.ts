@@ -17,7 +17,7 @@ interface OrderRow {
   commission_bps: number | null;
   commission_amount: string;
   refunded_commission_amount: string;
-  flags: string[];
+  flags: string[] | null;
 }
 
 interface EventRow {
@@ -169,7 +169,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       commission_bps: order.commission_bps,
       commission_amount: Number(order.commission_amount),
       refunded_commission_amount: Number(order.refunded_commission_amount),
-      flags: order.flags,
+      flags: order.flags ?? [],
     },
     history: events.map((e) => {
       const refund = refunds.find((r) => r.event_id === e.id);

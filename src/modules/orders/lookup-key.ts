@@ -1,9 +1,9 @@
 /**
  * An order's lookup key, brand_id/live|test/order_id: what every lookup of one order probes, by
- * the unique index on this expression (orders_lookup_key_unique). Brand ids never contain '/', so
- * the key is unambiguous. An index on the expression rather than a stored column (issue 22: 40
- * bytes less per order, stored and in WAL); a query must write the expression as
- * `orderLookupKeySql` does for the planner to match it to the index.
+ * the hash index of the exclusion constraint on this expression (orders_lookup_key_unique).
+ * Brand ids never contain '/', so the key is unambiguous. An index on the expression rather than
+ * a stored column (issue 22: 40 bytes less per order, stored and in WAL); a query must write the
+ * expression as `orderLookupKeySql` does for the planner to match it to the index.
  */
 export const orderLookupKey = (scope: { brandId: string; livemode: boolean }, orderId: string) =>
   `${scope.brandId}/${scope.livemode ? 'live' : 'test'}/${orderId}`;

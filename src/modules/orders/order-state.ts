@@ -150,7 +150,7 @@ export function orderToRow(o: OrderState): Record<OrderColumn | 'id' | 'order_id
     last_touch_channel: o.lastTouchChannel,
     customer_hash: o.customerHash,
     // A Postgres array literal, read by json_to_recordset into text[].
-    flags: `{${o.flags.join(',')}}`,
+    flags: o.flags.length > 0 ? `{${o.flags.join(',')}}` : null,
     items: o.items,
     occurred_at: o.occurredAt.toISOString(),
     confirm_at: o.confirmAt?.toISOString() ?? null,
