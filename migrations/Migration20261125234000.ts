@@ -10,9 +10,17 @@ const LOOKUP_KEY = `(brand_id || '/' || case when livemode then 'live' else 'tes
  * "Profile notes"). Same guarantee: a concurrent insert of the same order waits for the first
  * and fails (23P01, rerun like 23505); every lookup is an equality probe, which a hash index
  * serves. No `ON CONFLICT` names this key. An order with no flags stores none (null, not an
- * empty array: 16 bytes per order). Builds the hash index once under a lock that holds order
- * writes (timed on 1,000,000 orders in docs/benchmarks.md); rewrites no row.
+ * empty array: 16 bytes per order). The indexes of the two append-only tables split their
+ * rightmost page full (fillfactor 100, not 90): their rows are never updated, so the room a
+ * B-tree leaves for updates would stay empty. Builds the hash index once under a lock that holds
+ * order writes (timed on 1,000,000 orders in docs/benchmarks.md); rewrites no row.
  */
+const appendOnlyIndexes = [
+  'received_events_pkey',
+  'received_events_brand_received_at_index',
+  'ledger_movements_pkey',
+  'ledger_movements_order_index',
+];
 export class Migration20261125234000 extends Migration {
   override name = 'Migration20261125234000';
 
@@ -27,6 +35,7 @@ export class Migration20261125234000 extends Migration {
   }
 
   override async down(): Promise<void> {
+    for (const index of appendOnlyIndexes) this.addSql(`alter index "${index}" reset (fillfactor);`);
     this.addSql(`update "orders" set "flags" = '{}' where "flags" is null;`);
     this.addSql(
       `alter table "orders" alter column "flags" set default '{}', alter column "flags" set not null;`,

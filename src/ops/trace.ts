@@ -2,7 +2,6 @@ import type { Job } from 'bullmq';
 import { withIsoInstants } from '../db/timestamps.js';
 import type { AppDeps } from '../deps.js';
 import type { JobData, JobName } from '../jobs/queues.js';
-import { NOT_DERIVED } from '../modules/ingestion/received-event.entity.js';
 import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { deliveriesOfRequest } from '../modules/webhooks/webhooks.service.js';
 import { eventIdRange } from '../shared/ids.js';
@@ -15,13 +14,13 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
  */
 export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queues'>, requestId: string) {
   const em = orm.em.fork();
-  // A request's events: the key range of the ids derived from its id (shared/ids.ts), and those
-  // whose id is not derived from it (written before that scheme), by the partial request-id index.
+  // A request's events: the key range of the ids derived from its id (shared/ids.ts; they store
+  // no request id), and those whose id is not derived from it, by the partial request-id index.
   const range = eventIdRange(requestId) ?? ['', ''];
-  const eventsOf = `select * from received_events where id between ? and ? and request_id = ?
+  const eventsOf = `select * from received_events where id between ? and ? and request_id is null
     union all
-    select * from received_events where request_id = ? and ${NOT_DERIVED}`;
-  const eventParams = [...range, requestId, requestId];
+    select * from received_events where request_id = ?`;
+  const eventParams = [...range, requestId];
   const [events, movements, handedOver, webhookDeliveries] = await Promise.all([
     em.execute(
       `select id, type, order_id, livemode, occurred_at, received_at from (${eventsOf}) e order by id`,

@@ -64,6 +64,9 @@ export function eventIdOf(requestId: string, index: number): string {
   return `evt_${requestId.slice(4, 28)}${ALPHABET[index >> 5]}${ALPHABET[index & 31]}`;
 }
 
+/** The request id an event id derived by `eventIdOf` names (any other id names none it can be trusted for). */
+export const requestIdOf = (eventId: string) => `req_${eventId.slice(4, 28)}00`;
+
 /** The primary-key range of the events `eventIdOf` derives from `requestId` (null: none are). */
 export function eventIdRange(requestId: string): [string, string] | null {
   if (!/^req_[0-9a-z]{24}00$/.test(requestId)) return null;

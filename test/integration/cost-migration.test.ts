@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
+import { eventRequestIdSql } from '../../src/modules/ingestion/received-event.entity.js';
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { confirmOrders } from '../../workers/payouts.js';
 import { makeShop, sendEvent } from '../factories/index.js';
@@ -61,7 +62,12 @@ async function tables() {
          from orders o order by id`,
     ),
     ...(await ledger()),
-    events: await sql(`select * from received_events order by id`),
+    // A derived event's request id is stored from Migration20261125233000 on only when its id
+    // does not give it.
+    events: await sql(
+      `select to_jsonb(e) || jsonb_build_object('request_id', ${eventRequestIdSql('e')}) as row
+         from received_events e order by id`,
+    ),
     payoutRows: await sql(`select * from payouts order by id`),
   };
 }
@@ -94,7 +100,7 @@ const hasLineTable = async () =>
  */
 async function ledger() {
   const request = `jsonb_build_object('request_id', coalesce(m.request_id,
-    (select r.request_id from received_events r where r.id = m.event_id)))`;
+    (select ${eventRequestIdSql('r')} from received_events r where r.id = m.event_id)))`;
   if (await hasLineTable())
     return {
       lines: await sql(

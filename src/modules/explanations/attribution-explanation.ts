@@ -4,6 +4,7 @@ import type { AttributionDecision } from '../attribution/decision.js';
 import { type DecisionRecord, readDecision } from '../attribution/decision-record.js';
 import type { Candidate } from '../attribution/resolve.js';
 import type { Scope } from '../ingestion/order-book.js';
+import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
 
 interface OrderRow {
@@ -136,7 +137,8 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
   if (!order) throw notFound(orderId, scope);
   const [events, moves, refunds] = await Promise.all([
     em.execute<EventRow[]>(
-      `select id, type, request_id, occurred_at, received_at, data, attribution from received_events
+      `select id, type, ${eventRequestIdSql('e')} as request_id, occurred_at, received_at, data, attribution
+         from received_events e
         where brand_id = ? and livemode = ? and order_id = ?
           and type in ('order.paid', 'refund.created', 'order.cancelled', 'order.confirmed')
         order by received_at, id`,

@@ -1,6 +1,6 @@
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
-import { eventIdOf } from '../../shared/ids.js';
+import { eventIdOf, requestIdOf } from '../../shared/ids.js';
 import { recordDecision } from '../attribution/decision-record.js';
 import type { Cause } from '../ledger/journal.js';
 import type { OrderBook, OrderOutcome } from './order-book.js';
@@ -99,7 +99,8 @@ export function planRequest(
       key_kind: request.keyKind,
       occurred_at: event.occurredAt.toISOString(),
       received_at: now.toISOString(),
-      request_id: request.requestId,
+      // Not stored when the event's id gives it (shared/ids.ts).
+      request_id: requestIdOf(cause.eventId) === request.requestId ? null : request.requestId,
       data: storedData(event),
       attribution: result.decision ? recordDecision(result.decision) : null,
     });

@@ -2,10 +2,12 @@ import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { Brand } from '../brands/brand.entity.js';
 
 /**
- * An event whose id is not derived from its request's (shared/ids.ts `eventIdOf`): only those are
- * indexed by request id; the others are one primary-key range per request (Migration20261125233000).
+ * The request id of the `alias` event row in SQL. An event whose id is derived from its request's
+ * (shared/ids.ts `eventIdOf`) does not store it: its request's events are one primary-key range,
+ * and only the others (written before that scheme) are indexed by request id (Migration20261125233000).
  */
-export const NOT_DERIVED = 'substr(id, 5, 24) <> substr(request_id, 5, 24)';
+export const eventRequestIdSql = (alias: string) =>
+  `coalesce(${alias}.request_id, 'req_' || substr(${alias}.id, 5, 24) || '00')`;
 
 /** Every accepted event, settlement or browser signal, with the request that carried it. */
 export const ReceivedEvent = defineEntity({
@@ -21,7 +23,8 @@ export const ReceivedEvent = defineEntity({
     keyKind: p.string().length(12),
     occurredAt: p.datetime(),
     receivedAt: p.datetime(),
-    requestId: p.string().length(40),
+    /** Null when derived from the id (`eventRequestIdSql`). */
+    requestId: p.string().length(40).nullable(),
     // json, not jsonb: kept as the text written, smaller for small values, and never queried
     // inside beyond `->>` (Migration20261125190000).
     data: p.json<Record<string, unknown>>().columnType('json'),
@@ -30,7 +33,7 @@ export const ReceivedEvent = defineEntity({
   },
   indexes: [
     { name: 'received_events_brand_received_at_index', properties: ['brand', 'livemode', 'receivedAt'] },
-    { name: 'received_events_request_id_index', properties: ['requestId'], where: NOT_DERIVED },
+    { name: 'received_events_request_id_index', properties: ['requestId'], where: 'request_id is not null' },
     { name: 'received_events_observed_index', properties: ['receivedAt'], where: "type = 'order.observed'" },
     // What retention prunes after 30 days (retention/bounded-tables.ts).
     {

@@ -30,7 +30,8 @@ export interface ReceivedEventRow {
   key_kind: string;
   occurred_at: string;
   received_at: string;
-  request_id: string;
+  /** Null when the id gives it (shared/ids.ts `eventIdOf`). */
+  request_id: string | null;
   data: Record<string, unknown>;
   attribution: DecisionRecord | null;
 }

@@ -3,6 +3,8 @@ import type pg from 'pg';
 import { NeedsPrimary } from '../../db/lag-tolerant-reads.js';
 import { inTransactionOn, type Sql } from '../../db/sql.js';
 import { newId } from '../../shared/ids.js';
+import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
+import { orderLookupKeySql } from '../orders/lookup-key.js';
 import { recordWebhookEvents } from '../webhooks/webhook-writes.js';
 
 export interface Scope {
@@ -231,10 +233,10 @@ export async function listMissingOrders(
 const recordMissing = (where: string) => `
 insert into missing_orders (brand_id, livemode, order_id, observed_at, observed_event_id, request_id, amount, currency)
 select distinct on (e.brand_id, e.livemode, e.order_id)
-       e.brand_id, e.livemode, e.order_id, e.occurred_at, e.id, e.request_id, (e.data->>'amount')::bigint, e.data->>'currency'
+       e.brand_id, e.livemode, e.order_id, e.occurred_at, e.id, ${eventRequestIdSql('e')}, (e.data->>'amount')::bigint, e.data->>'currency'
   from received_events e
  where e.type = 'order.observed' and ${where}
-   and not exists (select 1 from orders o where o.brand_id = e.brand_id and o.livemode = e.livemode and o.order_id = e.order_id)
+   and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')})
  order by e.brand_id, e.livemode, e.order_id, e.received_at
 on conflict do nothing
 returning brand_id, livemode, order_id, observed_at, observed_event_id, request_id, amount, currency`;
