@@ -21,6 +21,7 @@ const appendOnlyIndexes = [
   'ledger_movements_pkey',
   'ledger_movements_order_index',
 ];
+
 export class Migration20261125234000 extends Migration {
   override name = 'Migration20261125234000';
 
@@ -32,6 +33,7 @@ export class Migration20261125234000 extends Migration {
     this.addSql(
       `alter table "orders" alter column "flags" drop not null, alter column "flags" drop default;`,
     );
+    for (const index of appendOnlyIndexes) this.addSql(`alter index "${index}" set (fillfactor = 100);`);
   }
 
   override async down(): Promise<void> {

@@ -146,7 +146,8 @@ const storageForms = async () => {
     (select format_type(atttypid, null) from pg_attribute where attrelid = 'received_events'::regclass and attname = 'data') as data,
     (select format_type(atttypid, null) from pg_attribute where attrelid = 'received_events'::regclass and attname = 'attribution') as attribution,
     (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'received_events_order_index') as order_index,
-    (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'orders_lookup_key_unique') as lookup_index`);
+    (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'orders_lookup_key_unique') as lookup_index,
+    (select reloptions::text from pg_class where relname = 'ledger_movements_pkey') as journal_index_options`);
   return row;
 };
 
@@ -180,6 +181,7 @@ describe("issue 22's migrations", () => {
       attribution: 'jsonb',
       order_index: 'btree',
       lookup_index: 'btree',
+      journal_index_options: null,
     });
 
     // A line whose creator is not its order's would be lost in the move: the migrations refuse,
@@ -201,6 +203,7 @@ describe("issue 22's migrations", () => {
       attribution: 'json',
       order_index: 'hash',
       lookup_index: 'hash',
+      journal_index_options: '{fillfactor=100}',
     });
     // A decision written now is kept as the compact text it was sent as, not re-printed.
     await send('order.paid', { order_id: 'CM-new', amount: 5_000, coupon_code: 'MINA20' });
