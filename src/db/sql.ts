@@ -129,26 +129,75 @@ function beginStatement(settings: TransactionSettings): string {
 }
 
 /**
- * A transaction's statements on one connection. node-postgres sends a queued query as soon as
- * the previous one completes, inside the same socket callback, so BEGIN travels with the first
- * statement and COMMIT with the last (queryAndCommit) without waiting for a turn of a busy
- * event loop in between: each group commit is two round trips through the loop, not four.
+ * A value as an SQL literal. Only `'` needs doubling in a standard string; one holding a
+ * backslash is written as an escape string (E'…', backslashes doubled), which reads the same
+ * whatever standard_conforming_strings says.
+ */
+export function sqlLiteral(value: string | number | boolean | null): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+    throw new Error(`a ${typeof value} is not written in as a literal: send it as JSON text`);
+  const text = String(value);
+  const quoted = text.replaceAll("'", "''");
+  return text.includes('\\') ? `E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
+}
+
+/** A stored statement's call with its values written in as literals (each cast to its type). */
+export function inlineCall(stored: StoredStatement, values: readonly unknown[]): string {
+  let n = 0;
+  const text = stored.call.replace(/\?/g, () => sqlLiteral(values[n++] as string | number | boolean | null));
+  if (n !== values.length) throw new Error(`${stored.name} takes ${n} values, not ${values.length}`);
+  return text;
+}
+
+/** The rows of the statement at `index` (negative: from the end) of a simple-protocol query's results. */
+function rowsOf(result: pg.QueryResult | pg.QueryResult[], index: number): pg.QueryResult {
+  const results = Array.isArray(result) ? result : [result];
+  return results.at(index)!;
+}
+
+/**
+ * A transaction's statements on one connection. BEGIN (with the transaction's settings) is sent
+ * with the first statement and COMMIT with the last (queryAndCommit). A stored statement goes in
+ * the same message as them, its values written in as literals (simple protocol): a group commit
+ * is two round trips, `begin; load` and `write; commit`, one network write and one wake-up of the
+ * server backend each. Other statements use the extended protocol; node-postgres sends a queued
+ * query inside the socket callback that completes the previous one, so BEGIN and COMMIT then
+ * cost a round trip each but no turn of a busy event loop.
  */
 function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
-  let begun: Promise<unknown> | undefined = client.query(beginStatement(settings));
-  // Awaited with the first statement; marked handled now so a failure is never unhandled.
-  begun.catch(() => {});
+  let begin: string | undefined = beginStatement(settings);
   let committed = false;
   const send = async <R>(text: string | StoredStatement, values: readonly unknown[]) => {
+    const opening = begin;
+    begin = undefined;
+    if (typeof text !== 'string') {
+      const call = inlineCall(text, values);
+      return rowsOf(await client.query(opening ? `${opening}; ${call}` : call), -1).rows as R[];
+    }
+    const beginning = opening ? client.query(opening) : undefined;
+    // Awaited with the statement; marked handled now so a failure is never unhandled.
+    beginning?.catch(() => {});
     const pending = client.query(statement(text, values));
-    const beginning = begun;
-    begun = undefined;
     const [, result] = await Promise.all([beginning, pending]);
     return result.rows as R[];
   };
   const sql: Sql = {
     query: (text, values = []) => send(text, values),
     async queryAndCommit<R>(text: string | StoredStatement, values: readonly unknown[] = []) {
+      if (typeof text !== 'string') {
+        const opening = begin;
+        begin = undefined;
+        // A failed statement aborts the rest of the message: COMMIT never runs, the caller rolls back.
+        const results = await client.query(
+          `${opening ? `${opening}; ` : ''}${inlineCall(text, values)}; commit`,
+        );
+        const done = rowsOf(results, -1);
+        if (done.command !== 'COMMIT')
+          throw new Error(`the transaction ended with ${done.command}, not COMMIT`);
+        committed = true;
+        return rowsOf(results, -2).rows as R[];
+      }
       const last = send<R>(text, values);
       const commit = client.query('commit');
       // A failed statement aborts the transaction: the queued COMMIT then only ends it.
@@ -166,7 +215,8 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   return {
     sql,
     async commit() {
-      if (begun) await begun;
+      // Nothing was sent: no transaction was begun.
+      if (begin !== undefined) return;
       if (!committed) await client.query('commit');
     },
   };

@@ -1,0 +1,76 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installStoredStatements, inTransactionOn, storedStatement } from '../../src/db/sql.js';
+import { createTestDatabase } from '../setup/test-app.js';
+
+/**
+ * Stored statements travel in one simple-protocol message with BEGIN or COMMIT, their values
+ * written in as literals (db/sql.ts): every value must reach PostgreSQL exactly as sent, the
+ * transaction's settings must apply to them, and a failure must leave nothing behind.
+ */
+let pool: pg.Pool;
+const echo = storedStatement(
+  `select ?::json as doc, ?::text as text, current_setting('enable_seqscan') as seqscan`,
+  'doc json, text text, seqscan text',
+);
+const divide = storedStatement(`select 10 / ?::int as quotient`, 'quotient int');
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 2 });
+  await pool.query('create table probe (v text)');
+  await installStoredStatements(pool, [echo, divide]);
+});
+afterAll(() => pool.end());
+
+const awkward = [
+  `it's`,
+  `back\\slash and 'quote'`,
+  `E'not an escape string'`,
+  `$lf$ dollar $$ quoting $1 ?`,
+  `한국어 ✓ 🧴`,
+  `line\nbreak\ttab`,
+  `';drop table probe;--`,
+];
+
+describe('stored statements in one message with BEGIN and COMMIT', () => {
+  it('reach PostgreSQL exactly as sent, under the transaction settings, first and last', async () => {
+    for (const text of awkward) {
+      const doc = JSON.stringify({ text, nested: [text, { q: `"${text}"` }] });
+      const rows = await inTransactionOn(
+        pool,
+        async (sql) => {
+          const [first] = await sql.query<{ doc: unknown; text: string; seqscan: string }>(echo, [doc, text]);
+          const [last] = await sql.queryAndCommit<{ doc: unknown; text: string }>(echo, [doc, text]);
+          return [first!, last!];
+        },
+        { enable_seqscan: 'off' },
+      );
+      for (const row of rows) expect(row).toEqual({ doc: JSON.parse(doc), text, seqscan: 'off' });
+    }
+    // The settings were the transaction's only.
+    expect((await pool.query(`select current_setting('enable_seqscan') as s`)).rows).toEqual([{ s: 'on' }]);
+    expect((await pool.query('select count(*)::int as n from probe')).rows).toEqual([{ n: 0 }]);
+  });
+
+  it('commit with the last statement, and roll everything back when it fails', async () => {
+    await inTransactionOn(pool, async (sql) => {
+      await sql.query(`insert into probe (v) values (?)`, ['kept']);
+      expect(await sql.queryAndCommit(divide, [5])).toEqual([{ quotient: 2 }]);
+    });
+    await expect(
+      inTransactionOn(pool, async (sql) => {
+        await sql.query(`insert into probe (v) values (?)`, ['lost']);
+        await sql.queryAndCommit(divide, [0]);
+      }),
+    ).rejects.toThrow(/division by zero/);
+    expect((await pool.query('select v from probe order by v')).rows).toEqual([{ v: 'kept' }]);
+    // The connection went back to the pool usable, outside any transaction.
+    expect((await pool.query('select 1 as ok')).rows).toEqual([{ ok: 1 }]);
+  });
+
+  it('refuse a value that is not text, a number, a boolean or null', async () => {
+    await expect(
+      inTransactionOn(pool, (sql) => sql.query(echo, [{ not: 'json text' }, 'x'])),
+    ).rejects.toThrow(/send it as JSON text/);
+  });
+});
