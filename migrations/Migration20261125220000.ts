@@ -40,13 +40,18 @@ export class Migration20261125220000 extends Migration {
           'inspect ledger_entries against orders before migrating (nothing was changed)';
       end if;
     end $$;`);
-    this.addSql(`alter table "orders" add column "commission_balance" bigint not null default 0;`);
-    this.addSql(`update "orders" o set "commission_balance" = le.commission_balance
-                   from "ledger_entries" le where le.order_id = o.id and le.commission_balance <> 0;`);
-    // One rewrite of the journal (row triggers do not fire on a table rewrite): each movement's
-    // line id becomes its order's id. Not inlined (it reads a table), so allowed in USING.
+    // One rewrite of orders and one of the journal, each reading the lines by index (functions
+    // that read a table are not inlined, so USING allows them): no dead row versions, indexes
+    // rebuilt once. Row triggers do not fire on a table rewrite.
+    this.addSql(`create function pg_temp.balance_of_order(o text) returns bigint language sql stable
+                   as $$ select commission_balance from ledger_entries where order_id = o $$;`);
     this.addSql(`create function pg_temp.order_of_line(line text) returns varchar(255) language sql stable
                    as $$ select order_id from ledger_entries where id = line $$;`);
+    this.addSql(`alter table "orders" add column "commission_balance" bigint;`);
+    this.addSql(`alter table "orders" alter column "commission_balance" type bigint
+                   using coalesce(pg_temp.balance_of_order("id"), 0);`);
+    this.addSql(`alter table "orders" alter column "commission_balance" set default 0,
+                   alter column "commission_balance" set not null;`);
     this.addSql(`alter table "ledger_movements" rename column "entry_id" to "order_id";`);
     this.addSql(
       `alter table "ledger_movements" alter column "order_id" type varchar(255) using pg_temp.order_of_line("order_id");`,
