@@ -150,20 +150,21 @@ export function inlineCall(stored: StoredStatement, values: readonly unknown[]):
   return text;
 }
 
-/** The rows of the statement at `index` (negative: from the end) of a simple-protocol query's results. */
-function rowsOf(result: pg.QueryResult | pg.QueryResult[], index: number): pg.QueryResult {
-  const results = Array.isArray(result) ? result : [result];
-  return results.at(index)!;
+/** The last statement's result of a simple-protocol query (one result per statement it held). */
+function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
+  return Array.isArray(result) ? result.at(-1)! : result;
 }
 
 /**
  * A transaction's statements on one connection. BEGIN (with the transaction's settings) is sent
- * with the first statement and COMMIT with the last (queryAndCommit). A stored statement goes in
- * the same message as them, its values written in as literals (simple protocol): a group commit
- * is two round trips, `begin; load` and `write; commit`, one network write and one wake-up of the
- * server backend each. Other statements use the extended protocol; node-postgres sends a queued
- * query inside the socket callback that completes the previous one, so BEGIN and COMMIT then
- * cost a round trip each but no turn of a busy event loop.
+ * with the first statement and COMMIT with the last (queryAndCommit). A stored statement sent
+ * first goes in the same message as BEGIN, its values written in as literals (simple protocol):
+ * one network write and one wake-up of the server backend less. Only then: PostgreSQL's SQL
+ * lexer reads a literal character by character, which for a group's write (hundreds of kilobytes
+ * of rows) cost more server CPU than the round trip saved (docs/benchmarks.md, "Profile notes").
+ * Everything else uses the extended protocol; node-postgres sends a queued query inside the
+ * socket callback that completes the previous one, so BEGIN and COMMIT then cost a round trip
+ * each but no turn of a busy event loop.
  */
 function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   let begin: string | undefined = beginStatement(settings);
@@ -171,10 +172,8 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   const send = async <R>(text: string | StoredStatement, values: readonly unknown[]) => {
     const opening = begin;
     begin = undefined;
-    if (typeof text !== 'string') {
-      const call = inlineCall(text, values);
-      return rowsOf(await client.query(opening ? `${opening}; ${call}` : call), -1).rows as R[];
-    }
+    if (opening && typeof text !== 'string')
+      return lastResult(await client.query(`${opening}; ${inlineCall(text, values)}`)).rows as R[];
     const beginning = opening ? client.query(opening) : undefined;
     // Awaited with the statement; marked handled now so a failure is never unhandled.
     beginning?.catch(() => {});
@@ -185,19 +184,6 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   const sql: Sql = {
     query: (text, values = []) => send(text, values),
     async queryAndCommit<R>(text: string | StoredStatement, values: readonly unknown[] = []) {
-      if (typeof text !== 'string') {
-        const opening = begin;
-        begin = undefined;
-        // A failed statement aborts the rest of the message: COMMIT never runs, the caller rolls back.
-        const results = await client.query(
-          `${opening ? `${opening}; ` : ''}${inlineCall(text, values)}; commit`,
-        );
-        const done = rowsOf(results, -1);
-        if (done.command !== 'COMMIT')
-          throw new Error(`the transaction ended with ${done.command}, not COMMIT`);
-        committed = true;
-        return rowsOf(results, -2).rows as R[];
-      }
       const last = send<R>(text, values);
       const commit = client.query('commit');
       // A failed statement aborts the transaction: the queued COMMIT then only ends it.

@@ -4,9 +4,10 @@ import { installStoredStatements, inTransactionOn, storedStatement } from '../..
 import { createTestDatabase } from '../setup/test-app.js';
 
 /**
- * Stored statements travel in one simple-protocol message with BEGIN or COMMIT, their values
+ * A stored statement sent first travels in one simple-protocol message with BEGIN, its values
  * written in as literals (db/sql.ts): every value must reach PostgreSQL exactly as sent, the
- * transaction's settings must apply to them, and a failure must leave nothing behind.
+ * transaction's settings must apply to it, and a failure must leave nothing behind. The same
+ * statement sent later, and last with COMMIT, goes by the extended protocol: the same answers.
  */
 let pool: pg.Pool;
 const echo = storedStatement(
@@ -32,7 +33,7 @@ const awkward = [
   `';drop table probe;--`,
 ];
 
-describe('stored statements in one message with BEGIN and COMMIT', () => {
+describe('stored statements, first in one message with BEGIN, later as parameters', () => {
   it('reach PostgreSQL exactly as sent, under the transaction settings, first and last', async () => {
     for (const text of awkward) {
       const doc = JSON.stringify({ text, nested: [text, { q: `"${text}"` }] });
