@@ -19,6 +19,20 @@ export function recordset(columns: Record<string, string>): string {
 }
 
 /**
+ * The row without its null values: `json_to_recordset` reads a missing key as null, so a row
+ * need not send them. A new order leaves half its columns null; their keys were a third of the
+ * JSON PostgreSQL lexes for it (json_lex was a sixth of its CPU under batches).
+ */
+export function withoutNulls(row: object): Partial<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const key in row) {
+    const value = (row as Record<string, unknown>)[key];
+    if (value !== null && value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+/**
  * Runs every part as one statement (`with w0 as (…), w1 as (…) select 1`): one round trip
  * however many rows and tables. Empty parts stay in (they insert nothing), so a caller's
  * statement text never varies and is prepared and planned once per connection. The parts see

@@ -1,4 +1,4 @@
-import { recordset, type WritePart } from '../../db/write-set.js';
+import { recordset, type WritePart, withoutNulls } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
 import { Journal, journalWrites } from '../ledger/journal.js';
@@ -98,12 +98,12 @@ export function groupWrites(
       .filter((o) => o.changed)
       .map((o) => ({
         isNew: o.isNew,
-        row: {
+        row: withoutNulls({
           ...orderToRow(o),
           brand_id: book.scope.brandId,
           livemode: book.scope.livemode,
           commission_balance: journal.delta(o.id),
-        },
+        }),
       })),
   );
   // Webhook events of the changes, with their deliveries and the outbox rows that hand those to
@@ -151,7 +151,7 @@ export function groupWrites(
     {
       sql: `insert into received_events (${columnList(receivedEventColumns)})
             select ${fromX(receivedEventColumns)} from ${recordset(receivedEventColumns)}`,
-      rows: received,
+      rows: received.map(withoutNulls),
     },
     browserSignalTallies(received),
     conversionTallies(reportChanges(all)),

@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/sql.js';
-import { recordset, type WritePart } from '../../db/write-set.js';
+import { recordset, type WritePart, withoutNulls } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
 import type { MovementKind } from './ledger-movement.entity.js';
 
@@ -128,7 +128,7 @@ export function journalWrites(journal: Journal, writtenWithOrder: ReadonlySet<st
                 request_id: 'text',
                 payout_id: 'text',
               })}`,
-      rows: journal.movements,
+      rows: journal.movements.map(withoutNulls),
     },
   ];
 }
