@@ -19,17 +19,29 @@ export function recordset(columns: Record<string, string>): string {
 }
 
 /**
- * The row without its null values: `json_to_recordset` reads a missing key as null, so a row
- * need not send them. A new order leaves half its columns null; their keys were a third of the
- * JSON PostgreSQL lexes for it (json_lex was a sixth of its CPU under batches).
+ * A recordset for the hot path's big rows (orders, received events, movements): each row travels
+ * with short keys (`c0`, `c1`, …) and without its nulls (`json_to_recordset` reads a missing key
+ * as null), and `sql` reads it back under the column names as `x`, so a statement is written as
+ * with `recordset`. Parsing the JSON was two fifths of PostgreSQL's CPU under batches; column
+ * names were a third of an order row's bytes, and half its columns are null for a new order
+ * (docs/benchmarks.md, "Profile notes").
  */
-export function withoutNulls(row: object): Partial<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  for (const key in row) {
-    const value = (row as Record<string, unknown>)[key];
-    if (value !== null && value !== undefined) out[key] = value;
-  }
-  return out;
+export function compactRecordset(columns: Record<string, string>) {
+  const names = Object.keys(columns);
+  const keys = names.map((_, i) => `c${i}`);
+  return {
+    sql: `(select ${names.map((name, i) => `r.${keys[i]} as ${name}`).join(', ')}
+             from json_to_recordset(?::json) as r(${names.map((name, i) => `${keys[i]} ${columns[name]}`).join(', ')})) as x`,
+    /** The row as sent: its values under the short keys, nulls left out. */
+    row(values: object): Record<string, unknown> {
+      const out: Record<string, unknown> = {};
+      for (let i = 0; i < names.length; i++) {
+        const value = (values as Record<string, unknown>)[names[i]!];
+        if (value !== null && value !== undefined) out[keys[i]!] = value;
+      }
+      return out;
+    },
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { recordset, type WritePart, withoutNulls } from '../../db/write-set.js';
+import { compactRecordset, recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
 import { Journal, journalWrites } from '../ledger/journal.js';
@@ -11,7 +11,7 @@ import type { OrderBook } from './order-book.js';
 
 const written = Object.keys(orderColumns);
 // commission_balance carries the journal's delta for the order: its settlement line moves by it.
-const orderRecordset = recordset({
+const orderRecordset = compactRecordset({
   id: 'text',
   brand_id: 'text',
   livemode: 'boolean',
@@ -59,6 +59,8 @@ const receivedEventColumns = {
   attribution: 'json',
 };
 
+const receivedRecordset = compactRecordset(receivedEventColumns);
+
 const columnList = (columns: object) => Object.keys(columns).join(', ');
 const fromX = (columns: object) =>
   Object.keys(columns)
@@ -97,8 +99,9 @@ export function groupWrites(
     [...book.orders.values()]
       .filter((o) => o.changed)
       .map((o) => ({
+        id: o.id,
         isNew: o.isNew,
-        row: withoutNulls({
+        row: orderRecordset.row({
           ...orderToRow(o),
           brand_id: book.scope.brandId,
           livemode: book.scope.livemode,
@@ -106,6 +109,11 @@ export function groupWrites(
         }),
       })),
   );
+  // Every line an ingestion moves is its order's, written here with the delta: a line moved apart
+  // would be an update the order's own insert in this statement cannot see, its delta lost.
+  const writtenOrders = new Set(rows.map((o) => o.id));
+  if (journal.lineMoves(writtenOrders).length > 0)
+    throw new Error("an order's settlement line moved without its order being written");
   // Webhook events of the changes, with their deliveries and the outbox rows that hand those to
   // the webhook-delivery queue (the same outbox part as other jobs: one statement text).
   const webhookEvents = all.flatMap((book) => book.webhooks?.events ?? []);
@@ -115,13 +123,13 @@ export function groupWrites(
     {
       sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
-              from ${orderRecordset}`,
+              from ${orderRecordset.sql}`,
       rows: rows.filter((o) => o.isNew).map((o) => o.row),
     },
     {
       sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
-              from ${orderRecordset}
+              from ${orderRecordset.sql}
             on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
                commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = now()`,
       rows: rows.filter((o) => !o.isNew).map((o) => o.row),
@@ -147,11 +155,11 @@ export function groupWrites(
               })}`,
       rows: newRefunds,
     },
-    ...journalWrites(journal, new Set(rows.map((o) => o.row.id as string))),
+    ...journalWrites(journal, writtenOrders),
     {
       sql: `insert into received_events (${columnList(receivedEventColumns)})
-            select ${fromX(receivedEventColumns)} from ${recordset(receivedEventColumns)}`,
-      rows: received.map(withoutNulls),
+            select ${fromX(receivedEventColumns)} from ${receivedRecordset.sql}`,
+      rows: received.map(receivedRecordset.row),
     },
     browserSignalTallies(received),
     conversionTallies(reportChanges(all)),

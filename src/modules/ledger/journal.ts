@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/sql.js';
-import { recordset, type WritePart, withoutNulls } from '../../db/write-set.js';
+import { compactRecordset, recordset, type WritePart } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
 import type { MovementKind } from './ledger-movement.entity.js';
 
@@ -100,6 +100,19 @@ export function movementsBetween(
   return [{ kind: firstAccrual ? 'accrual' : 'adjustment', creatorId: after.creatorId, amount: delta }];
 }
 
+const movementRecordset = compactRecordset({
+  id: 'text',
+  brand_id: 'text',
+  livemode: 'boolean',
+  order_id: 'text',
+  creator_id: 'text',
+  kind: 'text',
+  amount: 'bigint',
+  event_id: 'text',
+  request_id: 'text',
+  payout_id: 'text',
+});
+
 /**
  * The set-based writes of a journal: the movements, and the line of every order that moved and
  * that the caller does not write itself (an order row written in the same transaction carries
@@ -116,19 +129,8 @@ export function journalWrites(journal: Journal, writtenWithOrder: ReadonlySet<st
     {
       sql: `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
             select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
-              from ${recordset({
-                id: 'text',
-                brand_id: 'text',
-                livemode: 'boolean',
-                order_id: 'text',
-                creator_id: 'text',
-                kind: 'text',
-                amount: 'bigint',
-                event_id: 'text',
-                request_id: 'text',
-                payout_id: 'text',
-              })}`,
-      rows: journal.movements.map(withoutNulls),
+              from ${movementRecordset.sql}`,
+      rows: journal.movements.map(movementRecordset.row),
     },
   ];
 }
