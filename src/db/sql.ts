@@ -144,10 +144,10 @@ export function sqlLiteral(value: string | number | boolean | null): string {
 
 /** A stored statement's call with its values written in as literals (each cast to its type). */
 export function inlineCall(stored: StoredStatement, values: readonly unknown[]): string {
+  const takes = stored.call.split('?').length - 1;
+  if (takes !== values.length) throw new Error(`${stored.name} takes ${takes} values, not ${values.length}`);
   let n = 0;
-  const text = stored.call.replace(/\?/g, () => sqlLiteral(values[n++] as string | number | boolean | null));
-  if (n !== values.length) throw new Error(`${stored.name} takes ${n} values, not ${values.length}`);
-  return text;
+  return stored.call.replace(/\?/g, () => sqlLiteral(values[n++] as string | number | boolean | null));
 }
 
 /** The last statement's result of a simple-protocol query (one result per statement it held). */
@@ -159,7 +159,7 @@ function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
  * A transaction's statements on one connection. BEGIN (with the transaction's settings) is sent
  * with the first statement and COMMIT with the last (queryAndCommit). A stored statement sent
  * first goes in the same message as BEGIN, its values written in as literals (simple protocol):
- * one network write and one wake-up of the server backend less. Only then: PostgreSQL's SQL
+ * one network write and one wake-up of the server backend less. Only the first: PostgreSQL's SQL
  * lexer reads a literal character by character, which for a group's write (hundreds of kilobytes
  * of rows) cost more server CPU than the round trip saved (docs/benchmarks.md, "Profile notes").
  * Everything else uses the extended protocol; node-postgres sends a queued query inside the

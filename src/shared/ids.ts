@@ -51,6 +51,9 @@ const EVENTS_PER_REQUEST = 32 * 32;
 /** A request id (`req_…00`): its last two characters are 0, for the ids of its events. */
 export const newRequestId = () => newId('req', 13);
 
+/** A request id `newRequestId` made: its events' ids are derived from it. */
+const DERIVING = /^req_[0-9a-z]{24}00$/;
+
 /**
  * The id of a request's `index`th event: `evt_` and the request id's body with the index in its
  * last two characters. A request's events are then one range of the primary key (the admin
@@ -59,8 +62,7 @@ export const newRequestId = () => newId('req', 13);
  * so no two event ids can meet however they were made.
  */
 export function eventIdOf(requestId: string, index: number): string {
-  if (!/^req_[0-9a-z]{24}00$/.test(requestId) || index >= EVENTS_PER_REQUEST)
-    return eventIdOf(newRequestId(), 0);
+  if (!DERIVING.test(requestId) || index >= EVENTS_PER_REQUEST) return eventIdOf(newRequestId(), 0);
   return `evt_${requestId.slice(4, 28)}${ALPHABET[index >> 5]}${ALPHABET[index & 31]}`;
 }
 
@@ -69,7 +71,7 @@ export const requestIdOf = (eventId: string) => `req_${eventId.slice(4, 28)}00`;
 
 /** The primary-key range of the events `eventIdOf` derives from `requestId` (null: none are). */
 export function eventIdRange(requestId: string): [string, string] | null {
-  if (!/^req_[0-9a-z]{24}00$/.test(requestId)) return null;
+  if (!DERIVING.test(requestId)) return null;
   const body = requestId.slice(4, 28);
   return [`evt_${body}00`, `evt_${body}zz`];
 }
