@@ -143,7 +143,7 @@ export function sqlLiteral(value: string | number | boolean | null): string {
 }
 
 /** A stored statement's call with its values written in as literals (each cast to its type). */
-export function inlineCall(stored: StoredStatement, values: readonly unknown[]): string {
+function inlineCall(stored: StoredStatement, values: readonly unknown[]): string {
   const takes = stored.call.split('?').length - 1;
   if (takes !== values.length) throw new Error(`${stored.name} takes ${takes} values, not ${values.length}`);
   let n = 0;

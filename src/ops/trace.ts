@@ -9,38 +9,52 @@ import { eventIdRange } from '../shared/ids.js';
 const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as const;
 
 /**
- * Reads what one request left behind: stored events, journal movements, the jobs it caused and
- * the webhook deliveries of the events it caused (their jobs, id = delivery id, are among `jobs`).
+ * A request's events and journal movements as two statements. Its events: the key range of the
+ * ids derived from its id (shared/ids.ts; they store no request id), and those whose id is not
+ * derived from it, by the partial request-id index. An event's movements through its order (a
+ * LATERAL probe each, so no plan can turn them into a join over all orders and movements: one
+ * did, 2.2 s for a 500-event batch on a never-analyzed million orders); a payout run's by their
+ * own request id (the partial index holds only movements no event caused).
  */
-export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queues'>, requestId: string) {
-  const em = orm.em.fork();
-  // A request's events: the key range of the ids derived from its id (shared/ids.ts; they store
-  // no request id), and those whose id is not derived from it, by the partial request-id index.
+export function requestRecordsSql(requestId: string) {
   const range = eventIdRange(requestId) ?? ['', ''];
   const eventsOf = `select * from received_events where id between ? and ? and request_id is null
     union all
     select * from received_events where request_id = ?`;
   const eventParams = [...range, requestId];
+  return {
+    events: {
+      sql: `select id, type, order_id, livemode, occurred_at, received_at from (${eventsOf}) e order by id`,
+      params: eventParams,
+    },
+    movements: {
+      sql: `select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
+              from (${eventsOf}) e
+              cross join lateral (
+                select o.id, o.order_id from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')} limit 1
+              ) o
+              cross join lateral (select m.* from ledger_movements m where m.order_id = o.id and m.event_id = e.id) m
+             where e.order_id is not null
+            union all
+            select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
+              from ledger_movements m join orders o on o.id = m.order_id
+             where m.request_id = ? and m.event_id is null
+            order by id`,
+      params: [...eventParams, requestId],
+    },
+  };
+}
+
+/**
+ * Reads what one request left behind: stored events, journal movements, the jobs it caused and
+ * the webhook deliveries of the events it caused (their jobs, id = delivery id, are among `jobs`).
+ */
+export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queues'>, requestId: string) {
+  const em = orm.em.fork();
+  const records = requestRecordsSql(requestId);
   const [events, movements, handedOver, webhookDeliveries] = await Promise.all([
-    em.execute(
-      `select id, type, order_id, livemode, occurred_at, received_at from (${eventsOf}) e order by id`,
-      [...eventParams],
-    ),
-    // An event's movements through the event and its order (one probe each); a payout run's by
-    // their own request id (the partial index holds only movements no event caused).
-    em.execute(
-      `select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
-         from (${eventsOf}) e
-         join orders o on ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')}
-         join ledger_movements m on m.order_id = o.id and m.event_id = e.id
-        where e.order_id is not null
-       union all
-       select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
-         from ledger_movements m join orders o on o.id = m.order_id
-        where m.request_id = ? and m.event_id is null
-       order by id`,
-      [...eventParams, requestId],
-    ),
+    em.execute(records.events.sql, records.events.params),
+    em.execute(records.movements.sql, records.movements.params),
     em.execute<{ id: string; job_name: JobName }[]>(
       `select id, job_name, event_id, available_at, relayed_at from outbox_messages where request_id = ? order by id`,
       [requestId],

@@ -4,8 +4,9 @@ import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { idempotencyLockName, requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { type IngestAnswer, Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
+import { eventRequestIdSql } from '../../src/modules/ingestion/received-event.entity.js';
 import { orderLookupKey, orderLookupKeySql } from '../../src/modules/orders/lookup-key.js';
-import { newId } from '../../src/shared/ids.js';
+import { newId, newRequestId } from '../../src/shared/ids.js';
 import { expectEnvelope, makeBrand, makeBrandWithKeys, makeCreators, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -45,7 +46,7 @@ function request(
     caller,
     events: events.map((e) => validateEvent(e, { now: now(), keyKind: 'secret' })),
     batch: options.batch ?? false,
-    requestId: newId('req'),
+    requestId: newRequestId(),
     idempotency: options.key ? { key: options.key, hash: requestHash('/v1/events', body) } : undefined,
     bytes: JSON.stringify(body).length,
   };
@@ -88,7 +89,7 @@ describe('group commit', () => {
     const ids = (batch.body as { request_id: string }[]).map((e) => e.request_id);
     expect(new Set(ids).size).toBe(1);
     const { rows } = await db.query(
-      `select o.order_id, o.brand_id, count(m.id)::int as movements, min(e.request_id) as request_id
+      `select o.order_id, o.brand_id, count(m.id)::int as movements, min(${eventRequestIdSql('e')}) as request_id
          from orders o join ledger_movements m on m.order_id = o.id join received_events e on e.id = m.event_id
         where o.order_id like $1 group by o.order_id, o.brand_id order by o.order_id`,
       [`${tag}-%`],

@@ -6,7 +6,8 @@ import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
 import { requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { ENGINE_TRANSACTION_SETTINGS, Ingestion } from '../../src/modules/ingestion/ingestion.js';
-import { newId } from '../../src/shared/ids.js';
+import { requestRecordsSql } from '../../src/ops/trace.js';
+import { newRequestId } from '../../src/shared/ids.js';
 import { makeBrand, makeCreators } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -78,14 +79,14 @@ function mixedGroup(tag: string): IngestRequest[] {
         event('order.observed', { order_id: `${tag}-observed`, amount: 100 }),
       ],
       batch: true,
-      requestId: newId('req'),
+      requestId: newRequestId(),
       bytes: 1000,
     },
     {
       caller,
       events: [event('order.paid', body.data)],
       batch: false,
-      requestId: newId('req'),
+      requestId: newRequestId(),
       idempotency: { key: `${tag}-key`, hash: requestHash('/v1/events', body) },
       bytes: 100,
     },
@@ -170,7 +171,7 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
         caller,
         events,
         batch: true,
-        requestId: newId('req'),
+        requestId: newRequestId(),
         bytes: 50_000,
       });
       expect(answer.ok).toBe(true);
@@ -179,7 +180,7 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
       caller,
       events: [event('refund.created', { order_id: 'grown-10', refund_id: 'seen', amount: 100 })],
       batch: false,
-      requestId: newId('req'),
+      requestId: newRequestId(),
       bytes: 100,
     });
     await ingestion.close();
@@ -198,6 +199,33 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
       await engine.query('rollback');
       const plan = rows[0]['QUERY PLAN'][0].Plan as PlanNode;
       expect({ statement: i, wasteful: wastefulSteps(plan) }).toEqual({ statement: i, wasteful: [] });
+    }
+  });
+
+  it("reads a request's events and movements for the trace by probes, on the grown tables", async () => {
+    // After the growth above: a 500-event batch's request, read the way support's trace reads it
+    // (at this size the planner probes either way; the million-order plan is in docs/benchmarks.md),
+    // on a plain connection (not the engine's, whose settings forbid sequential scans).
+    const reader = new pg.Client({ connectionString: ctx.directDatabaseUrl });
+    await reader.connect();
+    try {
+      const [{ request_id }] = (
+        await reader.query(
+          `select 'req_' || substr(id, 5, 24) || '00' as request_id from received_events where order_id = 'grown-1200'`,
+        )
+      ).rows;
+      const records = requestRecordsSql(request_id);
+      for (const [name, q] of Object.entries(records)) {
+        const text = positional(q.sql);
+        const { rows } = await reader.query(`explain (analyze, format json) ${text}`, q.params);
+        const plan = rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+        expect(wastefulSteps(plan), name).toEqual([]);
+        const found = await reader.query(text, q.params);
+        // Every grown batch: 500 events, half of them attributed (one accrual each).
+        expect(found.rows.length, name).toBe(name === 'events' ? 500 : 250);
+      }
+    } finally {
+      await reader.end();
     }
   });
 });

@@ -38,9 +38,10 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', ...Object.keys(or
   .join(', ');
 
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
-// probe with LIMIT 1 on a column set that exactly one unique index covers (orders by
-// lookup_key, clicks by primary key, codes by (brand_id, code_key),
-// refunds by (order, refund_id), idempotency records by primary key), and the engine's
+// probe with LIMIT 1 on a column set that exactly one index guaranteeing uniqueness covers
+// (orders by lookup_key, the hash index of its exclusion constraint; clicks by primary key;
+// codes by (brand_id, code_key); refunds by (order, refund_id); idempotency records by
+// primary key), and the engine's
 // connections plan with seq scans disabled (ingestion.ts): whatever the statistics say, each
 // wanted row is one index probe. Orders are locked in lookup_key order (the list arrives
 // sorted), so two groups naming the same orders cannot deadlock. The other parts read the

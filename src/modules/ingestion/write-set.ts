@@ -1,7 +1,7 @@
 import { compactRecordset, recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
-import { Journal, journalWrites } from '../ledger/journal.js';
+import { Journal, movementWrite } from '../ledger/journal.js';
 import { orderColumns, orderToRow } from '../orders/order-state.js';
 import { browserSignalTallies } from '../reports/browser-signal-tallies.js';
 import { conversionFacts, sumFacts } from '../reports/conversion-facts.js';
@@ -155,7 +155,7 @@ export function groupWrites(
               })}`,
       rows: newRefunds,
     },
-    ...journalWrites(journal, writtenOrders),
+    movementWrite(journal),
     {
       sql: `insert into received_events (${columnList(receivedEventColumns)})
             select ${fromX(receivedEventColumns)} from ${receivedRecordset.sql}`,

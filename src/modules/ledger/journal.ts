@@ -113,26 +113,29 @@ const movementRecordset = compactRecordset({
   payout_id: 'text',
 });
 
+/** The journal's movements, as one set-based insert. */
+export function movementWrite(journal: Journal): WritePart {
+  return {
+    sql: `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
+          select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
+            from ${movementRecordset.sql}`,
+    rows: journal.movements.map(movementRecordset.row),
+  };
+}
+
 /**
- * The set-based writes of a journal: the movements, and the line of every order that moved and
- * that the caller does not write itself (an order row written in the same transaction carries
- * its delta, so the row gets one new version, not two). The line moves by the delta, not to a
- * value: a payout settling a clawback line and an ingestion refunding the same order both add.
+ * The lines of orders that moved but that the caller does not write itself (a payout settling a
+ * clawback on an order it does not pay): each moves by its delta, not to a value, so a
+ * concurrent ingestion refunding the same order adds to it. An order row the caller writes in
+ * the same statement carries its delta instead (one new row version, not two; and this update
+ * could not see an order inserted by the same statement). Ingestion writes every order it moves.
  */
-export function journalWrites(journal: Journal, writtenWithOrder: ReadonlySet<string>): WritePart[] {
-  return [
-    {
-      sql: `update orders o set commission_balance = o.commission_balance + x.delta, updated_at = now()
-              from ${recordset({ id: 'text', delta: 'bigint' })} where o.id = x.id`,
-      rows: journal.lineMoves(writtenWithOrder),
-    },
-    {
-      sql: `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
-            select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
-              from ${movementRecordset.sql}`,
-      rows: journal.movements.map(movementRecordset.row),
-    },
-  ];
+export function lineMoveWrite(journal: Journal, writtenWithOrder: ReadonlySet<string>): WritePart {
+  return {
+    sql: `update orders o set commission_balance = o.commission_balance + x.delta, updated_at = now()
+            from ${recordset({ id: 'text', delta: 'bigint' })} where o.id = x.id`,
+    rows: journal.lineMoves(writtenWithOrder),
+  };
 }
 
 /**

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { inTransaction, inTransactionOn, type Sql } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
-import { Journal, journalWrites } from '../ledger/journal.js';
+import { Journal, lineMoveWrite, movementWrite } from '../ledger/journal.js';
 import { jobTransition } from '../orders/order-lifecycle.js';
 import { type RawOrderRow, toOrderOut } from '../orders/order-out.js';
 import { jobRequestId } from '../webhooks/job-cause.js';
@@ -173,7 +173,8 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
       params: [payoutId],
       rows: clawbacks.map((m) => ({ id: m.id })),
     },
-    ...journalWrites(journal, new Set(orders.map((o) => o.id))),
+    lineMoveWrite(journal, new Set(orders.map((o) => o.id))),
+    movementWrite(journal),
   ]);
   const paid = orders.map((o) =>
     orderEvent('order.paid_out', { ...o, status: paying.to, payout_id: payoutId }, requestId),
