@@ -195,7 +195,12 @@ describe('retries', () => {
       deliverWebhook(workerCtx, racing, silent),
       deliverWebhook(workerCtx, racing, silent),
     ]);
-    expect(outcomes.map((o) => (o as { result: string }).result).sort()).toEqual(['delivered', 'in_flight']);
+    // One sends; the other finds it in flight, or already delivered when the first finished before
+    // it read the row (the two runs need not overlap on a busy machine). Either way: sent once.
+    const results = outcomes.map((o) => (o as { result: string }).result);
+    const other = results.filter((r) => r !== 'delivered');
+    expect(other).toHaveLength(1);
+    expect(['already_delivered', 'in_flight']).toContain(other[0]);
     expect(receiver.at('/twice')).toHaveLength(2);
   });
 });
