@@ -342,12 +342,15 @@ describe('group commit', () => {
       );
       const key = newId('key');
       const held = await holdKeyElsewhere(key);
-      const started = performance.now();
-      const answer = await ingestion.submit(request(scopes.a, [paid(newId('held'))], { key }));
-      expect(answer).toMatchObject({ ok: false, error: { code: 'idempotency_key_reused' } });
-      expect(performance.now() - started).toBeGreaterThanOrEqual(200);
-      await held.finish();
-      await ingestion.close();
+      try {
+        const started = performance.now();
+        const answer = await ingestion.submit(request(scopes.a, [paid(newId('held'))], { key }));
+        expect(answer).toMatchObject({ ok: false, error: { code: 'idempotency_key_reused' } });
+        expect(performance.now() - started).toBeGreaterThanOrEqual(200);
+      } finally {
+        await held.finish();
+        await ingestion.close();
+      }
     });
   });
 });

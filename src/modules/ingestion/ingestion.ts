@@ -91,11 +91,12 @@ export class Ingestion {
   }
 
   async submit(request: IngestRequest): Promise<IngestAnswer> {
-    const deadline = Date.now() + this.keyWaitMs;
+    // Monotonic and sub-millisecond: Date.now() could end the wait up to 1 ms early, or late when the wall clock steps.
+    const deadline = performance.now() + this.keyWaitMs;
     for (;;) {
       const answer = await this.lane.submit(request);
       // A client retrying after its own timeout may reach another web process than its first try.
-      if (!isKeyInFlight(answer) || Date.now() >= deadline) return answer;
+      if (!isKeyInFlight(answer) || performance.now() >= deadline) return answer;
       await new Promise((resolve) => setTimeout(resolve, KEY_POLL_MS));
     }
   }
