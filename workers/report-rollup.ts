@@ -3,7 +3,8 @@ import { defineJob } from './job.js';
 
 /**
  * Every minute: the tallies ingestion appends (one row per group commit, so it never waits on
- * another request) are folded into per-quarter-hour counts, which reports read. Safe to run
+ * another request) are folded into the counts reports (per quarter hour) and integration status
+ * (per minute) read. Safe to run
  * twice or at once: a tally is deleted in the statement that adds it to its count.
  */
 export const reportRollupJob = defineJob({

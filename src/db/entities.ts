@@ -9,7 +9,9 @@ import { IdempotencyRecord } from '../modules/ingestion/idempotency-record.entit
 import { ReceivedEvent } from '../modules/ingestion/received-event.entity.js';
 import {
   IngestionFailure,
+  IntegrationCount,
   IntegrationStatus,
+  IntegrationTally,
   MissingOrder,
 } from '../modules/integration/integration.entities.js';
 import { ApiKey } from '../modules/keys/api-key.entity.js';
@@ -43,6 +45,8 @@ export const entities = [
   MissingOrder,
   IngestionFailure,
   IntegrationStatus,
+  IntegrationTally,
+  IntegrationCount,
   WebhookEndpoint,
   WebhookEvent,
   WebhookDelivery,

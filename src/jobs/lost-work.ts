@@ -3,6 +3,7 @@ import type { JobsOptions } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import type { Config } from '../config.js';
 import { inTransaction, type Sql } from '../db/sql.js';
+import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { payoutRunKey } from '../modules/payouts/payouts.service.js';
 import { type JobData, type JobName, jobOptions, type Queues } from './queues.js';
 
@@ -84,7 +85,7 @@ export const lostWorkKinds: Record<
       `select count(*)::int as n from (
          select 1 from received_events e
           where e.type = 'order.observed' and e.received_at > ? and e.received_at <= ?
-            and not exists (select 1 from orders o where o.brand_id = e.brand_id and o.livemode = e.livemode and o.order_id = e.order_id)
+            and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')})
             and not exists (select 1 from missing_orders m where m.brand_id = e.brand_id and m.livemode = e.livemode and m.order_id = e.order_id)
           limit 1) x`,
       [new Date(now.getTime() - 86_400_000), before],

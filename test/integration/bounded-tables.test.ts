@@ -45,6 +45,24 @@ describe('bounded tables', () => {
     expect(await ids('idempotency_records', 'key')).toEqual(['fresh']);
   });
 
+  it('integration_counts: older than the 8 days integration status may read go', async () => {
+    const row = (minutesAgo: number) =>
+      sql(
+        `insert into integration_counts (brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
+                                         paid_events, refund_events, browser_events)
+         values (?, true, date_trunc('minute', now()) - make_interval(mins => ?), 1, 0, 0, 1, 0, 0)`,
+        [brandId, minutesAgo],
+      );
+    await row(8 * 24 * 60 + 1);
+    await row(8 * 24 * 60 - 1);
+    expect((await prune()).integration_counts).toBe(1);
+    expect(
+      await sql(
+        `select count(*)::int as n, bool_and(bucket_start > now() - interval '8 days') as recent from integration_counts`,
+      ),
+    ).toEqual([{ n: 1, recent: true }]);
+  });
+
   it('ingestion_failures: older than the 7 days integration status may read go', async () => {
     await sql(
       `insert into ingestion_failures (id, brand_id, livemode, code, request_id, failed_at) values
@@ -142,6 +160,8 @@ describe('bounded tables', () => {
       // bucket, kept with the orders they sum (test mode's withdrawn with its orders).
       'conversion_tallies',
       'conversion_counts',
+      // Folded every minute with the report's (integration.test.ts).
+      'integration_tallies',
     ];
     const tables =
       // A partition is bounded as its table is (conversion_counts' are per level and dimension).

@@ -3,6 +3,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeQueues, createQueues, type JobData } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
+import { foldTallies } from '../../src/modules/reports/fold-tallies.js';
 import { relayOutbox } from '../../src/outbox/outbox.js';
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
@@ -91,6 +92,37 @@ describe('GET /v1/integration/status', () => {
       orders_24h: 1,
       unattributed_24h: 1,
     });
+  });
+
+  it('counts an order once, in the minute it arrived, as it is now, for 24 hours to the minute; folded or not', async () => {
+    const shop = await makeShop(ctx);
+    const sendTo = (data: Record<string, unknown>) =>
+      sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', data);
+    const counts = async () => {
+      await expire();
+      const { orders_24h, unattributed_24h, last_event_at } = (await status(shop.keys.sk_live)).body;
+      return { orders_24h, unattributed_24h, last_event_at: last_event_at !== null };
+    };
+    const later = nextOrderId();
+    expect((await sendTo({ order_id: later, amount: 10_000 })).status).toBe(200);
+    expect((await sendTo({ order_id: nextOrderId(), amount: 10_000, coupon_code: 'MINA20' })).status).toBe(
+      200,
+    );
+    expect(await counts()).toEqual({ orders_24h: 2, unattributed_24h: 1, last_event_at: true });
+    // The order's coupon code arrives with a corrected order.paid: the day has no unattributed order left.
+    expect((await sendTo({ order_id: later, amount: 10_000, coupon_code: 'MINA20' })).status).toBe(200);
+    expect(await counts()).toEqual({ orders_24h: 2, unattributed_24h: 0, last_event_at: true });
+    expect((await foldTallies(ctx.orm)).integration).toBeGreaterThan(0);
+    expect(await counts()).toEqual({ orders_24h: 2, unattributed_24h: 0, last_event_at: true });
+    // A day and a minute later the folded orders are out of the window; a new one (not folded yet) is in.
+    await ctx.orm.em
+      .fork()
+      .execute(
+        `update integration_counts set bucket_start = bucket_start - interval '24 hours 1 minute' where brand_id = ?`,
+        [shop.brandId],
+      );
+    expect((await sendTo({ order_id: nextOrderId(), amount: 10_000 })).status).toBe(200);
+    expect(await counts()).toEqual({ orders_24h: 1, unattributed_24h: 1, last_event_at: true });
   });
 
   it('counts failed requests since the last accepted event and names the last error code', async () => {

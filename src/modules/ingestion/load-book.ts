@@ -32,7 +32,7 @@ export interface StoredResponse {
   response_body: unknown;
 }
 
-const orderFields = ['id', 'order_id', 'brand_id', 'livemode', ...Object.keys(orderColumns)]
+const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'created_at', ...Object.keys(orderColumns)]
   .map((c) => (c === 'fx_rate' ? 'o.fx_rate::text as fx_rate' : `o.${c}`))
   .concat(`${orderLookupKeySql('o')} as lookup_key`)
   .join(', ');

@@ -191,7 +191,14 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     confirmAt,
   } satisfies Omit<
     OrderState,
-    'id' | 'orderId' | 'isNew' | 'refundedOriginalAmount' | 'refundIds' | 'lastRenewalCycle' | 'reportedAs'
+    | 'id'
+    | 'orderId'
+    | 'isNew'
+    | 'refundedOriginalAmount'
+    | 'refundIds'
+    | 'lastRenewalCycle'
+    | 'reportedAs'
+    | 'countedAs'
   >;
   const order: OrderState = existing
     ? Object.assign(existing, fields)
@@ -203,6 +210,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
         lastRenewalCycle: null,
         refundIds: new Set(),
         reportedAs: [],
+        countedAs: null,
         ...fields,
       };
   if (!existing) {

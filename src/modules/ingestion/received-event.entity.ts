@@ -32,7 +32,6 @@ export const ReceivedEvent = defineEntity({
     attribution: p.json<unknown[]>().columnType('json').nullable(),
   },
   indexes: [
-    { name: 'received_events_brand_received_at_index', properties: ['brand', 'livemode', 'receivedAt'] },
     { name: 'received_events_request_id_index', properties: ['requestId'], where: 'request_id is not null' },
     { name: 'received_events_observed_index', properties: ['receivedAt'], where: "type = 'order.observed'" },
     // What retention prunes after 30 days (retention/bounded-tables.ts).

@@ -1,6 +1,7 @@
 import { compactRecordset, recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
+import { integrationTallies } from '../integration/integration-tallies.js';
 import { Journal, movementWrite } from '../ledger/journal.js';
 import { orderColumns, orderToRow } from '../orders/order-state.js';
 import { browserSignalTallies } from '../reports/browser-signal-tallies.js';
@@ -163,6 +164,10 @@ export function groupWrites(
     },
     browserSignalTallies(received),
     conversionTallies(reportChanges(all)),
+    integrationTallies(
+      all.map((book) => ({ scope: book.scope, orders: [...book.orders.values()].filter((o) => o.changed) })),
+      received,
+    ),
     ...webhookWrites(webhookEvents, deliveries),
     { ...outbox, rows: [...outbox.rows, ...deliveryHandOver(deliveries).rows] },
     {

@@ -56,3 +56,48 @@ export const IntegrationStatus = defineEntity({
   },
 });
 export type IntegrationStatus = InferEntity<typeof IntegrationStatus>;
+
+const intake = {
+  /** Orders created, and of those, without a creator and with a click_ref (now, not when created). */
+  orders: p.integer(),
+  unattributedOrders: p.integer(),
+  clickRefOrders: p.integer(),
+  /** Events received: order.paid; refund.created and order.cancelled; page.viewed and order.observed. */
+  paidEvents: p.integer(),
+  refundEvents: p.integer(),
+  browserEvents: p.integer(),
+  lastEventAt: p.datetime().nullable(),
+};
+
+/**
+ * What each group commit received, per brand, mode and minute (integration-tallies.ts): appended
+ * and never updated, so no request waits on another's row lock; `report-rollup` folds them into
+ * IntegrationCount every minute, and integration status reads both. These counts are why orders
+ * and received events need no index by brand and time.
+ */
+export const IntegrationTally = defineEntity({
+  name: 'IntegrationTally',
+  tableName: 'integration_tallies',
+  properties: {
+    id: p.bigint('number').primary().autoincrement(),
+    brandId: p.string(),
+    livemode: p.boolean(),
+    bucketStart: p.datetime(),
+    ...intake,
+  },
+  indexes: [{ name: 'integration_tallies_brand_index', properties: ['brandId', 'livemode', 'bucketStart'] }],
+});
+export type IntegrationTally = InferEntity<typeof IntegrationTally>;
+
+/** A brand's intake per mode and minute, kept 8 days (integration status reads 24 hours, refunds 7 days). */
+export const IntegrationCount = defineEntity({
+  name: 'IntegrationCount',
+  tableName: 'integration_counts',
+  properties: {
+    brandId: p.string().primary(),
+    livemode: p.boolean().primary(),
+    bucketStart: p.datetime().primary(),
+    ...intake,
+  },
+});
+export type IntegrationCount = InferEntity<typeof IntegrationCount>;

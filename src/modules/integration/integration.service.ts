@@ -6,6 +6,7 @@ import { newId } from '../../shared/ids.js';
 import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { orderLookupKeySql } from '../orders/lookup-key.js';
 import { recordWebhookEvents } from '../webhooks/webhook-writes.js';
+import { DAY_START, intakeSince } from './integration-tallies.js';
 
 export interface Scope {
   brandId: string;
@@ -14,18 +15,22 @@ export interface Scope {
 
 const DAY = `interval '24 hours'`;
 
-/** One (brand, mode) pair per row of `scopes`; the same SQL serves the job (all) and the endpoint (one). */
+/**
+ * One (brand, mode) pair per row of `scopes`; the same SQL serves the job (all) and the endpoint
+ * (one). Orders and events are counted from the per-minute intake (integration-tallies.ts), so
+ * "24 hours" is the last 24 hours to the minute. The last event's time is the newest of the
+ * intake's (8 days kept) and the one this row held before.
+ */
 const refreshSql = (scopes: string) => `
 insert into integration_status (brand_id, livemode, clicks_24h, orders_24h, unattributed_24h, missing_orders_24h,
                                 last_event_at, last_error_code, consecutive_failures, computed_at)
 select s.brand_id, s.livemode,
   (select count(*) from clicks k where k.brand_id = s.brand_id and k.clicked_at > now() - ${DAY}),
-  (select count(*) from orders o where o.brand_id = s.brand_id and o.livemode = s.livemode and o.created_at > now() - ${DAY}),
-  (select count(*) from orders o where o.brand_id = s.brand_id and o.livemode = s.livemode and o.created_at > now() - ${DAY}
-      and o.creator_id is null),
+  day.orders,
+  day.unattributed,
   (select count(*) from missing_orders m where m.brand_id = s.brand_id and m.livemode = s.livemode
       and m.observed_at > now() - ${DAY}
-      and not exists (select 1 from orders o where o.brand_id = m.brand_id and o.livemode = m.livemode and o.order_id = m.order_id)),
+      and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})),
   last.received_at,
   (select f.code from ingestion_failures f where f.brand_id = s.brand_id and f.livemode = s.livemode
       and f.failed_at > now() - ${DAY} order by f.failed_at desc limit 1),
@@ -34,7 +39,14 @@ select s.brand_id, s.livemode,
   now()
 from (${scopes}) s
 cross join lateral (
-  select max(e.received_at) as received_at from received_events e where e.brand_id = s.brand_id and e.livemode = s.livemode
+  select coalesce(sum(i.orders) filter (where i.bucket_start >= ${DAY_START}), 0) as orders,
+         coalesce(sum(i.unattributed_orders) filter (where i.bucket_start >= ${DAY_START}), 0) as unattributed,
+         max(i.last_event_at) as received_at
+    from ${intakeSince('s.brand_id', 's.livemode', `now() - interval '8 days'`)} i
+) day
+cross join lateral (
+  select greatest(day.received_at, (select st.last_event_at from integration_status st
+                                     where st.brand_id = s.brand_id and st.livemode = s.livemode)) as received_at
 ) last
 on conflict (brand_id, livemode) do update set
   clicks_24h = excluded.clicks_24h, orders_24h = excluded.orders_24h, unattributed_24h = excluded.unattributed_24h,
@@ -116,11 +128,11 @@ export interface Check {
 const MISSING_SHARE = 0.01;
 
 /**
- * The checks a brand should pass before going live, each a probe that stops at its first row
- * (indexes on brand, mode and time): a live order.paid in the last 24 hours (live mode whatever
- * the key's mode, since that is the point of going live), click_ref on some order and the
- * browser script seen in 24 hours, refunds or cancellations seen in 7 days, missing orders at
- * most 1% of the day's orders, and no failed request since the last accepted one.
+ * The checks a brand should pass before going live, read from the per-minute intake
+ * (integration-tallies.ts): a live order.paid in the last 24 hours (live mode whatever the key's
+ * mode, since that is the point of going live), click_ref on some order and the browser script
+ * seen in 24 hours, refunds or cancellations seen in 7 days, missing orders at most 1% of the
+ * day's orders, and no failed request since the last accepted one.
  */
 export async function integrationChecklist(
   em: EntityManager,
@@ -131,23 +143,12 @@ export async function integrationChecklist(
     { live_paid: boolean; click_ref: boolean; refunds: boolean; browser: boolean }[]
   >(
     `select
-       exists (select 1 from received_events e where e.brand_id = ? and e.livemode
-                  and e.received_at > now() - ${DAY} and e.type = 'order.paid') as live_paid,
-       exists (select 1 from orders o where o.brand_id = ? and o.livemode = ?
-                  and o.created_at > now() - ${DAY} and o.click_ref is not null) as click_ref,
-       exists (select 1 from received_events e where e.brand_id = ? and e.livemode = ?
-                  and e.received_at > now() - interval '7 days' and e.type in ('refund.created', 'order.cancelled')) as refunds,
-       exists (select 1 from received_events e where e.brand_id = ? and e.livemode = ?
-                  and e.received_at > now() - ${DAY} and e.type in ('page.viewed', 'order.observed')) as browser`,
-    [
-      scope.brandId,
-      scope.brandId,
-      scope.livemode,
-      scope.brandId,
-      scope.livemode,
-      scope.brandId,
-      scope.livemode,
-    ],
+       (select coalesce(sum(i.paid_events), 0) > 0 from ${intakeSince('?', 'true', DAY_START)} i) as live_paid,
+       coalesce(sum(i.click_ref_orders) filter (where i.bucket_start >= ${DAY_START}), 0) > 0 as click_ref,
+       coalesce(sum(i.refund_events), 0) > 0 as refunds,
+       coalesce(sum(i.browser_events) filter (where i.bucket_start >= ${DAY_START}), 0) > 0 as browser
+     from ${intakeSince('?', '?', `date_trunc('minute', now() - interval '7 days')`)} i`,
+    [scope.brandId, scope.brandId, scope.brandId, scope.livemode, scope.brandId, scope.livemode],
   );
   const check = (name: CheckName, passed: boolean, hint: string): Check => ({
     check: name,
@@ -223,7 +224,7 @@ export async function listMissingOrders(
     `select m.order_id, m.observed_at, m.amount, m.currency, m.observed_event_id, m.request_id, m.detected_at
        from missing_orders m
       where m.brand_id = ? and m.livemode = ? and m.observed_at > now() - ${DAY}
-        and not exists (select 1 from orders o where o.brand_id = m.brand_id and o.livemode = m.livemode and o.order_id = m.order_id)
+        and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})
       order by m.observed_at, m.order_id
       limit ?`,
     [scope.brandId, scope.livemode, limit],
@@ -309,7 +310,7 @@ export async function detectGaps(
   const cleared = await em.execute(
     `delete from missing_orders m
       where m.observed_at < now() - interval '30 days'
-         or exists (select 1 from orders o where o.brand_id = m.brand_id and o.livemode = m.livemode and o.order_id = m.order_id)`,
+         or exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})`,
     [],
     'run',
   );

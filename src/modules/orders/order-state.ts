@@ -1,4 +1,5 @@
 import type { Currency } from '../../shared/money.js';
+import { type OrderIntake, orderIntake } from '../integration/integration-tallies.js';
 import { type ConversionFact, conversionFacts } from '../reports/conversion-facts.js';
 import type { AttributionVia, OrderStatus } from './order.entity.js';
 
@@ -47,6 +48,8 @@ export interface OrderState {
   refundIds: Set<string>;
   /** What the order counted for in the conversion report when loaded (none when new). */
   reportedAs: ConversionFact[];
+  /** What the order counted for in integration status when loaded (none when new). */
+  countedAs: OrderIntake | null;
 }
 
 /** The order columns ingestion owns, with their SQL types (payout columns belong to the payout jobs). */
@@ -117,8 +120,10 @@ export function orderFromRow(r: any): OrderState {
     closedAt: r.closed_at ? new Date(r.closed_at) : null,
     refundIds: new Set(),
     reportedAs: [],
+    countedAs: null,
   };
   order.reportedAs = conversionFacts(order);
+  order.countedAs = orderIntake(order, new Date(r.created_at));
   return order;
 }
 

@@ -88,7 +88,6 @@ export const Order = defineEntity({
   indexes: [
     { name: 'orders_list_index', properties: ['brand', 'livemode', 'occurredAt', 'id'] },
     { name: 'orders_confirm_at_index', properties: ['status', 'confirmAt'] },
-    { name: 'orders_created_at_index', properties: ['brand', 'livemode', 'createdAt'] },
     // Open lines only (pending, payable, clawbacks not netted): a creator's balance, read from the ledger.
     {
       name: 'orders_open_balance_index',

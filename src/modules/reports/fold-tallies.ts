@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { foldIntegrationTallies } from '../integration/integration-tallies.js';
 import { countGrains } from './count-grains.js';
 
 const BATCH = 5000;
@@ -73,9 +74,12 @@ async function foldAll(orm: MikroORM, statement: string, table: string): Promise
 }
 
 /** Folds every tally appended so far; the number of tallies folded, per kind. */
-export async function foldTallies(orm: MikroORM): Promise<{ browser_signals: number; conversions: number }> {
+export async function foldTallies(
+  orm: MikroORM,
+): Promise<{ browser_signals: number; conversions: number; integration: number }> {
   return {
     browser_signals: await foldAll(orm, foldBrowserSignals, 'browser_signal_tallies'),
     conversions: await foldAll(orm, foldConversions, 'conversion_tallies'),
+    integration: await foldAll(orm, foldIntegrationTallies, 'integration_tallies'),
   };
 }

@@ -30,6 +30,9 @@ export const boundedTables = {
       select e.id from webhook_events e where e.created_at < now() - make_interval(days => ?)
          and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
        limit ${BATCH} for update skip locked)`,
+  /** Integration status reads a day of them, refunds a week: 8 days are kept. By primary key, as the range leads it. */
+  integration_counts: `delete from integration_counts where ctid in (
+      select ctid from integration_counts where bucket_start < now() - interval '8 days' limit ${BATCH} for update skip locked)`,
   /**
    * Browser signals past 30 days: gap detection and integration status read a day of them,
    * missing orders go after 30 days; the report's funnel reads browser_signal_counts instead.

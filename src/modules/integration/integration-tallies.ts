@@ -1,0 +1,170 @@
+import { recordset, type WritePart } from '../../db/write-set.js';
+
+/** What an order counts for in integration status: whether it has no creator, whether it carries click_ref. */
+const flagsOf = (order: { creatorId: string | null; clickRef: string | null }) => ({
+  unattributed: order.creatorId === null ? 1 : 0,
+  clickRef: order.clickRef ? 1 : 0,
+});
+
+/** What a stored order counts for, in the minute it was created. */
+export type OrderIntake = ReturnType<typeof flagsOf> & { createdAt: Date };
+
+export const orderIntake = (
+  order: { creatorId: string | null; clickRef: string | null },
+  createdAt: Date,
+): OrderIntake => ({ ...flagsOf(order), createdAt });
+
+interface ChangedOrder {
+  isNew: boolean;
+  creatorId: string | null;
+  clickRef: string | null;
+  /** As loaded; null for a new order. */
+  countedAs: OrderIntake | null;
+}
+
+interface ReceivedRow {
+  brand_id: string;
+  livemode: boolean;
+  type: string;
+  received_at: string;
+}
+
+const measures = ['orders', 'unattributed', 'click_ref', 'paid', 'refunds', 'browser'] as const;
+type Tally = Record<(typeof measures)[number], number> & {
+  brand_id: string;
+  livemode: boolean;
+  /** The minute; null for "now" (a new order's, as its created_at defaults to the transaction's now()). */
+  bucket: string | null;
+  last_event_at: string | null;
+};
+
+const eventMeasure: Record<string, (typeof measures)[number]> = {
+  'order.paid': 'paid',
+  'refund.created': 'refunds',
+  'order.cancelled': 'refunds',
+  'page.viewed': 'browser',
+  'order.observed': 'browser',
+};
+
+const minuteOf = (at: Date | string) => {
+  const ms = new Date(at).getTime();
+  return new Date(ms - (ms % 60_000)).toISOString();
+};
+
+/**
+ * A group commit's intake, summed per brand, mode and minute, appended as tallies: orders it
+ * created, and for an order it changed, how its "unattributed" and "carries click_ref" moved
+ * (counted in the minute the order was created, so a day's counts stay those of the day's
+ * orders as they are now); and the events it received, with the latest one's time.
+ */
+export function integrationTallies(
+  scopes: Iterable<{ scope: { brandId: string; livemode: boolean }; orders: Iterable<ChangedOrder> }>,
+  received: readonly ReceivedRow[],
+): WritePart {
+  const tallies = new Map<string, Tally>();
+  const tally = (brandId: string, livemode: boolean, bucket: string | null) => {
+    const key = `${brandId}\u0000${livemode}\u0000${bucket}`;
+    let t = tallies.get(key);
+    if (!t) {
+      t = {
+        brand_id: brandId,
+        livemode,
+        bucket,
+        last_event_at: null,
+        orders: 0,
+        unattributed: 0,
+        click_ref: 0,
+        paid: 0,
+        refunds: 0,
+        browser: 0,
+      };
+      tallies.set(key, t);
+    }
+    return t;
+  };
+  for (const { scope, orders } of scopes) {
+    for (const o of orders) {
+      const now = flagsOf(o);
+      const was = o.countedAs;
+      if (o.isNew || !was) {
+        const t = tally(scope.brandId, scope.livemode, null);
+        t.orders += 1;
+        t.unattributed += now.unattributed;
+        t.click_ref += now.clickRef;
+      } else if (now.unattributed !== was.unattributed || now.clickRef !== was.clickRef) {
+        const t = tally(scope.brandId, scope.livemode, minuteOf(was.createdAt));
+        t.unattributed += now.unattributed - was.unattributed;
+        t.click_ref += now.clickRef - was.clickRef;
+      }
+    }
+  }
+  for (const e of received) {
+    const t = tally(e.brand_id, e.livemode, minuteOf(e.received_at));
+    const measure = eventMeasure[e.type];
+    if (measure) t[measure] += 1;
+    if (!t.last_event_at || e.received_at > t.last_event_at) t.last_event_at = e.received_at;
+  }
+  return {
+    sql: `insert into integration_tallies (brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
+                                           paid_events, refund_events, browser_events, last_event_at)
+          select x.brand_id, x.livemode, coalesce(x.bucket, date_trunc('minute', now())), x.orders, x.unattributed,
+                 x.click_ref, x.paid, x.refunds, x.browser, x.last_event_at
+            from ${recordset({
+              brand_id: 'text',
+              livemode: 'boolean',
+              bucket: 'timestamptz',
+              orders: 'int',
+              unattributed: 'int',
+              click_ref: 'int',
+              paid: 'int',
+              refunds: 'int',
+              browser: 'int',
+              last_event_at: 'timestamptz',
+            })}`,
+    rows: [...tallies.values()],
+  };
+}
+
+const BATCH = 5000;
+
+/**
+ * Moves appended tallies into their minute's counts, as fold-tallies.ts does for the reports:
+ * the delete and the upsert are one statement; two runs take disjoint rows and upsert in key order.
+ */
+export const foldIntegrationTallies = `with moved as (
+    delete from integration_tallies where id in (
+      select id from integration_tallies order by id limit ${BATCH} for update skip locked)
+    returning *),
+  folded as (
+    insert into integration_counts (brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
+                                    paid_events, refund_events, browser_events, last_event_at)
+    select brand_id, livemode, bucket_start, sum(orders), sum(unattributed_orders), sum(click_ref_orders),
+           sum(paid_events), sum(refund_events), sum(browser_events), max(last_event_at)
+      from moved group by 1, 2, 3 order by 1, 2, 3
+    on conflict (brand_id, livemode, bucket_start) do update set
+      orders = integration_counts.orders + excluded.orders,
+      unattributed_orders = integration_counts.unattributed_orders + excluded.unattributed_orders,
+      click_ref_orders = integration_counts.click_ref_orders + excluded.click_ref_orders,
+      paid_events = integration_counts.paid_events + excluded.paid_events,
+      refund_events = integration_counts.refund_events + excluded.refund_events,
+      browser_events = integration_counts.browser_events + excluded.browser_events,
+      last_event_at = greatest(integration_counts.last_event_at, excluded.last_event_at)
+    returning 1)
+  select (select count(*) from moved)::int as moved`;
+
+/**
+ * A brand's intake in one mode since `since` (SQL for a timestamptz), minute by minute: folded
+ * counts and the tallies not folded yet, read in one snapshot (a fold moves a tally in one
+ * statement, so it is counted exactly once).
+ */
+export const intakeSince = (brand: string, livemode: string, since: string) => `(
+  select c.bucket_start, c.orders, c.unattributed_orders, c.click_ref_orders, c.paid_events, c.refund_events,
+         c.browser_events, c.last_event_at
+    from integration_counts c where c.brand_id = ${brand} and c.livemode = ${livemode} and c.bucket_start >= ${since}
+  union all
+  select t.bucket_start, t.orders, t.unattributed_orders, t.click_ref_orders, t.paid_events, t.refund_events,
+         t.browser_events, t.last_event_at
+    from integration_tallies t where t.brand_id = ${brand} and t.livemode = ${livemode} and t.bucket_start >= ${since})`;
+
+/** The first minute a 24-hour count covers (so "24 hours" is 24 hours to the minute). */
+export const DAY_START = `date_trunc('minute', now() - interval '24 hours')`;
