@@ -76,6 +76,17 @@ export function eventIdRange(requestId: string): [string, string] | null {
   return [`evt_${body}00`, `evt_${body}zz`];
 }
 
+/**
+ * The id of an event's `index`th journal movement: `mv_`, the event id's body and the index in
+ * one base32 character (30 characters; a random movement id has 29). Its event is then read from
+ * the id (`movementEventIdSql`), not stored. Null past 32 movements or for an id of another form:
+ * such a movement gets a random id and stores its event id.
+ */
+export function movementIdOf(eventId: string, index: number): string | null {
+  if (index >= 32 || !/^evt_[0-9a-z]{26}$/.test(eventId)) return null;
+  return `mv_${eventId.slice(4)}${ALPHABET[index]}`;
+}
+
 /** A random token of base62 characters, for secrets and slugs. */
 export function randomToken(length: number): string {
   const chars = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -2,6 +2,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { eventRequestIdSql } from '../../src/modules/ingestion/received-event.entity.js';
+import { movementEventIdSql } from '../../src/modules/ledger/ledger-movement.entity.js';
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { confirmOrders } from '../../workers/payouts.js';
 import { makeShop, sendEvent } from '../factories/index.js';
@@ -104,8 +105,9 @@ const hasLineTable = async () =>
  * A movement's request is its own or, since Migration20261125230000, its event's.
  */
 async function ledger() {
-  const request = `jsonb_build_object('request_id', coalesce(m.request_id,
-    (select ${eventRequestIdSql('r')} from received_events r where r.id = m.event_id)))`;
+  // Since Migration20261126010000 a movement's event is stored only when its id does not give it.
+  const request = `jsonb_build_object('event_id', ${movementEventIdSql('m')}, 'request_id', coalesce(m.request_id,
+    (select ${eventRequestIdSql('r')} from received_events r where r.id = ${movementEventIdSql('m')})))`;
   if (await hasLineTable())
     return {
       lines: await sql(
@@ -152,7 +154,8 @@ const storageForms = async () => {
     (select format_type(atttypid, null) from pg_attribute where attrelid = 'received_events'::regclass and attname = 'attribution') as attribution,
     (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'received_events_order_index') as order_index,
     (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'orders_lookup_key_unique') as lookup_index,
-    (select reloptions::text from pg_class where relname = 'ledger_movements_pkey') as journal_index_options`);
+    (select reloptions::text from pg_class where relname = 'ledger_movements_pkey') as journal_index_options,
+    (select pg_get_constraintdef(oid) from pg_constraint where conname = 'ledger_movements_pkey') as journal_key`);
   return row;
 };
 
@@ -187,6 +190,7 @@ describe("issue 22's migrations", () => {
       order_index: 'btree',
       lookup_index: 'btree',
       journal_index_options: null,
+      journal_key: 'PRIMARY KEY (id)',
     });
 
     // A line whose creator is not its order's would be lost in the move: the migrations refuse,
@@ -209,6 +213,7 @@ describe("issue 22's migrations", () => {
       order_index: 'hash',
       lookup_index: 'hash',
       journal_index_options: '{fillfactor=100}',
+      journal_key: 'PRIMARY KEY (order_id, id)',
     });
     // A decision written now is kept as the compact text it was sent as, not re-printed.
     await send('order.paid', { order_id: 'CM-new', amount: 5_000, coupon_code: 'MINA20' });

@@ -5,6 +5,7 @@ import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { idempotencyLockName, requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { type IngestAnswer, Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
 import { eventRequestIdSql } from '../../src/modules/ingestion/received-event.entity.js';
+import { movementEventIdSql } from '../../src/modules/ledger/ledger-movement.entity.js';
 import { orderLookupKey, orderLookupKeySql } from '../../src/modules/orders/lookup-key.js';
 import { newId, newRequestId } from '../../src/shared/ids.js';
 import { expectEnvelope, makeBrand, makeBrandWithKeys, makeCreators, sendEvent } from '../factories/index.js';
@@ -89,8 +90,9 @@ describe('group commit', () => {
     const ids = (batch.body as { request_id: string }[]).map((e) => e.request_id);
     expect(new Set(ids).size).toBe(1);
     const { rows } = await db.query(
-      `select o.order_id, o.brand_id, count(m.id)::int as movements, min(${eventRequestIdSql('e')}) as request_id
-         from orders o join ledger_movements m on m.order_id = o.id join received_events e on e.id = m.event_id
+      `select o.order_id, o.brand_id, count(m.id)::int as movements, min(${eventRequestIdSql('e')}) as request_id,
+              bool_and(m.event_id is null) as event_in_id
+         from orders o join ledger_movements m on m.order_id = o.id join received_events e on e.id = ${movementEventIdSql('m')}
         where o.order_id like $1 group by o.order_id, o.brand_id order by o.order_id`,
       [`${tag}-%`],
     );
@@ -101,6 +103,8 @@ describe('group commit', () => {
       ['b3', scopes.b.brandId, 1],
       ['lead', scopes.a.brandId, 1],
     ]);
+    // Each movement's event is read from its id (movementIdOf), not stored.
+    expect(rows.every((r) => r.event_in_id)).toBe(true);
     // The engine's lookup key is the database's, exactly.
     const { rows: keyed } = await db.query(
       `select ${orderLookupKeySql('o')} as lookup_key from orders o where brand_id = $1 and livemode and order_id = $2`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventIdOf, eventIdRange, newId, newRequestId } from '../../src/shared/ids.js';
+import { eventIdOf, eventIdRange, movementIdOf, newId, newRequestId } from '../../src/shared/ids.js';
 
 describe('newId', () => {
   it('is prefixed, 26 base32 characters, unique and strictly increasing within a process', () => {
@@ -35,5 +35,24 @@ describe('request and event ids', () => {
     const ids = Array.from({ length: 1000 }, () => eventIdOf('req_fixed', 0));
     expect(new Set(ids).size).toBe(1000);
     expect(eventIdRange('req_fixed')).toBeNull();
+  });
+});
+
+describe('movement ids', () => {
+  it("derive an event's movement ids from its id, 30 characters where a random one has 29", () => {
+    const event = eventIdOf(newRequestId(), 7);
+    const ids = Array.from({ length: 32 }, (_, i) => movementIdOf(event, i)!);
+    expect(new Set(ids).size).toBe(32);
+    for (const id of ids) {
+      expect(id).toMatch(/^mv_[0-9a-hjkmnp-tv-z]{27}$/);
+      // What movementEventIdSql reads back: 'evt_' || substr(id, 4, 26).
+      expect(`evt_${id.slice(3, 29)}`).toBe(event);
+    }
+    expect(newId('mv')).toHaveLength(29);
+  });
+
+  it('are not derived past 32 movements of one event, or from an id of another form', () => {
+    expect(movementIdOf(eventIdOf(newRequestId(), 0), 32)).toBeNull();
+    expect(movementIdOf('evt_paid1', 0)).toBeNull();
   });
 });

@@ -5,6 +5,7 @@ import { applyOrderPaid } from '../../src/modules/ingestion/plan-order-paid.js';
 import { applyRefund } from '../../src/modules/ingestion/plan-refund.js';
 import { Journal } from '../../src/modules/ledger/journal.js';
 import { AppError } from '../../src/shared/errors.js';
+import { eventIdOf, movementIdOf, newRequestId } from '../../src/shared/ids.js';
 
 const now = new Date('2026-11-22T00:00:00Z');
 const cause = { brandId: 'brand_x', livemode: true, eventId: 'evt_1', requestId: 'req_1' };
@@ -111,6 +112,31 @@ describe('planning events against an order book (pure, no database)', () => {
       creatorId: 'cr_mina',
       commissionAmount: 0,
       flags: ['self_purchase'],
+    });
+  });
+});
+
+describe('the journal', () => {
+  it("names an event's movements by ids derived from the event's, storing its id only past 32", () => {
+    const journal = new Journal();
+    const eventId = eventIdOf(newRequestId(), 3);
+    const cause = { brandId: 'brand_x', livemode: true, eventId, requestId: 'req_x' };
+    for (let i = 0; i < 33; i++) {
+      journal.record(cause, `ord_${i}`, [{ kind: 'accrual', creatorId: 'cr_x', amount: 100 }]);
+    }
+    const [first, ...rest] = journal.movements;
+    expect(first).toMatchObject({ id: movementIdOf(eventId, 0), event_id: null, request_id: null });
+    expect(rest.slice(0, 31).every((m) => m.event_id === null && m.id.length === 30)).toBe(true);
+    expect(rest[31]).toMatchObject({ event_id: eventId, request_id: null });
+    expect(rest[31]!.id).toHaveLength(29);
+    // A payout's movements have random ids and name their request.
+    journal.record({ brandId: 'brand_x', livemode: true, payoutId: 'po_x', requestId: 'req_run' }, 'ord_0', [
+      { kind: 'payout', creatorId: 'cr_x', amount: -100 },
+    ]);
+    expect(journal.movements.at(-1)).toMatchObject({
+      event_id: null,
+      request_id: 'req_run',
+      payout_id: 'po_x',
     });
   });
 });

@@ -5,6 +5,7 @@ import { type DecisionRecord, readDecision } from '../attribution/decision-recor
 import type { Candidate } from '../attribution/resolve.js';
 import type { Scope } from '../ingestion/order-book.js';
 import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
+import { movementEventIdSql } from '../ledger/ledger-movement.entity.js';
 import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
 
 interface OrderRow {
@@ -145,7 +146,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       [scope.brandId, scope.livemode, orderId],
     ),
     em.execute<MovementRow[]>(
-      `select m.event_id, m.payout_id, m.request_id, m.kind, m.creator_id, m.amount, m.created_at
+      `select ${movementEventIdSql('m')} as event_id, m.payout_id, m.request_id, m.kind, m.creator_id, m.amount, m.created_at
          from ledger_movements m
         where m.order_id = ? order by m.created_at, m.id`,
       [order.id],

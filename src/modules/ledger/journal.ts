@@ -1,6 +1,6 @@
 import type { Sql } from '../../db/sql.js';
 import { compactRecordset, recordset, type WritePart } from '../../db/write-set.js';
-import { newId } from '../../shared/ids.js';
+import { movementIdOf, newId } from '../../shared/ids.js';
 import type { MovementKind } from './ledger-movement.entity.js';
 
 /** An ingested event caused the movements. */
@@ -33,6 +33,7 @@ export interface MovementRow {
   creator_id: string | null;
   kind: MovementKind;
   amount: number;
+  /** Null when the id gives it (`movementIdOf`). */
   event_id: string | null;
   /** A payout's only: an event's movements reach their request through the event. */
   request_id: string | null;
@@ -47,25 +48,34 @@ export interface MovementRow {
  */
 export class Journal {
   private readonly deltas = new Map<string, number>();
+  /** Movements recorded per event: the next one's index in its derived id. */
+  private readonly perEvent = new Map<string, number>();
   readonly movements: MovementRow[] = [];
 
   record(cause: Cause | PayoutCause, orderPk: string, movements: Movement[]) {
     for (const m of movements) {
       if (m.amount === 0) continue;
       this.deltas.set(orderPk, (this.deltas.get(orderPk) ?? 0) + m.amount);
+      const derived = 'eventId' in cause ? this.nextIdOf(cause.eventId) : null;
       this.movements.push({
-        id: newId('mv'),
+        id: derived ?? newId('mv'),
         brand_id: cause.brandId,
         livemode: cause.livemode,
         order_id: orderPk,
         creator_id: m.creatorId,
         kind: m.kind,
         amount: m.amount,
-        event_id: 'eventId' in cause ? cause.eventId : null,
+        event_id: 'eventId' in cause && !derived ? cause.eventId : null,
         request_id: 'payoutId' in cause ? cause.requestId : null,
         payout_id: 'payoutId' in cause ? cause.payoutId : null,
       });
     }
+  }
+
+  private nextIdOf(eventId: string): string | null {
+    const index = this.perEvent.get(eventId) ?? 0;
+    this.perEvent.set(eventId, index + 1);
+    return movementIdOf(eventId, index);
   }
 
   /** How far the order's settlement line moves: its writer adds this to `commission_balance`. */
