@@ -4,7 +4,7 @@ import { defineJob } from './job.js';
 /**
  * Every minute: the tallies ingestion appends (one row per group commit, so it never waits on
  * another request) are folded into the counts reports (per quarter hour) and integration status
- * (per minute) read. Safe to run
+ * (per minute) read, and into creators' balances. Safe to run
  * twice or at once: a tally is deleted in the statement that adds it to its count.
  */
 export const reportRollupJob = defineJob({

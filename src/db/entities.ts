@@ -5,6 +5,7 @@ import { Creator } from '../modules/attribution/creator.entity.js';
 import { Offer } from '../modules/attribution/offer.entity.js';
 import { TrackingLink } from '../modules/attribution/tracking-link.entity.js';
 import { Brand } from '../modules/brands/brand.entity.js';
+import { BalanceTally, CreatorBalance } from '../modules/creators/creator-balance.entities.js';
 import { IdempotencyRecord } from '../modules/ingestion/idempotency-record.entity.js';
 import { ReceivedEvent } from '../modules/ingestion/received-event.entity.js';
 import {
@@ -47,6 +48,8 @@ export const entities = [
   IntegrationStatus,
   IntegrationTally,
   IntegrationCount,
+  BalanceTally,
+  CreatorBalance,
   WebhookEndpoint,
   WebhookEvent,
   WebhookDelivery,

@@ -160,8 +160,11 @@ describe('bounded tables', () => {
       // bucket, kept with the orders they sum (test mode's withdrawn with its orders).
       'conversion_tallies',
       'conversion_counts',
-      // Folded every minute with the report's (integration.test.ts).
+      // Folded every minute with the report's (integration.test.ts, settlement-properties.test.ts);
+      // balances are a row per creator and mode.
       'integration_tallies',
+      'balance_tallies',
+      'creator_balances',
     ];
     const tables =
       // A partition is bounded as its table is (conversion_counts' are per level and dimension).

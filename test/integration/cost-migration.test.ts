@@ -94,7 +94,10 @@ async function everything() {
   await sql(`update integration_status set computed_at = now() - interval '2 minutes'`);
   const status = await get('/v1/integration/status');
   expect(status.body.orders_24h).toBe(orderIds.length);
-  return { reads, payouts: payouts.body, status: status.body, ...(await tables()) };
+  // Balances: folded or not before, filled from the stored orders by Migration20261126020000 after.
+  const creators = await get('/v1/creators');
+  expect(creators.body.data.some((c: { balance: { pending: number } }) => c.balance.pending > 0)).toBe(true);
+  return { reads, payouts: payouts.body, status: status.body, creators: creators.body, ...(await tables()) };
 }
 
 const hasLineTable = async () =>

@@ -4,6 +4,7 @@ import { AppError } from '../../shared/errors.js';
 import { pageFrom } from '../../shared/paging.js';
 import { signedCursor } from '../../shared/signed-cursor.js';
 import type { ApiCaller } from '../keys/caller.js';
+import { creatorBalancesSql } from './balance-tallies.js';
 import type { CreatorOutput } from './creators.schemas.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
@@ -19,10 +20,11 @@ const emptyBalance = (): Balance => ({
 
 /**
  * The creators' balances, from the ledger: every open settlement line (a non-zero
- * orders.commission_balance, found by orders_open_balance_index) counts for its order's creator as
- * pending (order `pending`), payable (`confirmed`: the lifecycle leaves no other positive
- * line) or, when negative, a clawback not netted yet; paid out is the net of the creator's
- * payouts. Lines of paid-out orders are zero.
+ * orders.commission_balance) counts for its order's creator as pending (order `pending`),
+ * payable (any other status: the lifecycle leaves no other positive line) or, when negative, a
+ * clawback not netted yet; paid out is the net of the creator's payouts. Lines of paid-out orders
+ * are zero. The open lines are summed as they move, per creator (balance-tallies.ts), so this is
+ * one probe per creator however many orders it has.
  */
 async function balancesOf(
   em: EntityManager,
@@ -32,20 +34,15 @@ async function balancesOf(
   const balances = new Map(creatorIds.map((id) => [id, emptyBalance()]));
   if (creatorIds.length === 0) return balances;
   const ids = JSON.stringify(creatorIds);
-  const open = await em.execute<{ creator_id: string; status: string; negative: boolean; amount: string }[]>(
-    `select o.creator_id, o.status, o.commission_balance < 0 as negative, sum(o.commission_balance)::text as amount
-       from orders o
-      where o.brand_id = ? and o.livemode = ? and o.commission_balance <> 0
-        and o.creator_id in (select jsonb_array_elements_text(?::jsonb))
-      group by 1, 2, 3`,
-    [caller.brandId, caller.livemode, ids],
-  );
+  const scope = [caller.brandId, caller.livemode, ids];
+  const open = await em.execute<
+    { creator_id: string; pending: string; payable: string; clawback_pending: string }[]
+  >(creatorBalancesSql, [...scope, ...scope]);
   for (const row of open) {
     const balance = balances.get(row.creator_id)!;
-    const amount = Number(row.amount);
-    if (row.negative) balance.clawback_pending += amount;
-    else if (row.status === 'pending') balance.pending += amount;
-    else balance.payable += amount;
+    balance.pending = Number(row.pending);
+    balance.payable = Number(row.payable);
+    balance.clawback_pending = Number(row.clawback_pending);
   }
   const paid = await em.execute<{ creator_id: string; amount: string }[]>(
     `select creator_id, sum(net_amount)::text as amount from payouts

@@ -88,12 +88,6 @@ export const Order = defineEntity({
   indexes: [
     { name: 'orders_list_index', properties: ['brand', 'livemode', 'occurredAt', 'id'] },
     { name: 'orders_confirm_at_index', properties: ['status', 'confirmAt'] },
-    // Open lines only (pending, payable, clawbacks not netted): a creator's balance, read from the ledger.
-    {
-      name: 'orders_open_balance_index',
-      properties: ['brand', 'livemode', 'creator'],
-      where: 'commission_balance <> 0',
-    },
     {
       name: 'orders_payable_index',
       properties: ['brand', 'creator', 'id'],

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { foldBalanceTallies } from '../creators/balance-tallies.js';
 import { foldIntegrationTallies } from '../integration/integration-tallies.js';
 import { countGrains } from './count-grains.js';
 
@@ -76,10 +77,11 @@ async function foldAll(orm: MikroORM, statement: string, table: string): Promise
 /** Folds every tally appended so far; the number of tallies folded, per kind. */
 export async function foldTallies(
   orm: MikroORM,
-): Promise<{ browser_signals: number; conversions: number; integration: number }> {
+): Promise<{ browser_signals: number; conversions: number; integration: number; balances: number }> {
   return {
     browser_signals: await foldAll(orm, foldBrowserSignals, 'browser_signal_tallies'),
     conversions: await foldAll(orm, foldConversions, 'conversion_tallies'),
     integration: await foldAll(orm, foldIntegrationTallies, 'integration_tallies'),
+    balances: await foldAll(orm, foldBalanceTallies, 'balance_tallies'),
   };
 }
