@@ -65,6 +65,8 @@ describe('GET /v1/orders/{order_id}/attribution', () => {
       livemode: true,
       current: { attributed_via: 'code', creator_id: fixture.mina.creatorId, commission_amount: 2469 },
     });
+    // The conversion id the event answered with, though an order attributed when created stores none.
+    expect(body.current.conversion_id).toBe(sent.body.conversion_id);
     const [paid] = body.history;
     expect(paid).toMatchObject({
       type: 'order.paid',

@@ -158,7 +158,9 @@ const storageForms = async () => {
     (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'received_events_order_index') as order_index,
     (select a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname = 'orders_lookup_key_unique') as lookup_index,
     (select reloptions::text from pg_class where relname = 'ledger_movements_pkey') as journal_index_options,
-    (select pg_get_constraintdef(oid) from pg_constraint where conname = 'ledger_movements_pkey') as journal_key`);
+    (select pg_get_constraintdef(oid) from pg_constraint where conname = 'ledger_movements_pkey') as journal_key,
+    (select array_agg(reloptions::text order by relname) from pg_class
+      where relname in ('orders_lookup_key_unique', 'received_events_order_index')) as hash_options`);
   return row;
 };
 
@@ -194,6 +196,7 @@ describe("issue 22's migrations", () => {
       lookup_index: 'btree',
       journal_index_options: null,
       journal_key: 'PRIMARY KEY (id)',
+      hash_options: [null, null],
     });
 
     // A line whose creator is not its order's would be lost in the move: the migrations refuse,
@@ -217,6 +220,7 @@ describe("issue 22's migrations", () => {
       lookup_index: 'hash',
       journal_index_options: '{fillfactor=100}',
       journal_key: 'PRIMARY KEY (order_id, id)',
+      hash_options: ['{fillfactor=100}', '{fillfactor=100}'],
     });
     // A decision written now is kept as the compact text it was sent as, not re-printed.
     await send('order.paid', { order_id: 'CM-new', amount: 5_000, coupon_code: 'MINA20' });

@@ -108,6 +108,26 @@ describe('order.paid', () => {
     ]);
   });
 
+  it("an order attributed when created has its own id's conversion id; one attributed later gets a new one", async () => {
+    const id = nextOrderId();
+    const first = await send('order.paid', { order_id: id, amount: 50_000, coupon_code: 'MINA20' });
+    const row = await order(id);
+    // Given by the order's id, not stored; kept through a resend.
+    expect(first.body.conversion_id).toBe(`conv_${row.id.slice(4)}`);
+    expect(row.conversion_id).toBeNull();
+    const resent = await send('order.paid', { order_id: id, amount: 40_000, coupon_code: 'MINA20' });
+    expect(resent.body.conversion_id).toBe(first.body.conversion_id);
+    expect((await order(id)).conversion_id).toBeNull();
+
+    const later = nextOrderId();
+    expect((await send('order.paid', { order_id: later, amount: 50_000 })).body.conversion_id).toBeNull();
+    const attributed = await send('order.paid', { order_id: later, amount: 50_000, coupon_code: 'MINA20' });
+    const laterRow = await order(later);
+    expect(attributed.body.conversion_id).toMatch(/^conv_/);
+    expect(attributed.body.conversion_id).not.toBe(`conv_${laterRow.id.slice(4)}`);
+    expect(laterRow.conversion_id).toBe(attributed.body.conversion_id);
+  });
+
   it('unattributed orders are accepted with 200 and stay visible', async () => {
     const id = nextOrderId();
     const res = await send('order.paid', { order_id: id, amount: 1000, coupon_code: 'NOPE' });

@@ -129,6 +129,7 @@ describe('GET /v1/payouts/{payout_id} and its lines', () => {
         kind: string;
         amount: number;
         order_id: string;
+        conversion_id: string | null;
       }[];
       const sum = (kind?: string) =>
         lines.filter((l) => !kind || l.kind === kind).reduce((total, l) => total + l.amount, 0);
@@ -136,6 +137,13 @@ describe('GET /v1/payouts/{payout_id} and its lines', () => {
       expect(sum('order')).toBe(res.body.commission_amount);
       expect(sum('clawback')).toBe(res.body.clawback_amount);
       expect(lines.filter((l) => l.kind === 'order')).toHaveLength(res.body.order_count);
+      // Each order line names its order's conversion, given by the order's id (attributed when created).
+      const conversions = await sql(
+        `select order_id, 'conv_' || substr(id, 5) as conversion_id from orders where order_id in (?) and conversion_id is null`,
+        [lines.map((l) => l.order_id)],
+      );
+      for (const line of lines.filter((l) => l.kind === 'order'))
+        expect(line.conversion_id).toBe(conversions.find((c) => c.order_id === line.order_id)?.conversion_id);
       // Independently: what the ledger moved for this payout.
       const [ledger] = await sql(
         `select -coalesce(sum(amount), 0)::int as net from ledger_movements where payout_id = ? and kind = 'payout'`,

@@ -1,24 +1,15 @@
-const BATCH = 5000;
-
 /**
- * Moves appended balance tallies (Migration20261126020000's trigger on orders) into creators'
- * running totals, as fold-tallies.ts does for the reports: the delete and the upsert are one
- * statement; two runs take disjoint rows and upsert in key order.
+ * Balance tallies (Migration20261126020000's trigger on orders) into creators' running totals
+ * (folded with the report's: fold-tallies.ts).
  */
-export const foldBalanceTallies = `with moved as (
-    delete from balance_tallies where id in (
-      select id from balance_tallies order by id limit ${BATCH} for update skip locked)
-    returning *),
-  folded as (
+export const foldBalanceTallies = `
     insert into creator_balances (brand_id, livemode, creator_id, pending, payable, clawback_pending)
     select brand_id, livemode, creator_id, sum(pending), sum(payable), sum(clawback_pending)
       from moved group by 1, 2, 3 order by 1, 2, 3
     on conflict (brand_id, livemode, creator_id) do update set
       pending = creator_balances.pending + excluded.pending,
       payable = creator_balances.payable + excluded.payable,
-      clawback_pending = creator_balances.clawback_pending + excluded.clawback_pending
-    returning 1)
-  select (select count(*) from moved)::int as moved`;
+      clawback_pending = creator_balances.clawback_pending + excluded.clawback_pending`;
 
 /**
  * The balances of a brand's creators (a jsonb array of ids) in one mode: folded totals and the

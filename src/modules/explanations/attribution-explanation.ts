@@ -7,6 +7,7 @@ import type { Scope } from '../ingestion/order-book.js';
 import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { movementEventIdSql } from '../ledger/ledger-movement.entity.js';
 import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
+import { conversionIdOf } from '../orders/order-state.js';
 
 interface OrderRow {
   id: string;
@@ -168,7 +169,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       attributed_via: order.attributed_via,
       creator_id: order.creator_id,
       offer_id: order.offer_id,
-      conversion_id: order.conversion_id,
+      conversion_id: conversionIdOf(order),
       commission_bps: order.commission_bps,
       commission_amount: Number(order.commission_amount),
       refunded_commission_amount: Number(order.refunded_commission_amount),

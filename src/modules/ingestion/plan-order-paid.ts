@@ -6,7 +6,7 @@ import { type Attribution, isSelfPurchase, traceAttribution } from '../attributi
 import { type Cause, movementsBetween } from '../ledger/journal.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import { transition } from '../orders/order-lifecycle.js';
-import type { OrderState } from '../orders/order-state.js';
+import { derivedConversionId, type OrderState } from '../orders/order-state.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
 import type { ValidEvent } from './valid-event.js';
 
@@ -162,6 +162,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
   }
   const was = book.webhooks?.before(existing);
   const wasStatus = existing?.status;
+  const id = existing?.id ?? newId('ord');
   const fields = {
     changed: true,
     status: next.status,
@@ -176,7 +177,9 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     creatorId: decision?.creatorId ?? null,
     offerId: decision?.offerId ?? null,
     attributedVia: decision?.via ?? null,
-    conversionId: decision ? (existing?.conversionId ?? newId('conv')) : null,
+    conversionId: decision
+      ? (existing?.conversionId ?? (existing ? newId('conv') : derivedConversionId(id)))
+      : null,
     commissionBps: rateBps,
     // A renewal keeps its parent: moving it could collide with the new parent's cycle numbers.
     parentOrderId: existing?.parentOrderId ?? d.parentOrderId,
@@ -203,7 +206,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
   const order: OrderState = existing
     ? Object.assign(existing, fields)
     : {
-        id: newId('ord'),
+        id,
         orderId: d.orderId,
         isNew: true,
         refundedOriginalAmount: 0,

@@ -125,17 +125,8 @@ export function integrationTallies(
   };
 }
 
-const BATCH = 5000;
-
-/**
- * Moves appended tallies into their minute's counts, as fold-tallies.ts does for the reports:
- * the delete and the upsert are one statement; two runs take disjoint rows and upsert in key order.
- */
-export const foldIntegrationTallies = `with moved as (
-    delete from integration_tallies where id in (
-      select id from integration_tallies order by id limit ${BATCH} for update skip locked)
-    returning *),
-  folded as (
+/** Integration tallies into their minute's counts (folded with the report's: fold-tallies.ts). */
+export const foldIntegrationTallies = `
     insert into integration_counts (brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
                                     paid_events, refund_events, browser_events, last_event_at)
     select brand_id, livemode, bucket_start, sum(orders), sum(unattributed_orders), sum(click_ref_orders),
@@ -148,9 +139,7 @@ export const foldIntegrationTallies = `with moved as (
       paid_events = integration_counts.paid_events + excluded.paid_events,
       refund_events = integration_counts.refund_events + excluded.refund_events,
       browser_events = integration_counts.browser_events + excluded.browser_events,
-      last_event_at = greatest(integration_counts.last_event_at, excluded.last_event_at)
-    returning 1)
-  select (select count(*) from moved)::int as moved`;
+      last_event_at = greatest(integration_counts.last_event_at, excluded.last_event_at)`;
 
 /**
  * A brand's intake in one mode since `since` (SQL for a timestamptz), minute by minute: folded

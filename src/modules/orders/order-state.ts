@@ -52,6 +52,20 @@ export interface OrderState {
   countedAs: OrderIntake | null;
 }
 
+/**
+ * The conversion id of an order attributed when it was created: its own id's ('conv_' and the
+ * order id's body), stored as null (32 bytes less per order). An order attributed later, or
+ * again after losing its attribution, gets a new id, stored: no conversion id is ever used twice.
+ */
+export const derivedConversionId = (orderPk: string) => `conv_${orderPk.slice(4)}`;
+
+/** An order row's conversion id: stored, or given by its id while it is attributed. */
+export const conversionIdOf = (row: {
+  id: string;
+  creator_id: string | null;
+  conversion_id: string | null;
+}) => row.conversion_id ?? (row.creator_id === null ? null : derivedConversionId(row.id));
+
 /** The order columns ingestion owns, with their SQL types (payout columns belong to the payout jobs). */
 export const orderColumns = {
   status: 'text',
@@ -104,7 +118,7 @@ export function orderFromRow(r: any): OrderState {
     creatorId: r.creator_id,
     offerId: r.offer_id,
     attributedVia: r.attributed_via,
-    conversionId: r.conversion_id,
+    conversionId: conversionIdOf(r),
     commissionBps: r.commission_bps,
     parentOrderId: r.parent_order_id,
     cycleNumber: r.cycle_number,
@@ -145,7 +159,7 @@ export function orderToRow(o: OrderState): Record<OrderColumn | 'id' | 'order_id
     creator_id: o.creatorId,
     offer_id: o.offerId,
     attributed_via: o.attributedVia,
-    conversion_id: o.conversionId,
+    conversion_id: o.conversionId === derivedConversionId(o.id) ? null : o.conversionId,
     commission_bps: o.commissionBps,
     parent_order_id: o.parentOrderId,
     cycle_number: o.cycleNumber,

@@ -4,6 +4,7 @@ import { AppError } from '../../shared/errors.js';
 import { pageFrom } from '../../shared/paging.js';
 import { signedCursor } from '../../shared/signed-cursor.js';
 import type { ApiCaller } from '../keys/caller.js';
+import { conversionIdOf } from '../orders/order-state.js';
 import type { PayoutLineOutput, PayoutOutput } from './payouts.schemas.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
@@ -111,6 +112,8 @@ interface LineRow {
   id: string;
   amount: string;
   order_id: string;
+  order_pk: string;
+  creator_id: string | null;
   conversion_id: string | null;
 }
 
@@ -134,7 +137,7 @@ export async function listPayoutLines(
   const scope = { brandId: caller.brandId, livemode: caller.livemode, filters: { payout_id: payoutId } };
   const after = input.cursor === undefined ? null : lineCursor.decode(secretKeyBase, input.cursor, scope);
   const rows = await em.execute<LineRow[]>(
-    `select m.id, m.amount, o.order_id, o.conversion_id
+    `select m.id, m.amount, o.order_id, o.id as order_pk, o.creator_id, o.conversion_id
        from ledger_movements m
        join orders o on o.id = m.order_id
       where m.payout_id = ? and m.kind = 'payout' and m.brand_id = ? and m.livemode = ? ${after ? 'and m.id > ?' : ''}
@@ -149,7 +152,7 @@ export async function listPayoutLines(
         object: 'payout_line',
         kind: Number(r.amount) < 0 ? 'order' : 'clawback',
         order_id: r.order_id,
-        conversion_id: r.conversion_id,
+        conversion_id: conversionIdOf({ ...r, id: r.order_pk }),
         amount: -Number(r.amount),
         currency: 'KRW',
       }),

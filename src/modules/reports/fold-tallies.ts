@@ -1,25 +1,16 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { inTransaction } from '../../db/sql.js';
 import { foldBalanceTallies } from '../creators/balance-tallies.js';
 import { foldIntegrationTallies } from '../integration/integration-tallies.js';
 import { countGrains } from './count-grains.js';
 
 const BATCH = 5000;
 
-/**
- * Moves appended tallies into their quarter-hour counts, BATCH rows per statement: the delete
- * and the upsert are one statement, so a crash folds a batch wholly or not at all. Two runs at
- * once take disjoint rows (SKIP LOCKED) and upsert in key order, so they cannot deadlock.
- */
-const foldBrowserSignals = `with moved as (
-    delete from browser_signal_tallies where id in (
-      select id from browser_signal_tallies order by id limit ${BATCH} for update skip locked)
-    returning brand_id, livemode, bucket_start, type, count),
-  folded as (
+/** Browser-signal tallies into their quarter-hour counts. */
+const foldBrowserSignals = `
     insert into browser_signal_counts (brand_id, livemode, bucket_start, type, count)
     select brand_id, livemode, bucket_start, type, sum(count) from moved group by 1, 2, 3, 4 order by 1, 2, 3, 4
-    on conflict (brand_id, livemode, bucket_start, type) do update set count = browser_signal_counts.count + excluded.count
-    returning 1)
-  select (select count(*) from moved)::int as moved`;
+    on conflict (brand_id, livemode, bucket_start, type) do update set count = browser_signal_counts.count + excluded.count`;
 
 /**
  * Each conversion tally goes to every dimension (all orders, its creator, its SKU, both) at
@@ -29,11 +20,7 @@ const foldBrowserSignals = `with moved as (
  */
 const kst = (field: string) =>
   `date_trunc('${field}', m.bucket_start + interval '9 hours', 'UTC') - interval '9 hours'`;
-const foldConversions = `with moved as (
-    delete from conversion_tallies where id in (
-      select id from conversion_tallies order by id limit ${BATCH} for update skip locked)
-    returning *),
-  fanned as (
+const fanConversions = `fanned as (
     select m.brand_id, m.livemode, g.dim, g.level,
            case g.level when 0 then m.bucket_start when 1 then ${kst('day')} when 2 then ${kst('month')}
                         when 4 then ${kst('year')} else date_trunc('hour', m.bucket_start, 'UTC') end as bucket_start,
@@ -42,8 +29,8 @@ const foldConversions = `with moved as (
            case when g.dim < 2 then m.heads else m.orders end as orders,
            case when m.creator_id = '' then 0 when g.dim < 2 then m.heads else m.orders end as attributed_orders,
            m.amount, m.commission, m.refunded_amount, m.reversed_commission
-      from moved m cross join (values ${countGrains.map(([dim, level]) => `(${dim}, ${level})`).join(', ')}) g(dim, level)),
-  folded as (
+      from moved m cross join (values ${countGrains.map(([dim, level]) => `(${dim}, ${level})`).join(', ')}) g(dim, level))`;
+const foldConversions = `
     insert into conversion_counts (brand_id, livemode, dim, level, key, bucket_start, orders, attributed_orders,
                                    amount, commission, refunded_amount, reversed_commission)
     select brand_id, livemode, dim, level, key, bucket_start, sum(orders), sum(attributed_orders),
@@ -55,16 +42,33 @@ const foldConversions = `with moved as (
       amount = conversion_counts.amount + excluded.amount,
       commission = conversion_counts.commission + excluded.commission,
       refunded_amount = conversion_counts.refunded_amount + excluded.refunded_amount,
-      reversed_commission = conversion_counts.reversed_commission + excluded.reversed_commission
-    returning 1)
-  select (select count(*) from moved)::int as moved`;
+      reversed_commission = conversion_counts.reversed_commission + excluded.reversed_commission`;
 
-async function foldAll(orm: MikroORM, statement: string, table: string): Promise<number> {
+/**
+ * Moves a tally table's rows into their counts, BATCH rows per statement: the delete and the
+ * upsert (`into`, reading the rows as `moved`, or what the CTEs `between` make of them) are one statement, so a crash folds a batch wholly
+ * or not at all. One fold per table at a time (a transaction-scoped advisory lock; a run that
+ * finds it taken leaves the table to the one holding it), so the rows are taken without row locks:
+ * a lock per tally would be a WAL record per tally, on the write path's own scale.
+ */
+async function foldAll(orm: MikroORM, table: string, into: string, between = ''): Promise<number> {
+  const statement = `with moved as (
+      delete from ${table} where id in (select id from ${table} order by id limit ${BATCH}) returning *),
+    ${between ? `${between},` : ''}
+    folded as (${into} returning 1)
+    select (select count(*) from moved)::int as moved`;
   let moved = 0;
   for (;;) {
-    const [row] = await orm.em.fork().execute<{ moved: number }[]>(statement, [], 'all');
-    moved += row!.moved;
-    if (row!.moved < BATCH) break;
+    const batch = await inTransaction(orm, async (sql) => {
+      const [gate] = await sql.query<{ ok: boolean }>(
+        `select pg_try_advisory_xact_lock(hashtextextended('fold ' || ?, 0)) as ok`,
+        [table],
+      );
+      if (!gate!.ok) return 0;
+      return (await sql.query<{ moved: number }>(statement))[0]!.moved;
+    });
+    moved += batch;
+    if (batch < BATCH) break;
   }
   // A tally table is a queue: every row is deleted within a minute. Until a vacuum, its dead
   // rows stay in its index, and a report walks all of a year's of them (8 ms a report after
@@ -79,9 +83,9 @@ export async function foldTallies(
   orm: MikroORM,
 ): Promise<{ browser_signals: number; conversions: number; integration: number; balances: number }> {
   return {
-    browser_signals: await foldAll(orm, foldBrowserSignals, 'browser_signal_tallies'),
-    conversions: await foldAll(orm, foldConversions, 'conversion_tallies'),
-    integration: await foldAll(orm, foldIntegrationTallies, 'integration_tallies'),
-    balances: await foldAll(orm, foldBalanceTallies, 'balance_tallies'),
+    browser_signals: await foldAll(orm, 'browser_signal_tallies', foldBrowserSignals),
+    conversions: await foldAll(orm, 'conversion_tallies', foldConversions, fanConversions),
+    integration: await foldAll(orm, 'integration_tallies', foldIntegrationTallies),
+    balances: await foldAll(orm, 'balance_tallies', foldBalanceTallies),
   };
 }
