@@ -811,7 +811,7 @@ const ENV_TABLE = table(['variable', 'default', 'what it sets'], 'lrl', [
   ['`BENCH_GROWTH_CONNECTIONS`', '4', 'parallel connections of the growth batches'],
   ['`BENCH_SECONDS`', '10', 'each load level of phase (b) and each pgbench beside it'],
   ['`BENCH_BATCHES`', '40', '500-event batches measured'],
-  ['`BENCH_COST_BATCHES`', '40', '500-event batches (2 in flight) of the cost-per-event stretch'],
+  ['`BENCH_COST_BATCHES`', '400', '500-event batches (2 in flight) of the cost-per-event stretch'],
   ['`BENCH_BATCH_CONNECTIONS`', '4', 'batches in flight at once'],
   ['`BENCH_PAGING_MAX_SECONDS`', '900', 'paging the whole list stops after this long (the report says so)'],
   [
