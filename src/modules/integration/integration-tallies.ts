@@ -33,7 +33,7 @@ const measures = ['orders', 'unattributed', 'click_ref', 'paid', 'refunds', 'bro
 type Tally = Record<(typeof measures)[number], number> & {
   brand_id: string;
   livemode: boolean;
-  /** The minute; null for "now" (a new order's, as its created_at defaults to the transaction's now()). */
+  /** The minute; null for the transaction's (a new order's when the group received no event). */
   bucket: string | null;
   last_event_at: string | null;
 };
@@ -82,12 +82,15 @@ export function integrationTallies(
     }
     return t;
   };
+  // New orders count in the minute the group received its events (their created_at is the
+  // transaction's now(), milliseconds apart), so they share the events' tally.
+  const receivedMinute = received[0] ? minuteOf(received[0].received_at) : null;
   for (const { scope, orders } of scopes) {
     for (const o of orders) {
       const now = flagsOf(o);
       const was = o.countedAs;
       if (o.isNew || !was) {
-        const t = tally(scope.brandId, scope.livemode, null);
+        const t = tally(scope.brandId, scope.livemode, receivedMinute);
         t.orders += 1;
         t.unattributed += now.unattributed;
         t.click_ref += now.clickRef;

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { integrationTallies, orderIntake } from '../../src/modules/integration/integration-tallies.js';
+
+const scope = { brandId: 'brand_x', livemode: true };
+const paid = (received_at: string) => ({
+  brand_id: 'brand_x',
+  livemode: true,
+  type: 'order.paid',
+  received_at,
+});
+
+describe('integration tallies of a group commit', () => {
+  it('count new orders with the events that created them, in one tally per brand, mode and minute', () => {
+    const at = '2026-11-26T01:02:03.456Z';
+    const part = integrationTallies(
+      [
+        {
+          scope,
+          orders: [
+            { isNew: true, creatorId: 'cr_x', clickRef: 'clk_1', countedAs: null },
+            { isNew: true, creatorId: null, clickRef: null, countedAs: null },
+          ],
+        },
+      ],
+      [paid(at), paid(at)],
+    );
+    expect(part.rows).toEqual([
+      expect.objectContaining({
+        bucket: '2026-11-26T01:02:00.000Z',
+        orders: 2,
+        unattributed: 1,
+        click_ref: 1,
+        paid: 2,
+        last_event_at: at,
+      }),
+    ]);
+  });
+
+  it("move a stored order's flags in the minute it was created, and nothing for an unchanged one", () => {
+    const created = new Date('2026-11-25T09:30:59.999Z');
+    const was = orderIntake({ creatorId: null, clickRef: null }, created);
+    const part = integrationTallies(
+      [
+        {
+          scope,
+          orders: [
+            { isNew: false, creatorId: 'cr_x', clickRef: null, countedAs: was },
+            { isNew: false, creatorId: null, clickRef: null, countedAs: was },
+          ],
+        },
+      ],
+      [],
+    );
+    expect(part.rows).toEqual([
+      expect.objectContaining({
+        bucket: '2026-11-25T09:30:00.000Z',
+        orders: 0,
+        unattributed: -1,
+        click_ref: 0,
+      }),
+    ]);
+  });
+});
