@@ -13,9 +13,10 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
  * A request's events and journal movements as two statements. Its events: the key range of the
  * ids derived from its id (shared/ids.ts; they store no request id), and those whose id is not
  * derived from it, by the partial request-id index. An event's movements through its order (a
- * LATERAL probe each of the order and of its range of the journal's key, so no plan can turn them into a join over all orders and movements: one
- * did, 2.2 s for a 500-event batch on a never-analyzed million orders); a payout run's by their
- * own request id (the partial index holds only movements no event caused).
+ * LATERAL probe each of the order and of its range of the journal's key, so no plan can turn them
+ * into a join over all orders and movements: one did, 2.2 s for a 500-event batch on a
+ * never-analyzed million orders); a payout run's by their own request id (the partial index holds
+ * only movements no event caused).
  */
 export function requestRecordsSql(requestId: string) {
   const range = eventIdRange(requestId) ?? ['', ''];

@@ -14,16 +14,18 @@ export const foldBalanceTallies = `
 /**
  * The balances of a brand's creators (a jsonb array of ids) in one mode: folded totals and the
  * tallies not folded yet, read in one snapshot (a fold moves a tally in one statement, so it is
- * counted exactly once). Parameters: brand, mode, creator ids, twice.
+ * counted exactly once). One LATERAL probe of each key per creator: an `in (…)` list was planned
+ * as a scan of the brand's every creator. Parameters: creator ids, then brand and mode twice.
  */
 export const creatorBalancesSql = `
-  select creator_id, sum(pending)::text as pending, sum(payable)::text as payable,
-         sum(clawback_pending)::text as clawback_pending
-    from (
-      select creator_id, pending, payable, clawback_pending from creator_balances
-       where brand_id = ? and livemode = ? and creator_id in (select jsonb_array_elements_text(?::jsonb))
+  select want.creator_id, sum(b.pending)::text as pending, sum(b.payable)::text as payable,
+         sum(b.clawback_pending)::text as clawback_pending
+    from jsonb_array_elements_text(?::jsonb) as want(creator_id)
+    cross join lateral (
+      select c.pending, c.payable, c.clawback_pending from creator_balances c
+       where c.brand_id = ? and c.livemode = ? and c.creator_id = want.creator_id
       union all
-      select creator_id, pending, payable, clawback_pending from balance_tallies
-       where brand_id = ? and livemode = ? and creator_id in (select jsonb_array_elements_text(?::jsonb))
+      select t.pending, t.payable, t.clawback_pending from balance_tallies t
+       where t.brand_id = ? and t.livemode = ? and t.creator_id = want.creator_id
     ) b
-   group by creator_id`;
+   group by want.creator_id`;

@@ -34,10 +34,10 @@ async function balancesOf(
   const balances = new Map(creatorIds.map((id) => [id, emptyBalance()]));
   if (creatorIds.length === 0) return balances;
   const ids = JSON.stringify(creatorIds);
-  const scope = [caller.brandId, caller.livemode, ids];
+  const scope = [caller.brandId, caller.livemode];
   const open = await em.execute<
     { creator_id: string; pending: string; payable: string; clawback_pending: string }[]
-  >(creatorBalancesSql, [...scope, ...scope]);
+  >(creatorBalancesSql, [ids, ...scope, ...scope]);
   for (const row of open) {
     const balance = balances.get(row.creator_id)!;
     balance.pending = Number(row.pending);

@@ -19,7 +19,7 @@ const DAY = `interval '24 hours'`;
  * One (brand, mode) pair per row of `scopes`; the same SQL serves the job (all) and the endpoint
  * (one). Orders and events are counted from the per-minute intake (integration-tallies.ts), so
  * "24 hours" is the last 24 hours to the minute. The last event's time is the newest of the
- * intake's (8 days kept) and the one this row held before.
+ * intake's (counts are kept 8 days) and the one this row held before.
  */
 const refreshSql = (scopes: string) => `
 insert into integration_status (brand_id, livemode, clicks_24h, orders_24h, unattributed_24h, missing_orders_24h,
@@ -39,14 +39,18 @@ select s.brand_id, s.livemode,
   now()
 from (${scopes}) s
 cross join lateral (
-  select coalesce(sum(i.orders) filter (where i.bucket_start >= ${DAY_START}), 0) as orders,
-         coalesce(sum(i.unattributed_orders) filter (where i.bucket_start >= ${DAY_START}), 0) as unattributed,
-         max(i.last_event_at) as received_at
-    from ${intakeSince('s.brand_id', 's.livemode', `now() - interval '8 days'`)} i
+  select coalesce(sum(i.orders), 0) as orders, coalesce(sum(i.unattributed_orders), 0) as unattributed
+    from ${intakeSince('s.brand_id', 's.livemode', DAY_START)} i
 ) day
 cross join lateral (
-  select greatest(day.received_at, (select st.last_event_at from integration_status st
-                                     where st.brand_id = s.brand_id and st.livemode = s.livemode)) as received_at
+  select greatest(
+    (select max(t.last_event_at) from integration_tallies t where t.brand_id = s.brand_id and t.livemode = s.livemode),
+    -- The newest minute that received an event: a backward probe of the counts' key, not a day's sum.
+    (select c.last_event_at from integration_counts c
+      where c.brand_id = s.brand_id and c.livemode = s.livemode and c.last_event_at is not null
+      order by c.bucket_start desc limit 1),
+    (select st.last_event_at from integration_status st where st.brand_id = s.brand_id and st.livemode = s.livemode)
+  ) as received_at
 ) last
 on conflict (brand_id, livemode) do update set
   clicks_24h = excluded.clicks_24h, orders_24h = excluded.orders_24h, unattributed_24h = excluded.unattributed_24h,

@@ -46,10 +46,10 @@ const foldConversions = `
 
 /**
  * Moves a tally table's rows into their counts, BATCH rows per statement: the delete and the
- * upsert (`into`, reading the rows as `moved`, or what the CTEs `between` make of them) are one statement, so a crash folds a batch wholly
- * or not at all. One fold per table at a time (a transaction-scoped advisory lock; a run that
- * finds it taken leaves the table to the one holding it), so the rows are taken without row locks:
- * a lock per tally would be a WAL record per tally, on the write path's own scale.
+ * upsert (`into`, reading the rows as `moved` or what the CTEs `between` make of them) are one
+ * statement, so a crash folds a batch wholly or not at all. One fold per table at a time (a
+ * transaction-scoped advisory lock; a run that finds it taken leaves the table to the one holding
+ * it), so rows are taken without row locks: a lock record per tally is WAL on the write path's scale.
  */
 async function foldAll(orm: MikroORM, table: string, into: string, between = ''): Promise<number> {
   const statement = `with moved as (

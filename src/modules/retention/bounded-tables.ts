@@ -30,9 +30,16 @@ export const boundedTables = {
       select e.id from webhook_events e where e.created_at < now() - make_interval(days => ?)
          and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
        limit ${BATCH} for update skip locked)`,
-  /** Integration status reads a day of them, refunds a week: 8 days are kept. By primary key, as the range leads it. */
+  /**
+   * Integration status reads a day of them, refunds a week: 8 days are kept. Per brand and mode,
+   * a range of the primary key (brand, mode, minute) each, as clicks are pruned per brand.
+   */
   integration_counts: `delete from integration_counts where ctid in (
-      select ctid from integration_counts where bucket_start < now() - interval '8 days' limit ${BATCH} for update skip locked)`,
+      select k.ctid from brands b cross join (values (true), (false)) m(livemode) cross join lateral (
+        select c.ctid from integration_counts c
+         where c.brand_id = b.id and c.livemode = m.livemode and c.bucket_start < now() - interval '8 days'
+         limit ${BATCH} for update skip locked) k
+       limit ${BATCH})`,
   /**
    * Browser signals past 30 days: gap detection and integration status read a day of them,
    * missing orders go after 30 days; the report's funnel reads browser_signal_counts instead.
