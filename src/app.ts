@@ -8,6 +8,7 @@ import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import { hostName, requireHost } from './http/host-check.js';
+import { jsonBody } from './http/json-body.js';
 import { assignRequestId } from './http/request-id.js';
 import { logRequests } from './http/request-log.js';
 import { type AnyRoute, mountRoutes } from './http/route.js';
@@ -68,6 +69,9 @@ export function buildApp(appDeps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
+  // API answers are live data, never revalidated: no hash of every body for an ETag. The script
+  // and the API document, which are cached, set their own (http/precompressed.ts).
+  app.set('etag', false);
   // First, so every response has them, errors included. Most responses are JSON (nothing to run or
   // frame); /docs and Bull Board set their own CSP. Referrer-Policy and COOP are left out so the
   // click redirect hands the creator's page on to the shop as before. See docs/decisions.md.
@@ -106,8 +110,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
   });
   app.use(ops);
 
-  // Bodies are JSON whatever the Content-Type says (curl's default form type included).
-  const json = (limit: string) => express.json({ limit, type: () => true, strict: false });
+  const MiB = 1024 * 1024;
 
   // The auth host serves key issuance only; anything else there falls through to the host check.
   const issuanceRoutes = keyIssuanceRoutes(deps);
@@ -115,7 +118,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
     const authHosts = new Set(config.AUTH_HOSTS);
     const authHost = Router();
     authHost.use((req, _res, next) => next(authHosts.has(hostName(req.headers.host)) ? undefined : 'router'));
-    authHost.use('/api', json('1mb'));
+    authHost.use('/api', jsonBody(MiB));
     mountRoutes(authHost, issuanceRoutes, [authenticateLoginToken(loginTokenVerifier(config))]);
     app.use(authHost);
   }
@@ -131,15 +134,15 @@ export function buildApp(appDeps: AppDeps): express.Express {
 
   const v1 = Router();
   v1.use('/v1', answerPreflight(orm));
-  v1.post('/v1/events/batch', json('10mb'));
-  v1.use('/v1', json('1mb'));
+  v1.post('/v1/events/batch', jsonBody(10 * MiB));
+  v1.use('/v1', jsonBody(MiB));
   mountRoutes(v1, publicRoutes, [authenticateApiKey(keyCache)]);
   app.use(v1);
 
   const admin = Router();
   admin.use('/admin', requireAdmin(config.ADMIN_TOKEN, { browser: true }));
   mountBullBoard(admin, deps.queues);
-  admin.use('/admin/api', json('1mb'));
+  admin.use('/admin/api', jsonBody(MiB));
   mountRoutes(admin, adminApiRoutes);
   app.use(admin);
 

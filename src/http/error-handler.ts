@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { AppError, docUrl, errorCodes, isRetryable, storageRefusal } from '../shared/errors.js';
+import { sendJson } from './send-json.js';
 
 export interface ErrorBody {
   error: {
@@ -75,7 +76,7 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
     }
     if (err instanceof AppError) {
       for (const [name, value] of Object.entries(err.details.headers ?? {})) res.setHeader(name, value);
-      res.status(err.status).json(errorBody(req, baseUrl, err.status, err.code, err.message, err.details));
+      sendJson(res, err.status, errorBody(req, baseUrl, err.status, err.code, err.message, err.details));
       return;
     }
     const infra = infrastructureError(err);

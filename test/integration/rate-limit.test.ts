@@ -170,6 +170,48 @@ describe('EventRateLimiter', () => {
     expect(new Set(decisions.filter((d) => d.allowed).map((d) => d.remaining)).size).toBe(20);
   });
 
+  it('decides the requests of one turn of the event loop in one script call, in arrival order', async () => {
+    const keyPrefix = prefix();
+    const rl = new EventRateLimiter(redis, silent, {
+      keyPrefix,
+      defaultPerSecond: 0.001,
+      defaultBurst: 10,
+      timeoutMs: 1000,
+    });
+    const monitor = await redis.monitor();
+    const calls: string[][] = [];
+    const sentinel = `${keyPrefix}end`;
+    const relayed = new Promise<void>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args.includes(sentinel)) resolve();
+        else if (args.some((arg) => arg.startsWith(keyPrefix))) calls.push(args);
+      });
+    });
+    try {
+      // 6 fits, 5 does not (4 left), 3 still does; the next turn sees the 1 left.
+      const decisions = await Promise.all([
+        rl.consume(caller(), 6),
+        rl.consume(caller(), 5),
+        rl.consume(caller(), 3),
+      ]);
+      expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([
+        [true, 4],
+        [false, 4],
+        [true, 1],
+      ]);
+      expect(await rl.consume(caller(), 2)).toMatchObject({ allowed: false, remaining: 1 });
+      // Commands reach MONITOR in the order Redis ran them: once this one is relayed, so are the scripts.
+      await redis.echo(sentinel);
+      await relayed;
+      expect(calls.filter((args) => /^eval/i.test(args[0]!)).map((args) => args.slice(-3))).toEqual([
+        ['6', '5', '3'],
+        ['0.001', '10', '2'],
+      ]);
+    } finally {
+      await monitor.disconnect();
+    }
+  });
+
   it('refund gives tokens back, never above the burst, and leaves an expired bucket alone', async () => {
     const rl = limiter({ defaultPerSecond: 0.001, defaultBurst: 5 });
     expect((await rl.consume(caller(), 4)).remaining).toBe(1);

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { type ResponseHeaderName, route } from '../../http/route.js';
+import { sendJson } from '../../http/send-json.js';
 import { AppError } from '../../shared/errors.js';
 import { checkIdempotencyKey, requestHash } from '../ingestion/idempotency.js';
 import { Ingestion } from '../ingestion/ingestion.js';
@@ -122,7 +123,7 @@ async function ingest(
       if (left !== undefined) res.setHeader('RateLimit-Remaining', String(left));
     }
   }
-  res.status(answer.status).json(answer.body);
+  sendJson(res, answer.status, answer.body);
   return { replayed: answer.replayed };
 }
 

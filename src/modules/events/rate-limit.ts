@@ -12,6 +12,10 @@ import type { ApiCaller } from '../keys/caller.js';
  * with skewed clocks share one timeline. A request that needs more tokens than are
  * left is refused whole and charges nothing (the script writes only when it allows).
  *
+ * Requests for the same bucket in one turn of the event loop share one script call, which
+ * decides them in arrival order exactly as separate calls would: one Redis round trip per
+ * bucket and turn instead of one per request (docs/benchmarks.md, "Profile notes").
+ *
  * Redis trouble never blocks ingestion: on an error or no answer within `timeoutMs`
  * the request is allowed (fail open), counted in `failOpenCount` and logged at warn
  * (at most one line per `FAIL_OPEN_LOG_INTERVAL_MS`, so an outage cannot flood the log).
@@ -42,20 +46,27 @@ export interface EventRateLimiterOptions {
   timeoutMs?: number;
 }
 
+interface BucketTurn {
+  key: string;
+  perSecond: number;
+  burst: number;
+  requests: { events: number; resolve: (decision: RateLimitDecision) => void }[];
+}
+
 type RateLimitedCaller = Pick<ApiCaller, 'brandId' | 'livemode' | 'rateLimitPerS' | 'rateLimitBurst'>;
 
 const COMMAND = 'lfEventTokenBucket';
 const FAIL_OPEN_LOG_INTERVAL_MS = 10_000;
 
 /**
- * KEYS[1] bucket hash. ARGV: rate (tokens/s), burst, requested.
- * Returns { allowed 0|1, remaining whole tokens, ms until full, ms until `requested` fit (-1: never) }.
- * A small epsilon absorbs float error so exactly-due refills are not refused.
+ * KEYS[1] bucket hash. ARGV: rate (tokens/s), burst, then each request's tokens, in arrival order.
+ * Returns per request { allowed 0|1, remaining whole tokens, ms until full, ms until its tokens
+ * fit (-1: never) }, flattened. A request that does not fit takes nothing; later ones may still
+ * fit. A small epsilon absorbs float error so exactly-due refills are not refused.
  */
 const TOKEN_BUCKET_LUA = `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local requested = tonumber(ARGV[3])
 local eps = 1e-9
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -69,27 +80,38 @@ else
   if elapsed < 0 then elapsed = 0 end
   tokens = math.min(burst, tokens + elapsed * rate / 1000)
 end
-local allowed = 0
-if requested <= tokens + eps then
-  allowed = 1
-  tokens = math.max(0, tokens - requested)
+local out = {}
+local spent = false
+for i = 3, #ARGV do
+  local requested = tonumber(ARGV[i])
+  local allowed = 0
+  if requested <= tokens + eps then
+    allowed = 1
+    spent = true
+    tokens = math.max(0, tokens - requested)
+  end
+  local retry_ms = 0
+  if allowed == 0 then
+    if requested > burst then
+      retry_ms = -1
+    else
+      retry_ms = math.max(1, math.ceil((requested - tokens) * 1000 / rate - eps))
+    end
+  end
+  out[#out + 1] = allowed
+  out[#out + 1] = math.floor(tokens + eps)
+  out[#out + 1] = math.max(0, math.ceil((burst - tokens) * 1000 / rate - eps))
+  out[#out + 1] = retry_ms
+end
+if spent then
   redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', now))
   redis.call('PEXPIRE', KEYS[1], math.max(1000, math.ceil(2000 * burst / rate)))
 end
-local remaining = math.floor(tokens + eps)
-local reset_ms = math.max(0, math.ceil((burst - tokens) * 1000 / rate - eps))
-local retry_ms = 0
-if allowed == 0 then
-  if requested > burst then
-    retry_ms = -1
-  else
-    retry_ms = math.max(1, math.ceil((requested - tokens) * 1000 / rate - eps))
-  end
-end
-return { allowed, remaining, reset_ms, retry_ms }
+return out
 `;
 
-type BucketReply = [number, number, number, number];
+/** Four numbers per request (see TOKEN_BUCKET_LUA). */
+type BucketReply = number[];
 
 /**
  * KEYS[1] bucket hash. ARGV: burst, tokens to give back. Returns whole tokens after, or -1 when
@@ -105,7 +127,7 @@ return math.floor(tokens + 1e-9)
 const REFUND_COMMAND = 'lfEventTokenRefund';
 
 interface BucketCommand {
-  [COMMAND](key: string, rate: string, burst: string, requested: string): Promise<BucketReply>;
+  [COMMAND](key: string, rate: string, burst: string, ...requested: string[]): Promise<BucketReply>;
   [REFUND_COMMAND](key: string, burst: string, tokens: string): Promise<number>;
 }
 
@@ -122,6 +144,8 @@ export class EventRateLimiter {
   private readonly defaultBurst: number;
   private readonly timeoutMs: number;
   private lastFailOpenLogAt = Number.NEGATIVE_INFINITY;
+  /** Requests of this turn of the event loop, by bucket and settings, decided together. */
+  private readonly thisTurn = new Map<string, BucketTurn>();
   private failOpenSinceLog = 0;
 
   constructor(
@@ -174,49 +198,80 @@ export class EventRateLimiter {
   }
 
   /** Takes `events` tokens from the caller's (brand, mode) bucket, or none at all. */
-  async consume(caller: RateLimitedCaller, events: number): Promise<RateLimitDecision> {
+  consume(caller: RateLimitedCaller, events: number): Promise<RateLimitDecision> {
     if (!Number.isInteger(events) || events < 1) {
-      throw new RangeError(`events must be a positive integer, got ${events}`);
+      return Promise.reject(new RangeError(`events must be a positive integer, got ${events}`));
     }
     const { perSecond, burst } = this.settingsFor(caller);
-    const key = this.bucketKey(caller);
+    // Settings are part of the turn's key: a brand's new limits never share a call with its old ones.
+    const turnKey = `${this.bucketKey(caller)} ${perSecond} ${burst}`;
+    let turn = this.thisTurn.get(turnKey);
+    if (!turn) {
+      turn = { key: this.bucketKey(caller), perSecond, burst, requests: [] };
+      this.thisTurn.set(turnKey, turn);
+      if (this.thisTurn.size === 1) setImmediate(() => this.decideTurn());
+    }
+    const { promise, resolve } = Promise.withResolvers<RateLimitDecision>();
+    turn.requests.push({ events, resolve });
+    return promise;
+  }
+
+  /** One script call per bucket for the requests queued in this turn of the event loop. */
+  private decideTurn(): void {
+    const turns = [...this.thisTurn.values()];
+    this.thisTurn.clear();
+    for (const turn of turns) void this.decide(turn);
+  }
+
+  private async decide({ key, perSecond, burst, requests }: BucketTurn): Promise<void> {
     let reply: BucketReply;
     try {
-      reply = await this.withTimeout(
-        (this.redis as unknown as BucketCommand)[COMMAND](
-          key,
-          String(perSecond),
-          String(burst),
-          String(events),
-        ),
-      );
+      reply = (
+        await this.withTimeout(
+          (this.redis as unknown as BucketCommand)[COMMAND](
+            key,
+            String(perSecond),
+            String(burst),
+            ...requests.map((r) => String(r.events)),
+          ),
+        )
+      ).map(Number);
     } catch (err) {
-      this.recordFailOpen(err);
-      return {
-        allowed: true,
+      for (const { events, resolve } of requests) {
+        this.recordFailOpen(err);
+        resolve({
+          allowed: true,
+          limit: burst,
+          perSecond,
+          remaining: burst,
+          resetSeconds: 0,
+          retryAfterSeconds: null,
+          exceedsCapacity: events > burst,
+          failedOpen: true,
+        });
+      }
+      return;
+    }
+    requests.forEach(({ events, resolve }, i) => {
+      const [allowed, remaining, resetMs, retryMs] = reply.slice(4 * i, 4 * i + 4) as [
+        number,
+        number,
+        number,
+        number,
+      ];
+      const resetSeconds = Math.ceil(resetMs / 1000);
+      resolve({
+        allowed: allowed === 1,
         limit: burst,
         perSecond,
-        remaining: burst,
-        resetSeconds: 0,
-        retryAfterSeconds: null,
+        remaining,
+        resetSeconds,
+        retryAfterSeconds:
+          allowed === 1 ? null : Math.max(1, retryMs < 0 ? resetSeconds : Math.ceil(retryMs / 1000)),
         exceedsCapacity: events > burst,
-        failedOpen: true,
-      };
-    }
-    const [allowed, remaining, resetMs, retryMs] = reply.map(Number) as BucketReply;
-    const resetSeconds = Math.ceil(resetMs / 1000);
-    const exceedsCapacity = events > burst;
-    return {
-      allowed: allowed === 1,
-      limit: burst,
-      perSecond,
-      remaining,
-      resetSeconds,
-      retryAfterSeconds:
-        allowed === 1 ? null : Math.max(1, retryMs < 0 ? resetSeconds : Math.ceil(retryMs / 1000)),
-      exceedsCapacity,
-      failedOpen: false,
-    };
+        failedOpen: false,
+      });
+    });
   }
 
   /**

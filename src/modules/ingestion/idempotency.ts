@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Sql } from '../../db/sql.js';
 import { AppError } from '../../shared/errors.js';
 import type { Scope } from './order-book.js';
@@ -9,11 +9,7 @@ import type { Scope } from './order-book.js';
  * the effects, so the record exists exactly when they do.
  */
 export function requestHash(path: string, body: unknown): string {
-  return createHash('sha256')
-    .update(path)
-    .update('\n')
-    .update(JSON.stringify(body ?? null))
-    .digest('hex');
+  return hash('sha256', `${path}\n${JSON.stringify(body ?? null)}`, 'hex');
 }
 
 export function checkIdempotencyKey(key: string | undefined): void {

@@ -1,0 +1,70 @@
+import express, { type RequestHandler } from 'express';
+
+/** An error as body-parser makes it, so error-handler.ts answers both alike. */
+function bodyError(status: number, type: string, message: string): Error {
+  return Object.assign(new Error(message), { status, type, expose: true });
+}
+
+/**
+ * Bodies are JSON whatever the Content-Type says (curl's default form type included). An
+ * uncompressed UTF-8 body, nearly every request, is read here; a compressed one or another
+ * charset goes to body-parser, which inflates, decodes or refuses it (415). Under single events
+ * body-parser's generality cost about a tenth of the web process's CPU (docs/benchmarks.md,
+ * "Profile notes"); the limits, errors and empty-body rules below are its own.
+ */
+export function jsonBody(limitBytes: number): RequestHandler {
+  const general = express.json({ limit: limitBytes, type: () => true, strict: false });
+  return (req, res, next) => {
+    // Already read (a route's own larger limit ran first), or no body at all.
+    if (req.readableEnded || req.body !== undefined) return next();
+    const headers = req.headers;
+    if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) return next();
+    const encoding = headers['content-encoding'];
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (
+      (encoding !== undefined && encoding.toLowerCase() !== 'identity') ||
+      (charset && charset !== 'utf-8')
+    ) {
+      general(req, res, next);
+      return;
+    }
+    const declared = headers['content-length'] === undefined ? undefined : Number(headers['content-length']);
+    if (declared !== undefined && declared > limitBytes) {
+      req.resume(); // drained unread, so the answer can be sent
+      next(bodyError(413, 'entity.too.large', 'request entity too large'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let settled = false;
+    const settle = (err?: Error) => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onData).off('end', onEnd).off('aborted', onAborted).off('error', onError);
+      if (err) {
+        req.resume(); // drain what is left, so the answer can be sent
+        next(err);
+        return;
+      }
+      const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      try {
+        // An empty body is `{}`, as body-parser has it.
+        req.body = text.length === 0 ? {} : JSON.parse(text);
+      } catch (parseError) {
+        next(bodyError(400, 'entity.parse.failed', (parseError as Error).message));
+        return;
+      }
+      next();
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limitBytes) settle(bodyError(413, 'entity.too.large', 'request entity too large'));
+      else chunks.push(chunk);
+    };
+    // Node's parser ends a request only once its Content-Length has arrived.
+    const onEnd = () => settle();
+    const onAborted = () => settle(bodyError(400, 'request.aborted', 'request aborted'));
+    const onError = (err: Error) => settle(err);
+    req.on('data', onData).on('end', onEnd).on('aborted', onAborted).on('error', onError);
+  };
+}

@@ -1,0 +1,105 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonBody } from '../../src/http/json-body.js';
+
+// The reader on a bare express app: what it hands the route, and the errors body-parser would give.
+let server: http.Server;
+let port: number;
+
+beforeAll(async () => {
+  const app = express();
+  app.use(jsonBody(64));
+  app.post('/', (req, res) => {
+    res.json({ body: req.body === undefined ? '(undefined)' : req.body });
+  });
+  app.use(((err, _req, res, _next) => {
+    res.status(err.status ?? 500).json({ type: err.type, message: err.message });
+  }) as express.ErrorRequestHandler);
+  server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+/** One request over a raw connection, so headers and chunks are exactly as written. */
+function send(
+  headers: Record<string, string>,
+  chunks: (string | Buffer)[],
+): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/', headers }, (res) => {
+      let text = '';
+      res.on('data', (c) => {
+        text += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    for (const chunk of chunks) req.write(chunk);
+    req.end();
+  });
+}
+
+describe('jsonBody', () => {
+  it('parses JSON whatever the Content-Type says, in one chunk or several', async () => {
+    const form = await send({ 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '7' }, [
+      '{"a":1}',
+    ]);
+    expect(form).toEqual({ status: 200, body: { body: { a: 1 } } });
+    // A character split across chunks is decoded whole.
+    const korean = Buffer.from('{"a":"한국"}');
+    const chunked = await send({ 'Transfer-Encoding': 'chunked' }, [
+      korean.subarray(0, 8),
+      korean.subarray(8),
+    ]);
+    expect(chunked).toEqual({ status: 200, body: { body: { a: '한국' } } });
+  });
+
+  it('an empty body is {}, no body at all stays undefined', async () => {
+    expect(await send({ 'Content-Length': '0' }, [])).toEqual({ status: 200, body: { body: {} } });
+    // No Content-Length and no Transfer-Encoding (node's client would add one): written by hand.
+    const socket = net.connect(port, '127.0.0.1');
+    socket.end('POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    let answer = '';
+    for await (const chunk of socket) answer += chunk;
+    expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe('{"body":"(undefined)"}');
+  });
+
+  it('malformed JSON is 400 entity.parse.failed with the parser’s message', async () => {
+    const res = await send({ 'Content-Length': '5' }, ['{"a":']);
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe('entity.parse.failed');
+    expect(res.body.message).toMatch(/JSON/);
+  });
+
+  it('over the limit is 413, by Content-Length or as it streams', async () => {
+    const big = `{"a":"${'x'.repeat(80)}"}`;
+    const declared = await send({ 'Content-Length': String(big.length) }, [big]);
+    expect(declared).toEqual({
+      status: 413,
+      body: { type: 'entity.too.large', message: 'request entity too large' },
+    });
+    const streamed = await send({ 'Transfer-Encoding': 'chunked' }, [big.slice(0, 40), big.slice(40)]);
+    expect(streamed.status).toBe(413);
+    expect(streamed.body.type).toBe('entity.too.large');
+  });
+
+  it('leaves compressed bodies and other charsets to body-parser: gzip read, latin1 refused 415', async () => {
+    const zipped = gzipSync('{"z":true}');
+    const gz = await send({ 'Content-Encoding': 'gzip', 'Content-Length': String(zipped.length) }, [zipped]);
+    expect(gz).toEqual({ status: 200, body: { body: { z: true } } });
+    const latin = await send({ 'Content-Type': 'application/json; charset=latin1', 'Content-Length': '2' }, [
+      '{}',
+    ]);
+    expect(latin.status).toBe(415);
+    expect(latin.body.type).toBe('charset.unsupported');
+    const utf8 = await send({ 'Content-Type': 'application/json; charset="UTF-8"', 'Content-Length': '7' }, [
+      '{"u":8}',
+    ]);
+    expect(utf8).toEqual({ status: 200, body: { body: { u: 8 } } });
+  });
+});
