@@ -1,5 +1,5 @@
 import { type Sql, storedStatement } from '../../db/sql.js';
-import { executeWrites, type WritePart, writeStatementText } from '../../db/write-set.js';
+import { executeWrites, writeStatementText } from '../../db/write-set.js';
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import type { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
@@ -8,7 +8,7 @@ import { type KeyProbe, loadOrderBooks, loadStatements } from './load-book.js';
 import { scopeKey } from './order-book.js';
 import { type AcceptedEvent, planRequest } from './plan-request.js';
 import type { ValidEvent } from './valid-event.js';
-import type { IdempotencyRow, ReceivedEventRow } from './write-set.js';
+import type { GroupWritePart, GroupWrites, IdempotencyRow, ReceivedEventRow } from './write-set.js';
 import { groupWrites } from './write-set.js';
 
 /** One HTTP request's events, validated by the intake. */
@@ -29,18 +29,58 @@ export type IngestAnswer =
   | { ok: true; status: number; body: unknown; replayed: boolean }
   | { ok: false; error: AppError };
 
-/** A group's write: the same text whatever it holds (empty parts stay in), kept planned in the database. */
-const groupWriteStatement = storedStatement(writeStatementText(groupWrites([], [], [], [])), 'ok int');
+const everyPart = Object.keys(groupWrites([], [], [], [])) as GroupWritePart[];
+
+/**
+ * The shapes a group's write takes, each a stored statement kept planned in the database: a
+ * group uses the first whose parts cover every part it fills (empty parts stay in, so a shape's
+ * text never varies), the last has them all. Every part of a statement costs PostgreSQL its
+ * executor set-up and its statement triggers whether it holds rows or not: for a group of
+ * single events, more than its empty parts' share (docs/benchmarks.md, "Profile notes").
+ */
+const writeShapes = (
+  [
+    // New orders paid: single events' and most batches' groups.
+    ['newOrders', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
+    [
+      'newOrders',
+      'movements',
+      'receivedEvents',
+      'conversionTallies',
+      'integrationTallies',
+      'idempotencyRecords',
+    ],
+    // Refunds, cancellations and confirmations of known orders.
+    ['changedOrders', 'refunds', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
+    // Browser signals (a page view, an observed order), which hand work to the gap sweep.
+    ['receivedEvents', 'browserSignalTallies', 'integrationTallies', 'outbox'],
+    everyPart,
+  ] satisfies GroupWritePart[][]
+).map((parts) => {
+  const shape = new Set<GroupWritePart>(parts);
+  const template = groupWrites([], [], [], []);
+  const included = everyPart.filter((part) => shape.has(part));
+  return {
+    parts: included,
+    statement: storedStatement(writeStatementText(included.map((part) => template[part])), 'ok int'),
+  };
+});
+
+/** The smallest shape that holds every part the group fills. */
+function writeShapeOf(writes: GroupWrites) {
+  const filled = everyPart.filter((part) => writes[part].rows.length > 0);
+  return writeShapes.find((shape) => filled.every((part) => shape.parts.includes(part)))!;
+}
 
 /** The engine's statements that run as stored statements: installed before its first transaction. */
-export const ingestionStatements = [...loadStatements, groupWriteStatement];
+export const ingestionStatements = [...loadStatements, ...writeShapes.map((shape) => shape.statement)];
 
 const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
 
 /** What a group's planning produced: one answer per request and the writes that make them true. */
 interface GroupPlan {
   answers: IngestAnswer[];
-  writes: WritePart[];
+  writes: GroupWrites;
   handedOver: number;
 }
 
@@ -137,8 +177,13 @@ export async function commitGroup(
   options: { now: Date; gapDelayMinutes: number },
 ): Promise<{ answers: IngestAnswer[]; handedOver: number }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
+  const shape = writeShapeOf(writes);
   // The last statement: COMMIT goes with it (db/sql.ts).
-  await executeWrites(sql, writes, { commit: true, stored: groupWriteStatement });
+  await executeWrites(
+    sql,
+    shape.parts.map((part) => writes[part]),
+    { commit: true, stored: shape.statement },
+  );
   return { answers, handedOver };
 }
 

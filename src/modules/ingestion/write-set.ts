@@ -82,6 +82,22 @@ function reportChanges(books: OrderBook[]): ScopedFact[] {
   });
 }
 
+/** The parts of a group's write, by name, in the statement's order. */
+export type GroupWrites = Record<GroupWritePart, WritePart>;
+export type GroupWritePart =
+  | 'newOrders'
+  | 'changedOrders'
+  | 'refunds'
+  | 'movements'
+  | 'receivedEvents'
+  | 'browserSignalTallies'
+  | 'conversionTallies'
+  | 'integrationTallies'
+  | 'webhookEvents'
+  | 'webhookDeliveries'
+  | 'outbox'
+  | 'idempotencyRecords';
+
 /**
  * Everything a group commit writes, as one statement (db/write-set.ts). New orders are plain
  * inserts (a concurrent insert of the same order collides and the group is rerun); changed
@@ -93,7 +109,7 @@ export function groupWrites(
   received: ReceivedEventRow[],
   handOver: OutboxEntry[],
   responses: IdempotencyRow[],
-): WritePart[] {
+): GroupWrites {
   const all = [...books];
   const { journal, newRefunds } = all[0] ?? { journal: new Journal(), newRefunds: [] };
   const rows = all.flatMap((book) =>
@@ -120,14 +136,15 @@ export function groupWrites(
   const webhookEvents = all.flatMap((book) => book.webhooks?.events ?? []);
   const deliveries = all.flatMap((book) => book.webhooks?.deliveries ?? []);
   const outbox = outboxWrite(handOver);
-  return [
-    {
+  const [webhookEventsPart, webhookDeliveriesPart] = webhookWrites(webhookEvents, deliveries);
+  return {
+    newOrders: {
       sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset.sql}`,
       rows: rows.filter((o) => o.isNew).map((o) => o.row),
     },
-    {
+    changedOrders: {
       sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset.sql}
@@ -135,7 +152,7 @@ export function groupWrites(
                commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = now()`,
       rows: rows.filter((o) => !o.isNew).map((o) => o.row),
     },
-    {
+    refunds: {
       sql: `insert into refunds (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
                                  commission_reversed, reason, event_id, request_id)
             select x.id, x.brand_id, x.livemode, x.order_id, x.refund_id, x.kind, x.amount, x.original_amount,
@@ -156,21 +173,22 @@ export function groupWrites(
               })}`,
       rows: newRefunds,
     },
-    movementWrite(journal),
-    {
+    movements: movementWrite(journal),
+    receivedEvents: {
       sql: `insert into received_events (${columnList(receivedEventColumns)})
             select ${fromX(receivedEventColumns)} from ${receivedRecordset.sql}`,
       rows: received.map(receivedRecordset.row),
     },
-    browserSignalTallies(received),
-    conversionTallies(reportChanges(all)),
-    integrationTallies(
+    browserSignalTallies: browserSignalTallies(received),
+    conversionTallies: conversionTallies(reportChanges(all)),
+    integrationTallies: integrationTallies(
       all.map((book) => ({ scope: book.scope, orders: [...book.orders.values()].filter((o) => o.changed) })),
       received,
     ),
-    ...webhookWrites(webhookEvents, deliveries),
-    { ...outbox, rows: [...outbox.rows, ...deliveryHandOver(deliveries).rows] },
-    {
+    webhookEvents: webhookEventsPart!,
+    webhookDeliveries: webhookDeliveriesPart!,
+    outbox: { ...outbox, rows: [...outbox.rows, ...deliveryHandOver(deliveries).rows] },
+    idempotencyRecords: {
       sql: `insert into idempotency_records (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
             select x.brand_id, x.livemode, x.key, x.request_hash, x.response_status, x.response_body, now()
               from ${recordset({ brand_id: 'text', livemode: 'boolean', key: 'text', request_hash: 'text', response_status: 'int', response_body: 'jsonb' })}
@@ -179,5 +197,5 @@ export function groupWrites(
                   response_body = excluded.response_body, created_at = excluded.created_at`,
       rows: responses,
     },
-  ];
+  };
 }
