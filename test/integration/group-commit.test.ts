@@ -262,16 +262,26 @@ describe('group commit', () => {
     }
   });
 
-  it('with two lanes, a second group starts while the first is in flight', async () => {
+  it('with two lanes, single events gather behind the group in flight; half a group waiting opens the second lane', async () => {
     const ingestion = engine(2);
     const tag = newId('t');
     const answers = await settle(
       [0, 1, 2, 3, 4].map((n) => ingestion.submit(request(scopes.a, [paid(`${tag}-${n}`)]))),
     );
     expect(answers.every((a) => a.ok)).toBe(true);
-    // Requests 0 and 1 each found an idle lane; 2, 3 and 4 waited and shared the next group.
-    expect(ingestion.stats).toMatchObject({ groups: 3, requests: 5 });
+    // Request 0 found the engine idle; 1 to 4 waited for it and shared the next group.
+    expect(ingestion.stats).toMatchObject({ groups: 2, requests: 5 });
     expect(await orderCount([0, 1, 2, 3, 4].map((n) => `${tag}-${n}`))).toBe(5);
+
+    // A lone event is in flight when a 500-event batch arrives: the batch opens the second lane
+    // at once, and the event after it waits for a lane like any other.
+    const batch = Array.from({ length: 500 }, (_, n) => paid(`${tag}-b${n}`));
+    const inFlight = ingestion.submit(request(scopes.a, [paid(`${tag}-first`)]));
+    const big = ingestion.submit(request(scopes.a, batch, { batch: true }));
+    const after = ingestion.submit(request(scopes.a, [paid(`${tag}-after`)]));
+    const [first, second, third] = await settle([inFlight, big, after]);
+    expect([first!.ok, second!.ok, third!.ok]).toEqual([true, true, true]);
+    expect(ingestion.stats).toMatchObject({ groups: 5, requests: 8 });
     await ingestion.close();
   });
 

@@ -80,6 +80,7 @@ export class Ingestion {
     this.lanes = options.lanes ?? deps.config.DATABASE_INGESTION_POOL_MAX;
     this.lane = new GroupCommit({
       lanes: this.lanes,
+      extraLaneAt: MAX_GROUP_EVENTS / 2,
       maxEvents: MAX_GROUP_EVENTS,
       maxBytes: MAX_GROUP_BYTES,
       size: (r) => ({ events: Math.max(r.events.length, 1), bytes: r.bytes }),
