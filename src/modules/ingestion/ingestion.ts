@@ -38,8 +38,8 @@ export interface IngestionOptions {
   /**
    * Groups in flight at once, each on its own connection: with two, one group's load and
    * planning overlap the other's write and WAL flush, and PostgreSQL works on both cores
-   * (docs/benchmarks.md: batches 6,000 → 9,900 events/s, singles at 64 connections +25%).
-   * Default DATABASE_INGESTION_POOL_MAX.
+   * (docs/benchmarks.md: batches 6,000 → 9,900 events/s). A lane beyond the first opens only
+   * while half a group waits (group-commit.ts). Default DATABASE_INGESTION_POOL_MAX.
    */
   lanes?: number;
   /**
