@@ -29,7 +29,7 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 function send(
   headers: Record<string, string>,
   chunks: (string | Buffer)[],
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/', headers }, (res) => {
       let text = '';
