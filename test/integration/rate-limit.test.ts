@@ -33,8 +33,8 @@ function caller(overrides: { brandId?: string; livemode?: boolean; perS?: number
   };
 }
 
-function limiter(options: { defaultPerSecond?: number; defaultBurst?: number } = {}) {
-  return new EventRateLimiter(redis, silent, { keyPrefix: prefix(), timeoutMs: 1000, ...options });
+function limiter(options: { defaultPerSecond?: number; defaultBurst?: number } = {}, keyPrefix = prefix()) {
+  return new EventRateLimiter(redis, silent, { keyPrefix, timeoutMs: 1000, ...options });
 }
 
 describe('EventRateLimiter', () => {
@@ -112,12 +112,7 @@ describe('EventRateLimiter', () => {
 
   it('stores one hash per bucket with a TTL of about twice the fill time', async () => {
     const keyPrefix = prefix();
-    const rl = new EventRateLimiter(redis, silent, {
-      keyPrefix,
-      defaultPerSecond: 10,
-      defaultBurst: 100,
-      timeoutMs: 1000,
-    });
+    const rl = limiter({ defaultPerSecond: 10, defaultBurst: 100 }, keyPrefix);
     await rl.consume(caller({ brandId: 'brand_ttl', livemode: false }), 1);
     const key = `${keyPrefix}brand_ttl:test`;
     expect(await redis.type(key)).toBe('hash');
@@ -172,12 +167,7 @@ describe('EventRateLimiter', () => {
 
   it('decides the requests of one turn of the event loop in one script call, in arrival order', async () => {
     const keyPrefix = prefix();
-    const rl = new EventRateLimiter(redis, silent, {
-      keyPrefix,
-      defaultPerSecond: 0.001,
-      defaultBurst: 10,
-      timeoutMs: 1000,
-    });
+    const rl = limiter({ defaultPerSecond: 0.001, defaultBurst: 10 }, keyPrefix);
     const monitor = await redis.monitor();
     const calls: string[][] = [];
     const sentinel = `${keyPrefix}end`;
