@@ -37,6 +37,13 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'created_at', ...
   .concat(`${orderLookupKeySql('o')} as lookup_key`)
   .join(', ');
 
+/** The load's parts that most groups leave empty: no click_ref, no refund, no Idempotency-Key. */
+interface LoadShape {
+  clicks: boolean;
+  refunds: boolean;
+  responses: boolean;
+}
+
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
 // probe with LIMIT 1 on a column set that exactly one index guaranteeing uniqueness covers
 // (orders by lookup_key, the hash index of its exclusion constraint; clicks by primary key;
@@ -49,12 +56,13 @@ const orderFields = ['id', 'order_id', 'brand_id', 'livemode', 'created_at', ...
 // transaction collides with a unique index on write, and the group is rerun. The enabled
 // webhook endpoints of each brand and mode come from one partial-index scan (few rows, not
 // locked: an endpoint disabled or deleted meanwhile is checked again when its delivery runs).
-const loadSqlTemplate = `
+function loadSql(shape: LoadShape, lock: boolean): string {
+  return `
 with locked as (
   select o.*
     from json_array_elements_text(?::json) with ordinality as want(lookup_key, n)
     cross join lateral (
-      select ${orderFields} from orders o where ${orderLookupKeySql('o')} = want.lookup_key limit 1 /*lock*/
+      select ${orderFields} from orders o where ${orderLookupKeySql('o')} = want.lookup_key limit 1${lock ? ' for update' : ''}
     ) o
 ),
 codes as (
@@ -66,7 +74,9 @@ codes as (
        where c.brand_id = want.brand_id and c.code_key = want.code_key
        limit 1
     ) c
-),
+),${
+    shape.clicks
+      ? `
 clicks as (
   select k.*
     from json_array_elements_text(?::json) as want(id)
@@ -76,11 +86,15 @@ clicks as (
        where k.id = want.id
        limit 1
     ) k
-),
+),`
+      : ''
+  }
 creators as (
   select id, customer_hashes from creators
-   where id = any(array(select creator_id from locked union select creator_id from codes union select creator_id from clicks))
-),
+   where id = any(array(select creator_id from locked union select creator_id from codes${shape.clicks ? ' union select creator_id from clicks' : ''}))
+),${
+    shape.refunds
+      ? `
 refunds as (
   select l.lookup_key, r.refund_id
     from json_to_recordset(?::json) as want(lookup_key text, refund_id text)
@@ -88,7 +102,11 @@ refunds as (
     cross join lateral (
       select r.refund_id from refunds r where r.order_id = l.id and r.refund_id = want.refund_id limit 1
     ) r
-),
+),`
+      : ''
+  }${
+    shape.responses
+      ? `
 responses as (
   select want.i, r.request_hash, r.response_status, r.response_body
     from json_to_recordset(?::json) as want(i int, brand_id text, livemode boolean, key text)
@@ -98,7 +116,9 @@ responses as (
        limit 1
     ) r
    where r.created_at > now() - interval '24 hours'
-),
+),`
+      : ''
+  }
 endpoints as (
   select e.id, e.brand_id, e.livemode, e.enabled_events
     from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
@@ -109,17 +129,29 @@ endpoints as (
 )
 select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        (select coalesce(json_agg(codes), '[]') from codes) as codes,
-       (select coalesce(json_agg(clicks), '[]') from clicks) as clicks,
+       ${shape.clicks ? "(select coalesce(json_agg(clicks), '[]') from clicks)" : "'[]'::json"} as clicks,
        (select coalesce(json_agg(creators), '[]') from creators) as creators,
-       (select coalesce(json_agg(refunds), '[]') from refunds) as refunds,
-       (select coalesce(json_agg(responses), '[]') from responses) as responses,
+       ${shape.refunds ? "(select coalesce(json_agg(refunds), '[]') from refunds)" : "'[]'::json"} as refunds,
+       ${shape.responses ? "(select coalesce(json_agg(responses), '[]') from responses)" : "'[]'::json"} as responses,
        (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints`;
+}
 const loaded =
   'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json';
-const loadStatement = storedStatement(loadSqlTemplate.replace('/*lock*/', 'for update'), loaded);
-/** A dry run reads the same rows from its snapshot and locks nothing, so it never delays a real send. */
-const peekStatement = storedStatement(loadSqlTemplate.replace('/*lock*/', ''), loaded);
-export const loadStatements = [loadStatement, peekStatement];
+
+/**
+ * The load as stored statements: whole, and without the parts for clicks, refunds and stored
+ * answers, which most groups (new orders paid by code, without Idempotency-Keys) leave empty and
+ * whose plan nodes PostgreSQL would set up anyway (as the write's shapes, commit-group.ts). A dry
+ * run reads the same rows from its snapshot and locks nothing, so it never delays a real send.
+ */
+const whole: LoadShape = { clicks: true, refunds: true, responses: true };
+const lean: LoadShape = { clicks: false, refunds: false, responses: false };
+const loadShapes = [lean, whole].map((shape) => ({
+  shape,
+  lock: storedStatement(loadSql(shape, true), loaded),
+  peek: storedStatement(loadSql(shape, false), loaded),
+}));
+export const loadStatements = loadShapes.flatMap((s) => [s.lock, s.peek]);
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
@@ -168,12 +200,14 @@ export async function loadOrderBooks(
   options: { lock: boolean } = { lock: true },
 ): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[] }> {
   const needs = needsOf(requests);
-  const [row] = await sql.query<Record<string, Rows>>(options.lock ? loadStatement : peekStatement, [
+  const { shape, lock, peek } =
+    needs.clicks.length + needs.refunds.length + keys.length === 0 ? loadShapes[0]! : loadShapes[1]!;
+  const [row] = await sql.query<Record<string, Rows>>(options.lock ? lock : peek, [
     JSON.stringify(needs.orders),
     JSON.stringify(needs.codes),
-    JSON.stringify(needs.clicks),
-    JSON.stringify(needs.refunds),
-    JSON.stringify(keys),
+    ...(shape.clicks ? [JSON.stringify(needs.clicks)] : []),
+    ...(shape.refunds ? [JSON.stringify(needs.refunds)] : []),
+    ...(shape.responses ? [JSON.stringify(keys)] : []),
     JSON.stringify(scopesOf(requests)),
   ]);
   const r = row!;
