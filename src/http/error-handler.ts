@@ -81,32 +81,36 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
     }
     const infra = infrastructureError(err);
     if (infra && infra.status < 500) {
-      res
-        .status(infra.status)
-        .json(errorBody(req, baseUrl, infra.status, `http_${infra.status}`, infra.message));
+      sendJson(
+        res,
+        infra.status,
+        errorBody(req, baseUrl, infra.status, `http_${infra.status}`, infra.message),
+      );
       return;
     }
     const refused = storageRefusal(err);
     if (refused) {
       // A value validation let through: the client gets a 422 it must not retry, ops a warning to close the gap.
       logger.warn({ err, request_id: req.requestId }, 'the database refused a value of the request');
-      res
-        .status(refused.status)
-        .json(errorBody(req, baseUrl, refused.status, refused.code, refused.message, refused.details));
+      sendJson(
+        res,
+        refused.status,
+        errorBody(req, baseUrl, refused.status, refused.code, refused.message, refused.details),
+      );
       return;
     }
     logger.error({ err, request_id: req.requestId }, 'unhandled error while serving request');
-    res
-      .status(500)
-      .json(
-        errorBody(
-          req,
-          baseUrl,
-          500,
-          'temporary_service_error',
-          `An unexpected error happened on our side. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
-        ),
-      );
+    sendJson(
+      res,
+      500,
+      errorBody(
+        req,
+        baseUrl,
+        500,
+        'temporary_service_error',
+        `An unexpected error happened on our side. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
+      ),
+    );
   };
 }
 
