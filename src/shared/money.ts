@@ -17,8 +17,21 @@ export function toKrw(minorAmount: number, currency: Currency, fxRate: string | 
     .toNumber();
 }
 
+/**
+ * `a × b` when it is an exact JS integer (a and b non-negative integers): then integer division
+ * on it is exact too, without a Decimal (a microsecond an order, on the ingestion path).
+ */
+function exactProduct(a: number, b: number): number | null {
+  const product = a * b;
+  return a >= 0 && b >= 0 && Number.isSafeInteger(product) && Number.isInteger(a) && Number.isInteger(b)
+    ? product
+    : null;
+}
+
 /** Commission = floor(amount × rate_bps / 10000), in KRW. */
 export function commissionFor(amountKrw: number, rateBps: number): number {
+  const product = exactProduct(amountKrw, rateBps);
+  if (product !== null) return (product - (product % 10_000)) / 10_000;
   return new HalfUp(amountKrw).times(rateBps).dividedToIntegerBy(10_000).toNumber();
 }
 
@@ -28,6 +41,11 @@ export function commissionFor(amountKrw: number, rateBps: number): number {
  */
 export function reversedCommissionFor(commission: number, refundedKrw: number, amountKrw: number): number {
   if (amountKrw === 0 || refundedKrw >= amountKrw) return commission;
+  const product = exactProduct(commission, refundedKrw);
+  if (product !== null && amountKrw > 0 && Number.isSafeInteger(amountKrw)) {
+    const rest = product % amountKrw;
+    return (product - rest) / amountKrw + (2 * rest >= amountKrw ? 1 : 0);
+  }
   return new HalfUp(commission)
     .times(refundedKrw)
     .dividedBy(amountKrw)

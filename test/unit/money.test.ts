@@ -1,3 +1,4 @@
+import { Decimal } from 'decimal.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -38,6 +39,33 @@ describe('commission', () => {
     expect(reversedCommissionFor(999, 3333, 10_000)).toBe(333); // 332.97 → 333
     expect(reversedCommissionFor(999, 10_000, 10_000)).toBe(999);
     expect(reversedCommissionFor(0, 0, 0)).toBe(0);
+  });
+
+  it('computes in integers exactly what Decimal computes, on both sides of 2^53', () => {
+    const Exact = Decimal.clone({ precision: 40 });
+    const floorDiv = (a: number, b: number) => new Exact(a).times(b).dividedToIntegerBy(10_000).toNumber();
+    const halfUp = (c: number, r: number, a: number) =>
+      new Exact(c).times(r).dividedBy(a).toDecimalPlaces(0, Decimal.ROUND_HALF_UP).toNumber();
+    const amount = fc.oneof(
+      fc.integer({ min: 0, max: 10_000_000 }),
+      fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+      fc.integer({ min: 900_000_000_000, max: 901_000_000_000 }), // where amount × 10000 passes 2^53
+    );
+    fc.assert(
+      fc.property(amount, fc.integer({ min: 0, max: 10_000 }), (a, bps) => {
+        expect(commissionFor(a, bps)).toBe(floorDiv(a, bps));
+      }),
+      { numRuns: 5000 },
+    );
+    fc.assert(
+      fc.property(amount, amount, amount, (c, r, a) => {
+        fc.pre(a > 0 && r < a);
+        expect(reversedCommissionFor(c, r, a)).toBe(halfUp(c, r, a));
+      }),
+      { numRuns: 5000 },
+    );
+    // Exact halves round up: 5 × 1 / 2 = 2.5 → 3.
+    expect(reversedCommissionFor(5, 1, 2)).toBe(3);
   });
 });
 

@@ -1,6 +1,7 @@
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { eventIdOf, requestIdOf } from '../../shared/ids.js';
+import { isoTime } from '../../shared/iso-time.js';
 import { recordDecision } from '../attribution/decision-record.js';
 import type { Cause } from '../ledger/journal.js';
 import type { OrderBook, OrderOutcome } from './order-book.js';
@@ -50,11 +51,13 @@ function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcom
  * null). About 120 bytes less per order.paid, stored and in WAL (docs/decisions.md).
  */
 function storedData(event: ValidEvent): Record<string, unknown> {
-  // The order id is the row's order_id column already.
-  const { customerHash: _customerHash, orderId: _orderId, ...rest } = event.data;
-  return Object.fromEntries(
-    Object.entries(rest).filter(([, value]) => value !== null && value !== undefined),
-  );
+  const stored: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(event.data)) {
+    // The order id is the row's order_id column already.
+    if (value !== null && value !== undefined && field !== 'customerHash' && field !== 'orderId')
+      stored[field] = value;
+  }
+  return stored;
 }
 
 /**
@@ -75,6 +78,7 @@ export function planRequest(
 ): RequestPlan {
   const plan: RequestPlan = { accepted: [], received: [], handOver: [] };
   const { scope, now } = book;
+  const receivedAt = isoTime(now);
   for (const [index, event] of request.events.entries()) {
     const cause: Cause = {
       ...scope,
@@ -97,8 +101,8 @@ export function planRequest(
       type: event.type,
       order_id: event.data.orderId,
       key_kind: request.keyKind,
-      occurred_at: event.occurredAt.toISOString(),
-      received_at: now.toISOString(),
+      occurred_at: isoTime(event.occurredAt),
+      received_at: receivedAt,
       // Not stored when the event's id gives it (shared/ids.ts).
       request_id: requestIdOf(cause.eventId) === request.requestId ? null : request.requestId,
       data: storedData(event),

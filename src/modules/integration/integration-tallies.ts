@@ -1,4 +1,5 @@
 import { recordset, type WritePart } from '../../db/write-set.js';
+import { isoTime } from '../../shared/iso-time.js';
 
 /** What an order counts for in integration status: whether it has no creator, whether it carries click_ref. */
 const flagsOf = (order: { creatorId: string | null; clickRef: string | null }) => ({
@@ -48,7 +49,7 @@ const eventMeasure: Record<string, (typeof measures)[number]> = {
 
 const minuteOf = (at: Date | string) => {
   const ms = new Date(at).getTime();
-  return new Date(ms - (ms % 60_000)).toISOString();
+  return isoTime(ms - (ms % 60_000));
 };
 
 /**
@@ -101,8 +102,15 @@ export function integrationTallies(
       }
     }
   }
+  // A request's events share their received_at: its minute is worked out once.
+  let at: string | undefined;
+  let minute = '';
   for (const e of received) {
-    const t = tally(e.brand_id, e.livemode, minuteOf(e.received_at));
+    if (e.received_at !== at) {
+      at = e.received_at;
+      minute = minuteOf(at);
+    }
+    const t = tally(e.brand_id, e.livemode, minute);
     const measure = eventMeasure[e.type];
     if (measure) t[measure] += 1;
     if (!t.last_event_at || e.received_at > t.last_event_at) t.last_event_at = e.received_at;

@@ -1,3 +1,4 @@
+import { isoTime } from '../../shared/iso-time.js';
 import type { Currency } from '../../shared/money.js';
 import { type OrderIntake, orderIntake } from '../integration/integration-tallies.js';
 import { type ConversionFact, conversionFacts } from '../reports/conversion-facts.js';
@@ -171,8 +172,8 @@ export function orderToRow(o: OrderState): Record<OrderColumn | 'id' | 'order_id
     // A Postgres array literal, read by json_to_recordset into text[].
     flags: o.flags.length > 0 ? `{${o.flags.join(',')}}` : null,
     items: o.items,
-    occurred_at: o.occurredAt.toISOString(),
-    confirm_at: o.confirmAt?.toISOString() ?? null,
-    closed_at: o.closedAt?.toISOString() ?? null,
+    occurred_at: isoTime(o.occurredAt),
+    confirm_at: o.confirmAt ? isoTime(o.confirmAt) : null,
+    closed_at: o.closedAt ? isoTime(o.closedAt) : null,
   };
 }
