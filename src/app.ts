@@ -6,12 +6,13 @@ import { useNamedStatements } from './db/sql.js';
 import type { AppDeps } from './deps.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
+import { serveDirect } from './http/direct-routes.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import { hostName, requireHost } from './http/host-check.js';
 import { jsonBody } from './http/json-body.js';
 import { assignRequestId } from './http/request-id.js';
 import { logRequests } from './http/request-log.js';
-import { type AnyRoute, mountRoutes } from './http/route.js';
+import { type AnyRoute, mountRoutes, routeHandler } from './http/route.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { browserScriptRoutes } from './modules/browser-script/browser-script.routes.js';
@@ -75,20 +76,20 @@ export function buildApp(appDeps: AppDeps): express.Express {
   // First, so every response has them, errors included. Most responses are JSON (nothing to run or
   // frame); /docs and Bull Board set their own CSP. Referrer-Policy and COOP are left out so the
   // click redirect hands the creator's page on to the shop as before. See docs/decisions.md.
-  app.use(
-    helmet({
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
-      },
-      xFrameOptions: { action: 'deny' },
-      referrerPolicy: false,
-      crossOriginOpenerPolicy: false,
-    }),
-  );
+  const securityHeaders = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+    },
+    xFrameOptions: { action: 'deny' },
+    referrerPolicy: false,
+    crossOriginOpenerPolicy: false,
+  });
+  app.use(securityHeaders);
   // Brands' shops call /v1 (CORS decides who may read it) and load /lf.js with <script src>; the
   // script's routes set it on /lf.<version>.js as well.
-  app.use(['/v1', '/lf.js'], helmet.crossOriginResourcePolicy({ policy: 'cross-origin' }));
+  const crossOriginReadable = helmet.crossOriginResourcePolicy({ policy: 'cross-origin' });
+  app.use(['/v1', '/lf.js'], crossOriginReadable);
   // The key cache holds a LISTEN connection and the engine its own pool: `app.locals.close()`
   // (after the server stopped accepting) ends what buildApp made.
   const keyCache = deps.keyCache ?? new KeyCache({ databaseUrl: sessionUrl(config), orm, logger });
@@ -98,10 +99,8 @@ export function buildApp(appDeps: AppDeps): express.Express {
     if (deps.reads !== appDeps.reads) await deps.reads.close();
   };
 
-  app.use(assignRequestId);
-  app.use(logRequests(logger));
-
-  app.use(metrics.observeHttp);
+  const everyRequest = [assignRequestId, logRequests(logger), metrics.observeHttp];
+  app.use(everyRequest);
   // Health on every host (load balancers may call by IP); metrics behind the ops credentials.
   const ops = Router();
   mountHealth(ops, deps);
@@ -114,8 +113,8 @@ export function buildApp(appDeps: AppDeps): express.Express {
 
   // The auth host serves key issuance only; anything else there falls through to the host check.
   const issuanceRoutes = keyIssuanceRoutes(deps);
-  if (config.AUTH_HOSTS.length > 0) {
-    const authHosts = new Set(config.AUTH_HOSTS);
+  const authHosts = new Set(config.AUTH_HOSTS);
+  if (authHosts.size > 0) {
     const authHost = Router();
     authHost.use((req, _res, next) => next(authHosts.has(hostName(req.headers.host)) ? undefined : 'router'));
     authHost.use('/api', jsonBody(MiB));
@@ -123,9 +122,12 @@ export function buildApp(appDeps: AppDeps): express.Express {
     app.use(authHost);
   }
 
-  app.use(
-    requireHost([...config.API_HOSTS, ...config.TEST_API_HOSTS], config.API_HOSTS, config.TEST_API_HOSTS),
+  const apiHost = requireHost(
+    [...config.API_HOSTS, ...config.TEST_API_HOSTS],
+    config.API_HOSTS,
+    config.TEST_API_HOSTS,
   );
+  app.use(apiHost);
 
   const publicRoutes = publicApiRoutes(deps);
   const adminApiRoutes = [...adminRoutes(deps), ...webhookAdminRoutes(deps)];
@@ -133,10 +135,12 @@ export function buildApp(appDeps: AppDeps): express.Express {
   const documented = [...publicRoutes, ...issuanceRoutes, ...adminApiRoutes, ...openRoutes];
 
   const v1 = Router();
+  const bodyLimit = (path: string) => (path === '/v1/events/batch' ? 10 * MiB : MiB);
+  const apiKey = authenticateApiKey(keyCache);
   v1.use('/v1', answerPreflight(orm));
-  v1.post('/v1/events/batch', jsonBody(10 * MiB));
+  v1.post('/v1/events/batch', jsonBody(bodyLimit('/v1/events/batch')));
   v1.use('/v1', jsonBody(MiB));
-  mountRoutes(v1, publicRoutes, [authenticateApiKey(keyCache)]);
+  mountRoutes(v1, publicRoutes, [apiKey]);
   app.use(v1);
 
   const admin = Router();
@@ -151,6 +155,30 @@ export function buildApp(appDeps: AppDeps): express.Express {
   app.use(open);
 
   app.use(routeNotFound);
-  app.use(errorHandler(config.PUBLIC_BASE_URL, logger));
+  const answerError = errorHandler(config.PUBLIC_BASE_URL, logger);
+  app.use(answerError);
+
+  // The event routes skip express's router: the handlers it runs for them, in its order (a
+  // POST passes the health routes and answerPreflight untouched), see http/direct-routes.ts.
+  const eventIntake = publicRoutes.filter(
+    (r) => r.method === 'post' && (r.path === '/v1/events' || r.path === '/v1/events/batch'),
+  );
+  serveDirect(
+    app,
+    eventIntake.map((def) => ({
+      path: def.path,
+      handlers: [
+        securityHeaders,
+        crossOriginReadable,
+        ...everyRequest,
+        apiHost,
+        jsonBody(bodyLimit(def.path)),
+        apiKey,
+        routeHandler(def),
+      ],
+    })),
+    answerError,
+    { skip: (req) => authHosts.has(hostName(req.headers.host)), logger },
+  );
   return app;
 }

@@ -81,20 +81,24 @@ function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
+/** A route's own handler: its key-kind refusal, its input validated, then `handle`. */
+export function routeHandler(def: AnyRoute): RequestHandler {
+  return async (req, res) => {
+    if (def.refusePublishableKey && req.caller?.kind === 'publishable') throw def.refusePublishableKey();
+    const input = {
+      params: def.params ? parseOrThrow(def.params, req.params) : undefined,
+      query: def.query ? parseOrThrow(def.query, req.query) : undefined,
+      body: def.body && !def.validatesBodyItself ? parseOrThrow(def.body, req.body ?? {}) : req.body,
+    };
+    await def.handle(req, res, input);
+  };
+}
+
 /** Mounts routes; a known path called with another method answers 405 with `Allow`. */
 export function mountRoutes(router: Router, routes: AnyRoute[], middleware: RequestHandler[] = []): void {
   const methodsByPath = new Map<string, string[]>();
   for (const def of routes) {
-    const handler: RequestHandler = async (req, res) => {
-      if (def.refusePublishableKey && req.caller?.kind === 'publishable') throw def.refusePublishableKey();
-      const input = {
-        params: def.params ? parseOrThrow(def.params, req.params) : undefined,
-        query: def.query ? parseOrThrow(def.query, req.query) : undefined,
-        body: def.body && !def.validatesBodyItself ? parseOrThrow(def.body, req.body ?? {}) : req.body,
-      };
-      await def.handle(req, res, input);
-    };
-    router[def.method](expressPath(def.path), ...middleware, handler);
+    router[def.method](expressPath(def.path), ...middleware, routeHandler(def));
     methodsByPath.set(def.path, [...(methodsByPath.get(def.path) ?? []), def.method.toUpperCase()]);
   }
   for (const [path, methods] of methodsByPath) {

@@ -47,6 +47,8 @@ const money = ['amount', 'commission', 'refunded', 'reversed'] as const;
 
 /** `total` split by `weights` into integers that add up to it (largest remainder; ties to the first). */
 export function shares(total: number, weights: number[]): number[] {
+  // One SKU (most orders) takes it all, as the general case below would give it.
+  if (weights.length === 1) return [total];
   const sum = weights.reduce((a, b) => a + b, 0);
   if (sum === 0) return weights.map((_, i) => (i === 0 ? total : 0));
   const exact = weights.map((w) => (total * w) / sum);

@@ -1,0 +1,183 @@
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+/**
+ * The event routes skip express's router (http/direct-routes.ts). `POST /v1/events?via=router` is the same
+ * route through the router (a query string never goes direct), so each request is sent both ways
+ * and must get the same answer: status, headers and body, ids aside.
+ */
+const AUTH_HOST = 'auth.example.com';
+let ctx: TestContext;
+let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
+let sequence = 0;
+
+beforeAll(async () => {
+  ctx = await createTestApp({
+    API_HOSTS: 'api.example.com,127.0.0.1',
+    AUTH_HOSTS: AUTH_HOST,
+    AUTH_JWT_SECRET: 'x'.repeat(48),
+    AUTH_JWT_ISSUER: 'https://login.example.com',
+    AUTH_JWT_AUDIENCE: 'conversions',
+  });
+  ({ keys } = await makeBrandWithKeys(ctx.orm));
+});
+afterAll(() => ctx.close());
+
+/** Values that differ from one request to the next, whichever way it went. */
+const varying = /^(request-id|date|ratelimit-remaining|ratelimit-reset|content-length|etag)$/;
+const masked = (text: string) =>
+  text.replace(/\b(req|evt|conv|ord)_[0-9a-z]+/g, '$1_…').replace(/paid-\d+/g, 'paid-…');
+
+function answerOf(res: request.Response) {
+  const headers = Object.fromEntries(
+    Object.entries(res.headers)
+      .filter(([name]) => !varying.test(name))
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+  return { status: res.status, headers, body: masked(res.text), requestId: res.headers['request-id'] };
+}
+
+type Send = (path: string) => request.Test | Promise<request.Response>;
+
+/** Express's router (its `handle` is not in the types): every walk of it is counted. */
+const spyOnRouter = () =>
+  vi.spyOn(ctx.app.router as unknown as { handle: (...args: unknown[]) => void }, 'handle');
+
+/** The answer through the direct lane and through the router, and how often the router ran for each. */
+async function bothWays(path: string, send: Send) {
+  const routerHandle = spyOnRouter();
+  try {
+    const direct = await send(path);
+    const directWalks = routerHandle.mock.calls.length;
+    const routed = await send(`${path}?via=router`);
+    return {
+      direct: answerOf(direct),
+      routed: answerOf(routed),
+      directWalks,
+      routedWalks: routerHandle.mock.calls.length - directWalks,
+    };
+  } finally {
+    routerHandle.mockRestore();
+  }
+}
+
+const paid = () => ({
+  type: 'order.paid',
+  data: { order_id: `paid-${++sequence}`, amount: 12_900, currency: 'KRW' },
+});
+const post = (path: string, host = 'api.example.com') => request(ctx.app).post(path).set('Host', host);
+
+const cases: [string, string, Send][] = [
+  [
+    'an accepted order.paid',
+    '/v1/events',
+    (p) => post(p).set('Authorization', `Bearer ${keys.sk_live}`).send(paid()),
+  ],
+  [
+    'an accepted batch',
+    '/v1/events/batch',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .send({ events: [paid(), paid()] }),
+  ],
+  [
+    'a publishable key from its registered origin (CORS headers)',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.pk_live}`)
+        .set('Origin', SHOP_ORIGIN)
+        .send({ type: 'page.viewed', data: { url: 'https://shop.example.com/p/1' } }),
+  ],
+  [
+    'a publishable key from another origin',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.pk_live}`)
+        .set('Origin', 'https://evil.example')
+        .send(paid()),
+  ],
+  ['no key', '/v1/events', (p) => post(p).send(paid())],
+  [
+    'a wrong host',
+    '/v1/events',
+    (p) => post(p, 'elsewhere.example').set('Authorization', `Bearer ${keys.sk_live}`).send(paid()),
+  ],
+  [
+    'malformed JSON',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .set('Content-Type', 'application/json')
+        .send('{"type":'),
+  ],
+  [
+    'an invalid event',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .send({ type: 'order.paid', data: { amount: 1 } }),
+  ],
+  [
+    'a batch with an invalid event after a valid one',
+    '/v1/events/batch',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .send({ events: [paid(), { type: 'order.paid', data: {} }] }),
+  ],
+  [
+    'an Idempotency-Key reused with another body',
+    '/v1/events',
+    async (p) => {
+      const key = `reuse-${++sequence}`;
+      await post('/v1/events')
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .set('Idempotency-Key', key)
+        .send(paid());
+      return post(p).set('Authorization', `Bearer ${keys.sk_live}`).set('Idempotency-Key', key).send(paid());
+    },
+  ],
+];
+
+describe('the event routes without express’s router', () => {
+  it.each(cases)('%s: the same answer as through the router', async (_name, path, send) => {
+    const { direct, routed, directWalks, routedWalks } = await bothWays(path, send);
+    expect(directWalks).toBe(0);
+    expect(routedWalks).toBe(1);
+    expect(direct.requestId).toMatch(/^req_/);
+    expect({ ...direct, requestId: undefined }).toEqual({ ...routed, requestId: undefined });
+  });
+
+  it('answers every security header and the request id on the direct lane', async () => {
+    const res = await post('/v1/events').set('Authorization', `Bearer ${keys.sk_live}`).send(paid());
+    expect(res.status).toBe(200);
+    expect(res.headers).toMatchObject({
+      'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+      'x-frame-options': 'DENY',
+      'cross-origin-resource-policy': 'cross-origin',
+      'x-content-type-options': 'nosniff',
+      'content-type': 'application/json; charset=utf-8',
+    });
+    expect(res.body.request_id).toBe(res.headers['request-id']);
+  });
+
+  it('leaves other methods, paths and the auth host to the router', async () => {
+    const routerHandle = spyOnRouter();
+    try {
+      await post('/v1/events/').set('Authorization', `Bearer ${keys.sk_live}`).send(paid());
+      await post('/V1/EVENTS').set('Authorization', `Bearer ${keys.sk_live}`).send(paid());
+      await request(ctx.app).get('/v1/events').set('Host', 'api.example.com');
+      await post('/v1/events', AUTH_HOST).send(paid());
+      expect(routerHandle).toHaveBeenCalledTimes(4);
+    } finally {
+      routerHandle.mockRestore();
+    }
+  });
+});
