@@ -63,7 +63,8 @@ export function serveDirect(
     const next: NextFunction = (err?: unknown) => {
       if (err !== undefined && err !== null) return fail(err);
       const handler = handlers[index++];
-      if (!handler) return;
+      // A route answers; a chain that ran out would leave the client waiting.
+      if (!handler) return fail(new Error(`no handler answered POST ${req.url}`));
       try {
         const result = handler(req, res, next) as unknown;
         // As express 5's router: a rejected promise is the handler's error.
