@@ -11,7 +11,7 @@ export interface PrivateRedis {
   port: number;
   /** SIGKILL: connections drop at once, like a crashed or partitioned Redis. */
   kill(): Promise<void>;
-  /** Starts it again on the same port (empty). */
+  /** Starts it again on the same port (empty); nothing when it is running. */
   start(): Promise<void>;
 }
 
@@ -23,7 +23,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const exitHook = () => child?.kill('SIGKILL');
   process.once('exit', exitHook);
 
+  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
   const start = async () => {
+    // Already up: a second server could not bind the port, and would leave this one untracked
+    // (and running after the test) in its place.
+    if (running()) return;
     child = spawn(
       'redis-server',
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
@@ -36,10 +40,10 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     throw new Error(`redis-server did not start on port ${port}`);
   };
   const kill = async () => {
-    const running = child;
-    if (!running || running.exitCode !== null || running.signalCode !== null) return;
-    const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGKILL');
+    const server = child;
+    if (!server || !running()) return;
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    server.kill('SIGKILL');
     await exited;
   };
   await start();
