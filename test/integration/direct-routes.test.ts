@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
-import { createTestApp, type TestContext } from '../setup/test-app.js';
+import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
  * The event routes skip express's router (http/direct-routes.ts). `POST /v1/events?via=router` is the same
@@ -166,6 +166,25 @@ describe('the event routes without express’s router', () => {
       'content-type': 'application/json; charset=utf-8',
     });
     expect(res.body.request_id).toBe(res.headers['request-id']);
+  });
+
+  it('labels its requests in the metrics by route, as the router does', async () => {
+    const sent = (text: string) =>
+      Number(
+        /lf_http_requests_total\{method="POST",route="\/v1\/events\/batch",status="200"\} (\d+)/.exec(
+          text,
+        )?.[1] ?? 0,
+      );
+    const metrics = async () =>
+      (await request(ctx.app).get('/metrics').set('Host', 'api.example.com').auth('ops', ADMIN_TOKEN)).text;
+    const before = sent(await metrics());
+    await post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({ events: [paid()] });
+    await post('/v1/events/batch?via=router')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({ events: [paid()] });
+    expect(sent(await metrics())).toBe(before + 2);
   });
 
   it('leaves other methods, paths and the auth host to the router', async () => {
