@@ -67,14 +67,28 @@ export async function executeWrites(
   options: { commit?: boolean; stored?: StoredStatement } = {},
 ): Promise<void> {
   if (parts.every((p) => p.rows.length === 0)) return;
-  const text = writeStatementText(parts);
-  if (options.stored && options.stored.text !== text)
-    throw new Error(
-      `the write differs from stored statement ${options.stored.name}: its parts changed shape`,
-    );
-  const statement = options.stored ?? text;
+  if (options.stored) checkShape(options.stored, parts);
+  const statement = options.stored ?? writeStatementText(parts);
   const values = parts.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]);
   await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
+}
+
+/** Each stored statement's part texts last found to make up its text. */
+const checkedParts = new WeakMap<StoredStatement, readonly string[]>();
+
+/**
+ * The parts must spell the stored statement's text exactly. Parts' texts are module constants,
+ * so once checked they are compared by reference, not rebuilt (8 KB of text) for every group.
+ */
+function checkShape(stored: StoredStatement, parts: readonly WritePart[]): void {
+  const checked = checkedParts.get(stored);
+  if (checked?.length === parts.length && parts.every((p, i) => p.sql === checked[i])) return;
+  if (stored.text !== writeStatementText(parts))
+    throw new Error(`the write differs from stored statement ${stored.name}: its parts changed shape`);
+  checkedParts.set(
+    stored,
+    parts.map((p) => p.sql),
+  );
 }
 
 /** The one statement `executeWrites` sends for `parts` (rows aside). */

@@ -11,12 +11,15 @@ export type OutboxEntry = {
   [N in JobName]: { jobName: N; data: JobPayload<N>; availableAt: Date };
 }[JobName];
 
+/** The outbox insert, built once: every group commit writes it. */
+const outboxInsert = `insert into outbox_messages (id, job_name, data, request_id, event_id, available_at)
+          select x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
+            from ${recordset({ id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`;
+
 /** The outbox rows of an ingestion, written in the same statement (and transaction) as its ledger changes. */
 export function outboxWrite(entries: OutboxEntry[]): WritePart {
   return {
-    sql: `insert into outbox_messages (id, job_name, data, request_id, event_id, available_at)
-          select x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
-            from ${recordset({ id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`,
+    sql: outboxInsert,
     rows: entries.map((e) => ({
       id: newId('obx'),
       job_name: e.jobName,

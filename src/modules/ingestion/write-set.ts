@@ -68,6 +68,44 @@ const fromX = (columns: object) =>
     .map((c) => `x.${c}`)
     .join(', ');
 
+/** The texts of the write's own parts: fixed, so built once, not per group. */
+const partSql = {
+  newOrders: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
+            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
+              from ${orderRecordset.sql}`,
+  changedOrders: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
+            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
+              from ${orderRecordset.sql}
+            on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
+               commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = now()`,
+  refunds: `insert into refunds (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
+                                 commission_reversed, reason, event_id, request_id)
+            select x.id, x.brand_id, x.livemode, x.order_id, x.refund_id, x.kind, x.amount, x.original_amount,
+                   x.commission_reversed, x.reason, x.event_id, x.request_id
+              from ${recordset({
+                id: 'text',
+                brand_id: 'text',
+                livemode: 'boolean',
+                order_id: 'text',
+                refund_id: 'text',
+                kind: 'text',
+                amount: 'bigint',
+                original_amount: 'bigint',
+                commission_reversed: 'bigint',
+                reason: 'text',
+                event_id: 'text',
+                request_id: 'text',
+              })}`,
+  receivedEvents: `insert into received_events (${columnList(receivedEventColumns)})
+            select ${fromX(receivedEventColumns)} from ${receivedRecordset.sql}`,
+  idempotencyRecords: `insert into idempotency_records (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
+            select x.brand_id, x.livemode, x.key, x.request_hash, x.response_status, x.response_body, now()
+              from ${recordset({ brand_id: 'text', livemode: 'boolean', key: 'text', request_hash: 'text', response_status: 'int', response_body: 'jsonb' })}
+            on conflict (brand_id, livemode, key) do update
+              set request_hash = excluded.request_hash, response_status = excluded.response_status,
+                  response_body = excluded.response_body, created_at = excluded.created_at`,
+};
+
 /** What the group's changed orders change in the conversion report: after less before, per order. */
 function reportChanges(books: OrderBook[]): ScopedFact[] {
   return books.flatMap((book) => {
@@ -139,44 +177,20 @@ export function groupWrites(
   const [webhookEventsPart, webhookDeliveriesPart] = webhookWrites(webhookEvents, deliveries);
   return {
     newOrders: {
-      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
-            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
-              from ${orderRecordset.sql}`,
+      sql: partSql.newOrders,
       rows: rows.filter((o) => o.isNew).map((o) => o.row),
     },
     changedOrders: {
-      sql: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
-            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
-              from ${orderRecordset.sql}
-            on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
-               commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = now()`,
+      sql: partSql.changedOrders,
       rows: rows.filter((o) => !o.isNew).map((o) => o.row),
     },
     refunds: {
-      sql: `insert into refunds (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
-                                 commission_reversed, reason, event_id, request_id)
-            select x.id, x.brand_id, x.livemode, x.order_id, x.refund_id, x.kind, x.amount, x.original_amount,
-                   x.commission_reversed, x.reason, x.event_id, x.request_id
-              from ${recordset({
-                id: 'text',
-                brand_id: 'text',
-                livemode: 'boolean',
-                order_id: 'text',
-                refund_id: 'text',
-                kind: 'text',
-                amount: 'bigint',
-                original_amount: 'bigint',
-                commission_reversed: 'bigint',
-                reason: 'text',
-                event_id: 'text',
-                request_id: 'text',
-              })}`,
+      sql: partSql.refunds,
       rows: newRefunds,
     },
     movements: movementWrite(journal),
     receivedEvents: {
-      sql: `insert into received_events (${columnList(receivedEventColumns)})
-            select ${fromX(receivedEventColumns)} from ${receivedRecordset.sql}`,
+      sql: partSql.receivedEvents,
       rows: received.map(receivedRecordset.row),
     },
     browserSignalTallies: browserSignalTallies(received),
@@ -189,12 +203,7 @@ export function groupWrites(
     webhookDeliveries: webhookDeliveriesPart!,
     outbox: { ...outbox, rows: [...outbox.rows, ...deliveryHandOver(deliveries).rows] },
     idempotencyRecords: {
-      sql: `insert into idempotency_records (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
-            select x.brand_id, x.livemode, x.key, x.request_hash, x.response_status, x.response_body, now()
-              from ${recordset({ brand_id: 'text', livemode: 'boolean', key: 'text', request_hash: 'text', response_status: 'int', response_body: 'jsonb' })}
-            on conflict (brand_id, livemode, key) do update
-              set request_hash = excluded.request_hash, response_status = excluded.response_status,
-                  response_body = excluded.response_body, created_at = excluded.created_at`,
+      sql: partSql.idempotencyRecords,
       rows: responses,
     },
   };

@@ -52,6 +52,24 @@ const minuteOf = (at: Date | string) => {
   return isoTime(ms - (ms % 60_000));
 };
 
+/** The tally insert, built once: every group commit writes it. */
+const integrationTallyInsert = `insert into integration_tallies (brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
+                                           paid_events, refund_events, browser_events, last_event_at)
+          select x.brand_id, x.livemode, coalesce(x.bucket, date_trunc('minute', now())), x.orders, x.unattributed,
+                 x.click_ref, x.paid, x.refunds, x.browser, x.last_event_at
+            from ${recordset({
+              brand_id: 'text',
+              livemode: 'boolean',
+              bucket: 'timestamptz',
+              orders: 'int',
+              unattributed: 'int',
+              click_ref: 'int',
+              paid: 'int',
+              refunds: 'int',
+              browser: 'int',
+              last_event_at: 'timestamptz',
+            })}`;
+
 /**
  * A group commit's intake, summed per brand, mode and minute, appended as tallies: orders it
  * created, and for an order it changed, how its "unattributed" and "carries click_ref" moved
@@ -116,22 +134,7 @@ export function integrationTallies(
     if (!t.last_event_at || e.received_at > t.last_event_at) t.last_event_at = e.received_at;
   }
   return {
-    sql: `insert into integration_tallies (brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
-                                           paid_events, refund_events, browser_events, last_event_at)
-          select x.brand_id, x.livemode, coalesce(x.bucket, date_trunc('minute', now())), x.orders, x.unattributed,
-                 x.click_ref, x.paid, x.refunds, x.browser, x.last_event_at
-            from ${recordset({
-              brand_id: 'text',
-              livemode: 'boolean',
-              bucket: 'timestamptz',
-              orders: 'int',
-              unattributed: 'int',
-              click_ref: 'int',
-              paid: 'int',
-              refunds: 'int',
-              browser: 'int',
-              last_event_at: 'timestamptz',
-            })}`,
+    sql: integrationTallyInsert,
     rows: [...tallies.values()],
   };
 }

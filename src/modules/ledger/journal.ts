@@ -123,12 +123,15 @@ const movementRecordset = compactRecordset({
   payout_id: 'text',
 });
 
+/** The journal's insert, built once: every group commit writes it. */
+const movementInsert = `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
+          select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
+            from ${movementRecordset.sql}`;
+
 /** The journal's movements, as one set-based insert. */
 export function movementWrite(journal: Journal): WritePart {
   return {
-    sql: `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
-          select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
-            from ${movementRecordset.sql}`,
+    sql: movementInsert,
     rows: journal.movements.map(movementRecordset.row),
   };
 }

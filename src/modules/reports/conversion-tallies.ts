@@ -6,10 +6,8 @@ export interface ScopedFact extends ConversionFact {
   livemode: boolean;
 }
 
-/** A group commit's report changes, appended as tallies (one row per brand, mode, bucket, creator and SKU). */
-export function conversionTallies(facts: readonly ScopedFact[]): WritePart {
-  return {
-    sql: `insert into conversion_tallies (brand_id, livemode, bucket_start, creator_id, sku, orders, heads,
+/** The tally insert, built once: every group commit writes it. */
+const conversionTallyInsert = `insert into conversion_tallies (brand_id, livemode, bucket_start, creator_id, sku, orders, heads,
                                           amount, commission, refunded_amount, reversed_commission)
           select x.brand_id, x.livemode, x.bucket, x.creator, x.sku, x.orders, x.heads,
                  x.amount, x.commission, x.refunded, x.reversed
@@ -25,7 +23,12 @@ export function conversionTallies(facts: readonly ScopedFact[]): WritePart {
               commission: 'bigint',
               refunded: 'bigint',
               reversed: 'bigint',
-            })}`,
+            })}`;
+
+/** A group commit's report changes, appended as tallies (one row per brand, mode, bucket, creator and SKU). */
+export function conversionTallies(facts: readonly ScopedFact[]): WritePart {
+  return {
+    sql: conversionTallyInsert,
     rows: facts.map(({ brandId, livemode, ...f }) => ({ brand_id: brandId, livemode, ...f })),
   };
 }

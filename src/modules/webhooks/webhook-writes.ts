@@ -126,13 +126,16 @@ const insertEvents = `insert into webhook_events (${names(eventColumns)})
   select ${fromX(eventColumns)} from ${recordset(eventColumns)}
   on conflict (dedup_key) do nothing`;
 
+/** The deliveries insert, built once (as `insertEvents`). */
+const insertDeliveries = `insert into webhook_deliveries (${names(deliveryColumns)})
+            select ${fromX(deliveryColumns)} from ${recordset(deliveryColumns)}`;
+
 /** The webhook rows of a set-based write (db/write-set.ts): events, then their deliveries. */
 export function webhookWrites(events: WebhookEventRow[], deliveries: WebhookDeliveryRow[]): WritePart[] {
   return [
     { sql: insertEvents, rows: events },
     {
-      sql: `insert into webhook_deliveries (${names(deliveryColumns)})
-            select ${fromX(deliveryColumns)} from ${recordset(deliveryColumns)}`,
+      sql: insertDeliveries,
       rows: deliveries,
     },
   ];
