@@ -147,7 +147,13 @@ function inlineCall(stored: StoredStatement, values: readonly unknown[]): string
   const takes = stored.call.split('?').length - 1;
   if (takes !== values.length) throw new Error(`${stored.name} takes ${takes} values, not ${values.length}`);
   let n = 0;
-  return stored.call.replace(/\?/g, () => sqlLiteral(values[n++] as string | number | boolean | null));
+  return stored.call.replace(/\?/g, () => {
+    const value = values[n++];
+    // A long JSON array travels as its UTF-8 bytes (shared/json-array.ts).
+    return sqlLiteral(
+      Buffer.isBuffer(value) ? value.toString() : (value as string | number | boolean | null),
+    );
+  });
 }
 
 /** The last statement's result of a simple-protocol query (one result per statement it held). */

@@ -1,3 +1,4 @@
+import { jsonArray } from '../shared/json-array.js';
 import type { Sql, StoredStatement } from './sql.js';
 
 /** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter. */
@@ -69,7 +70,7 @@ export async function executeWrites(
   if (parts.every((p) => p.rows.length === 0)) return;
   if (options.stored) checkShape(options.stored, parts);
   const statement = options.stored ?? writeStatementText(parts);
-  const values = parts.flatMap((p) => [...(p.params ?? []), JSON.stringify(p.rows)]);
+  const values = parts.flatMap((p) => [...(p.params ?? []), jsonArray(p.rows)]);
   await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
 }
 
