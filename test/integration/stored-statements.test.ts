@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installStoredStatements, inTransactionOn, storedStatement } from '../../src/db/sql.js';
+import { jsonArray } from '../../src/shared/json-array.js';
 import { createTestDatabase } from '../setup/test-app.js';
 
 /**
@@ -67,6 +68,18 @@ describe('stored statements, first in one message with BEGIN, later as parameter
     expect((await pool.query('select v from probe order by v')).rows).toEqual([{ v: 'kept' }]);
     // The connection went back to the pool usable, outside any transaction.
     expect((await pool.query('select 1 as ok')).rows).toEqual([{ ok: 1 }]);
+  });
+
+  it('take a long JSON array sent as its UTF-8 bytes (shared/json-array.ts), first and last', async () => {
+    const items = Array.from({ length: 100 }, (_, i) => ({ i, text: awkward[i % awkward.length] }));
+    const bytes = jsonArray(items);
+    expect(Buffer.isBuffer(bytes)).toBe(true);
+    const rows = await inTransactionOn(pool, async (sql) => {
+      const [first] = await sql.query<{ doc: unknown }>(echo, [bytes, 'x']);
+      const [last] = await sql.queryAndCommit<{ doc: unknown }>(echo, [bytes, 'x']);
+      return [first!, last!];
+    });
+    for (const row of rows) expect(row.doc).toEqual(items);
   });
 
   it('refuse a value that is not text, a number, a boolean or null', async () => {
