@@ -73,6 +73,18 @@ describe('/metrics', () => {
       .post('/v1/events')
       .set('Authorization', `Bearer ${keys.sk_live}`)
       .send({ type: 'refund.created', data: { order_id: 'nope', refund_id: 'r', amount: 1 } });
+    // A batch counts each event under its own type.
+    await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({
+        events: [
+          { type: 'order.paid', data: { order_id: 'm-2', amount: 1000 } },
+          { type: 'page.viewed' },
+          { type: 'order.paid', data: { order_id: 'm-3', amount: 1000 } },
+        ],
+      })
+      .expect(200);
     await ctx.queues['test-data-deletion'].add('test-data-deletion', {
       request_id: 'req_metrics',
       triggered_by: 'admin',
@@ -85,7 +97,8 @@ describe('/metrics', () => {
       /lf_http_requests_total\{method="GET",route="\/v1\/orders\/:order_id",status="404"\} 1/,
     );
     expect(text).not.toContain('some-order-42');
-    expect(text).toMatch(/lf_events_ingested_total\{type="order.paid",result="accepted"\} 1/);
+    expect(text).toMatch(/lf_events_ingested_total\{type="order.paid",result="accepted"\} 3/);
+    expect(text).toMatch(/lf_events_ingested_total\{type="page.viewed",result="accepted"\} 1/);
     expect(text).toMatch(/lf_events_ingested_total\{type="order.paid",result="replayed"\} 1/);
     expect(text).toMatch(/lf_events_ingested_total\{type="refund.created",result="order_not_found"\} 1/);
     expect(text).toMatch(/lf_queue_jobs\{queue="test-data-deletion",state="waiting"\} 1/);
