@@ -70,8 +70,25 @@ export async function executeWrites(
   if (parts.every((p) => p.rows.length === 0)) return;
   if (options.stored) checkShape(options.stored, parts);
   const statement = options.stored ?? writeStatementText(parts);
-  const values = parts.flatMap((p) => [...(p.params ?? []), jsonArray(p.rows)]);
+  const values = parts.flatMap((p) => [...(p.params ?? []), rowsParameter(p)]);
   await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
+}
+
+/** Per part text: whether it takes its rows (its last `?`) as `json`. */
+const takesJson = new Map<string, boolean>();
+
+/**
+ * The part's rows as its last parameter: as UTF-8 bytes in pieces (shared/json-array.ts) when it
+ * reads them as `json`, whose binary input is its text; as a string otherwise (`jsonb`'s binary
+ * input starts with a version byte).
+ */
+function rowsParameter(part: WritePart): string | Buffer {
+  let json = takesJson.get(part.sql);
+  if (json === undefined) {
+    json = /^\?::json\b/.test(part.sql.slice(part.sql.lastIndexOf('?')));
+    takesJson.set(part.sql, json);
+  }
+  return json ? jsonArray(part.rows) : JSON.stringify(part.rows);
 }
 
 /** Each stored statement's part texts last found to make up its text. */

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installStoredStatements, inTransactionOn, storedStatement } from '../../src/db/sql.js';
+import { executeWrites } from '../../src/db/write-set.js';
 import { jsonArray } from '../../src/shared/json-array.js';
 import { createTestDatabase } from '../setup/test-app.js';
 
@@ -80,6 +81,26 @@ describe('stored statements, first in one message with BEGIN, later as parameter
       return [first!, last!];
     });
     for (const row of rows) expect(row.doc).toEqual(items);
+  });
+
+  it('write a part of many rows whether it reads them as json or as jsonb (whose binary input is versioned)', async () => {
+    const rows = Array.from({ length: 100 }, (_, i) => ({ v: `row ${i} ${awkward[i % awkward.length]}` }));
+    await inTransactionOn(pool, (sql) =>
+      executeWrites(
+        sql,
+        [
+          { sql: `insert into probe (v) select x.v from json_to_recordset(?::json) as x(v text)`, rows },
+          { sql: `insert into probe (v) select x.v from jsonb_to_recordset(?::jsonb) as x(v text)`, rows },
+        ],
+        { commit: true },
+      ),
+    );
+    const written = await pool.query<{ v: string; n: number }>(
+      `select v, count(*)::int as n from probe where v like 'row %' group by v`,
+    );
+    expect(written.rows).toHaveLength(100);
+    expect(written.rows.every((r) => r.n === 2)).toBe(true);
+    await pool.query(`delete from probe where v like 'row %'`);
   });
 
   it('refuse a value that is not text, a number, a boolean or null', async () => {
