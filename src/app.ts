@@ -1,5 +1,4 @@
 import express, { Router } from 'express';
-import helmet from 'helmet';
 import { sessionUrl } from './db/connections.js';
 import { LagTolerantReads } from './db/lag-tolerant-reads.js';
 import { useNamedStatements } from './db/sql.js';
@@ -8,11 +7,13 @@ import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
 import { serveDirect } from './http/direct-routes.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
+import { fixedHeaders } from './http/fixed-headers.js';
 import { hostName, requireHost } from './http/host-check.js';
 import { jsonBody } from './http/json-body.js';
 import { assignRequestId } from './http/request-id.js';
 import { logRequests } from './http/request-log.js';
 import { type AnyRoute, mountRoutes, routeHandler } from './http/route.js';
+import { crossOriginReadablePolicy, securityHeaderPolicy } from './http/security-headers.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
 import { browserScriptRoutes } from './modules/browser-script/browser-script.routes.js';
@@ -73,22 +74,11 @@ export function buildApp(appDeps: AppDeps): express.Express {
   // API answers are live data, never revalidated: no hash of every body for an ETag. The script
   // and the API document, which are cached, set their own (http/precompressed.ts).
   app.set('etag', false);
-  // First, so every response has them, errors included. Most responses are JSON (nothing to run or
-  // frame); /docs and Bull Board set their own CSP. Referrer-Policy and COOP are left out so the
-  // click redirect hands the creator's page on to the shop as before. See docs/decisions.md.
-  const securityHeaders = helmet({
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
-    },
-    xFrameOptions: { action: 'deny' },
-    referrerPolicy: false,
-    crossOriginOpenerPolicy: false,
-  });
+  // First, so every response has them, errors included (http/security-headers.ts).
+  const securityHeaders = fixedHeaders(securityHeaderPolicy());
   app.use(securityHeaders);
-  // Brands' shops call /v1 (CORS decides who may read it) and load /lf.js with <script src>; the
-  // script's routes set it on /lf.<version>.js as well.
-  const crossOriginReadable = helmet.crossOriginResourcePolicy({ policy: 'cross-origin' });
+  // The script's routes set it on /lf.<version>.js as well.
+  const crossOriginReadable = fixedHeaders(crossOriginReadablePolicy());
   app.use(['/v1', '/lf.js'], crossOriginReadable);
   // The key cache holds a LISTEN connection and the engine its own pool: `app.locals.close()`
   // (after the server stopped accepting) ends what buildApp made.
