@@ -18,7 +18,7 @@ export function fixedHeaders(middleware: RequestHandler): RequestHandler {
 }
 
 /** The headers `middleware` leaves set, in the order it first set them; it must pass the request on at once. */
-export function recordHeaders(middleware: RequestHandler): [string, HeaderValue][] {
+function recordHeaders(middleware: RequestHandler): [string, HeaderValue][] {
   const headers = new Map<string, [string, HeaderValue]>();
   const response = {
     setHeader(name: string, value: HeaderValue) {

@@ -55,7 +55,10 @@ async function ingestCounted(
     const result = replayed ? 'replayed' : 'accepted';
     // One increment per type, not per event: a batch is 500 label lookups otherwise.
     const perType = new Map<string, number>();
-    for (const event of events) perType.set(typeLabel(event), (perType.get(typeLabel(event)) ?? 0) + 1);
+    for (const event of events) {
+      const type = typeLabel(event);
+      perType.set(type, (perType.get(type) ?? 0) + 1);
+    }
     for (const [type, count] of perType) ingested?.inc({ type, result }, count);
   } catch (err) {
     ingested?.inc({
