@@ -304,7 +304,9 @@ describe('EventRateLimiter fail-open', () => {
       const elapsed = performance.now() - started;
       expect(d).toMatchObject({ allowed: true, failedOpen: true });
       expect(elapsed).toBeGreaterThanOrEqual(45);
-      expect(elapsed).toBeLessThan(500);
+      // Its own 50 ms, not an answer that never comes: the bound leaves room for a loaded CI
+      // machine (534 ms was seen with the whole suite on two cores).
+      expect(elapsed).toBeLessThan(2_000);
       expect(rl.failOpenCount).toBe(1);
       expect(lines[0]?.reason).toBe('no answer within 50 ms');
     } finally {

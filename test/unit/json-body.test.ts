@@ -57,6 +57,13 @@ describe('jsonBody', () => {
       korean.subarray(8),
     ]);
     expect(chunked).toEqual({ status: 200, body: { body: { a: '한국' } } });
+    // Bytes that are not UTF-8 read as U+FFFD, as Buffer#toString has them, a cut character at the end too.
+    const invalid = await send({ 'Transfer-Encoding': 'chunked' }, [
+      Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff])]),
+      Buffer.concat([Buffer.from([0xff]), Buffer.from('", "b":"'), korean.subarray(6, 8)]),
+      Buffer.from('"}'),
+    ]);
+    expect(invalid).toEqual({ status: 200, body: { body: { a: '\uFFFD\uFFFD', b: '\uFFFD' } } });
   });
 
   it('an empty body is {}, no body at all stays undefined', async () => {
