@@ -10,6 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
+import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
 import { analyzeState, liveOrders, orderMix } from './bench/database.js';
@@ -291,13 +292,20 @@ async function costOnly(ctx: Context): Promise<void> {
   }
 }
 
-let ctx: Context | undefined;
-try {
-  ctx = await prepare();
+async function run(ctx: Context): Promise<void> {
   if (options.soakMinutes > 0) await soak(ctx, startedAt);
   else if (options.reportsOnly) await reportsOnly(ctx);
   else if (options.costOnly) await costOnly(ctx);
   else await main(ctx);
+}
+
+let ctx: Context | undefined;
+try {
+  if (options.against !== undefined) await compareCost(options.against, options.rounds);
+  else {
+    ctx = await prepare();
+    await run(ctx);
+  }
 } catch (err) {
   process.stderr.write(`[bench] failed: ${(err as Error).stack ?? err}\n`);
   process.exitCode = 1;

@@ -46,6 +46,26 @@ function soakMinutes(): number {
   return n;
 }
 
+/** `--name value` or `--name=value`. */
+function argument(name: string): string | undefined {
+  const args = process.argv.slice(2);
+  const at = args.indexOf(name);
+  if (at >= 0) {
+    const value = args[at + 1];
+    if (value === undefined || value.startsWith('--')) fail(`${name} takes a value`);
+    return value;
+  }
+  return args.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+/** `--rounds N`: how many times each tree runs in a `--against` comparison. */
+function rounds(): number {
+  const raw = argument('--rounds');
+  if (raw === undefined) return 2;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) fail(`--rounds takes a number of at least 1 (got ${raw})`);
+  return Number(raw);
+}
+
 const db = process.env.BENCH_DB?.trim() || 'lf_bench';
 if (!/^[a-z_][a-z0-9_]{0,62}$/.test(db)) fail(`BENCH_DB must be a plain lower-case name (got ${db})`);
 
@@ -94,12 +114,18 @@ export const options = {
   reportsOnly: process.argv.slice(2).includes('--reports'),
   /** `--cost`: only the cost per event on a fresh database, printed, nothing written. */
   costOnly: process.argv.slice(2).includes('--cost'),
+  /** `--cost --against REV`: this checkout's cost against REV's, run after run, printed. */
+  against: argument('--against'),
+  rounds: rounds(),
   /** The report phase's brand: orders over the last 365 days, creators and SKUs among them. */
   reportOrders: integer('BENCH_REPORT_ORDERS', 1_000_000, 1),
   reportCreators: integer('BENCH_REPORT_CREATORS', 200, 1),
   reportSkus: integer('BENCH_REPORT_SKUS', 500, 1),
   reportsFile: resolve(root, 'docs', 'benchmarks-reports.md'),
 };
+
+if (options.against !== undefined && !options.costOnly)
+  fail('--against compares the cost per event: add --cost (npm run bench -- --cost --against REV)');
 
 export const tmpDir = join(root, 'tmp', `bench-${options.db}`);
 mkdirSync(tmpDir, { recursive: true });

@@ -786,6 +786,8 @@ BENCH_ORDERS=20000 BENCH_SECONDS=3 BENCH_BATCHES=5 BENCH_FRESH_SECONDS=8 npm run
 BENCH_COMPARE_CONCURRENCY=1 npm run bench   # also the 64-connection singles with WEB_CONCURRENCY=2
 BENCH_POOLED=0 npm run bench                # without the runs through PgBouncer
 npm run bench -- --soak 30                  # only the 30-minute soak, into docs/benchmarks-soak.md
+npm run bench -- --cost                     # only the cost per event on a fresh database, printed
+npm run bench -- --cost --against main~1    # that, alternating with another revision (--rounds 2), medians printed
 \`\`\`
 
 ${ENV_TABLE}

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { renderComparison } from '../../scripts/bench/compare.js';
+
+describe('bench --cost --against', () => {
+  it('lists every run in order and each tree’s median per figure', () => {
+    const run = (tree: 'against' | 'this', round: number, web: number, postgres: number) => ({
+      tree,
+      round,
+      webMs: [web, web / 10] as [number, number],
+      postgresMs: [postgres, postgres / 10] as [number, number],
+    });
+    const text = renderComparison('main~1', [
+      run('against', 1, 0.3, 0.15),
+      run('this', 1, 0.2, 0.12),
+      run('against', 2, 0.28, 0.14),
+      run('this', 2, 0.22, 0.1),
+      run('against', 3, 0.5, 0.13),
+      run('this', 3, 0.21, 0.11),
+    ]);
+    expect(text).toContain('"against" = main~1');
+    expect(text).toContain('| 2 | against | 0.280 / 0.028 | 0.140 / 0.014 |');
+    // Medians, not means: the 0.5 outlier does not move "against"'s web figure.
+    expect(text).toContain('| median | against | 0.300 / 0.030 | 0.140 / 0.014 |');
+    expect(text).toContain('| median | this | 0.210 / 0.021 | 0.110 / 0.011 |');
+    expect(text.indexOf('| 1 | this')).toBeLessThan(text.indexOf('| 2 | against'));
+  });
+});
