@@ -19,6 +19,9 @@ interface CostRun {
 const COST_LINE =
   /\[bench\] {3}(single requests at 64 connections|500-event batches, 2 in flight): web ([\d.]+) ms, PostgreSQL ([\d.]+) ms/g;
 
+/** The run in progress: stopped with the bench (bench.ts exits at once on Ctrl-C). */
+let running: ReturnType<typeof spawn> | undefined;
+
 /** One `npm run bench -- --cost` in `dir`, its progress shown, its two cost lines read back. */
 function costRun(dir: string): Promise<{ webMs: [number, number]; postgresMs: [number, number] }> {
   return new Promise((resolve, reject) => {
@@ -26,7 +29,10 @@ function costRun(dir: string): Promise<{ webMs: [number, number]; postgresMs: [n
       cwd: dir,
       env: process.env,
       stdio: ['ignore', 'ignore', 'pipe'],
+      // Its own process group, so stopping it reaches npm's bench process and server too.
+      detached: true,
     });
+    running = child;
     let said = '';
     child.stderr.on('data', (chunk: Buffer) => {
       said += chunk.toString();
@@ -34,6 +40,7 @@ function costRun(dir: string): Promise<{ webMs: [number, number]; postgresMs: [n
     });
     child.on('error', reject);
     child.on('close', (code) => {
+      running = undefined;
       const found = [...said.matchAll(COST_LINE)];
       if (code !== 0 || found.length !== 2)
         return reject(
@@ -88,6 +95,17 @@ export async function compareCost(against: string, rounds: number): Promise<void
   const other = join(mkdtempSync(join(tmpdir(), 'lf-bench-against-')), 'tree');
   log(`checking out ${against} (${rev.slice(0, 12)}) in ${other}; its dependencies install on its first run`);
   execFileSync('git', ['worktree', 'add', '--detach', other, rev], { cwd: root, stdio: 'ignore' });
+  // Removed however the run ends: bench.ts exits at once on Ctrl-C, past any finally.
+  const removeTree = () => {
+    try {
+      if (running?.pid !== undefined) process.kill(-running.pid, 'SIGTERM');
+    } catch {
+      // Already gone.
+    }
+    execFileSync('git', ['worktree', 'remove', '--force', other], { cwd: root, stdio: 'ignore' });
+    rmSync(join(other, '..'), { recursive: true, force: true });
+  };
+  process.once('exit', removeTree);
   const runs: CostRun[] = [];
   try {
     for (let round = 1; round <= rounds; round++) {
@@ -100,8 +118,8 @@ export async function compareCost(against: string, rounds: number): Promise<void
       }
     }
   } finally {
-    execFileSync('git', ['worktree', 'remove', '--force', other], { cwd: root, stdio: 'ignore' });
-    rmSync(join(other, '..'), { recursive: true, force: true });
+    process.off('exit', removeTree);
+    removeTree();
   }
   process.stdout.write(`\n${renderComparison(against, runs)}`);
 }

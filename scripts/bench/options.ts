@@ -34,34 +34,33 @@ function flag(name: string, fallback: boolean): boolean {
   return raw === '1';
 }
 
-/** `--soak 30`, `--soak=30` or BENCH_SOAK_MINUTES=30; 0 means the normal run. */
-function soakMinutes(): number {
-  const args = process.argv.slice(2);
-  const at = args.indexOf('--soak');
-  const inline = args.find((a) => a.startsWith('--soak='));
-  const raw = at >= 0 ? args[at + 1] : inline?.slice('--soak='.length);
-  if (raw === undefined) return integer('BENCH_SOAK_MINUTES', 0, 0);
-  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(n) || n < 1) fail(`--soak takes a number of minutes (got ${raw ?? 'nothing'})`);
-  return n;
-}
-
 /** `--name value` or `--name=value`. */
 function argument(name: string): string | undefined {
   const args = process.argv.slice(2);
   const at = args.indexOf(name);
   if (at >= 0) {
     const value = args[at + 1];
-    if (value === undefined || value.startsWith('--')) fail(`${name} takes a value`);
+    if (value === undefined || value.startsWith('--'))
+      fail(`${name} takes a value (${name} VALUE or ${name}=VALUE)`);
     return value;
   }
   return args.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+/** `--soak 30`, `--soak=30` or BENCH_SOAK_MINUTES=30; 0 means the normal run. */
+function soakMinutes(): number {
+  const raw = argument('--soak');
+  if (raw === undefined) return integer('BENCH_SOAK_MINUTES', 0, 0);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) fail(`--soak takes a number of minutes (got ${raw})`);
+  return Number(raw);
 }
 
 /** `--rounds N`: how many times each tree runs in a `--against` comparison. */
 function rounds(): number {
   const raw = argument('--rounds');
   if (raw === undefined) return 2;
+  if (argument('--against') === undefined)
+    fail('--rounds goes with --against (npm run bench -- --cost --against REV --rounds 3)');
   if (!/^\d+$/.test(raw) || Number(raw) < 1) fail(`--rounds takes a number of at least 1 (got ${raw})`);
   return Number(raw);
 }
