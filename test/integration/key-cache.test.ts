@@ -133,6 +133,35 @@ describe('key cache', () => {
     expect(await pingCounted(b, keys.pk_live)).toEqual({ status: 200, reads: 0 });
   });
 
+  it('reads a missing key once for all the lookups waiting on it, and not again after a clear', async () => {
+    const cache = (await listeningProcess()).cache;
+    const { keys } = await brandWithKeys();
+    const secretHash = hashKey(keys.sk_live);
+
+    // Every request in flight when a busy key's entry expires misses at once.
+    const before = cache.reads;
+    const rows = await Promise.all(Array.from({ length: 20 }, () => cache.lookup(secretHash)));
+    expect(cache.reads - before).toBe(1);
+    expect(new Set(rows).size).toBe(1);
+    expect(rows[0]).toMatchObject({ brand_id: expect.any(String), revoked_at: null });
+
+    // A lookup after a clear (a notification) never joins a read that began before it.
+    cache.clear();
+    const early = cache.lookup(secretHash);
+    cache.clear();
+    const late = cache.lookup(secretHash);
+    await Promise.all([early, late]);
+    expect(cache.reads - before).toBe(3);
+
+    // Unknown keys are shared while in flight too, and still not cached.
+    const unknown = hashKey(`sk_live_${randomToken(32)}`);
+    const missing = await Promise.all([cache.lookup(unknown), cache.lookup(unknown)]);
+    expect(missing).toEqual([undefined, undefined]);
+    expect(cache.reads - before).toBe(4);
+    await cache.lookup(unknown);
+    expect(cache.reads - before).toBe(5);
+  });
+
   it('never caches an unknown key', async () => {
     const unknown = `sk_live_${randomToken(32)}`;
     for (let i = 0; i < 2; i++) {

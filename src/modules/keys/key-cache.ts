@@ -55,6 +55,8 @@ export class KeyCache {
   /** Notifications of changes received so far (probes not counted). */
   notifications = 0;
   private readonly entries = new Map<string, { row: KeyRow; expiresAt: number }>();
+  /** Reads in flight, by key hash: concurrent misses of one key share one. */
+  private readonly reading = new Map<string, Promise<KeyRow | undefined>>();
   private readonly read: (secretHash: string) => Promise<KeyRow | undefined>;
   private readonly ttlMs: number;
   private readonly probeIntervalMs: number;
@@ -96,16 +98,30 @@ export class KeyCache {
     const now = Date.now();
     const hit = this.entries.get(secretHash);
     if (hit && hit.expiresAt > now) return hit.row;
+    // When a busy key's entry expires, every request in flight misses at once. Each reading for
+    // itself took a pool connection, and the pool started a server backend for each: 22 in a
+    // 10 s stretch at 64 connections, 15% of PostgreSQL's CPU (docs/benchmarks.md, "Profile notes").
+    const inFlight = this.reading.get(secretHash);
+    if (inFlight) return inFlight;
     const generation = this.generation;
-    const row = await this.read(secretHash);
-    if (row && this.connected && generation === this.generation) {
-      this.entries.set(secretHash, { row, expiresAt: now + this.ttlMs });
-    }
-    return row;
+    const reading = this.read(secretHash)
+      .then((row) => {
+        if (row && this.connected && generation === this.generation) {
+          this.entries.set(secretHash, { row, expiresAt: now + this.ttlMs });
+        }
+        return row;
+      })
+      .finally(() => {
+        if (this.reading.get(secretHash) === reading) this.reading.delete(secretHash);
+      });
+    this.reading.set(secretHash, reading);
+    return reading;
   }
 
+  /** Forgets every row; a read already in flight is not shared with later lookups. */
   clear(): void {
     this.entries.clear();
+    this.reading.clear();
     this.generation++;
   }
 
