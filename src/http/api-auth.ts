@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { RequestHandler, Response } from 'express';
+import vary from 'vary';
 import type { KeyCache } from '../modules/keys/key-cache.js';
 import { authenticateKey } from '../modules/keys/keys.service.js';
 import { AppError } from '../shared/errors.js';
@@ -35,7 +36,7 @@ export function authenticateApiKey(keys: KeyCache): RequestHandler {
   const lookup = (secretHash: string) => keys.lookup(secretHash);
   return async (req, res, next) => {
     const key = await authenticateKey(lookup, req.headers.authorization);
-    res.vary('Origin');
+    vary(res, 'Origin');
     if (key.kind === 'publishable') {
       const origin = req.headers.origin;
       if (!origin || !key.allowedOrigins.includes(origin)) {
@@ -70,7 +71,7 @@ export function answerPreflight(orm: MikroORM): RequestHandler {
   return async (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();
     const origin = req.headers.origin;
-    res.vary('Origin');
+    vary(res, 'Origin');
     const registered =
       origin &&
       (

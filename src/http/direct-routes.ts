@@ -15,9 +15,15 @@ type Handle = (req: Request, res: Response, callback?: NextFunction) => void;
  * for each (path matching, URL trimming and restoring in nested routers): about a tenth of the
  * web process's CPU under single events (docs/benchmarks.md, "Profile notes"). A POST whose URL
  * is exactly one of `routes` runs the same handlers, in the same order, with the same error
- * handler, on express's own request and response; anything else (another method, a query
- * string, a trailing slash, other casing, a host `skip` names) goes through express unchanged.
- * Installed on `app.handle`, so every test that calls the app calls these routes this way.
+ * handler; anything else (another method, a query string, a trailing slash, other casing, a
+ * host `skip` names) goes through express unchanged. Installed on `app.handle`, so every test
+ * that calls the app calls these routes this way.
+ *
+ * The handlers get node's own request and response, not express's: giving each request
+ * express's prototypes (`Object.setPrototypeOf`) cost V8 a map search and field
+ * generalisations per request, 2% of a single event's web CPU. So the handlers of these routes
+ * use only node's API and the properties set below (`params`, `query`, `path`, `route`, ...),
+ * never express's methods (`res.vary`, `req.header`, `res.status`, ...).
  */
 export function serveDirect(
   app: Express,
@@ -27,21 +33,23 @@ export function serveDirect(
 ): void {
   const byPath = new Map(routes.map((r) => [r.path, r.handlers]));
   const viaRouter = (app as unknown as { handle: Handle }).handle;
+  const poweredBy = app.enabled('x-powered-by');
   (app as unknown as { handle: Handle }).handle = function handle(req, res, callback) {
     const handlers = req.method === 'POST' ? byPath.get(req.url) : undefined;
     if (!handlers || options.skip(req)) return viaRouter.call(this, req, res, callback);
-    // What express's app.handle and router set up before the first handler.
+    // What express's app.handle and router set up before the first handler, as own properties;
+    // the URL is the route's path exactly, with no query string.
     req.res = res;
     res.req = req;
-    Object.setPrototypeOf(req, app.request);
-    Object.setPrototypeOf(res, app.response);
-    if (!res.locals) res.locals = Object.create(null);
+    res.locals = Object.create(null);
     req.originalUrl = req.url;
     req.baseUrl = '';
     req.params = {};
+    (req as { query: object }).query = {};
+    (req as { path: string }).path = req.url;
     // The matched route, as metrics label it (ops/metrics.ts reads its path).
     (req as { route?: { path: string } }).route = { path: req.url };
-    if (app.enabled('x-powered-by')) res.setHeader('X-Powered-By', 'Express');
+    if (poweredBy) res.setHeader('X-Powered-By', 'Express');
 
     let index = 0;
     let failed = false;

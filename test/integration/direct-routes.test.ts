@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
@@ -131,6 +132,39 @@ const cases: [string, string, Send][] = [
       post(p)
         .set('Authorization', `Bearer ${keys.sk_live}`)
         .send({ events: [paid(), { type: 'order.paid', data: {} }] }),
+  ],
+  [
+    'a gzip-compressed event (read by body-parser)',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', 'gzip')
+        .send(gzipSync(JSON.stringify(paid()))),
+  ],
+  [
+    'a body in another charset (refused by body-parser)',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .set('Content-Type', 'application/json; charset=iso-8859-1')
+        .send(JSON.stringify(paid())),
+  ],
+  [
+    'an Idempotency-Key replayed (the same request hash both ways)',
+    '/v1/events',
+    async (p) => {
+      const key = `replay-${++sequence}`;
+      const body = paid();
+      const first = await post('/v1/events')
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .set('Idempotency-Key', key)
+        .send(body);
+      expect(first.status).toBe(200);
+      return post(p).set('Authorization', `Bearer ${keys.sk_live}`).set('Idempotency-Key', key).send(body);
+    },
   ],
   [
     'an Idempotency-Key reused with another body',

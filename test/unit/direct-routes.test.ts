@@ -58,9 +58,29 @@ describe('serveDirect', () => {
   });
 
   it('leaves any other method or path to the router', async () => {
-    const { app } = appWith([(_req, res) => void res.send('direct')]);
+    const { app } = appWith([(_req, res) => void res.end('direct')]);
     app.get('/direct', (_req, res) => void res.send('router'));
     expect((await request(app).get('/direct')).text).toBe('router');
     expect((await request(app).post('/direct')).text).toBe('direct');
+  });
+
+  it("gives the handlers node's request and response, with the properties express's router would set", async () => {
+    const seen: unknown[] = [];
+    const { app } = appWith([
+      (req, res) => {
+        seen.push(
+          typeof res.send,
+          typeof req.get,
+          req.path,
+          req.query,
+          req.params,
+          req.originalUrl,
+          req.baseUrl,
+        );
+        res.end();
+      },
+    ]);
+    await request(app).post('/direct');
+    expect(seen).toEqual(['undefined', 'undefined', '/direct', {}, {}, '/direct', '']);
   });
 });

@@ -100,7 +100,7 @@ async function ingest(
   dryRun: boolean,
 ): Promise<{ replayed: boolean }> {
   const caller = callerOf(req);
-  const key = req.header('Idempotency-Key');
+  const key = req.headers['idempotency-key'] as string | undefined;
   checkIdempotencyKey(key);
   if (dryRun) res.setHeader('Dry-Run', 'true');
   // Counted per event before anything is applied: a refused batch applies nothing.
@@ -108,7 +108,7 @@ async function ingest(
   const decision = dryRun
     ? await dryRunLimiter.consume({ ...caller, rateLimitPerS: null, rateLimitBurst: null }, cost)
     : await limiter.consume(caller, cost);
-  res.set(limiter.headers(decision));
+  for (const [name, value] of Object.entries(limiter.headers(decision))) res.setHeader(name, value);
   if (!decision.allowed) throw rateLimitError(decision, rawEvents.length);
   const { events, invalid } = validated(rawEvents, batch, { now: new Date(), keyKind: caller.kind });
   const answer = await (dryRun ? ingestion.dryRun.bind(ingestion) : ingestion.submit.bind(ingestion))({
