@@ -116,6 +116,12 @@ function delta(a: Map<number, number>, b: Map<number, number>): number {
   return ticks;
 }
 
+/** CPU milliseconds the server's processes and PostgreSQL's used between the snapshots. */
+export function cpuMsBetween(a: CpuSnapshot, b: CpuSnapshot): { server: number; postgres: number } {
+  const ms = (ticks: number) => (1000 * ticks) / CLK_TCK;
+  return { server: ms(delta(a.server, b.server)), postgres: ms(delta(a.postgres, b.postgres)) };
+}
+
 export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): CpuSplit {
   const seconds = (b.at - a.at) / 1000;
   const pct = (ticks: number) => (100 * ticks) / CLK_TCK / seconds;

@@ -55,10 +55,10 @@ function soakMinutes(): number {
   return Number(raw);
 }
 
-/** `--rounds N`: how many times each tree runs in a `--against` comparison. */
-function rounds(): number {
+/** `--rounds N`: how many times each tree runs in a `--against` comparison (its default depends on how it runs). */
+function rounds(): number | undefined {
   const raw = argument('--rounds');
-  if (raw === undefined) return 2;
+  if (raw === undefined) return undefined;
   if (argument('--against') === undefined)
     fail('--rounds goes with --against (npm run bench -- --cost --against REV --rounds 3)');
   if (!/^\d+$/.test(raw) || Number(raw) < 1) fail(`--rounds takes a number of at least 1 (got ${raw})`);

@@ -787,7 +787,7 @@ BENCH_COMPARE_CONCURRENCY=1 npm run bench   # also the 64-connection singles wit
 BENCH_POOLED=0 npm run bench                # without the runs through PgBouncer
 npm run bench -- --soak 30                  # only the 30-minute soak, into docs/benchmarks-soak.md
 npm run bench -- --cost                     # only the cost per event on a fresh database, printed
-npm run bench -- --cost --against main~1    # that, alternating with another revision (--rounds 2), medians printed
+npm run bench -- --cost --against main~1    # that, for this checkout and another revision in turns (--rounds N), medians printed
 \`\`\`
 
 ${ENV_TABLE}

@@ -30,10 +30,12 @@ function treePids(server: RunningServer): number[] {
   return processTree(server.pid).map((p) => p.pid);
 }
 
+/** `cwd`: the checkout whose build runs (another revision's, for `--against`). */
 export async function startServer(
   env: NodeJS.ProcessEnv,
   webConcurrency: string,
   logFile: string,
+  cwd = root,
 ): Promise<RunningServer> {
   const port = await freePort();
   const fd = openSync(logFile, 'w');
@@ -41,7 +43,7 @@ export async function startServer(
   // bench's load (Node refuses --cpu-prof in NODE_OPTIONS); cluster workers inherit the flags.
   const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/src/server.js'], {
-    cwd: root,
+    cwd,
     env: { ...env, PORT: String(port), WEB_CONCURRENCY: webConcurrency },
     stdio: ['ignore', fd, fd],
   });
