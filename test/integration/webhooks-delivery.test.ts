@@ -83,8 +83,10 @@ describe('retries', () => {
     expect(wait).toBeGreaterThan(0);
     expect(wait).toBeLessThanOrEqual(30_000);
     // 80 to 100 % of 18 s, as the delivery's next attempt says: BullMQ holds the retry until then.
+    // Counted from the attempt's end, so from its start add the attempt's own time (its POST, and
+    // the work around it on a loaded machine: 18,005 ms was seen with the suite at 6 forks).
     expect(wait).toBeGreaterThanOrEqual(14_400);
-    expect(wait).toBeLessThanOrEqual(18_000);
+    expect(wait).toBeLessThanOrEqual(18_000 + first.last_duration_ms + 500);
     const job = await until('the delayed retry', async () => {
       const delayed = await ctx.queues['webhook-delivery'].getJobs(['delayed']);
       return delayed.find((j) => j.id === first.id);
