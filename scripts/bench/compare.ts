@@ -186,7 +186,7 @@ export async function compareCost(against: string, requestedRounds: number | und
     throw new Error(`--against ${against}: no such commit here (give a branch, tag or hash git knows)`);
   }
   const other = join(mkdtempSync(join(tmpdir(), 'lf-bench-against-')), 'tree');
-  log(`checking out ${against} (${rev.slice(0, 12)}) in ${other}; its dependencies install on its first run`);
+  log(`checking out ${against} (${rev.slice(0, 12)}) in ${other}`);
   execFileSync('git', ['worktree', 'add', '--detach', other, rev], { cwd: root, stdio: 'ignore' });
   // Removed however the run ends: bench.ts exits at once on Ctrl-C, past any finally.
   const removeTree = () => {

@@ -113,7 +113,7 @@ export const options = {
   reportsOnly: process.argv.slice(2).includes('--reports'),
   /** `--cost`: only the cost per event on a fresh database, printed, nothing written. */
   costOnly: process.argv.slice(2).includes('--cost'),
-  /** `--cost --against REV`: this checkout's cost against REV's, run after run, printed. */
+  /** `--cost --against REV`: this checkout's cost against REV's, measured in turns (bench/compare.ts), printed. */
   against: argument('--against'),
   rounds: rounds(),
   /** The report phase's brand: orders over the last 365 days, creators and SKUs among them. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import type { Request, Response } from 'express';
+import vary from 'vary';
 
 /** A response body built once at start (a script, the OpenAPI document), compressed once. */
 export interface Precompressed {
@@ -29,7 +30,7 @@ export function sendPrecompressed(
   cacheControl: string,
 ): void {
   const gzip = req.acceptsEncodings('gzip', 'identity') === 'gzip';
-  res.vary('Accept-Encoding');
+  vary(res, 'Accept-Encoding');
   res.setHeader('Content-Type', contentType);
   res.setHeader('Cache-Control', cacheControl);
   res.setHeader('ETag', `"${body.etag}${gzip ? '-gzip' : ''}"`);

@@ -198,6 +198,8 @@ describe('the event routes without express’s router', () => {
       'cross-origin-resource-policy': 'cross-origin',
       'x-content-type-options': 'nosniff',
       'content-type': 'application/json; charset=utf-8',
+      // The answer depends on the caller's origin (CORS for publishable keys): caches must key on it.
+      vary: 'Origin',
     });
     expect(res.body.request_id).toBe(res.headers['request-id']);
   });

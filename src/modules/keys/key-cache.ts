@@ -99,8 +99,9 @@ export class KeyCache {
     const hit = this.entries.get(secretHash);
     if (hit && hit.expiresAt > now) return hit.row;
     // When a busy key's entry expires, every request in flight misses at once. Each reading for
-    // itself took a pool connection, and the pool started a server backend for each: 22 in a
-    // 10 s stretch at 64 connections, 15% of PostgreSQL's CPU (docs/benchmarks.md, "Profile notes").
+    // itself took a pool connection, and the pool started a server backend for each: 22 in a 10 s
+    // stretch at 64 connections, when PostgreSQL's processes besides the ingestion backend took
+    // 17.6% of its CPU, against 5.2% with one read (docs/benchmarks.md, "Profile notes").
     const inFlight = this.reading.get(secretHash);
     if (inFlight) return inFlight;
     const generation = this.generation;
