@@ -350,6 +350,59 @@ function freshVsGrown(r: MainReport) {
   return { a, b, diff, within: Math.abs(diff) <= 0.2 };
 }
 
+/** Issue 22's rates, measured in the same run as its cost per event. */
+export const RATE_TARGETS = {
+  singlesOverMinimalPgbench: 0.8,
+  batchEventsPerS: 30_000,
+  batchesInFlight: 4,
+  p99At16Ms: 10,
+  freshWithin: 0.1,
+} as const;
+
+type RateFigures = Pick<MainReport, 'singles' | 'batches'> & { fresh: { run: Pick<LoadRun, 'whole'> } };
+
+/** Issue 22's rate targets: singles against the minimal pgbench, batches, p99 at 16, fresh against grown. */
+export function rateTargets(r: RateFigures): Target[] {
+  const t = RATE_TARGETS;
+  const at = (c: number) => r.singles.find((s) => s.run.connections === c);
+  const at64 = at(64);
+  const at16 = at(16)?.run;
+  const minimal = at64?.pg.minimal.tps;
+  const ratio = at64 && minimal ? at64.run.rps / minimal : Number.NaN;
+  const batchConnections = r.batches.run.connections;
+  const diff = at16
+    ? (msPerEvent(r.fresh.run.whole.rps) - msPerEvent(at16.rps)) / msPerEvent(at16.rps)
+    : Number.NaN;
+  return [
+    {
+      name: `single order.paid at 64 connections ≥ ${t.singlesOverMinimalPgbench}× the minimal 3-statement pgbench at 64 clients (same run)`,
+      measured:
+        at64 && minimal ? `${fmt(at64.run.rps)} req/s ÷ ${fmt(minimal)} TPS = ${fmt(ratio, 2)}×` : 'n/a',
+      met: ratio >= t.singlesOverMinimalPgbench,
+    },
+    {
+      name: `${options.batchSize}-event batches ≥ ${fmt(t.batchEventsPerS)} events/s with ${t.batchesInFlight} in flight, 0 failed`,
+      measured: `${fmt(r.batches.eventsPerS)} events/s with ${batchConnections} in flight, ${r.batches.run.bad} failed`,
+      met:
+        batchConnections === t.batchesInFlight &&
+        r.batches.eventsPerS >= t.batchEventsPerS &&
+        r.batches.run.bad === 0,
+    },
+    {
+      name: `p99 at 16 connections < ${t.p99At16Ms} ms`,
+      measured: at16 ? `${ms(at16.p99)} ms` : 'n/a',
+      met: !!at16 && at16.p99 < t.p99At16Ms,
+    },
+    {
+      name: `the grown brand (phase (b)) within ${Math.round(t.freshWithin * 100)}% of the fresh database (phase (a)) per event, 16 connections`,
+      measured: at16
+        ? `phase (a) ${pctChange(msPerEvent(r.fresh.run.whole.rps), msPerEvent(at16.rps))} ms/event against (b)`
+        : 'n/a',
+      met: Math.abs(diff) <= t.freshWithin,
+    },
+  ];
+}
+
 function targets(r: MainReport): Target[] {
   const at = (c: number) => r.singles.find((s) => s.run.connections === c)?.run;
   const at64 = at(64);
@@ -383,6 +436,7 @@ function targets(r: MainReport): Target[] {
       met: fvg.within,
     },
     ...pooledTargets(r),
+    ...rateTargets(r),
   ];
 }
 

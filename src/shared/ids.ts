@@ -6,6 +6,23 @@ let lastTime = -1;
 let lastHead = '';
 const tail = new Uint8Array(16);
 
+/**
+ * Randomness drawn 4 KiB at a time, as crypto.randomUUID caches its entropy: each call into
+ * OpenSSL made a job object and a getpid, 2.4% of a single event's web CPU when made once a
+ * millisecond (docs/benchmarks.md, "Profile notes"); now once per 256 milliseconds' ids.
+ */
+const pool = new Uint8Array(4096);
+let poolAt = pool.length;
+
+function randomTail(): void {
+  if (poolAt === pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  for (let i = 0; i < 16; i++) tail[i] = pool[poolAt + i]! & 31;
+  poolAt += 16;
+}
+
 /** 10 base32 digits of the millisecond, most significant first. */
 function timeHead(time: number): string {
   let head = '';
@@ -28,8 +45,7 @@ export function newId(prefix: string, last = 15): string {
   if (now !== lastTime) {
     lastTime = now;
     lastHead = timeHead(now);
-    randomFillSync(tail);
-    for (let i = 0; i < 16; i++) tail[i]! &= 31;
+    randomTail();
   } else {
     for (let i = last; i >= 0; i--) {
       if (tail[i]! < 31) {

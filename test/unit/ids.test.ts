@@ -8,6 +8,18 @@ describe('newId', () => {
     expect(new Set(ids).size).toBe(ids.length);
     expect([...ids].sort()).toEqual(ids);
   });
+
+  it('draws fresh randomness every millisecond, past the 256 milliseconds one draw of its pool serves', () => {
+    // The first id of each millisecond carries that millisecond's random part (its last digit
+    // is 0 only by chance); a pool served twice, or not advanced, would repeat one.
+    const randomParts = new Map<string, string>();
+    while (randomParts.size < 300) {
+      const id = newId('ord');
+      const head = id.slice(4, 14);
+      if (!randomParts.has(head)) randomParts.set(head, id.slice(14, 29));
+    }
+    expect(new Set(randomParts.values()).size).toBe(300);
+  });
 });
 
 describe('request and event ids', () => {
