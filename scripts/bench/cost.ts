@@ -4,6 +4,7 @@
 // 2 in flight. Measured right after phase (a), on the still fresh database.
 import type pg from 'pg';
 import { allProcs, CLK_TCK, processTree } from './cpu.js';
+import { floorCost } from './floor.js';
 import { batchesPaid, singlePaid } from './load.js';
 import { fmt, log, options, phase } from './options.js';
 
@@ -15,6 +16,8 @@ export interface EventCost {
   walBytes: number;
   storedBytes: number;
   commits: number;
+  /** Web CPU per event of a bare node HTTP server answering the same requests (floor.ts). */
+  floorWebMs?: number;
 }
 
 /** The targets issue 22 sets, per event: [single, batch]. */
@@ -129,6 +132,10 @@ export async function costPerEvent(
     log(
       `  ${c.label}: web ${fmt(c.webMs, 3)} ms, PostgreSQL ${fmt(c.postgresMs, 3)} ms, WAL ${fmt(c.walBytes)} B, stored ${fmt(c.storedBytes)} B, ${fmt(c.commits, 3)} commits per event (${fmt(c.events)} events)`,
     );
+  phase('cost per event: a bare node HTTP server answering the same requests');
+  const floor = await floorCost(target, code);
+  [single.floorWebMs, batch.floorWebMs] = floor.webMs;
+  log(`  the bare server: web ${fmt(floor.webMs[0], 3)} / ${fmt(floor.webMs[1], 3)} ms per event`);
   return [single, batch];
 }
 
@@ -157,5 +164,15 @@ ${row('PostgreSQL CPU (all its processes), ms', 'postgresMs', 3)}
 ${row('WAL written, bytes', 'walBytes', 0)}
 ${row('tables + indexes grown, bytes', 'storedBytes', 0)}
 | transactions committed | ${fmt(single.commits, 3)} | ${fmt(batch.commits, 3)} |
-`;
+${
+  single.floorWebMs !== undefined && batch.floorWebMs !== undefined
+    ? `| web CPU of a bare node HTTP server answering the same requests, ms | ${fmt(single.floorWebMs, 3)} | ${fmt(batch.floorWebMs, 3)} |
+
+The last row is the floor under the first: right after the two stretches, a server of node's \`http\` alone
+(scripts/bench/floor-server.mjs) took the same load, reading each body, parsing its JSON and answering with
+the service's own response headers and answer (one per event), with no key check, validation, rate limit or
+database. What the service adds to it is ${fmt(single.webMs - single.floorWebMs, 3)} ms a single event and ${fmt(batch.webMs - batch.floorWebMs, 3)} ms a batch event.
+`
+    : ''
+}`;
 }
