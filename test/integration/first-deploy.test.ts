@@ -5,6 +5,7 @@ import request from 'supertest';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { migrateUp } from '../../src/db/orm.js';
 import { randomToken } from '../../src/shared/ids.js';
+import { compiledEntry } from '../setup/compiled.js';
 import { createTestApp, dropTestDatabase } from '../setup/test-app.js';
 
 /**
@@ -28,9 +29,9 @@ async function databaseExists(name: string): Promise<boolean> {
   }
 }
 
-/** Runs a process entry point under tsx in production, as the release phase and web dyno do. */
+/** Runs a process entry point compiled, in production, as the release phase and web dyno do. */
 async function runInProduction(entry: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const child = spawn(process.execPath, [compiledEntry(entry)], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'production',

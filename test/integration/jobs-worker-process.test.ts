@@ -13,11 +13,13 @@ import {
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { makeBrand } from '../factories/index.js';
+import { watchOutput } from '../setup/child-output.js';
+import { compiledEntry } from '../setup/compiled.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 import { ADMIN_TOKEN, createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /**
- * The worker process (workers/main.ts under tsx, as operations.test.ts starts it) against a
+ * The worker process (workers/main.ts compiled, as operations.test.ts starts it) against a
  * redis-server of this file's own: schedules that come back after Redis lost its data, and a
  * SIGTERM that ends within 10 s with a job overrunning or Redis gone.
  */
@@ -51,7 +53,7 @@ async function until(what: string, condition: () => boolean | Promise<boolean>, 
 }
 
 function startWorker(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+  const child = spawn(process.execPath, [compiledEntry('workers/main.ts')], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'test',
@@ -65,23 +67,20 @@ function startWorker(env: Record<string, string>) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
-  let output = '';
-  child.stdout!.on('data', (chunk) => {
-    output += chunk;
-  });
-  child.stderr!.on('data', (chunk) => {
-    output += chunk;
-  });
+  const output = watchOutput(child);
   const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
     child.once('exit', (code) => resolve({ code, at: Date.now() })),
   );
-  const started = until('worker process started', () => output.includes('worker process started'), 30_000);
-  const lines = () =>
-    output
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line));
-  return { child, started, exited, output: () => output, lines };
+  const started = output.until(
+    'worker process started',
+    () => output.text().includes('worker process started'),
+    30_000,
+  );
+  // Awaited by the tests that need it; one whose worker never starts (no Redis) lets it fail unheard.
+  started.catch(() => {});
+  // biome-ignore lint/suspicious/noExplicitAny: log lines are whatever JSON the worker wrote.
+  const lines = () => output.lines() as any[];
+  return { child, started, exited, output: output.text, lines, until: output.until };
 }
 
 function queuesOf(prefix: string) {
@@ -111,7 +110,7 @@ describe('the worker process', () => {
     // line may reach this process's pipe a moment after the schedules are back.
     const warnings = () => worker.lines().filter((l) => l.msg.startsWith('job schedules were missing'));
     const named = () => new Set(warnings().flatMap((l) => l.schedules));
-    await until('a warning naming every lost schedule', () => named().size === jobNames.length, 5_000);
+    await worker.until('a warning naming every lost schedule', () => named().size === jobNames.length, 5_000);
     expect(named()).toEqual(new Set(jobNames));
     expect(warnings().every((l) => l.level === 'warn')).toBe(true);
     // Jobs were lost with the schedules: the queue reconciler is run at once, not a minute later.
@@ -256,7 +255,7 @@ describe('the worker process', () => {
       QUEUE_PREFIX: `lftest_${randomToken(8)}`,
       REDIS_URL: 'redis://127.0.0.1:1',
     });
-    await until('the error line', () => worker.output().includes('"dependency":"Redis"'), 15_000);
+    await worker.until('the error line', () => worker.output().includes('"dependency":"Redis"'), 15_000);
     const line = worker.lines().find((l) => l.dependency === 'Redis');
     expect(line).toMatchObject({ level: 'error' });
     expect(line.msg).toMatch(
@@ -271,7 +270,12 @@ describe('the worker process', () => {
     const worker = startWorker({ QUEUE_PREFIX: `lftest_${randomToken(8)}` });
     await worker.started;
     await redis.kill();
-    await sleep(300);
+    // The worker has seen Redis go: its connection's first failure is logged at once.
+    await worker.until(
+      'the worker to see Redis down',
+      () => worker.lines().some((l) => l.msg === 'redis connection problem'),
+      10_000,
+    );
 
     const signalled = Date.now();
     worker.child.kill('SIGTERM');

@@ -4,6 +4,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
 import { expectEnvelope, makeBrandWithKeys } from '../factories/index.js';
+import { compiledEntry } from '../setup/compiled.js';
 import {
   ADMIN_TOKEN,
   createTestApp,
@@ -142,9 +143,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts a process entry under tsx and resolves once it logs `ready`. */
+/** Starts a process entry (compiled: test/setup/compiled.ts) and resolves once it logs `ready`. */
 function start(entry: string, env: Record<string, string>, ready: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const child = spawn(process.execPath, [compiledEntry(entry)], {
     env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

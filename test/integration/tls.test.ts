@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canConnect, freePort } from '../../scripts/local-services.js';
+import { watchOutput } from '../setup/child-output.js';
+import { compiledEntry } from '../setup/compiled.js';
 
 /**
  * Managed PostgreSQL and Redis the Heroku way: a private PostgreSQL that accepts only SSL
@@ -154,20 +156,19 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
     };
 
     const port = await freePort();
-    const web = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    // The web process compiled (test/setup/compiled.ts), as the web dyno runs it.
+    const web = spawn(process.execPath, [compiledEntry('src/server.ts')], {
       env: env({ ...tls, PORT: String(port), LOG_LEVEL: 'warn' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(web);
-    let output = '';
-    web.stdout!.on('data', (c) => (output += c));
-    web.stderr!.on('data', (c) => (output += c));
+    const watched = watchOutput(web);
     const base = `http://127.0.0.1:${port}`;
     let ready: Response | undefined;
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 400; i++) {
       ready = await fetch(`${base}/readyz`).catch(() => undefined);
-      if (ready?.status === 200) break;
-      await sleep(200);
+      if (ready?.status === 200 || web.exitCode !== null) break;
+      await sleep(50);
     }
     expect(await ready?.json()).toEqual({
       status: 'ok',
@@ -183,7 +184,7 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
       }),
     });
     // The answer's body and the server's output name the cause if this ever fails (once seen: a 401).
-    expect(sent.status, `${await sent.clone().text()}\n${output}`).toBe(200);
+    expect(sent.status, `${await sent.clone().text()}\n${watched.text()}`).toBe(200);
     expect((await fetch(`${base}/v1/orders/tls-1`, { headers: auth })).status).toBe(200);
 
     // Every connection the web process holds is encrypted (only SSL is accepted anyway).
@@ -197,21 +198,24 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
     expect(rows.length).toBeGreaterThanOrEqual(2); // the ORM pool, the engine pool, the key-cache listener
     expect(rows.every((r) => r.ssl)).toBe(true);
     expect(rows.map((r) => r.application_name)).toContain('lf_key_cache');
-    expect(output).not.toContain('"level":"error"');
+    expect(watched.text()).not.toContain('"level":"error"');
     web.kill('SIGTERM');
   }, 90_000);
 
   it('without REDIS_TLS_REJECT_UNAUTHORIZED=false the self-signed Redis is refused, and the web process says why', async () => {
     const port = await freePort();
-    const web = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const web = spawn(process.execPath, [compiledEntry('src/server.ts')], {
       env: env({ PGSSLMODE: 'no-verify', PORT: String(port), LOG_LEVEL: 'warn' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(web);
-    let output = '';
-    web.stdout!.on('data', (c) => (output += c));
-    for (let i = 0; i < 100 && !output.includes('"dependency":"Redis"'); i++) await sleep(200);
-    const line = output.split('\n').find((l) => l.includes('"dependency":"Redis"'));
+    const watched = watchOutput(web);
+    const said = () => watched.text().includes('"dependency":"Redis"');
+    await watched.until('the line about Redis', said, 20_000);
+    const line = watched
+      .text()
+      .split('\n')
+      .find((l) => l.includes('"dependency":"Redis"'));
     expect(JSON.parse(line!).msg).toMatch(
       /^Cannot use Redis at 127\.0\.0\.1:\d+: its TLS certificate is self-signed/,
     );

@@ -2,12 +2,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
+import { watchOutput } from '../setup/child-output.js';
+import { compiledEntry } from '../setup/compiled.js';
 import { ADMIN_TOKEN, createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
-const entry = resolve('src/server.ts');
+const entry = compiledEntry('src/server.ts');
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -17,7 +18,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The live web workers the primary forked: its child processes running the server entry (tsx's esbuild is one too). */
+/** The live web workers the primary forked: its child processes running the server entry. */
 function workersOf(primaryPid: number): number[] {
   const pids: number[] = [];
   for (const name of readdirSync('/proc')) {
@@ -36,14 +37,6 @@ function workersOf(primaryPid: number): number[] {
 
 const alive = (pid: number) => existsSync(`/proc/${pid}`);
 
-async function until(what: string, condition: () => boolean, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
-}
-
 /** GET /healthz on a connection of its own (no keep-alive), so the cluster hands each request out anew. */
 function healthz(port: number): Promise<number> {
   return new Promise((done, fail) => {
@@ -54,38 +47,24 @@ function healthz(port: number): Promise<number> {
   });
 }
 
-/** Starts the web process under tsx (as operations.test.ts does), stdout and stderr collected. */
+/** Starts the web process (compiled, as operations.test.ts does), stdout and stderr collected. */
 function startWeb(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const child = spawn(process.execPath, [entry], {
     env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout!.on('data', (chunk) => {
-    output += chunk;
-  });
-  child.stderr!.on('data', (chunk) => {
-    output += chunk;
-  });
-  let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((done) =>
-    child.once('exit', (code) => {
-      exitCode = code;
-      done(code);
-    }),
-  );
-  const logLines = () =>
-    output
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const output = watchOutput(child);
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  const logLines = output.lines;
   const count = (msg: string) => logLines().filter((l) => l.msg === msg).length;
+  const until = (what: string, condition: () => boolean) => output.until(what, condition, 30_000);
   const ready = (listening: number) =>
     until(`${listening} 'web process listening' lines`, () => {
-      if (exitCode !== undefined) throw new Error(`web process exited with ${exitCode}:\n${output}`);
+      if (child.exitCode !== null)
+        throw new Error(`web process exited with ${child.exitCode}:\n${output.text()}`);
       return count('web process listening') >= listening;
     });
-  return { child, exited, output: () => output, logLines, count, ready };
+  return { child, exited, output: output.text, logLines, count, ready, until };
 }
 
 describe('WEB_CONCURRENCY=2: a cluster of two web workers', () => {
@@ -131,7 +110,7 @@ describe('WEB_CONCURRENCY=2: a cluster of two web workers', () => {
 
     // Each request is logged by the process that answered it (pino's `pid`).
     for (let i = 0; i < 20; i++) expect(await healthz(port)).toBe(200);
-    await until(
+    await web.until(
       '20 request logs',
       () => web.logLines().filter((l) => l.msg === 'request completed').length >= 20,
     );
@@ -146,7 +125,7 @@ describe('WEB_CONCURRENCY=2: a cluster of two web workers', () => {
 
     // A worker that dies is logged and replaced; the port keeps answering meanwhile.
     process.kill(workers[0]!, 'SIGKILL');
-    await until('the replacement worker', () => web.count('web worker died: starting a new one') === 1);
+    await web.until('the replacement worker', () => web.count('web worker died: starting a new one') === 1);
     await web.ready(3);
     const after = workersOf(primary);
     expect(after).toHaveLength(2);

@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { resolveDatabase, resolveRedis } from '../../scripts/local-services.js';
 import { findPgBouncer, startPgBouncer } from '../../scripts/pgbouncer.js';
 import { migrateUp } from '../../src/db/orm.js';
+import { buildChildProcesses } from './compiled.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -33,6 +34,8 @@ function templateName(): string {
 }
 
 export default async function setup(project: TestProject) {
+  // The web and worker processes some files start as children, compiled (test/setup/compiled.ts).
+  await buildChildProcesses();
   const name = templateName();
   const database = await resolveDatabase(name);
   const redis = await resolveRedis();

@@ -20,14 +20,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
+  // Kills a server left running if the process exits first; dropped once it is killed, since a
+  // worker process runs one file after another (test/setup/per-file.ts).
   const exitHook = () => child?.kill('SIGKILL');
-  process.once('exit', exitHook);
 
   const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
   const start = async () => {
     // Already up: a second server could not bind the port, and would leave this one untracked
     // (and running after the test) in its place.
     if (running()) return;
+    process.removeListener('exit', exitHook);
+    process.once('exit', exitHook);
     child = spawn(
       'redis-server',
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
@@ -45,6 +48,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     const exited = new Promise((resolve) => server.once('exit', resolve));
     server.kill('SIGKILL');
     await exited;
+    process.removeListener('exit', exitHook);
   };
   await start();
   return { url: `redis://127.0.0.1:${port}`, port, kill, start };

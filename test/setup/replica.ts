@@ -61,6 +61,8 @@ function startServer(dir: string, data: string, port: number, settings: string[]
     [`-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, ...settings].join(' '),
   ]);
   const stop = () => {
+    // Dropped once stopped: a worker process runs one file after another (test/setup/per-file.ts).
+    process.removeListener('exit', stop);
     try {
       asPostgres(`${PG_BIN}/pg_ctl`, ['-D', data, '-m', 'immediate', '-w', 'stop']);
     } catch {
