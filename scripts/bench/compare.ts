@@ -70,6 +70,21 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
+/**
+ * Two-sided sign test: how often a change that does nothing is cheaper in `won` of `n` rounds, or
+ * further from half either way. 6 of 6 comes once in 32; 5 of 6 nearly once in 4.
+ */
+export function signTestP(won: number, n: number): number {
+  const tail = Math.min(won, n - won);
+  let ways = 0;
+  let choose = 1; // C(n, i)
+  for (let i = 0; i <= tail; i++) {
+    ways += choose;
+    choose = (choose * (n - i)) / (i + 1);
+  }
+  return Math.min(1, (2 * ways) / 2 ** n);
+}
+
 export function renderComparison(against: string, runs: CostRun[]): string {
   const row = (r: CostRun) =>
     `| ${r.round} | ${r.tree} | ${fmt(r.webMs[0], 3)} / ${fmt(r.webMs[1], 3)} | ${fmt(r.postgresMs[0], 3)} / ${fmt(r.postgresMs[1], 3)} |`;
@@ -80,15 +95,15 @@ export function renderComparison(against: string, runs: CostRun[]): string {
   });
   // Each round's two figures were measured minutes (or seconds) apart: compared pair by pair.
   const rounds = [...new Set(runs.map((r) => r.round))];
-  const cheaper = (pick: (r: CostRun) => number) => {
-    const won = rounds.filter((round) => {
+  const won = (pick: (r: CostRun) => number) =>
+    rounds.filter((round) => {
       const [a, t] = ['against', 'this'].map((tree) =>
         runs.find((r) => r.round === round && r.tree === tree),
       );
       return a && t && pick(t) < pick(a);
     }).length;
-    return `${won}/${rounds.length}`;
-  };
+  const cheaper = (pick: (r: CostRun) => number) => `${won(pick)}/${rounds.length}`;
+  const chance = (pick: (r: CostRun) => number) => fmt(signTestP(won(pick), rounds.length), 2);
   return [
     `Cost per event, ms (single requests at 64 connections / 500-event batches), "against" = ${against}:`,
     '',
@@ -97,6 +112,10 @@ export function renderComparison(against: string, runs: CostRun[]): string {
     ...runs.map(row),
     ...medians,
     `| rounds where this is cheaper | | ${cheaper((r) => r.webMs[0])} / ${cheaper((r) => r.webMs[1])} | ${cheaper((r) => r.postgresMs[0])} / ${cheaper((r) => r.postgresMs[1])} |`,
+    `| chance of a count this lopsided with no real difference | | ${chance((r) => r.webMs[0])} / ${chance((r) => r.webMs[1])} | ${chance((r) => r.postgresMs[0])} / ${chance((r) => r.postgresMs[1])} |`,
+    '',
+    'The chance is a two-sided sign test over the rounds: below 0.05 the count is unlikely to be luck, though one',
+    'run in twenty of a change that does nothing still gets there; run it again before believing a single run.',
     '',
   ].join('\n');
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderComparison } from '../../scripts/bench/compare.js';
+import { renderComparison, signTestP } from '../../scripts/bench/compare.js';
 
 describe('bench --cost --against', () => {
   it('lists every run in order and each tree’s median per figure', () => {
@@ -25,5 +25,18 @@ describe('bench --cost --against', () => {
     expect(text.indexOf('| 1 | this')).toBeLessThan(text.indexOf('| 2 | against'));
     // Pair by pair: this was cheaper on web in rounds 1 and 3 (not 2), on PostgreSQL in all three.
     expect(text).toContain('| rounds where this is cheaper | | 2/3 / 2/3 | 3/3 / 3/3 |');
+    // 3 of 3 comes 2 times in 8 by chance, 2 of 3 always (as lopsided as any count can be but 0 or 3).
+    expect(text).toContain(
+      '| chance of a count this lopsided with no real difference | | 1.00 / 1.00 | 0.25 / 0.25 |',
+    );
+  });
+
+  it('gives the sign test its two tails: 6 of 6 once in 32, 5 of 6 (or 1) 14 times in 64, 3 of 6 always', () => {
+    expect(signTestP(6, 6)).toBeCloseTo(2 / 64, 12);
+    expect(signTestP(0, 6)).toBeCloseTo(2 / 64, 12);
+    expect(signTestP(5, 6)).toBeCloseTo(14 / 64, 12);
+    expect(signTestP(1, 6)).toBeCloseTo(14 / 64, 12);
+    expect(signTestP(3, 6)).toBe(1);
+    expect(signTestP(10, 10)).toBeCloseTo(2 / 1024, 12);
   });
 });
