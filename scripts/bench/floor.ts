@@ -36,7 +36,6 @@ async function realAnswer(
 export interface FloorCost {
   /** Web CPU per event of the bare server: [single requests at 64 connections, 500-event batches]. */
   webMs: [number, number];
-  headers: number;
 }
 
 export async function floorCost(service: Target, code: string): Promise<FloorCost> {
@@ -67,7 +66,7 @@ export async function floorCost(service: Target, code: string): Promise<FloorCos
     from = ticks();
     const batches = await batchesPaid(floor, code, 500, options.costBatches, 2);
     const batch = msPer(from, batches.whole.ok * 500);
-    return { webMs: [single, batch], headers: headers.length };
+    return { webMs: [single, batch] };
   } finally {
     child.kill('SIGTERM');
   }

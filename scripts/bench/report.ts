@@ -343,7 +343,10 @@ PgBouncer's own CPU during each pooled run is in "What bounds it" below (it runs
 sharing the machine with node, PostgreSQL and the load generator).`;
 }
 
-function freshVsGrown(r: MainReport) {
+type FreshAndGrown = Pick<MainReport, 'singles'> & { fresh: { run: Pick<LoadRun, 'whole'> } };
+
+/** Phase (a) against phase (b) per event at 16 connections: `diff` is (a − b) ÷ b in ms per event. */
+function freshVsGrown(r: FreshAndGrown) {
   const a = r.fresh.run.whole;
   const b = r.singles.find((s) => s.run.connections === 16)?.run;
   const diff = b ? (msPerEvent(a.rps) - msPerEvent(b.rps)) / msPerEvent(b.rps) : Number.NaN;
@@ -359,7 +362,7 @@ export const RATE_TARGETS = {
   freshWithin: 0.1,
 } as const;
 
-type RateFigures = Pick<MainReport, 'singles' | 'batches'> & { fresh: { run: Pick<LoadRun, 'whole'> } };
+type RateFigures = FreshAndGrown & Pick<MainReport, 'batches'>;
 
 /** Issue 22's rate targets: singles against the minimal pgbench, batches, p99 at 16, fresh against grown. */
 export function rateTargets(r: RateFigures): Target[] {
@@ -370,9 +373,7 @@ export function rateTargets(r: RateFigures): Target[] {
   const minimal = at64?.pg.minimal.tps;
   const ratio = at64 && minimal ? at64.run.rps / minimal : Number.NaN;
   const batchConnections = r.batches.run.connections;
-  const diff = at16
-    ? (msPerEvent(r.fresh.run.whole.rps) - msPerEvent(at16.rps)) / msPerEvent(at16.rps)
-    : Number.NaN;
+  const { diff } = freshVsGrown(r);
   return [
     {
       name: `single order.paid at 64 connections ≥ ${t.singlesOverMinimalPgbench}× the minimal 3-statement pgbench at 64 clients (same run)`,
