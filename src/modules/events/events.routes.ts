@@ -78,9 +78,12 @@ async function ingestCounted(
 /** Validates in order; a batch keeps the events before its first invalid one, which are still applied. */
 function validated(rawEvents: unknown[], batch: boolean, options: { now: Date; keyKind: KeyKind }) {
   const events: ValidEvent[] = [];
-  for (const [index, raw] of rawEvents.entries()) {
+  for (let index = 0; index < rawEvents.length; index++) {
     try {
-      events.push(validateEvent(raw, { ...options, ...(batch && { paramPrefix: `events[${index}].` }) }));
+      const paramPrefix = batch ? `events[${index}].` : undefined;
+      events.push(
+        validateEvent(rawEvents[index], { now: options.now, keyKind: options.keyKind, paramPrefix }),
+      );
     } catch (err) {
       if (!batch || !(err instanceof AppError)) throw err;
       const invalid = resumeFrom(err, index, err.details.param);

@@ -206,6 +206,9 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
   const order: OrderState = existing
     ? Object.assign(existing, fields)
     : {
+        // Spread first: V8 clones the object whole, where a spread after other properties
+        // copies it property by property.
+        ...fields,
         id,
         orderId: d.orderId,
         isNew: true,
@@ -214,7 +217,6 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
         refundIds: new Set(),
         reportedAs: [],
         countedAs: null,
-        ...fields,
       };
   if (!existing) {
     book.orders.set(order.orderId, order);

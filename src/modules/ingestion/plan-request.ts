@@ -52,7 +52,10 @@ function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcom
  */
 function storedData(event: ValidEvent): Record<string, unknown> {
   const stored: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(event.data)) {
+  const data = event.data as unknown as Record<string, unknown>;
+  // for…in over the event's own plain object: Object.entries built an array of pairs per event.
+  for (const field in data) {
+    const value = data[field];
     // The order id is the row's order_id column already.
     if (value !== null && value !== undefined && field !== 'customerHash' && field !== 'orderId')
       stored[field] = value;
