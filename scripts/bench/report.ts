@@ -843,6 +843,8 @@ BENCH_POOLED=0 npm run bench                # without the runs through PgBouncer
 npm run bench -- --soak 30                  # only the 30-minute soak, into docs/benchmarks-soak.md
 npm run bench -- --cost                     # only the cost per event on a fresh database, printed
 npm run bench -- --cost --against main~1    # that, for this checkout and another revision in turns (--rounds N), medians printed
+# against the code issue 22 started from (d304b13, whose --cost runs its whole bench: shortened here), about 25 minutes
+BENCH_ORDERS=20000 BENCH_REPORT_ORDERS=20000 BENCH_POOLED=0 BENCH_COST_BATCHES=400 npm run bench -- --cost --against d304b13
 \`\`\`
 
 ${ENV_TABLE}

@@ -20,6 +20,15 @@ export function recordset(columns: Record<string, string>): string {
 }
 
 /**
+ * A compact recordset's column type for an instant sent as milliseconds since 1970 (a number,
+ * `Date.getTime()`) and read as `timestamptz`: 13 digits where ISO text takes 24 characters, and
+ * no `timestamptz_in` (3% of PostgreSQL's CPU under batches). Exact: `to_timestamp` rounds to
+ * the microsecond, and a millisecond count of these centuries divided by 1000 in a float8 is off
+ * by less than a quarter of one before that rounding (write-set tests, integration).
+ */
+export const EPOCH_MS = 'epoch_ms';
+
+/**
  * A recordset for the hot path's big rows (orders, received events, movements): each row travels
  * with short keys (`c0`, `c1`, …) and without its nulls (`json_to_recordset` reads a missing key
  * as null), and `sql` reads it back under the column names as `x`, so a statement is written as
@@ -30,9 +39,14 @@ export function recordset(columns: Record<string, string>): string {
 export function compactRecordset(columns: Record<string, string>) {
   const names = Object.keys(columns);
   const keys = names.map((_, i) => `c${i}`);
+  const read = (name: string, i: number) =>
+    columns[name] === EPOCH_MS
+      ? `to_timestamp(r.${keys[i]}::float8 / 1000) as ${name}`
+      : `r.${keys[i]} as ${name}`;
+  const sent = (name: string) => (columns[name] === EPOCH_MS ? 'bigint' : columns[name]);
   return {
-    sql: `(select ${names.map((name, i) => `r.${keys[i]} as ${name}`).join(', ')}
-             from json_to_recordset(?::json) as r(${names.map((name, i) => `${keys[i]} ${columns[name]}`).join(', ')})) as x`,
+    sql: `(select ${names.map(read).join(', ')}
+             from json_to_recordset(?::json) as r(${names.map((name, i) => `${keys[i]} ${sent(name)}`).join(', ')})) as x`,
     /** The row as sent: its values under the short keys, nulls left out. */
     row: rowEncoder(names, keys),
   };

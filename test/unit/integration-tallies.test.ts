@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { integrationTallies, orderIntake } from '../../src/modules/integration/integration-tallies.js';
 
 const scope = { brandId: 'brand_x', livemode: true };
-const paid = (received_at: string) => ({
+/** A received order.paid as the write carries it: its received_at in milliseconds. */
+const paid = (receivedAt: string) => ({
   brand_id: 'brand_x',
   livemode: true,
   type: 'order.paid',
-  received_at,
+  received_at: Date.parse(receivedAt),
 });
 
 describe('integration tallies of a group commit', () => {
@@ -32,6 +33,20 @@ describe('integration tallies of a group commit', () => {
         click_ref: 1,
         paid: 2,
         last_event_at: at,
+      }),
+    ]);
+  });
+
+  it('keep the latest received_at of a tally as its last event, whatever order the requests came in', () => {
+    const part = integrationTallies(
+      [],
+      [paid('2026-11-26T01:02:03.456Z'), paid('2026-11-26T01:02:59.001Z'), paid('2026-11-26T01:02:10.000Z')],
+    );
+    expect(part.rows).toEqual([
+      expect.objectContaining({
+        bucket: '2026-11-26T01:02:00.000Z',
+        paid: 3,
+        last_event_at: '2026-11-26T01:02:59.001Z',
       }),
     ]);
   });

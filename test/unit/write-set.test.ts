@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type Sql, storedStatement } from '../../src/db/sql.js';
 import {
   compactRecordset,
+  EPOCH_MS,
   executeWrites,
   type WritePart,
   writeStatementText,
@@ -27,6 +28,16 @@ describe('compactRecordset', () => {
   it('reads the short keys back under the column names', () => {
     expect(set.sql).toContain('r.c0 as id, r.c1 as amount, r.c2 as paid, r.c3 as note, r.c4 as data');
     expect(set.sql).toContain('as r(c0 text, c1 bigint, c2 boolean, c3 text, c4 json)');
+  });
+
+  it('sends an epoch_ms column as a number and reads it back as timestamptz', () => {
+    const timed = compactRecordset({ id: 'text', at: EPOCH_MS });
+    expect(timed.sql).toContain('r.c0 as id, to_timestamp(r.c1::float8 / 1000) as at');
+    expect(timed.sql).toContain('as r(c0 text, c1 bigint)');
+    expect(timed.row({ id: 'evt_1', at: Date.parse('2026-11-26T01:02:03.456Z') })).toEqual({
+      c0: 'evt_1',
+      c1: 1_795_654_923_456,
+    });
   });
 
   it('refuses a column name that is not a plain identifier', () => {

@@ -1,7 +1,6 @@
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { eventIdOf, requestIdOf } from '../../shared/ids.js';
-import { isoTime } from '../../shared/iso-time.js';
 import { recordDecision } from '../attribution/decision-record.js';
 import type { Cause } from '../ledger/journal.js';
 import type { OrderBook, OrderOutcome } from './order-book.js';
@@ -81,7 +80,7 @@ export function planRequest(
 ): RequestPlan {
   const plan: RequestPlan = { accepted: [], received: [], handOver: [] };
   const { scope, now } = book;
-  const receivedAt = isoTime(now);
+  const receivedAt = now.getTime();
   for (const [index, event] of request.events.entries()) {
     const cause: Cause = {
       ...scope,
@@ -104,7 +103,7 @@ export function planRequest(
       type: event.type,
       order_id: event.data.orderId,
       key_kind: request.keyKind,
-      occurred_at: isoTime(event.occurredAt),
+      occurred_at: event.occurredAt.getTime(),
       received_at: receivedAt,
       // Not stored when the event's id gives it (shared/ids.ts).
       request_id: requestIdOf(cause.eventId) === request.requestId ? null : request.requestId,

@@ -1,4 +1,4 @@
-import { compactRecordset, recordset, type WritePart } from '../../db/write-set.js';
+import { compactRecordset, EPOCH_MS, recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
 import { integrationTallies } from '../integration/integration-tallies.js';
@@ -18,8 +18,12 @@ const orderRecordset = compactRecordset({
   livemode: 'boolean',
   order_id: 'text',
   ...orderColumns,
+  occurred_at: EPOCH_MS,
+  confirm_at: EPOCH_MS,
+  closed_at: EPOCH_MS,
   commission_balance: 'bigint',
 });
+const epochMs = (at: Date) => at.getTime();
 
 /** A received event as stored: the event minus `customer_hash`, with the request that carried it. */
 export interface ReceivedEventRow {
@@ -29,8 +33,9 @@ export interface ReceivedEventRow {
   type: string;
   order_id: string | null;
   key_kind: string;
-  occurred_at: string;
-  received_at: string;
+  /** Milliseconds since 1970 (`Date.getTime()`), as the write sends them. */
+  occurred_at: number;
+  received_at: number;
   /** Null when the id gives it (shared/ids.ts `eventIdOf`). */
   request_id: string | null;
   data: Record<string, unknown>;
@@ -53,8 +58,8 @@ const receivedEventColumns = {
   type: 'text',
   order_id: 'text',
   key_kind: 'text',
-  occurred_at: 'timestamptz',
-  received_at: 'timestamptz',
+  occurred_at: EPOCH_MS,
+  received_at: EPOCH_MS,
   request_id: 'text',
   data: 'json',
   attribution: 'json',
@@ -155,7 +160,7 @@ export function groupWrites(
       .filter((o) => o.changed)
       .map((o) => {
         // Completed in place, not spread into a copy of its thirty columns: the encoder reads it once.
-        const row = Object.assign(orderToRow(o), {
+        const row = Object.assign(orderToRow(o, epochMs), {
           brand_id: book.scope.brandId,
           livemode: book.scope.livemode,
           commission_balance: journal.delta(o.id),

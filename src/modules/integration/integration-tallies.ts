@@ -27,7 +27,8 @@ interface ReceivedRow {
   brand_id: string;
   livemode: boolean;
   type: string;
-  received_at: string;
+  /** Milliseconds since 1970. */
+  received_at: number;
 }
 
 const measures = ['orders', 'unattributed', 'click_ref', 'paid', 'refunds', 'browser'] as const;
@@ -47,8 +48,8 @@ const eventMeasure: Record<string, (typeof measures)[number]> = {
   'order.observed': 'browser',
 };
 
-const minuteOf = (at: Date | string) => {
-  const ms = new Date(at).getTime();
+const minuteOf = (at: Date | number) => {
+  const ms = typeof at === 'number' ? at : at.getTime();
   return isoTime(ms - (ms % 60_000));
 };
 
@@ -121,8 +122,9 @@ export function integrationTallies(
     }
   }
   // A request's events share their received_at: its minute is worked out once.
-  let at: string | undefined;
+  let at: number | undefined;
   let minute = '';
+  const lastEventMs = new Map<Tally, number>();
   for (const e of received) {
     if (e.received_at !== at) {
       at = e.received_at;
@@ -131,7 +133,11 @@ export function integrationTallies(
     const t = tally(e.brand_id, e.livemode, minute);
     const measure = eventMeasure[e.type];
     if (measure) t[measure] += 1;
-    if (!t.last_event_at || e.received_at > t.last_event_at) t.last_event_at = e.received_at;
+    const last = lastEventMs.get(t);
+    if (last === undefined || e.received_at > last) {
+      lastEventMs.set(t, e.received_at);
+      t.last_event_at = isoTime(e.received_at);
+    }
   }
   return {
     sql: integrationTallyInsert,

@@ -142,8 +142,14 @@ export function orderFromRow(r: any): OrderState {
   return order;
 }
 
-/** The row to write, keyed by column; KRW orders keep no original amount or currency. */
-export function orderToRow(o: OrderState): Record<OrderColumn | 'id' | 'order_id', unknown> {
+/**
+ * The row to write, keyed by column; KRW orders keep no original amount or currency. Instants as
+ * `time` writes them: ISO text, or milliseconds for a recordset that reads them so (db/write-set.ts).
+ */
+export function orderToRow(
+  o: OrderState,
+  time: (at: Date) => string | number = isoTime,
+): Record<OrderColumn | 'id' | 'order_id', unknown> {
   const krw = o.originalCurrency === 'KRW';
   return {
     id: o.id,
@@ -172,8 +178,8 @@ export function orderToRow(o: OrderState): Record<OrderColumn | 'id' | 'order_id
     // A Postgres array literal, read by json_to_recordset into text[].
     flags: o.flags.length > 0 ? `{${o.flags.join(',')}}` : null,
     items: o.items,
-    occurred_at: isoTime(o.occurredAt),
-    confirm_at: o.confirmAt ? isoTime(o.confirmAt) : null,
-    closed_at: o.closedAt ? isoTime(o.closedAt) : null,
+    occurred_at: time(o.occurredAt),
+    confirm_at: o.confirmAt ? time(o.confirmAt) : null,
+    closed_at: o.closedAt ? time(o.closedAt) : null,
   };
 }

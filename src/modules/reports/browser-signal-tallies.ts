@@ -1,11 +1,13 @@
 import { recordset, type WritePart } from '../../db/write-set.js';
+import { isoTime } from '../../shared/iso-time.js';
 import { browserEventTypes } from '../events/events.schemas.js';
 
 interface SignalRow {
   brand_id: string;
   livemode: boolean;
   type: string;
-  occurred_at: string;
+  /** Milliseconds since 1970. */
+  occurred_at: number;
 }
 
 const signalTypes = new Set<string>(browserEventTypes);
@@ -26,6 +28,11 @@ export function browserSignalTallies(received: readonly SignalRow[]): WritePart 
     sql: signalTallyInsert,
     rows: received
       .filter((e) => signalTypes.has(e.type))
-      .map(({ brand_id, livemode, type, occurred_at }) => ({ brand_id, livemode, type, occurred_at })),
+      .map(({ brand_id, livemode, type, occurred_at }) => ({
+        brand_id,
+        livemode,
+        type,
+        occurred_at: isoTime(occurred_at),
+      })),
   };
 }

@@ -1,0 +1,50 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compactRecordset, EPOCH_MS } from '../../src/db/write-set.js';
+import { createTestDatabase } from '../setup/test-app.js';
+
+/**
+ * Instants travel in the hot path's rows as milliseconds since 1970 and PostgreSQL reads them
+ * with `to_timestamp(ms / 1000.0)` in float8 (db/write-set.ts): every millisecond must come back
+ * exactly, with no stray microsecond, across the years an order or event can carry.
+ */
+let pool: pg.Pool;
+const set = compactRecordset({ n: 'int', at: EPOCH_MS });
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
+});
+afterAll(() => pool.end());
+
+describe('instants sent as epoch milliseconds', () => {
+  it('come back to the millisecond, with no microseconds, from 1970 to 2200', async () => {
+    const edges = ['1970-01-01T00:00:00.001Z', '2000-01-01T00:00:00.000Z', '2026-11-26T23:59:59.999Z'];
+    const span = Date.parse('2200-01-01T00:00:00Z');
+    // A fixed sequence (no Math.random): the same instants on every run.
+    let seed = 20261126;
+    const next = () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed / 2147483647;
+    };
+    const instants = [
+      ...edges.map((iso) => Date.parse(iso)),
+      ...Array.from({ length: 20_000 }, () => Math.floor(next() * span)),
+    ];
+    const rows = instants.map((at, n) => set.row({ n, at }));
+    const { rows: back } = await pool.query<{ n: number; ms: string; micros: string; iso: string }>(
+      `select x.n, (extract(epoch from x.at) * 1000)::numeric::text as ms,
+              (extract(microseconds from x.at)::bigint % 1000)::text as micros,
+              to_char(x.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as iso
+         from ${set.sql.replace('?', '$1')} order by x.n`,
+      [JSON.stringify(rows)],
+    );
+    expect(back).toHaveLength(instants.length);
+    const wrong = back.filter(
+      (r) =>
+        Number(r.ms) !== instants[r.n] ||
+        r.micros !== '0' ||
+        r.iso !== new Date(instants[r.n]!).toISOString(),
+    );
+    expect(wrong).toEqual([]);
+  });
+});
