@@ -16,6 +16,7 @@ import { withCpu } from './bench/cpu.js';
 import { analyzeState, liveOrders, orderMix } from './bench/database.js';
 import { grow } from './bench/growth.js';
 import { orderPaidPgbenchScript } from './bench/ingest-sql.js';
+import { countInstructions } from './bench/instructions.js';
 import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench/load.js';
 import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/options.js';
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
@@ -299,9 +300,23 @@ async function run(ctx: Context): Promise<void> {
   else await main(ctx);
 }
 
+/** `--instructions`: the batch path's JavaScript, counted by valgrind; no database, nothing written. */
+function instructionsOnly(): void {
+  const { instructionWarmBatches: warm, instructionBatches: measured } = options;
+  log(
+    `counting instructions: ${warm} batches of 500 to warm up, then ${measured} more (valgrind, a few minutes)`,
+  );
+  const count = countInstructions(root, join(tmpDir, 'instructions'), warm, measured);
+  process.stdout.write(
+    `\nThe batch path's JavaScript (scripts/bench/batch-pipeline.ts, no HTTP, no database): ${fmt(count.perEvent)} instructions per event
+(${fmt(count.totals[0])} for ${warm} batches, ${fmt(count.totals[1])} for ${warm + measured}; per function: callgrind_annotate ${relative(root, count.files[1])})\n`,
+  );
+}
+
 let ctx: Context | undefined;
 try {
   if (options.against !== undefined) await compareCost(options.against, options.rounds);
+  else if (options.instructionsOnly) instructionsOnly();
   else {
     ctx = await prepare();
     await run(ctx);

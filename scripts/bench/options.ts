@@ -113,6 +113,11 @@ export const options = {
   reportsOnly: process.argv.slice(2).includes('--reports'),
   /** `--cost`: only the cost per event on a fresh database, printed, nothing written. */
   costOnly: process.argv.slice(2).includes('--cost'),
+  /** `--instructions`: only the batch path's JavaScript, instructions per event under valgrind (bench/instructions.ts). */
+  instructionsOnly: process.argv.slice(2).includes('--instructions'),
+  /** Batches that warm the batch path up, and batches counted after them (`--instructions`). */
+  instructionWarmBatches: integer('BENCH_INSTRUCTION_WARM_BATCHES', 10, 1),
+  instructionBatches: integer('BENCH_INSTRUCTION_BATCHES', 20, 1),
   /** `--cost --against REV`: this checkout's cost against REV's, measured in turns (bench/compare.ts), printed. */
   against: argument('--against'),
   rounds: rounds(),

@@ -845,6 +845,7 @@ npm run bench -- --cost                     # only the cost per event on a fresh
 npm run bench -- --cost --against main~1    # that, for this checkout and another revision in turns (--rounds N), medians printed
 # against the code issue 22 started from (d304b13, whose --cost runs its whole bench: shortened here), about 25 minutes
 BENCH_ORDERS=20000 BENCH_REPORT_ORDERS=20000 BENCH_POOLED=0 BENCH_COST_BATCHES=400 npm run bench -- --cost --against d304b13
+npm run bench -- --instructions             # the batch path's JavaScript, instructions per event under valgrind (no database; about 3 minutes)
 \`\`\`
 
 ${ENV_TABLE}
@@ -871,6 +872,12 @@ const ENV_TABLE = table(['variable', 'default', 'what it sets'], 'lrl', [
   ['`BENCH_SECONDS`', '10', 'each load level of phase (b) and each pgbench beside it'],
   ['`BENCH_BATCHES`', '40', '500-event batches measured'],
   ['`BENCH_COST_BATCHES`', '400', '500-event batches (2 in flight) of the cost-per-event stretch'],
+  [
+    '`BENCH_INSTRUCTION_WARM_BATCHES`',
+    '10',
+    '`--instructions`: batches of 500 run before the counted ones (and alone, to subtract)',
+  ],
+  ['`BENCH_INSTRUCTION_BATCHES`', '20', '`--instructions`: batches of 500 counted'],
   ['`BENCH_BATCH_CONNECTIONS`', '4', 'batches in flight at once'],
   ['`BENCH_PAGING_MAX_SECONDS`', '900', 'paging the whole list stops after this long (the report says so)'],
   [

@@ -1,0 +1,83 @@
+// The batch path's JavaScript without HTTP or a database: each 500-event body is parsed,
+// validated, planned against a demo-shaped book and turned into the write's parameters and the
+// answer's bytes, as the server does between reading a body and handing bytes to node-postgres.
+// `npm run bench -- --instructions` counts its instructions under valgrind (bench/instructions.ts):
+// a count that stays put while this machine's speed swings by a third.
+import type { Sql } from '../../src/db/sql.js';
+import { validateBatchEnvelope, validateEvent } from '../../src/modules/events/event-validation.js';
+import { commitGroup } from '../../src/modules/ingestion/commit-group.js';
+import { newRequestId } from '../../src/shared/ids.js';
+import { jsonArray } from '../../src/shared/json-array.js';
+
+const scope = { brandId: 'brand_demo', livemode: true };
+const caller = {
+  ...scope,
+  kind: 'secret' as const,
+  terms: { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 },
+};
+
+/** What the load statement returns for new orders paid with the demo creator's code: no order yet. */
+const loaded = {
+  orders: [],
+  codes: [
+    {
+      brand_id: scope.brandId,
+      code_key: 'MINA10',
+      creator_id: 'cr_demo_mina',
+      offer_id: 'off_demo_serum',
+      commission_bps: null,
+    },
+  ],
+  clicks: [],
+  creators: [{ id: 'cr_demo_mina', customer_hashes: [] }],
+  refunds: [],
+  responses: [],
+  endpoints: [],
+};
+
+export interface PipelineRun {
+  events: number;
+  /** Bytes of the write's parameters and of the answers: what the run produced, for its test. */
+  writeBytes: number;
+  answerBytes: number;
+  attributed: number;
+}
+
+/** `batches` bodies of `size` new order.paid events (as the bench's load sends them), end to end. */
+export async function batchPipeline(batches: number, size: number): Promise<PipelineRun> {
+  const run: PipelineRun = { events: 0, writeBytes: 0, answerBytes: 0, attributed: 0 };
+  // Answers what the engine asks: the load gets its rows, the write (sent with COMMIT) nothing.
+  const sql: Sql = {
+    query: async <R>() => [loaded] as R[],
+    queryAndCommit: async <R>(_statement: unknown, values: readonly unknown[] = []) => {
+      for (const value of values) run.writeBytes += Buffer.byteLength(value as string | Buffer);
+      return [] as R[];
+    },
+  };
+  let sequence = 0;
+  for (let b = 0; b < batches; b++) {
+    const body = JSON.stringify({
+      events: Array.from({ length: size }, () => ({
+        type: 'order.paid',
+        data: { order_id: `pipeline-${++sequence}`, amount: 12900, currency: 'KRW', coupon_code: 'MINA10' },
+      })),
+    });
+    const now = new Date();
+    const raw = validateBatchEnvelope(JSON.parse(body));
+    const events = raw.map((event, i) =>
+      validateEvent(event, { now, keyKind: 'secret', paramPrefix: `events[${i}].` }),
+    );
+    const { answers } = await commitGroup(
+      sql,
+      [{ caller, events, batch: true, requestId: newRequestId(), bytes: body.length }],
+      { now, gapDelayMinutes: 30 },
+    );
+    const answer = answers[0]!;
+    if (!answer.ok) throw answer.error;
+    const accepted = answer.body as { attribution: { status: string } }[];
+    run.events += accepted.length;
+    run.attributed += accepted.filter((a) => a.attribution.status === 'attributed').length;
+    run.answerBytes += Buffer.byteLength(jsonArray(accepted));
+  }
+  return run;
+}

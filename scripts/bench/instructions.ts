@@ -1,0 +1,80 @@
+// `npm run bench -- --instructions`: machine instructions per batch event of the batch path's
+// JavaScript (bench/batch-pipeline.ts), counted by valgrind's callgrind. This machine's speed
+// swings by a third between minutes (docs/benchmarks.md, "Profile notes"); an instruction count
+// does not, so a change of a few percent can be read from one run and compared with any other.
+// Two runs, of W and of W + M batches, each from a cold start: their difference over M × 500
+// events leaves out startup and warm-up alike.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface InstructionCount {
+  perEvent: number;
+  warmBatches: number;
+  measuredBatches: number;
+  /** Instructions of each whole run (W, then W + M batches). */
+  totals: [number, number];
+  /** callgrind's files, for `callgrind_annotate` (instructions per function). */
+  files: [string, string];
+}
+
+/** callgrind's total (`I refs: 1,234,567`) from its report on stderr. */
+export function instructionsOf(report: string): number {
+  const match = /I\s+refs:\s+([\d,]+)/.exec(report);
+  if (!match) throw new Error(`no instruction count in valgrind's report:\n${report.slice(-2000)}`);
+  return Number(match[1]!.replaceAll(',', ''));
+}
+
+export function perEventInstructions(
+  totals: [number, number],
+  measuredBatches: number,
+  batchSize = 500,
+): number {
+  return (totals[1] - totals[0]) / (measuredBatches * batchSize);
+}
+
+function counted(root: string, outDir: string, batches: number): { total: number; file: string } {
+  const file = join(outDir, `callgrind.${batches}-batches.out`);
+  const run = spawnSync(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      // V8 writes and rewrites machine code on the heap: valgrind must see every change.
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${file}`,
+      process.execPath,
+      // No compiler or GC threads and no timing-driven heuristics: the same run counts the same
+      // instructions to within about 1% (without it, two runs differed threefold).
+      '--predictable',
+      join('dist', 'scripts', 'bench', 'batch-pipeline-run.js'),
+      String(batches),
+    ],
+    { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+  );
+  if (run.error) throw run.error;
+  if (run.status !== 0) throw new Error(`valgrind ended with ${run.status}:\n${run.stderr.slice(-2000)}`);
+  return { total: instructionsOf(run.stderr), file };
+}
+
+export function countInstructions(
+  root: string,
+  outDir: string,
+  warmBatches: number,
+  measuredBatches: number,
+): InstructionCount {
+  const probe = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0)
+    throw new Error('--instructions needs valgrind on PATH: install the Debian package valgrind.');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  mkdirSync(outDir, { recursive: true });
+  const warm = counted(root, outDir, warmBatches);
+  const whole = counted(root, outDir, warmBatches + measuredBatches);
+  const totals: [number, number] = [warm.total, whole.total];
+  return {
+    perEvent: perEventInstructions(totals, measuredBatches),
+    warmBatches,
+    measuredBatches,
+    totals,
+    files: [warm.file, whole.file],
+  };
+}

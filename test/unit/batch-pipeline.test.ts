@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { batchPipeline } from '../../scripts/bench/batch-pipeline.js';
+import { instructionsOf, perEventInstructions } from '../../scripts/bench/instructions.js';
+
+describe("the bench's batch path without HTTP or database", () => {
+  it('validates, plans and encodes every event: attributed answers and the write of each order', async () => {
+    const run = await batchPipeline(2, 50);
+    expect(run.events).toBe(100);
+    expect(run.attributed).toBe(100);
+    // An order row, a movement and a received event per event at least, as JSON.
+    expect(run.writeBytes).toBeGreaterThan(100 * 600);
+    expect(run.answerBytes).toBeGreaterThan(100 * 250);
+  });
+});
+
+describe('instructions per event (npm run bench -- --instructions)', () => {
+  it("reads callgrind's total and takes the warm-up run's from the longer one", () => {
+    const report = '==30402== Collected : 2377376154\n==30402== \n==30402== I   refs:      2,377,376,154\n';
+    expect(instructionsOf(report)).toBe(2_377_376_154);
+    expect(perEventInstructions([2_371_421_847, 4_023_881_419], 20)).toBeCloseTo(165_246, 0);
+    expect(() => instructionsOf('valgrind: command not found')).toThrow(/no instruction count/);
+  });
+});
