@@ -24,7 +24,7 @@ export function recordset(columns: Record<string, string>): string {
  * `Date.getTime()`) and read as `timestamptz`: 13 digits where ISO text takes 24 characters, and
  * no `timestamptz_in` (3% of PostgreSQL's CPU under batches). Exact: `to_timestamp` rounds to
  * the microsecond, and a millisecond count of these centuries divided by 1000 in a float8 is off
- * by less than a quarter of one before that rounding (write-set tests, integration).
+ * by less than a quarter of one before that rounding (test/integration/epoch-ms.test.ts).
  */
 export const EPOCH_MS = 'epoch_ms';
 
