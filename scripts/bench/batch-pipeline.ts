@@ -4,32 +4,37 @@
 // `npm run bench -- --instructions` counts its instructions under valgrind (bench/instructions.ts):
 // a count that stays put while this machine's speed swings by a third.
 import type { Sql } from '../../src/db/sql.js';
-import { validateBatchEnvelope, validateEvent } from '../../src/modules/events/event-validation.js';
+import { DEMO_BRAND_ID, demoCreators, demoTerms } from '../../src/modules/admin/demo-seed.js';
+import { couponCodeKey } from '../../src/modules/attribution/coupon-code.entity.js';
+import { validateBatchEnvelope } from '../../src/modules/events/event-validation.js';
+import { validated } from '../../src/modules/events/events.routes.js';
 import { commitGroup } from '../../src/modules/ingestion/commit-group.js';
 import { newRequestId } from '../../src/shared/ids.js';
 import { jsonArray } from '../../src/shared/json-array.js';
 
-const scope = { brandId: 'brand_demo', livemode: true };
+// The demo brand as the seed makes it, live, with its first creator's code.
+const creator = demoCreators[0]!;
 const caller = {
-  ...scope,
+  brandId: DEMO_BRAND_ID,
+  livemode: true,
   kind: 'secret' as const,
-  terms: { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 },
+  terms: demoTerms,
 };
 
-/** What the load statement returns for new orders paid with the demo creator's code: no order yet. */
+/** What the load statement returns for new orders paid with that code: no order yet. */
 const loaded = {
   orders: [],
   codes: [
     {
-      brand_id: scope.brandId,
-      code_key: 'MINA10',
-      creator_id: 'cr_demo_mina',
-      offer_id: 'off_demo_serum',
+      brand_id: DEMO_BRAND_ID,
+      code_key: couponCodeKey(creator.code),
+      creator_id: creator.creatorId,
+      offer_id: creator.offerId,
       commission_bps: null,
     },
   ],
   clicks: [],
-  creators: [{ id: 'cr_demo_mina', customer_hashes: [] }],
+  creators: [{ id: creator.creatorId, customer_hashes: [] }],
   refunds: [],
   responses: [],
   endpoints: [],
@@ -59,14 +64,16 @@ export async function batchPipeline(batches: number, size: number): Promise<Pipe
     const body = JSON.stringify({
       events: Array.from({ length: size }, () => ({
         type: 'order.paid',
-        data: { order_id: `pipeline-${++sequence}`, amount: 12900, currency: 'KRW', coupon_code: 'MINA10' },
+        data: {
+          order_id: `pipeline-${++sequence}`,
+          amount: 12900,
+          currency: 'KRW',
+          coupon_code: creator.code,
+        },
       })),
     });
     const now = new Date();
-    const raw = validateBatchEnvelope(JSON.parse(body));
-    const events = raw.map((event, i) =>
-      validateEvent(event, { now, keyKind: 'secret', paramPrefix: `events[${i}].` }),
-    );
+    const { events } = validated(validateBatchEnvelope(JSON.parse(body)), true, { now, keyKind: 'secret' });
     const { answers } = await commitGroup(
       sql,
       [{ caller, events, batch: true, requestId: newRequestId(), bytes: body.length }],

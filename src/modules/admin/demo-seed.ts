@@ -11,7 +11,11 @@ import { installKeys } from '../keys/keys.service.js';
 export const DEMO_BRAND_ID = 'brand_demo';
 export const DEMO_ORIGIN = 'http://localhost:5173';
 
-const demoCreators = [
+/** The demo brand's commission terms. */
+export const demoTerms = { confirmPeriodDays: 14, recurringCommissionCycles: 12, defaultCommissionBps: 1000 };
+
+/** The demo brand's creators, each with an offer (at the brand's default rate) and a coupon code. */
+export const demoCreators = [
   {
     creatorId: 'cr_demo_mina',
     name: 'Mina Kim',
@@ -49,9 +53,7 @@ export async function seedDemo(em: EntityManager, config: Config) {
     name: 'Demo Beauty Co.',
     status: 'active',
     platform: 'custom',
-    confirmPeriodDays: 14,
-    recurringCommissionCycles: 12,
-    defaultCommissionBps: 1000,
+    ...demoTerms,
     allowedOrigins: [DEMO_ORIGIN],
     rateLimitPerS: null,
     rateLimitBurst: null,

@@ -76,7 +76,7 @@ async function ingestCounted(
 }
 
 /** Validates in order; a batch keeps the events before its first invalid one, which are still applied. */
-function validated(rawEvents: unknown[], batch: boolean, options: { now: Date; keyKind: KeyKind }) {
+export function validated(rawEvents: unknown[], batch: boolean, options: { now: Date; keyKind: KeyKind }) {
   const events: ValidEvent[] = [];
   for (let index = 0; index < rawEvents.length; index++) {
     try {

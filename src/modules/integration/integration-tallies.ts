@@ -124,20 +124,18 @@ export function integrationTallies(
   // A request's events share their received_at: its minute is worked out once.
   let at: number | undefined;
   let minute = '';
-  const lastEventMs = new Map<Tally, number>();
+  let atText = '';
   for (const e of received) {
     if (e.received_at !== at) {
       at = e.received_at;
       minute = minuteOf(at);
+      atText = isoTime(at);
     }
     const t = tally(e.brand_id, e.livemode, minute);
     const measure = eventMeasure[e.type];
     if (measure) t[measure] += 1;
-    const last = lastEventMs.get(t);
-    if (last === undefined || e.received_at > last) {
-      lastEventMs.set(t, e.received_at);
-      t.last_event_at = isoTime(e.received_at);
-    }
+    // ISO instants of one format compare as text.
+    if (!t.last_event_at || atText > t.last_event_at) t.last_event_at = atText;
   }
   return {
     sql: integrationTallyInsert,
