@@ -4,6 +4,7 @@
 // `npm run bench -- --instructions` counts its instructions under valgrind (bench/instructions.ts):
 // a count that stays put while this machine's speed swings by a third.
 import type { Sql } from '../../src/db/sql.js';
+import { BinaryArray } from '../../src/db/sql.js';
 import { DEMO_BRAND_ID, demoCreators, demoTerms } from '../../src/modules/admin/demo-seed.js';
 import { couponCodeKey } from '../../src/modules/attribution/coupon-code.entity.js';
 import { validateBatchEnvelope } from '../../src/modules/events/event-validation.js';
@@ -55,7 +56,9 @@ export async function batchPipeline(batches: number, size: number): Promise<Pipe
   const sql: Sql = {
     query: async <R>() => [loaded] as R[],
     queryAndCommit: async <R>(_statement: unknown, values: readonly unknown[] = []) => {
-      for (const value of values) run.writeBytes += Buffer.byteLength(value as string | Buffer);
+      for (const value of values)
+        run.writeBytes +=
+          value instanceof BinaryArray ? value.bytes.length : Buffer.byteLength(value as string | Buffer);
       return [] as R[];
     },
   };

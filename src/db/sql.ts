@@ -90,6 +90,18 @@ export function useNamedStatements(enabled: boolean): void {
   namedStatements = enabled;
 }
 
+/**
+ * A binary array sent as a parameter in binary format (node-postgres sends what `toPostgres`
+ * returns as it is when that is a Buffer). Its own class, so it is never written into SQL text
+ * as a literal (`transactionOn`).
+ */
+export class BinaryArray {
+  constructor(readonly bytes: Buffer) {}
+  toPostgres(): Buffer {
+    return this.bytes;
+  }
+}
+
 /** `?` placeholders as PostgreSQL's `$1, $2, …`. */
 export function positional(text: string): string {
   let n = 0;
@@ -178,7 +190,8 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   const send = async <R>(text: string | StoredStatement, values: readonly unknown[]) => {
     const opening = begin;
     begin = undefined;
-    if (opening && typeof text !== 'string')
+    // Binary parameters have no literal form: such a statement goes by the extended protocol.
+    if (opening && typeof text !== 'string' && !values.some((v) => v instanceof BinaryArray))
       return lastResult(await client.query(`${opening}; ${inlineCall(text, values)}`)).rows as R[];
     const beginning = opening ? client.query(opening) : undefined;
     // Awaited with the statement; marked handled now so a failure is never unhandled.

@@ -1,11 +1,14 @@
 import { jsonArray } from '../shared/json-array.js';
-import type { Sql, StoredStatement } from './sql.js';
+import { arrayTypes } from './binary-array.js';
+import { BinaryArray, type Sql, type StoredStatement } from './sql.js';
 
-/** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter. */
+/** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter, or column by column. */
 export interface WritePart {
   sql: string;
   rows: readonly object[];
   params?: readonly unknown[];
+  /** A `columnRecordset`'s: the rows as its column parameters, in place of one JSON parameter. */
+  columns?: (rows: readonly object[]) => readonly unknown[];
 }
 
 /**
@@ -19,54 +22,41 @@ export function recordset(columns: Record<string, string>): string {
   return `json_to_recordset(?::json) as x(${defs.join(', ')})`;
 }
 
-/**
- * A compact recordset's column type for an instant sent as milliseconds since 1970 (a number,
- * `Date.getTime()`) and read as `timestamptz`: 13 digits where ISO text takes 24 characters, and
- * no `timestamptz_in` (3% of PostgreSQL's CPU under batches). Exact: `to_timestamp` rounds to
- * the microsecond, and a millisecond count of these centuries divided by 1000 in a float8 is off
- * by less than a quarter of one before that rounding (test/integration/epoch-ms.test.ts).
- */
-export const EPOCH_MS = 'epoch_ms';
+export { EPOCH_MS } from './binary-array.js';
 
 /**
- * A recordset for the hot path's big rows (orders, received events, movements): each row travels
- * with short keys (`c0`, `c1`, …) and without its nulls (`json_to_recordset` reads a missing key
- * as null), and `sql` reads it back under the column names as `x`, so a statement is written as
- * with `recordset`. Parsing the JSON was two fifths of PostgreSQL's CPU under batches; column
- * names were a third of an order row's bytes, and half its columns are null for a new order
- * (docs/benchmarks.md, "Profile notes").
+ * A recordset for the hot path's big rows (orders, received events, movements), sent column by
+ * column: each column is one array parameter in PostgreSQL's binary format (`unnest(?::text[],
+ * ?::bigint[], …)`), so PostgreSQL reads lengths and bytes instead of lexing JSON, which was a
+ * quarter of its CPU under batches and lexed each row twice (the parameter's validation, then
+ * the recordset), nested JSON values three times (docs/benchmarks.md, "Profile notes"). `sql`
+ * reads the columns under their names as `x`, so a statement is written as with `recordset`;
+ * a type without a binary array type (binary-array.ts: `numeric(18,8)`, `text[]`) travels as text and is cast.
  */
-export function compactRecordset(columns: Record<string, string>) {
+export function columnRecordset(columns: Record<string, string>) {
   const names = Object.keys(columns);
-  const keys = names.map((_, i) => `c${i}`);
+  for (const name of names)
+    if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a column name: ${name}`);
+  // varchar(n) travels as text uncast: the insert's own assignment refuses a value too long,
+  // where a cast would cut it short.
+  const binary = (type: string) => arrayTypes[type.replace(/^varchar\(\d+\)$/, 'text')];
+  const sent = names.map((name) => binary(columns[name]!) ?? arrayTypes.text!);
   const read = (name: string, i: number) =>
-    columns[name] === EPOCH_MS
-      ? `to_timestamp(r.${keys[i]}::float8 / 1000) as ${name}`
-      : `r.${keys[i]} as ${name}`;
-  const sent = (name: string) => (columns[name] === EPOCH_MS ? 'bigint' : columns[name]);
+    binary(columns[name]!) ? `r.c${i} as ${name}` : `r.c${i}::${columns[name]} as ${name}`;
+  // Each column read from every row by its own name: a property read V8 can keep monomorphic.
+  const split = new Function(
+    'rows',
+    `const n = rows.length; ${names.map((_, i) => `const c${i} = new Array(n);`).join(' ')}
+     for (let i = 0; i < n; i++) { const v = rows[i]; ${names.map((name, i) => `c${i}[i] = v.${name};`).join(' ')} }
+     return [${names.map((_, i) => `c${i}`).join(', ')}];`,
+  ) as (rows: readonly object[]) => unknown[][];
   return {
     sql: `(select ${names.map(read).join(', ')}
-             from json_to_recordset(?::json) as r(${names.map((name, i) => `${keys[i]} ${sent(name)}`).join(', ')})) as x`,
-    /** The row as sent: its values under the short keys, nulls left out. */
-    row: rowEncoder(names, keys),
+             from unnest(${sent.map((e) => `?::${e.param}`).join(', ')}) as r(${names.map((_, i) => `c${i}`).join(', ')})) as x`,
+    /** The rows' values, one binary array per column, in the order of `sql`'s parameters. */
+    columns: (rows: readonly object[]): BinaryArray[] =>
+      split(rows).map((values, i) => new BinaryArray(sent[i]!.encode(values))),
   };
-}
-
-/**
- * `values` → `{ [key]: value }` for each name that holds a value, as a function written for
- * these names: a loop reading properties by computed name took 0.7 µs a row, and its objects,
- * built key by key, took JSON.stringify half as long again; this takes 0.05 µs, three rows an
- * event (docs/benchmarks.md, "Profile notes"). The names are our column names, never input.
- */
-function rowEncoder(names: string[], keys: string[]): (values: object) => Record<string, unknown> {
-  for (const name of [...names, ...keys])
-    if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a column name: ${name}`);
-  const body = names
-    .map((name, i) => `x = v.${name}; if (x !== null && x !== undefined) o.${keys[i]} = x;`)
-    .join('\n');
-  return new Function('v', `const o = {}; let x;\n${body}\nreturn o;`) as (
-    values: object,
-  ) => Record<string, unknown>;
 }
 
 /**
@@ -84,7 +74,10 @@ export async function executeWrites(
   if (parts.every((p) => p.rows.length === 0)) return;
   if (options.stored) checkShape(options.stored, parts);
   const statement = options.stored ?? writeStatementText(parts);
-  const values = parts.flatMap((p) => [...(p.params ?? []), rowsParameter(p)]);
+  const values = parts.flatMap((p) => [
+    ...(p.params ?? []),
+    ...(p.columns ? p.columns(p.rows) : [rowsParameter(p)]),
+  ]);
   await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
 }
 

@@ -1,15 +1,16 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compactRecordset, EPOCH_MS } from '../../src/db/write-set.js';
+import { positional } from '../../src/db/sql.js';
+import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
 import { createTestDatabase } from '../setup/test-app.js';
 
 /**
- * Instants travel in the hot path's rows as milliseconds since 1970 and PostgreSQL reads them
- * with `to_timestamp(ms / 1000.0)` in float8 (db/write-set.ts): every millisecond must come back
+ * Instants travel in the hot path's rows as milliseconds since 1970, written as binary
+ * timestamptz (microseconds since 2000, db/write-set.ts): every millisecond must come back
  * exactly, with no stray microsecond, across the years an order or event can carry.
  */
 let pool: pg.Pool;
-const set = compactRecordset({ n: 'int', at: EPOCH_MS });
+const set = columnRecordset({ n: 'int', at: EPOCH_MS });
 
 beforeAll(async () => {
   pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
@@ -30,13 +31,13 @@ describe('instants sent as epoch milliseconds', () => {
       ...edges.map((iso) => Date.parse(iso)),
       ...Array.from({ length: 20_000 }, () => Math.floor(next() * span)),
     ];
-    const rows = instants.map((at, n) => set.row({ n, at }));
+    const rows = instants.map((at, n) => ({ n, at }));
     const { rows: back } = await pool.query<{ n: number; ms: string; micros: string; iso: string }>(
       `select x.n, (extract(epoch from x.at) * 1000)::numeric::text as ms,
               (extract(microseconds from x.at)::bigint % 1000)::text as micros,
               to_char(x.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as iso
-         from ${set.sql.replace('?', '$1')} order by x.n`,
-      [JSON.stringify(rows)],
+         from ${positional(set.sql)} order by x.n`,
+      set.columns(rows),
     );
     expect(back).toHaveLength(instants.length);
     const wrong = back.filter(

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { positional, type Sql, type StoredStatement } from '../../src/db/sql.js';
+import { BinaryArray, positional, type Sql, type StoredStatement } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import {
@@ -137,6 +137,31 @@ const literal = (v: unknown) =>
       ? String(v)
       : engine.escapeLiteral(String(v));
 
+const arrayTypes: Record<number, string> = {
+  16: 'boolean',
+  20: 'bigint',
+  23: 'int',
+  25: 'text',
+  114: 'json',
+  1184: 'timestamptz',
+  3802: 'jsonb',
+};
+
+/** The values as SQL literals; a binary array as its text, which the server itself writes. */
+async function literals(values: readonly unknown[]): Promise<string> {
+  const out: string[] = [];
+  for (const v of values) {
+    if (!(v instanceof BinaryArray)) {
+      out.push(literal(v));
+      continue;
+    }
+    const type = arrayTypes[v.bytes.readInt32BE(8)]!;
+    const { rows } = await engine.query<{ text: string }>(`select $1::${type}[]::text as text`, [v]);
+    out.push(`${engine.escapeLiteral(rows[0]!.text)}::${type}[]`);
+  }
+  return out.join(', ');
+}
+
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
@@ -175,7 +200,9 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
         .filter((stored) => !statements.some((s) => s.sql === stored.text))
         .map((stored) => ({
           sql: stored.text,
-          values: [...stored.text.matchAll(/\?::([a-z]+)/g)].map((m) => (m[1] === 'json' ? '[]' : null)),
+          values: [...stored.text.matchAll(/\?::([a-z]+)(\[\])?/g)].map((m) =>
+            m[1] === 'json' && !m[2] ? '[]' : null,
+          ),
         })),
     ];
     expect(toPrepare.length).toBe(ingestionStatements.length);
@@ -185,7 +212,7 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
       preparedAs.set(s.sql, `hot${i}`);
       // The generic plan is made now, while every table is empty, and cached for the session.
       await engine.query('begin');
-      await engine.query(`explain execute hot${i}(${s.values.map(literal).join(', ')})`);
+      await engine.query(`explain execute hot${i}(${await literals(s.values)})`);
       await engine.query('rollback');
     }
 
@@ -236,7 +263,7 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
       expect(name, s.sql.slice(0, 120)).toBeDefined();
       await engine.query('begin');
       const { rows } = await engine.query(
-        `explain (analyze, format json) execute ${name}(${s.values.map(literal).join(', ')})`,
+        `explain (analyze, format json) execute ${name}(${await literals(s.values)})`,
       );
       await engine.query('rollback');
       const plan = rows[0]['QUERY PLAN'][0].Plan as PlanNode;

@@ -7,8 +7,8 @@ describe("the bench's batch path without HTTP or database", () => {
     const run = await batchPipeline(2, 50);
     expect(run.events).toBe(100);
     expect(run.attributed).toBe(100);
-    // An order row, a movement and a received event per event at least, as JSON.
-    expect(run.writeBytes).toBeGreaterThan(100 * 600);
+    // An order row, a movement and a received event per event at least, column by column.
+    expect(run.writeBytes).toBeGreaterThan(100 * 500);
     expect(run.answerBytes).toBeGreaterThan(100 * 250);
   });
 });

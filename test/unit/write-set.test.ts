@@ -1,47 +1,115 @@
 import { describe, expect, it } from 'vitest';
 import { type Sql, storedStatement } from '../../src/db/sql.js';
 import {
-  compactRecordset,
+  columnRecordset,
   EPOCH_MS,
   executeWrites,
   type WritePart,
   writeStatementText,
 } from '../../src/db/write-set.js';
 
-describe('compactRecordset', () => {
-  const set = compactRecordset({ id: 'text', amount: 'bigint', paid: 'boolean', note: 'text', data: 'json' });
+/** A binary array parameter read back: element type and each value's bytes (null: null). */
+function readArray(bytes: Buffer) {
+  const dims = bytes.readInt32BE(0);
+  const hasNull = bytes.readInt32BE(4);
+  const oid = bytes.readInt32BE(8);
+  const values: (Buffer | null)[] = [];
+  if (dims === 0) return { dims, hasNull, oid, lowerBound: null, values };
+  const count = bytes.readInt32BE(12);
+  let at = 20;
+  for (let i = 0; i < count; i++) {
+    const length = bytes.readInt32BE(at);
+    values.push(length < 0 ? null : bytes.subarray(at + 4, at + 4 + length));
+    at += 4 + Math.max(length, 0);
+  }
+  expect(at).toBe(bytes.length);
+  return { dims, hasNull, oid, lowerBound: bytes.readInt32BE(16), values };
+}
 
-  it('sends each value under its short key and leaves out only nulls and missing values', () => {
-    expect(set.row({ id: 'ord_1', amount: 0, paid: false, note: '', data: { a: null } })).toEqual({
-      c0: 'ord_1',
-      c1: 0,
-      c2: false,
-      c3: '',
-      c4: { a: null },
-    });
-    expect(set.row({ id: 'ord_2', amount: null, note: undefined, extra: 'ignored' })).toEqual({
-      c0: 'ord_2',
-    });
-    expect(JSON.stringify(set.row({ id: 'ord_3', amount: 12_900 }))).toBe('{"c0":"ord_3","c1":12900}');
+describe('columnRecordset', () => {
+  const set = columnRecordset({
+    id: 'text',
+    amount: 'bigint',
+    paid: 'boolean',
+    cycle: 'int',
+    rate: 'numeric(18,8)',
+    data: 'json',
+    items: 'jsonb',
+    at: EPOCH_MS,
+  });
+  const rows = [
+    {
+      id: 'ord_1',
+      amount: -12_900,
+      paid: false,
+      cycle: 2,
+      rate: 0.00075,
+      data: { a: 'é' },
+      items: [1],
+      at: 0,
+    },
+    {
+      id: 'ord_"2"',
+      amount: 2 ** 40 + 7,
+      paid: true,
+      cycle: null,
+      rate: null,
+      data: null,
+      items: null,
+      at: null,
+    },
+  ];
+  const [id, amount, paid, cycle, rate, data, items, at] = set.columns(rows).map((c) => readArray(c.bytes));
+
+  it('sends each column as one array parameter and reads it back under the column names', () => {
+    expect(set.sql).toContain(
+      'unnest(?::text[], ?::bigint[], ?::boolean[], ?::int[], ?::text[], ?::json[], ?::jsonb[], ?::timestamptz[]) as r(c0, c1, c2, c3, c4, c5, c6, c7)',
+    );
+    // A type with no binary element here travels as text and is cast.
+    expect(set.sql).toContain(
+      'r.c0 as id, r.c1 as amount, r.c2 as paid, r.c3 as cycle, r.c4::numeric(18,8) as rate',
+    );
   });
 
-  it('reads the short keys back under the column names', () => {
-    expect(set.sql).toContain('r.c0 as id, r.c1 as amount, r.c2 as paid, r.c3 as note, r.c4 as data');
-    expect(set.sql).toContain('as r(c0 text, c1 bigint, c2 boolean, c3 text, c4 json)');
+  it('writes PostgreSQL binary arrays: element type, lower bound 1, null as length -1', () => {
+    expect([id, amount, paid, cycle, rate, data, items, at].map((c) => c!.oid)).toEqual([
+      25, 20, 16, 23, 25, 114, 3802, 1184,
+    ]);
+    expect(id!.lowerBound).toBe(1);
+    expect(id!.values.map((v) => v!.toString())).toEqual(['ord_1', 'ord_"2"']);
+    expect(id!.hasNull).toBe(0);
+    expect(cycle!.hasNull).toBe(1);
+    expect(amount!.values.map((v) => v!.readBigInt64BE())).toEqual([-12_900n, 2n ** 40n + 7n]);
+    expect(paid!.values.map((v) => v![0])).toEqual([0, 1]);
+    expect(cycle!.values[0]!.readInt32BE()).toBe(2);
+    expect(rate!.values[0]!.toString()).toBe('0.00075');
+    expect(data!.values[0]!.toString()).toBe('{"a":"é"}');
+    expect(items!.values[0]![0]).toBe(1);
+    expect(items!.values[0]!.subarray(1).toString()).toBe('[1]');
+    expect([cycle, rate, data, items, at].map((c) => c!.values[1])).toEqual([null, null, null, null, null]);
   });
 
-  it('sends an epoch_ms column as a number and reads it back as timestamptz', () => {
-    const timed = compactRecordset({ id: 'text', at: EPOCH_MS });
-    expect(timed.sql).toContain('r.c0 as id, to_timestamp(r.c1::float8 / 1000) as at');
-    expect(timed.sql).toContain('as r(c0 text, c1 bigint)');
-    expect(timed.row({ id: 'evt_1', at: Date.parse('2026-11-26T01:02:03.456Z') })).toEqual({
-      c0: 'evt_1',
-      c1: 1_795_654_923_456,
-    });
+  it('writes an epoch_ms instant as microseconds since 2000', () => {
+    expect(at!.values[0]!.readBigInt64BE()).toBe(-946_684_800_000_000n);
+    const later = set.columns([{ at: Date.parse('2026-11-26T01:02:03.456Z') }]).at(-1);
+    expect(readArray(later!.bytes).values[0]!.readBigInt64BE()).toBe(
+      BigInt(Date.parse('2026-11-26T01:02:03.456Z') - Date.UTC(2000, 0, 1)) * 1000n,
+    );
+  });
+
+  it('sends no rows as empty arrays and refuses a bigint that is not a whole number', () => {
+    expect(set.columns([]).map((c) => readArray(c.bytes).values)).toEqual(Array(8).fill([]));
+    expect(() => set.columns([{ amount: 1.5 }])).toThrow(/not a whole number/);
+  });
+
+  it('sends varchar(n) as text uncast, so the insert refuses a value too long instead of cutting it', () => {
+    const coded = columnRecordset({ code: 'varchar(40)' });
+    expect(coded.sql).toContain('r.c0 as code');
+    expect(coded.sql).toContain('unnest(?::text[])');
   });
 
   it('refuses a column name that is not a plain identifier', () => {
-    expect(() => compactRecordset({ 'id; drop table orders': 'text' })).toThrow(/not a column name/);
+    expect(() => columnRecordset({ 'id; drop table orders': 'text' })).toThrow(/not a column name/);
   });
 });
 

@@ -1,4 +1,4 @@
-import { compactRecordset, EPOCH_MS, recordset, type WritePart } from '../../db/write-set.js';
+import { columnRecordset, EPOCH_MS, recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
 import { integrationTallies } from '../integration/integration-tallies.js';
@@ -12,7 +12,7 @@ import type { OrderBook } from './order-book.js';
 
 const written = Object.keys(orderColumns);
 // commission_balance carries the journal's delta for the order: its settlement line moves by it.
-const orderRecordset = compactRecordset({
+const orderRecordset = columnRecordset({
   id: 'text',
   brand_id: 'text',
   livemode: 'boolean',
@@ -65,7 +65,7 @@ const receivedEventColumns = {
   attribution: 'json',
 };
 
-const receivedRecordset = compactRecordset(receivedEventColumns);
+const receivedRecordset = columnRecordset(receivedEventColumns);
 
 const columnList = (columns: object) => Object.keys(columns).join(', ');
 const fromX = (columns: object) =>
@@ -165,7 +165,7 @@ export function groupWrites(
           livemode: book.scope.livemode,
           commission_balance: journal.delta(o.id),
         });
-        return { id: o.id, isNew: o.isNew, row: orderRecordset.row(row) };
+        return { id: o.id, isNew: o.isNew, row };
       }),
   );
   // Every line an ingestion moves is its order's, written here with the delta: a line moved apart
@@ -183,10 +183,12 @@ export function groupWrites(
     newOrders: {
       sql: partSql.newOrders,
       rows: rows.filter((o) => o.isNew).map((o) => o.row),
+      columns: orderRecordset.columns,
     },
     changedOrders: {
       sql: partSql.changedOrders,
       rows: rows.filter((o) => !o.isNew).map((o) => o.row),
+      columns: orderRecordset.columns,
     },
     refunds: {
       sql: partSql.refunds,
@@ -195,7 +197,8 @@ export function groupWrites(
     movements: movementWrite(journal),
     receivedEvents: {
       sql: partSql.receivedEvents,
-      rows: received.map(receivedRecordset.row),
+      rows: received,
+      columns: receivedRecordset.columns,
     },
     browserSignalTallies: browserSignalTallies(received),
     conversionTallies: conversionTallies(reportChanges(all)),

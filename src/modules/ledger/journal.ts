@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/sql.js';
-import { compactRecordset, recordset, type WritePart } from '../../db/write-set.js';
+import { columnRecordset, recordset, type WritePart } from '../../db/write-set.js';
 import { movementIdOf, newId } from '../../shared/ids.js';
 import type { MovementKind } from './ledger-movement.entity.js';
 
@@ -110,7 +110,7 @@ export function movementsBetween(
   return [{ kind: firstAccrual ? 'accrual' : 'adjustment', creatorId: after.creatorId, amount: delta }];
 }
 
-const movementRecordset = compactRecordset({
+const movementRecordset = columnRecordset({
   id: 'text',
   brand_id: 'text',
   livemode: 'boolean',
@@ -132,7 +132,8 @@ const movementInsert = `insert into ledger_movements (id, brand_id, livemode, or
 export function movementWrite(journal: Journal): WritePart {
   return {
     sql: movementInsert,
-    rows: journal.movements.map(movementRecordset.row),
+    rows: journal.movements,
+    columns: movementRecordset.columns,
   };
 }
 
