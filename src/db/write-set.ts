@@ -1,5 +1,5 @@
 import { jsonArray } from '../shared/json-array.js';
-import { arrayTypes } from './binary-array.js';
+import { ArrayWriter, arrayTypes } from './binary-array.js';
 import { BinaryArray, type Sql, type StoredStatement } from './sql.js';
 
 /** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter, or column by column. */
@@ -26,13 +26,17 @@ export { EPOCH_MS } from './binary-array.js';
 
 /**
  * A recordset for the hot path's big rows (orders, received events, movements), sent column by
- * column: each column is one array parameter in PostgreSQL's binary format (`unnest(?::text[],
- * ?::bigint[], …)`), so PostgreSQL reads lengths and bytes instead of lexing JSON, which was a
- * quarter of its CPU under batches and lexed each row twice (the parameter's validation, then
- * the recordset), nested JSON values three times (docs/benchmarks.md, "Profile notes"). `sql`
- * reads the columns under their names as `x`, so a statement is written as with `recordset`;
+ * column: each column is one array parameter in PostgreSQL's binary format (`select
+ * unnest(?::text[]) as id, unnest(?::bigint[]) as amount, …`), so PostgreSQL reads lengths and
+ * bytes instead of lexing JSON, which was a quarter of its CPU under batches and lexed each row
+ * twice (the parameter's validation, then the recordset), nested JSON values three times
+ * (docs/benchmarks.md, "Profile notes"). `sql` reads the columns under their names as `x`, so a
+ * statement is written as with `recordset`;
  * a type without a binary array type (binary-array.ts: `numeric(18,8)`, `text[]`) travels as text and is cast.
  */
+/** Every column recordset's columns are written here first (synchronously, one part at a time). */
+const writer = new ArrayWriter();
+
 export function columnRecordset(columns: Record<string, string>) {
   const names = Object.keys(columns);
   for (const name of names)
@@ -41,8 +45,12 @@ export function columnRecordset(columns: Record<string, string>) {
   // where a cast would cut it short.
   const binary = (type: string) => arrayTypes[type.replace(/^varchar\(\d+\)$/, 'text')];
   const sent = names.map((name) => binary(columns[name]!) ?? arrayTypes.text!);
+  // Set-returning functions in the select list run in step, one row at a time; `unnest` of
+  // several arrays in FROM first copies each array into a tuplestore of its own.
   const read = (name: string, i: number) =>
-    binary(columns[name]!) ? `r.c${i} as ${name}` : `r.c${i}::${columns[name]} as ${name}`;
+    binary(columns[name]!)
+      ? `unnest(?::${sent[i]!.param}) as ${name}`
+      : `unnest(?::${sent[i]!.param})::${columns[name]} as ${name}`;
   // Each column read from every row by its own name: a property read V8 can keep monomorphic.
   const split = new Function(
     'rows',
@@ -51,11 +59,16 @@ export function columnRecordset(columns: Record<string, string>) {
      return [${names.map((_, i) => `c${i}`).join(', ')}];`,
   ) as (rows: readonly object[]) => unknown[][];
   return {
-    sql: `(select ${names.map(read).join(', ')}
-             from unnest(${sent.map((e) => `?::${e.param}`).join(', ')}) as r(${names.map((_, i) => `c${i}`).join(', ')})) as x`,
+    sql: `(select ${names.map(read).join(', ')}) as x`,
     /** The rows' values, one binary array per column, in the order of `sql`'s parameters. */
-    columns: (rows: readonly object[]): BinaryArray[] =>
-      split(rows).map((values, i) => new BinaryArray(sent[i]!.encode(values))),
+    columns(rows: readonly object[]): BinaryArray[] {
+      const ends = split(rows).map((values, i) => {
+        sent[i]!.encode(values, writer);
+        return writer.at;
+      });
+      const bytes = writer.take();
+      return ends.map((end, i) => new BinaryArray(bytes.subarray(i === 0 ? 0 : ends[i - 1], end)));
+    },
   };
 }
 

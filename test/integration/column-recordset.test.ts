@@ -1,0 +1,90 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { positional } from '../../src/db/sql.js';
+import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
+import { createTestDatabase } from '../setup/test-app.js';
+
+/** The hot path's rows as binary column arrays (db/write-set.ts), read by the real server. */
+let pool: pg.Pool;
+const set = columnRecordset({
+  code: 'varchar(3)',
+  amount: 'bigint',
+  paid: 'boolean',
+  cycle: 'int',
+  rate: 'numeric(18,8)',
+  flags: 'text[]',
+  data: 'json',
+  items: 'jsonb',
+  at: EPOCH_MS,
+});
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
+  await pool.query(`create table column_rows (code varchar(3), amount bigint, paid boolean, cycle int,
+    rate numeric(18,8), flags text[], data json, items jsonb, at timestamptz)`);
+});
+afterAll(() => pool.end());
+
+const insert = (rows: object[]) =>
+  pool.query(
+    `insert into column_rows select x.code, x.amount, x.paid, x.cycle, x.rate, x.flags, x.data, x.items, x.at
+       from ${positional(set.sql)} returning code, amount::text, paid, cycle, rate::text, flags, data::text,
+                items::text, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at`,
+    set.columns(rows),
+  );
+
+describe('rows sent column by column in binary', () => {
+  it('arrive as sent, each type and each null in its row', async () => {
+    const at = Date.parse('2026-11-26T21:09:03.456Z');
+    const { rows } = await insert([
+      {
+        code: 'KRW',
+        amount: -(2 ** 40),
+        paid: true,
+        cycle: 3,
+        rate: '0.00075',
+        flags: '{self_purchase}',
+        data: { note: 'é "quoted" \\ back' },
+        items: [{ sku: 'A', quantity: 2 }],
+        at,
+      },
+      { code: 'é', amount: 0, paid: false },
+    ]);
+    expect(rows).toEqual([
+      {
+        code: 'KRW',
+        amount: String(-(2 ** 40)),
+        paid: true,
+        cycle: 3,
+        rate: '0.00075000',
+        flags: ['self_purchase'],
+        data: '{"note":"é \\"quoted\\" \\\\ back"}',
+        items: '[{"sku": "A", "quantity": 2}]',
+        at: '2026-11-26T21:09:03.456Z',
+      },
+      {
+        code: 'é',
+        amount: '0',
+        paid: false,
+        cycle: null,
+        rate: null,
+        flags: null,
+        data: null,
+        items: null,
+        at: null,
+      },
+    ]);
+  });
+
+  it('refuse a varchar value too long instead of cutting it, and write nothing of the statement', async () => {
+    const before = await pool.query('select count(*)::int as n from column_rows');
+    await expect(insert([{ code: 'OK' }, { code: 'TOOLONG' }])).rejects.toThrow(/value too long/);
+    const after = await pool.query('select count(*)::int as n from column_rows');
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+  });
+
+  it('send no rows as empty arrays: the insert writes nothing', async () => {
+    const { rowCount } = await insert([]);
+    expect(rowCount).toBe(0);
+  });
+});
