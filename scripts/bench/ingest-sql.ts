@@ -2,7 +2,7 @@
 // running the real ingestion code once against the bench database (then rolled back), with the
 // generated ids turned into pgbench variables so every pgbench transaction writes a new order.
 import pg from 'pg';
-import { inTransactionOn, type Sql, type StoredStatement } from '../../src/db/sql.js';
+import { BinaryArray, inTransactionOn, type Sql, type StoredStatement } from '../../src/db/sql.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
 import { hashKey } from '../../src/modules/keys/keys.service.js';
@@ -86,6 +86,17 @@ export async function orderPaidPgbenchScript(databaseUrl: string, secretKey: str
     }).catch((err) => {
       if (!(err instanceof RolledBack)) throw err;
     });
+    // pgbench sends text: a binary column array goes as its text form, which the server writes
+    // (the twin's server then parses array text where the service's reads binary).
+    for (const statement of statements) {
+      statement.params = await Promise.all(
+        statement.params.map(async (value) =>
+          value instanceof BinaryArray
+            ? (await pool.query(`select $1::${value.type}::text as text`, [value])).rows[0].text
+            : value,
+        ),
+      );
+    }
   } finally {
     await pool.end();
   }

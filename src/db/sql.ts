@@ -96,7 +96,11 @@ export function useNamedStatements(enabled: boolean): void {
  * as a literal (`transactionOn`).
  */
 export class BinaryArray {
-  constructor(readonly bytes: Buffer) {}
+  /** `type`: the array's SQL type (`text[]`), for tools that write it out as text. */
+  constructor(
+    readonly bytes: Buffer,
+    readonly type: string,
+  ) {}
   toPostgres(): Buffer {
     return this.bytes;
   }

@@ -67,7 +67,9 @@ export function columnRecordset(columns: Record<string, string>) {
         return writer.at;
       });
       const bytes = writer.take();
-      return ends.map((end, i) => new BinaryArray(bytes.subarray(i === 0 ? 0 : ends[i - 1], end)));
+      return ends.map(
+        (end, i) => new BinaryArray(bytes.subarray(i === 0 ? 0 : ends[i - 1], end), sent[i]!.param),
+      );
     },
   };
 }

@@ -137,16 +137,6 @@ const literal = (v: unknown) =>
       ? String(v)
       : engine.escapeLiteral(String(v));
 
-const arrayTypes: Record<number, string> = {
-  16: 'boolean',
-  20: 'bigint',
-  23: 'int',
-  25: 'text',
-  114: 'json',
-  1184: 'timestamptz',
-  3802: 'jsonb',
-};
-
 /** The values as SQL literals; a binary array as its text, which the server itself writes. */
 async function literals(values: readonly unknown[]): Promise<string> {
   const out: string[] = [];
@@ -155,9 +145,8 @@ async function literals(values: readonly unknown[]): Promise<string> {
       out.push(literal(v));
       continue;
     }
-    const type = arrayTypes[v.bytes.readInt32BE(8)]!;
-    const { rows } = await engine.query<{ text: string }>(`select $1::${type}[]::text as text`, [v]);
-    out.push(`${engine.escapeLiteral(rows[0]!.text)}::${type}[]`);
+    const { rows } = await engine.query<{ text: string }>(`select $1::${v.type}::text as text`, [v]);
+    out.push(`${engine.escapeLiteral(rows[0]!.text)}::${v.type}`);
   }
   return out.join(', ');
 }
