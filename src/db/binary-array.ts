@@ -50,8 +50,8 @@ export class ArrayWriter {
 const PG_EPOCH_MS = Date.UTC(2000, 0, 1);
 const TWO_32 = 2 ** 32;
 
-// Buffer's own UTF-8 writer without `write`'s argument juggling; returns the bytes written.
-const utf8Write = (Buffer.prototype as unknown as { utf8Write(s: string, at: number): number }).utf8Write;
+/** Buffer's own UTF-8 writer without `write`'s argument juggling; returns the bytes written. */
+type Utf8Writable = Buffer & { utf8Write(s: string, at: number): number };
 
 function int32(out: Buffer, at: number, value: number): void {
   out[at] = value >>> 24;
@@ -108,7 +108,7 @@ function stringArray(oid: number, param: string, text: (value: unknown) => strin
           continue;
         }
         if (lead) out[at + 4] = version;
-        const length = lead + utf8Write.call(out, s, at + 4 + lead);
+        const length = lead + (out as Utf8Writable).utf8Write(s, at + 4 + lead);
         int32(out, at, length);
         at += 4 + length;
       }
