@@ -60,8 +60,26 @@ function int32(out: Buffer, at: number, value: number): void {
   out[at + 3] = value;
 }
 
+/**
+ * A value the binary form cannot hold, refused as PostgreSQL refuses one out of range (SQLSTATE
+ * 22003): the request's answer is the same non-retryable 422 (`storageRefusal`), never a 500.
+ * Validation refuses such values first; this is the net, as PostgreSQL's own check was for text.
+ */
+export class OutOfRange extends Error {
+  readonly code = '22003';
+  readonly severity = 'ERROR';
+  constructor(value: number, type: string) {
+    super(`${value} is out of range for ${type}`);
+  }
+}
+
+function int4(out: Buffer, at: number, value: number): void {
+  if (!Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) throw new OutOfRange(value, 'int');
+  int32(out, at, value);
+}
+
 function int64(out: Buffer, at: number, value: number): void {
-  if (!Number.isSafeInteger(value)) throw new Error(`${value} is not a whole number to send as bigint`);
+  if (!Number.isSafeInteger(value)) throw new OutOfRange(value, 'bigint');
   const high = Math.floor(value / TWO_32);
   int32(out, at, high);
   int32(out, at + 4, value - high * TWO_32);
@@ -162,7 +180,7 @@ export const arrayTypes: Record<string, ArrayType> = {
   boolean: fixedArray(16, 'boolean[]', 1, (out, at, value) => {
     out[at] = value ? 1 : 0;
   }),
-  int: fixedArray(23, 'int[]', 4, (out, at, value) => int32(out, at, Number(value))),
+  int: fixedArray(23, 'int[]', 4, (out, at, value) => int4(out, at, Number(value))),
   bigint: fixedArray(20, 'bigint[]', 8, (out, at, value) => int64(out, at, Number(value))),
   // timestamptz: microseconds since 2000, exact for every millisecond (test/integration/epoch-ms.test.ts).
   [EPOCH_MS]: fixedArray(1184, 'timestamptz[]', 8, (out, at, value) =>

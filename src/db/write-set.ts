@@ -24,6 +24,9 @@ export function recordset(columns: Record<string, string>): string {
 
 export { EPOCH_MS } from './binary-array.js';
 
+/** Every column recordset's columns are written here first (synchronously, one part at a time). */
+const writer = new ArrayWriter();
+
 /**
  * A recordset for the hot path's big rows (orders, received events, movements), sent column by
  * column: each column is one array parameter in PostgreSQL's binary format (`select
@@ -31,12 +34,9 @@ export { EPOCH_MS } from './binary-array.js';
  * bytes instead of lexing JSON, which was a quarter of its CPU under batches and lexed each row
  * twice (the parameter's validation, then the recordset), nested JSON values three times
  * (docs/benchmarks.md, "Profile notes"). `sql` reads the columns under their names as `x`, so a
- * statement is written as with `recordset`;
- * a type without a binary array type (binary-array.ts: `numeric(18,8)`, `text[]`) travels as text and is cast.
+ * statement is written as with `recordset`; a type without a binary array type (binary-array.ts:
+ * `numeric(18,8)`, `text[]`) travels as text and is cast.
  */
-/** Every column recordset's columns are written here first (synchronously, one part at a time). */
-const writer = new ArrayWriter();
-
 export function columnRecordset(columns: Record<string, string>) {
   const names = Object.keys(columns);
   for (const name of names)

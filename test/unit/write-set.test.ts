@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { OutOfRange } from '../../src/db/binary-array.js';
 import { type Sql, storedStatement } from '../../src/db/sql.js';
 import {
   columnRecordset,
@@ -7,6 +8,7 @@ import {
   type WritePart,
   writeStatementText,
 } from '../../src/db/write-set.js';
+import { storageRefusal } from '../../src/shared/errors.js';
 
 /** A binary array parameter read back: element type and each value's bytes (null: null). */
 function readArray(bytes: Buffer) {
@@ -97,7 +99,23 @@ describe('columnRecordset', () => {
 
   it('sends no rows as empty arrays and refuses a bigint that is not a whole number', () => {
     expect(set.columns([]).map((c) => readArray(c.bytes).values)).toEqual(Array(8).fill([]));
-    expect(() => set.columns([{ amount: 1.5 }])).toThrow(/not a whole number/);
+    expect(() => set.columns([{ amount: 1.5 }])).toThrow(OutOfRange);
+  });
+
+  it("refuses what the binary form cannot hold as PostgreSQL refuses a value out of range: the request's 422", () => {
+    for (const row of [{ cycle: 2 ** 31 }, { cycle: -(2 ** 31) - 1 }, { cycle: 1.5 }, { amount: 2 ** 53 }]) {
+      let refused: unknown;
+      try {
+        set.columns([row]);
+      } catch (err) {
+        refused = err;
+      }
+      expect(refused).toBeInstanceOf(OutOfRange);
+      expect(storageRefusal(refused)).toMatchObject({ code: 'invalid_request_body' });
+    }
+    expect(readArray(set.columns([{ cycle: -(2 ** 31) }])[3]!.bytes).values[0]!.readInt32BE()).toBe(
+      -(2 ** 31),
+    );
   });
 
   it('sends varchar(n) as text uncast, so the insert refuses a value too long instead of cutting it', () => {
