@@ -34,7 +34,8 @@ function costRun(dir: string): Promise<{ webMs: [number, number]; postgresMs: [n
   return new Promise((resolve, reject) => {
     const child = spawn('npm', ['run', 'bench', '--silent', '--', '--cost'], {
       cwd: dir,
-      env: process.env,
+      // The turns are the repetition: one round of each stretch per run.
+      env: { ...process.env, BENCH_COST_ROUNDS: '1' },
       stdio: ['ignore', 'ignore', 'pipe'],
       // Its own process group, so stopping it reaches npm's bench process and server too.
       detached: true,

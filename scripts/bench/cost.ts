@@ -1,7 +1,8 @@
 // What one event costs (issue 22), which the machine's load does not distort the way it does
 // throughput: web and PostgreSQL CPU, WAL written, bytes stored and transactions committed per
 // new attributed order.paid, as single requests at 64 connections and as 500-event batches with
-// 2 in flight. Measured right after phase (a), on the still fresh database.
+// 2 in flight. Measured right after phase (a), on the still fresh database, in BENCH_COST_ROUNDS
+// rounds: each figure is the median of its rounds.
 import type pg from 'pg';
 import { allProcs, CLK_TCK, processTree } from './cpu.js';
 import { floorCost } from './floor.js';
@@ -18,6 +19,30 @@ export interface EventCost {
   commits: number;
   /** Web CPU per event of a bare node HTTP server answering the same requests (floor.ts). */
   floorWebMs?: number;
+  /** Each round's own figures, when this is their median. */
+  rounds?: EventCost[];
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** Each figure the median of the rounds' (so one round on a slow minute moves none of them). */
+export function medianCost(rounds: EventCost[]): EventCost {
+  const of = (key: 'webMs' | 'postgresMs' | 'walBytes' | 'storedBytes' | 'commits') =>
+    median(rounds.map((r) => r[key]));
+  return {
+    label: rounds[0]!.label,
+    events: median(rounds.map((r) => r.events)),
+    webMs: of('webMs'),
+    postgresMs: of('postgresMs'),
+    walBytes: of('walBytes'),
+    storedBytes: of('storedBytes'),
+    commits: of('commits'),
+    rounds,
+  };
 }
 
 /** The targets issue 22 sets, per event: [single, batch]. */
@@ -106,28 +131,36 @@ export async function costPerEvent(
   fold: () => Promise<unknown>,
 ): Promise<EventCost[]> {
   const target = { url: server.url, headers };
-  phase('cost per event: single order.paid at 64 connections');
-  const single = await measure(
-    db,
-    server.pid,
-    'single requests at 64 connections',
-    async () => {
-      const run = await singlePaid(target, code, 64, options.seconds);
-      return run.whole.ok;
-    },
-    fold,
-  );
-  phase(`cost per event: ${options.costBatches} batches of 500 events, 2 in flight`);
-  const batch = await measure(
-    db,
-    server.pid,
-    '500-event batches, 2 in flight',
-    async () => {
-      const run = await batchesPaid(target, code, 500, options.costBatches, 2);
-      return run.whole.ok * 500;
-    },
-    fold,
-  );
+  const singles: EventCost[] = [];
+  const batches: EventCost[] = [];
+  for (let round = 1; round <= options.costRounds; round++) {
+    const of = options.costRounds > 1 ? ` (round ${round} of ${options.costRounds})` : '';
+    phase(`cost per event: single order.paid at 64 connections${of}`);
+    singles.push(
+      await measure(
+        db,
+        server.pid,
+        'single requests at 64 connections',
+        async () => (await singlePaid(target, code, 64, options.seconds)).whole.ok,
+        fold,
+      ),
+    );
+    phase(`cost per event: ${options.costBatches} batches of 500 events, 2 in flight${of}`);
+    batches.push(
+      await measure(
+        db,
+        server.pid,
+        '500-event batches, 2 in flight',
+        async () => (await batchesPaid(target, code, 500, options.costBatches, 2)).whole.ok * 500,
+        fold,
+      ),
+    );
+    if (options.costRounds > 1)
+      for (const c of [singles.at(-1)!, batches.at(-1)!])
+        log(`  round ${round}, ${c.label}: web ${fmt(c.webMs, 3)} ms, PostgreSQL ${fmt(c.postgresMs, 3)} ms`);
+  }
+  const single = medianCost(singles);
+  const batch = medianCost(batches);
   for (const c of [single, batch])
     log(
       `  ${c.label}: web ${fmt(c.webMs, 3)} ms, PostgreSQL ${fmt(c.postgresMs, 3)} ms, WAL ${fmt(c.walBytes)} B, stored ${fmt(c.storedBytes)} B, ${fmt(c.commits, 3)} commits per event (${fmt(c.events)} events)`,
@@ -139,6 +172,20 @@ export async function costPerEvent(
   return [single, batch];
 }
 
+/** Each round's CPU figures, after the medians' table (none for a single round). */
+function roundRows(single: EventCost, batch: EventCost): string {
+  if (!single.rounds || single.rounds.length < 2 || !batch.rounds) return '';
+  const lines = single.rounds.map((s, i) => {
+    const b = batch.rounds![i]!;
+    return `| ${i + 1} | ${fmt(s.webMs, 3)} / ${fmt(b.webMs, 3)} | ${fmt(s.postgresMs, 3)} / ${fmt(b.postgresMs, 3)} | ${fmt(s.walBytes)} / ${fmt(b.walBytes)} | ${fmt(s.storedBytes)} / ${fmt(b.storedBytes)} |`;
+  });
+  return `
+| round (single / batch) | web CPU, ms | PostgreSQL CPU, ms | WAL, bytes | stored, bytes |
+|---:|---:|---:|---:|---:|
+${lines.join('\n')}
+`;
+}
+
 /** The cost section of docs/benchmarks.md: each figure beside issue 22's target. */
 export function renderCost(costs: EventCost[]): string {
   const [single, batch] = costs as [EventCost, EventCost];
@@ -147,11 +194,12 @@ export function renderCost(costs: EventCost[]): string {
     const cell = (v: number, t: number) => `${fmt(v, digits)} (≤ ${fmt(t, digits)}${v <= t ? ', met' : ''})`;
     return `| ${name} | ${cell(single[key], ts)} | ${cell(batch[key], tb)} |`;
   };
+  const rounds = single.rounds?.length ?? 1;
   return `## Cost per event
 
 New attributed \`order.paid\` events on the fresh database right after phase (a), each figure per event
 over the whole stretch (${fmt(single.events)} single requests at 64 connections for ${options.seconds} s; ${fmt(batch.events)} events in
-${options.costBatches} batches of 500, 2 in flight). CPU from /proc (web: the server and its workers; PostgreSQL: every
+${options.costBatches} batches of 500, 2 in flight)${rounds > 1 ? `, the median of ${rounds} rounds of both stretches run one after the other (each round's figures below the table: this machine's speed swings within minutes)` : ''}. CPU from /proc (web: the server and its workers; PostgreSQL: every
 postgres process, ended backends included), WAL from \`pg_current_wal_lsn()\`, stored bytes from
 \`pg_total_relation_size\` of every table (indexes and TOAST included), commits from \`pg_stat_database\`
 read after its 10 s reporting delay. Each stretch ends with \`report-rollup\`'s fold of its tallies (in the
@@ -174,5 +222,5 @@ the service's own response headers and answer (one per event), with no key check
 database. What the service adds to it is ${fmt(single.webMs - single.floorWebMs, 3)} ms a single event and ${fmt(batch.webMs - batch.floorWebMs, 3)} ms a batch event.
 `
     : ''
-}`;
+}${roundRows(single, batch)}`;
 }

@@ -84,6 +84,11 @@ export const options = {
   // 200,000 events: tables and indexes grow by whole extents under concurrent inserts (up to 512
   // pages at a time), which 20,000 events' 20 MB do not average out (stored bytes swung ±15%).
   costBatches: integer('BENCH_COST_BATCHES', 400, 1),
+  /**
+   * Rounds of the two cost stretches, each figure reported as the median of its rounds with their
+   * range: this machine's speed swings by a third within minutes (docs/benchmarks.md, "Profile notes").
+   */
+  costRounds: integer('BENCH_COST_ROUNDS', 3, 1),
   /** Batches in flight at once: throughput, not one client's round-trip latency. */
   batchConnections: integer('BENCH_BATCH_CONNECTIONS', 4, 1),
   /** Paging the whole order list stops after this long (and says so) rather than run for hours. */

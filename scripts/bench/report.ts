@@ -715,6 +715,7 @@ export function renderMain(r: MainReport): string {
     `BENCH_SECONDS=${options.seconds}`,
     `BENCH_BATCHES=${options.batches}`,
     `BENCH_COST_BATCHES=${options.costBatches}`,
+    `BENCH_COST_ROUNDS=${options.costRounds}`,
     `BENCH_BATCH_CONNECTIONS=${options.batchConnections}`,
     `BENCH_PAGING_MAX_SECONDS=${options.pagingMaxSeconds}`,
     `BENCH_COMPARE_CONCURRENCY=${options.compareConcurrency ? 1 : 0}`,
@@ -872,6 +873,11 @@ const ENV_TABLE = table(['variable', 'default', 'what it sets'], 'lrl', [
   ['`BENCH_SECONDS`', '10', 'each load level of phase (b) and each pgbench beside it'],
   ['`BENCH_BATCHES`', '40', '500-event batches measured'],
   ['`BENCH_COST_BATCHES`', '400', '500-event batches (2 in flight) of the cost-per-event stretch'],
+  [
+    '`BENCH_COST_ROUNDS`',
+    '3',
+    'rounds of the two cost stretches, each figure the median of its rounds (1 in each run of `--against`)',
+  ],
   [
     '`BENCH_INSTRUCTION_WARM_BATCHES`',
     '10',

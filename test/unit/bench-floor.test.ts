@@ -3,7 +3,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type EventCost, renderCost } from '../../scripts/bench/cost.js';
+import { type EventCost, medianCost, renderCost } from '../../scripts/bench/cost.js';
 import { freePort } from '../../scripts/local-services.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -87,5 +87,31 @@ describe('bench: the bare server under the web figure', () => {
       { ...cost(0.04, 0), floorWebMs: undefined },
     ]);
     expect(without).not.toContain('bare node HTTP server');
+  });
+
+  it('reports each figure as the median of its rounds, and every round beside it', () => {
+    const round = (webMs: number, postgresMs: number, storedBytes: number): EventCost => ({
+      label: 'single requests at 64 connections',
+      events: 50_000,
+      webMs,
+      postgresMs,
+      walBytes: 1500,
+      storedBytes,
+      commits: 0.03,
+    });
+    // Each figure its own median: one slow round moves none of them.
+    const single = medianCost([round(0.14, 0.06, 1000), round(0.09, 0.08, 1100), round(0.1, 0.07, 900)]);
+    expect(single).toMatchObject({ webMs: 0.1, postgresMs: 0.07, storedBytes: 1000, events: 50_000 });
+    expect(medianCost([round(0.1, 0.06, 1000), round(0.2, 0.08, 1100)]).webMs).toBeCloseTo(0.15);
+    const batch = medianCost([round(0.02, 0.03, 1050), round(0.03, 0.03, 1050), round(0.01, 0.03, 1050)]);
+    const text = renderCost([single, batch]);
+    expect(text).toContain('the median of 3 rounds');
+    expect(text).toContain('| web process CPU (user + system), ms | 0.100 (≤ 0.090) | 0.020 (≤ 0.015) |');
+    expect(text).toContain('| 1 | 0.140 / 0.020 | 0.060 / 0.030 | 1,500 / 1,500 | 1,000 / 1,050 |');
+    expect(text).toContain('| 3 | 0.100 / 0.010 | 0.070 / 0.030 | 1,500 / 1,500 | 900 / 1,050 |');
+    // One round: no rounds table, no median named.
+    const once = renderCost([medianCost([round(0.1, 0.06, 1000)]), medianCost([round(0.02, 0.03, 1000)])]);
+    expect(once).not.toContain('median');
+    expect(once).not.toContain('| round (single / batch)');
   });
 });
