@@ -95,6 +95,9 @@ function header(out: Buffer, at: number, oid: number, count: number): void {
 
 const isNull = (value: unknown) => value === null || value === undefined;
 
+/** Values of a string column compared with the one before them before it stops looking for repeats. */
+const REPEAT_PROBES = 8;
+
 /** Text-like values (text, json's text, jsonb's version byte and text), made once per value by `text`. */
 function stringArray(oid: number, param: string, text: (value: unknown) => string, version = -1): ArrayType {
   const lead = version < 0 ? 0 : 1;
@@ -117,6 +120,13 @@ function stringArray(oid: number, param: string, text: (value: unknown) => strin
       const start = writer.at;
       header(out, start, oid, values.length);
       let at = start + 20;
+      // A value equal to the one before it (a group's brand, a status, a request's id) is a copy
+      // of that one's bytes; a column whose first values never repeat stops looking.
+      let looking = true;
+      let previous: string | undefined;
+      let previousAt = 0;
+      let previousSize = 0;
+      let repeats = 0;
       for (let i = 0; i < values.length; i++) {
         const s = values[i] as string | null | undefined;
         if (s === null || s === undefined) {
@@ -125,9 +135,21 @@ function stringArray(oid: number, param: string, text: (value: unknown) => strin
           at += 4;
           continue;
         }
+        if (looking) {
+          if (s === previous) {
+            out.copyWithin(at, previousAt, previousAt + previousSize);
+            at += previousSize;
+            repeats++;
+            continue;
+          }
+          looking = i < REPEAT_PROBES || repeats > 0;
+        }
         if (lead) out[at + 4] = version;
         const length = lead + (out as Utf8Writable).utf8Write(s, at + 4 + lead);
         int32(out, at, length);
+        previous = s;
+        previousAt = at;
+        previousSize = 4 + length;
         at += 4 + length;
       }
       writer.at = at;

@@ -76,6 +76,16 @@ describe('rows sent column by column in binary', () => {
     ]);
   });
 
+  it('arrive as sent when a value repeats the one before it, with nulls between', async () => {
+    const codes = ['KRW', 'KRW', null, 'KRW', '원', '원', 'KRW'];
+    const { rows } = await insert(
+      codes.map((code) => ({ code, amount: 1, paid: true, items: code === null ? null : [{ sku: code }] })),
+    );
+    expect(rows.map((r) => [r.code, r.items])).toEqual(
+      codes.map((code) => [code, code === null ? null : `[{"sku": "${code}"}]`]),
+    );
+  });
+
   it('refuse a varchar value too long instead of cutting it, and write nothing of the statement', async () => {
     const before = await pool.query('select count(*)::int as n from column_rows');
     await expect(insert([{ code: 'OK' }, { code: 'TOOLONG' }])).rejects.toThrow(/value too long/);

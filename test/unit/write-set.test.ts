@@ -89,6 +89,28 @@ describe('columnRecordset', () => {
     expect([cycle, rate, data, items, at].map((c) => c!.values[1])).toEqual([null, null, null, null, null]);
   });
 
+  it('writes a string equal to an earlier one as a copy of its bytes, after nulls and in jsonb too', () => {
+    const repeated = columnRecordset({ brand: 'text', note: 'jsonb', id: 'text' });
+    const brand = 'brand_데모';
+    const values = [brand, brand, null, `brand_${'데모'}`, 'other', 'other', null, brand];
+    const sent = repeated
+      .columns(values.map((b, i) => ({ brand: b, note: b === null ? null : 'n', id: `ord_${i}` })))
+      .map((c) => readArray(c.bytes));
+    expect(sent[0]!.values.map((v) => v?.toString() ?? null)).toEqual(values);
+    expect(sent[1]!.values.map((v) => (v === null ? null : [v[0], v.subarray(1).toString()]))).toEqual(
+      values.map((b) => (b === null ? null : [1, '"n"'])),
+    );
+    // A column of values that never repeat (the ids) stops comparing, and writes each all the same.
+    expect(sent[2]!.values.map((v) => v!.toString())).toEqual(values.map((_, i) => `ord_${i}`));
+    const many = Array.from({ length: 40 }, (_, i) => ({
+      brand: i < 20 ? `b${i}` : 'same',
+      note: null,
+      id: 'x',
+    }));
+    const [brands] = repeated.columns(many).map((c) => readArray(c.bytes));
+    expect(brands!.values.map((v) => v!.toString())).toEqual(many.map((r) => r.brand));
+  });
+
   it('writes an epoch_ms instant as microseconds since 2000', () => {
     expect(at!.values[0]!.readBigInt64BE()).toBe(-946_684_800_000_000n);
     const later = set.columns([{ at: Date.parse('2026-11-26T01:02:03.456Z') }]).at(-1);
