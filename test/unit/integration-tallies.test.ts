@@ -37,6 +37,32 @@ describe('integration tallies of a group commit', () => {
     ]);
   });
 
+  it('keep a tally per brand, mode and minute however their events interleave', () => {
+    const at = (brand: string, livemode: boolean, received: string) => ({
+      ...paid(received),
+      brand_id: brand,
+      livemode,
+    });
+    const part = integrationTallies(
+      [],
+      [
+        at('brand_x', true, '2026-11-26T01:02:03.000Z'),
+        at('brand_x', false, '2026-11-26T01:02:03.000Z'),
+        at('brand_y', true, '2026-11-26T01:02:03.000Z'),
+        at('brand_x', true, '2026-11-26T01:03:00.000Z'),
+        at('brand_x', true, '2026-11-26T01:02:03.000Z'),
+      ],
+    );
+    const tally = (brand_id: string, livemode: boolean, bucket: string, paid: number) =>
+      expect.objectContaining({ brand_id, livemode, bucket, paid });
+    expect(part.rows).toEqual([
+      tally('brand_x', true, '2026-11-26T01:02:00.000Z', 2),
+      tally('brand_x', false, '2026-11-26T01:02:00.000Z', 1),
+      tally('brand_y', true, '2026-11-26T01:02:00.000Z', 1),
+      tally('brand_x', true, '2026-11-26T01:03:00.000Z', 1),
+    ]);
+  });
+
   it('keep the latest received_at of a tally as its last event, whatever order the requests came in', () => {
     const part = integrationTallies(
       [],

@@ -82,7 +82,12 @@ export function integrationTallies(
   received: readonly ReceivedRow[],
 ): WritePart {
   const tallies = new Map<string, Tally>();
+  // A group's events nearly all share one brand, mode and minute: the last tally is tried first,
+  // before a key is spelt and hashed (two per event: 2% of the batch path's time).
+  let last: Tally | undefined;
   const tally = (brandId: string, livemode: boolean, bucket: string | null) => {
+    if (last && last.bucket === bucket && last.brand_id === brandId && last.livemode === livemode)
+      return last;
     const key = `${brandId}\u0000${livemode}\u0000${bucket}`;
     let t = tallies.get(key);
     if (!t) {
@@ -100,6 +105,7 @@ export function integrationTallies(
       };
       tallies.set(key, t);
     }
+    last = t;
     return t;
   };
   // New orders count in the minute the group received its events (their created_at is the

@@ -60,6 +60,13 @@ export interface OrderState {
  */
 export const derivedConversionId = (orderPk: string) => `conv_${orderPk.slice(4)}`;
 
+/** Whether `conversionId` is `derivedConversionId(orderPk)`, told without spelling that id again. */
+export const isDerivedConversionId = (conversionId: string | null, orderPk: string) =>
+  conversionId !== null &&
+  conversionId.length === orderPk.length + 1 &&
+  conversionId.startsWith('conv_') &&
+  conversionId.endsWith(orderPk.slice(4));
+
 /** An order row's conversion id: stored, or given by its id while it is attributed. */
 export const conversionIdOf = (row: {
   id: string;
@@ -166,7 +173,7 @@ export function orderToRow(
     creator_id: o.creatorId,
     offer_id: o.offerId,
     attributed_via: o.attributedVia,
-    conversion_id: o.conversionId === derivedConversionId(o.id) ? null : o.conversionId,
+    conversion_id: isDerivedConversionId(o.conversionId, o.id) ? null : o.conversionId,
     commission_bps: o.commissionBps,
     parent_order_id: o.parentOrderId,
     cycle_number: o.cycleNumber,
