@@ -71,6 +71,9 @@ export const newRequestId = () => newId('req', 13);
 /** A request id `newRequestId` made: its events' ids are derived from it. */
 const DERIVING = /^req_[0-9a-z]{24}00$/;
 
+/** The last request id `eventIdOf` found of `newRequestId`'s form, and its events' common part. */
+let deriving: { requestId: string; body: string } | undefined;
+
 /**
  * The id of a request's `index`th event: `evt_` and the request id's body with the index in its
  * last two characters. A request's events are then one range of the primary key (the admin
@@ -79,8 +82,13 @@ const DERIVING = /^req_[0-9a-z]{24}00$/;
  * so no two event ids can meet however they were made.
  */
 export function eventIdOf(requestId: string, index: number): string {
-  if (!DERIVING.test(requestId) || index >= EVENTS_PER_REQUEST) return eventIdOf(newRequestId(), 0);
-  return `evt_${requestId.slice(4, 28)}${ALPHABET[index >> 5]}${ALPHABET[index & 31]}`;
+  if (index >= EVENTS_PER_REQUEST) return eventIdOf(newRequestId(), 0);
+  // A batch's events ask with one request id: its form is checked once.
+  if (requestId !== deriving?.requestId) {
+    if (!DERIVING.test(requestId)) return eventIdOf(newRequestId(), 0);
+    deriving = { requestId, body: `evt_${requestId.slice(4, 28)}` };
+  }
+  return `${deriving.body}${ALPHABET[index >> 5]}${ALPHABET[index & 31]}`;
 }
 
 /** The request id an event id derived by `eventIdOf` names (any other id names none it can be trusted for). */

@@ -44,6 +44,12 @@ describe('request and event ids', () => {
   });
 
   it('give a request id of another form events with ids of their own, never one twice', () => {
+    // Also right after a request id of the derivable form, and for an empty one.
+    const request = newRequestId();
+    expect(eventIdOf(request, 3)).toBe(`evt_${request.slice(4, 28)}03`);
+    for (const other of ['', 'req_fixed', `${request}x`])
+      expect(eventIdOf(other, 3)).toMatch(/^evt_[0-9a-hjkmnp-tv-z]{24}00$/);
+    expect(eventIdOf(request, 4)).toBe(`evt_${request.slice(4, 28)}04`);
     const ids = Array.from({ length: 1000 }, () => eventIdOf('req_fixed', 0));
     expect(new Set(ids).size).toBe(1000);
     expect(eventIdRange('req_fixed')).toBeNull();
