@@ -116,6 +116,31 @@ describe('group commit', () => {
     await ingestion.close();
   });
 
+  it("attributes one code to each brand's own creator when two brands' events with it follow each other", async () => {
+    const ingestion = engine();
+    const tag = newId('t');
+    const answers = await settle([
+      ingestion.submit(request(scopes.a, [paid(`${tag}-lead`)])),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-a1`)])),
+      ingestion.submit(request(scopes.b, [paid(`${tag}-b1`)])),
+      ingestion.submit(request(scopes.a, [paid(`${tag}-a2`, { coupon_code: ' mina20 ' })])),
+    ]);
+    expect(ingestion.stats).toMatchObject({ groups: 2, requests: 4 });
+    expect(answers.map((a) => a.ok)).toEqual([true, true, true, true]);
+    const { rows } = await db.query(
+      `select o.order_id, c.brand_id = o.brand_id as own_creator from orders o join creators c on c.id = o.creator_id
+        where o.order_id like $1 order by o.order_id`,
+      [`${tag}-%`],
+    );
+    expect(rows.map((r) => [r.order_id.slice(tag.length + 1), r.own_creator])).toEqual([
+      ['a1', true],
+      ['a2', true],
+      ['b1', true],
+      ['lead', true],
+    ]);
+    await ingestion.close();
+  });
+
   it("keeps one request's failing event from touching the others' events", async () => {
     const ingestion = engine();
     const tag = newId('t');

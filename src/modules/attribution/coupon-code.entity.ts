@@ -22,6 +22,18 @@ export const CouponCode = defineEntity({
 });
 export type CouponCode = InferEntity<typeof CouponCode>;
 
+let lastCode = '';
+let lastKey = '';
+
+/**
+ * A group's events mostly carry a handful of codes, each asked for twice per event (the load's
+ * needs, the attribution): the last answer is kept, and the same string comes back for it, its
+ * hash already computed for the map it is looked up in.
+ */
 export function couponCodeKey(code: string): string {
-  return code.trim().toUpperCase();
+  if (code !== lastCode) {
+    lastKey = code.trim().toUpperCase();
+    lastCode = code;
+  }
+  return lastKey;
 }

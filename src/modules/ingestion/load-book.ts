@@ -162,12 +162,15 @@ function needsOf(requests: readonly BookRequest[]) {
   const codes = new Map<string, { brand_id: string; code_key: string }>();
   const clicks = new Set<string>();
   const refunds: { lookup_key: string; refund_id: string }[] = [];
+  // The code of the event before, most often the same: named once.
+  let lastCode: { brandId: string; code: string } | undefined;
   for (const { scope, events } of requests) {
     for (const { type, data } of events) {
       if (type === 'order.observed' || !data.orderId) continue;
       orders.add(orderLookupKey(scope, data.orderId));
       if (data.parentOrderId) orders.add(orderLookupKey(scope, data.parentOrderId));
-      if (data.couponCode) {
+      if (data.couponCode && (data.couponCode !== lastCode?.code || scope.brandId !== lastCode.brandId)) {
+        lastCode = { brandId: scope.brandId, code: data.couponCode };
         const code_key = couponCodeKey(data.couponCode);
         codes.set(`${scope.brandId}/${code_key}`, { brand_id: scope.brandId, code_key });
       }
