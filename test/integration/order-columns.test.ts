@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../src/db/orm.js';
 import { Order } from '../../src/modules/orders/order.entity.js';
 import { orderColumns, orderFromRow, orderToRow } from '../../src/modules/orders/order-state.js';
+import { isoTime } from '../../src/shared/iso-time.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 // The order's shape is written in three places: the entity (and through it the migration
@@ -92,6 +93,17 @@ describe("the order's columns", () => {
                       '[]'::jsonb as items, now() as occurred_at, now() as confirm_at, null::timestamptz as closed_at) x`,
     );
     const row = orderToRow(orderFromRow(rows[0]));
-    expect(Object.keys(row).sort()).toEqual(['id', 'order_id', ...Object.keys(orderColumns)].sort());
+    // The group's write places each row (brand, mode, settlement delta) in the same literal.
+    const placed = ['brand_id', 'livemode', 'commission_balance'];
+    expect(Object.keys(row).sort()).toEqual(
+      ['id', 'order_id', ...placed, ...Object.keys(orderColumns)].sort(),
+    );
+    expect(placed.map((c) => row[c as keyof typeof row])).toEqual([undefined, undefined, undefined]);
+    const write = orderToRow(orderFromRow(rows[0]), isoTime, {
+      brandId: 'b',
+      livemode: true,
+      commissionBalance: -7,
+    });
+    expect(placed.map((c) => write[c as keyof typeof write])).toEqual(['b', true, -7]);
   });
 });

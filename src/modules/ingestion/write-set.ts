@@ -159,11 +159,10 @@ export function groupWrites(
     [...book.orders.values()]
       .filter((o) => o.changed)
       .map((o) => {
-        // Completed in place, not spread into a copy of its thirty columns: the encoder reads it once.
-        const row = Object.assign(orderToRow(o, epochMs), {
-          brand_id: book.scope.brandId,
+        const row = orderToRow(o, epochMs, {
+          brandId: book.scope.brandId,
           livemode: book.scope.livemode,
-          commission_balance: journal.delta(o.id),
+          commissionBalance: journal.delta(o.id),
         });
         return { id: o.id, isNew: o.isNew, row };
       }),

@@ -149,17 +149,30 @@ export function orderFromRow(r: any): OrderState {
   return order;
 }
 
+/** Where a written row goes and how its settlement line moves: the group's write completes its rows with it. */
+export interface RowPlace {
+  brandId: string;
+  livemode: boolean;
+  commissionBalance: number;
+}
+
 /**
  * The row to write, keyed by column; KRW orders keep no original amount or currency. Instants as
  * `time` writes them: ISO text, or milliseconds for a recordset that reads them so (db/write-set.ts).
+ * With `place`, the row also carries its brand, mode and settlement delta, in the one object
+ * literal (adding them afterwards cost a shape change per row).
  */
 export function orderToRow(
   o: OrderState,
   time: (at: Date) => string | number = isoTime,
-): Record<OrderColumn | 'id' | 'order_id', unknown> {
+  place?: RowPlace,
+): Record<OrderColumn | 'id' | 'order_id' | 'brand_id' | 'livemode' | 'commission_balance', unknown> {
   const krw = o.originalCurrency === 'KRW';
   return {
     id: o.id,
+    brand_id: place?.brandId,
+    livemode: place?.livemode,
+    commission_balance: place?.commissionBalance,
     order_id: o.orderId,
     status: o.status,
     amount: o.amount,
