@@ -13,7 +13,7 @@ import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
-import { analyzeState, liveOrders, orderMix } from './bench/database.js';
+import { analyzeState, liveOrders, orderMix, settleWrites } from './bench/database.js';
 import { grow } from './bench/growth.js';
 import { orderPaidPgbenchScript } from './bench/ingest-sql.js';
 import { countInstructions } from './bench/instructions.js';
@@ -120,6 +120,7 @@ async function main(ctx: Context): Promise<void> {
   const { mix, refunds } = await orderMix(ctx.db, brand);
 
   // ---------------------------------------------------------------- phase (b): singles and batches
+  await settleWrites(ctx.db);
   const singles: MainReport['singles'] = [];
   for (const connections of options.levels) {
     phase(`phase (b): single order.paid at ${connections} connection(s)`);
@@ -183,6 +184,7 @@ async function main(ctx: Context): Promise<void> {
   // ---------------------------------------------------------------- phase (b): through PgBouncer
   // After the reads (its warm-up adds orders the reads would page through), with the direct server stopped.
   await stopServer(server);
+  await settleWrites(ctx.db);
   const pooled = await pooledRun(ctx, code);
 
   // ---------------------------------------------------------------- WEB_CONCURRENCY comparison

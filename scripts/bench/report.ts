@@ -332,7 +332,9 @@ The same new \`order.paid\` singles (${options.seconds} s per level) and ${optio
 on the same grown brand, from a second server started for them once the direct one stopped.
 The direct server was warmed by the growth; the pooled one is warmed up for ${warmup.batchesSeconds} s with ${options.batchSize}-event batches and
 ${warmup.singlesSeconds} s with singles at 16 connections before it is measured (\`BENCH_POOLED_WARMUP_SECONDS=${options.pooledWarmupSeconds}\`): a server only a
-few seconds old answers batches measurably slower, whichever way it reaches PostgreSQL.
+few seconds old answers batches measurably slower, whichever way it reaches PostgreSQL. Before the direct singles
+and before the pooled run, a checkpoint and \`sync\` write out what the phase before left dirty (the growth; the
+report phase's bulk load), so the kernel's flushing falls in neither.
 Direct is the figure above; for batches the rate is events/s and p99 is per batch. The ratio means something only
 when other work took about as much of the cores during both (the last column; the load averages at the top).
 pgbench is not run beside the pooled figures.
