@@ -96,7 +96,9 @@ export const lostWorkKinds: Record<
   /**
    * The payout run is due once its last scheduled time (PAYOUT_SCHEDULE, Asia/Seoul) is over a
    * minute past; finished when payout_runs has its run key. Enqueued with that time as the
-   * job's timestamp, so it pays under the run key it was due with.
+   * job's timestamp, so it pays under the run key it was due with. A time before any brand
+   * existed owed nobody anything: on a new database it is no lost work (a fresh install logged
+   * "data was lost" in its first minute, and paid early what the next run is for).
    */
   payout_run: async (sql, now, config) => {
     const due = CronExpressionParser.parse(config.PAYOUT_SCHEDULE, {
@@ -111,6 +113,11 @@ export const lostWorkKinds: Record<
       [runKey],
     );
     if (ran!.n > 0) return [];
+    const [owed] = await sql.query<{ n: number }>(
+      `select count(*)::int as n from (select 1 from brands where created_at <= ? limit 1) b`,
+      [due],
+    );
+    if (owed!.n === 0) return [];
     return [
       {
         queue: 'payout-run',

@@ -242,8 +242,32 @@ describe('the queue reconciler after Redis lost its data', () => {
     ]);
   });
 
+  it('runs no payout run scheduled before any brand existed: a new database lost nothing', async () => {
+    const shop = await makeShop(ctx);
+    expect(
+      (
+        await send(shop.keys.sk_live, 'order.paid', {
+          order_id: 'N-1',
+          amount: 10_000,
+          coupon_code: 'MINA20',
+        })
+      ).status,
+    ).toBe(200);
+    await sql(`update orders set status = 'confirmed' where brand_id = ?`, [shop.brandId]);
+    await control.flushdb();
+    await sql(`delete from payout_runs`);
+    // Every brand of this database was made after the last scheduled run (day 10, Asia/Seoul).
+    expect((await reconcile()).payout_run).toBe(0);
+    expect(await sql(`select status from orders where brand_id = ?`, [shop.brandId])).toEqual([
+      { status: 'confirmed' },
+    ]);
+    await sql(`update orders set status = 'paid_out' where brand_id = ?`, [shop.brandId]);
+  });
+
   it('runs a due payout run that never ran, and it pays every confirmed order exactly once', async () => {
     const shop = await makeShop(ctx);
+    // The shop existed when the last run was due: 40 days back is before any day-10 schedule's last time.
+    await sql(`update brands set created_at = now() - interval '40 days' where id = ?`, [shop.brandId]);
     for (const id of ['P-1', 'P-2'])
       expect(
         (await send(shop.keys.sk_live, 'order.paid', { order_id: id, amount: 10_000, coupon_code: 'MINA20' }))
