@@ -61,6 +61,9 @@ export async function batchPipeline(batches: number, size: number): Promise<Pipe
           value instanceof BinaryArray ? value.bytes.length : Buffer.byteLength(value as string | Buffer);
       return [] as R[];
     },
+    copyIn: async (_text: string, data: Buffer) => {
+      run.writeBytes += data.length;
+    },
   };
   let sequence = 0;
   for (let b = 0; b < batches; b++) {

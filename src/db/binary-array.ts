@@ -47,13 +47,13 @@ export class ArrayWriter {
 }
 
 /** 2000-01-01T00:00:00Z in ms since 1970: PostgreSQL's epoch for binary timestamps. */
-const PG_EPOCH_MS = Date.UTC(2000, 0, 1);
+export const PG_EPOCH_MS = Date.UTC(2000, 0, 1);
 const TWO_32 = 2 ** 32;
 
 /** Buffer's own UTF-8 writer without `write`'s argument juggling; returns the bytes written. */
 type Utf8Writable = Buffer & { utf8Write(s: string, at: number): number };
 
-function int32(out: Buffer, at: number, value: number): void {
+export function int32(out: Buffer, at: number, value: number): void {
   out[at] = value >>> 24;
   out[at + 1] = value >>> 16;
   out[at + 2] = value >>> 8;
@@ -73,12 +73,12 @@ export class OutOfRange extends Error {
   }
 }
 
-function int4(out: Buffer, at: number, value: number): void {
+export function int4(out: Buffer, at: number, value: number): void {
   if (!Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) throw new OutOfRange(value, 'int');
   int32(out, at, value);
 }
 
-function int64(out: Buffer, at: number, value: number): void {
+export function int64(out: Buffer, at: number, value: number): void {
   if (!Number.isSafeInteger(value)) throw new OutOfRange(value, 'bigint');
   const high = Math.floor(value / TWO_32);
   int32(out, at, high);
@@ -96,7 +96,7 @@ function header(out: Buffer, at: number, oid: number, count: number): void {
 const isNull = (value: unknown) => value === null || value === undefined;
 
 /** Values of a string column compared with the one before them before it stops looking for repeats. */
-const REPEAT_PROBES = 8;
+export const REPEAT_PROBES = 8;
 
 /** Text-like values (text, json's text, jsonb's version byte and text), made once per value by `text`. */
 function stringArray(oid: number, param: string, text: (value: unknown) => string, version = -1): ArrayType {

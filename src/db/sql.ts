@@ -16,6 +16,11 @@ export interface Sql {
     text: string | StoredStatement,
     values?: readonly unknown[],
   ): Promise<R[]>;
+  /**
+   * `COPY … FROM STDIN` (`text`) with `data` as its whole input (db/copy-rows.ts). Sent with its
+   * data at once, as statements queue: the server takes the data it finds behind the command.
+   */
+  copyIn?(text: string, data: Buffer): Promise<void>;
 }
 
 /**
@@ -178,6 +183,52 @@ function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
 }
 
 /**
+ * A COPY FROM STDIN with its data sent right behind the command, not after the server's
+ * CopyInResponse: one round trip instead of two. Should the command fail before it reads them,
+ * the server drops CopyData and CopyDone outside a COPY (protocol, "COPY Operations"). Settled as
+ * node-postgres settles its own queries: on the error, or on ReadyForQuery.
+ */
+class CopyIn {
+  readonly done: Promise<void>;
+  private settle!: (err?: Error) => void;
+
+  constructor(
+    private readonly text: string,
+    private readonly data: Buffer,
+  ) {
+    this.done = new Promise((resolve, reject) => {
+      this.settle = (err) => (err ? reject(err) : resolve());
+    });
+  }
+
+  submit(connection: CopyConnection): void {
+    connection.query(this.text);
+    connection.sendCopyFromChunk(this.data);
+    connection.endCopyFrom();
+  }
+  handleCopyInResponse(): void {}
+  handleCommandComplete(): void {}
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyData(): void {}
+  handleError(err: Error): void {
+    this.settle(err);
+  }
+  handleReadyForQuery(): void {
+    this.settle();
+  }
+}
+
+/** What CopyIn uses of node-postgres's connection (lib/connection.js; not in its types). */
+interface CopyConnection {
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+}
+
+/**
  * A transaction's statements on one connection. BEGIN (with the transaction's settings) is sent
  * with the first statement and COMMIT with the last (queryAndCommit). A stored statement sent
  * first goes in the same message as BEGIN, its values written in as literals (simple protocol):
@@ -206,6 +257,15 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   };
   const sql: Sql = {
     query: (text, values = []) => send(text, values),
+    copyIn(text, data) {
+      const opening = begin;
+      begin = undefined;
+      const beginning = opening ? client.query(opening) : undefined;
+      beginning?.catch(() => {});
+      const copy = new CopyIn(text, data);
+      client.query(copy as unknown as pg.Submittable);
+      return Promise.all([beginning, copy.done]).then(() => undefined);
+    },
     async queryAndCommit<R>(text: string | StoredStatement, values: readonly unknown[] = []) {
       const last = send<R>(text, values);
       const commit = client.query('commit');

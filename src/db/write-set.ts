@@ -1,5 +1,6 @@
 import { jsonArray } from '../shared/json-array.js';
 import { ArrayWriter, arrayTypes } from './binary-array.js';
+import type { CopyRows } from './copy-rows.js';
 import { BinaryArray, type Sql, type StoredStatement } from './sql.js';
 
 /** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter, or column by column. */
@@ -9,6 +10,8 @@ export interface WritePart {
   params?: readonly unknown[];
   /** A `columnRecordset`'s: the rows as its column parameters, in place of one JSON parameter. */
   columns?: (rows: readonly object[]) => readonly unknown[];
+  /** The same rows as a COPY into its table, for a big group (`executeWrites`' `copies`). */
+  copy?: CopyRows;
 }
 
 /**
@@ -84,16 +87,25 @@ export function columnRecordset(columns: Record<string, string>) {
 export async function executeWrites(
   sql: Sql,
   parts: WritePart[],
-  options: { commit?: boolean; stored?: StoredStatement } = {},
+  options: { commit?: boolean; stored?: StoredStatement; copies?: WritePart[] } = {},
 ): Promise<void> {
-  if (parts.every((p) => p.rows.length === 0)) return;
+  const copies = (options.copies ?? []).filter((p) => p.rows.length > 0);
+  if (copies.length === 0 && parts.every((p) => p.rows.length === 0)) return;
   if (options.stored) checkShape(options.stored, parts);
   const statement = options.stored ?? writeStatementText(parts);
   const values = parts.flatMap((p) => [
     ...(p.params ?? []),
     ...(p.columns ? p.columns(p.rows) : [rowsParameter(p)]),
   ]);
-  await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
+  // Queued ahead of the statement, so its COMMIT takes them in. A failed copy aborts the
+  // transaction, and the statements behind it fail for that: the copy's error is the group's.
+  if (copies.some((p) => !p.copy) || (copies.length > 0 && !sql.copyIn))
+    throw new Error('a part to copy needs its COPY, and a transaction that sends one');
+  const copied = copies.map((p) => sql.copyIn!(p.copy!.text, p.copy!.encode(p.rows)));
+  const written = options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values);
+  for (const pending of [...copied, written]) pending.catch(() => {});
+  await Promise.all(copied);
+  await written;
 }
 
 /** Per part text: whether it takes its rows (its last `?`) as `json`. */

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
+import { COPY_FROM_ORDERS } from '../../src/modules/ingestion/commit-group.js';
 import { idempotencyLockName, requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { type IngestAnswer, Ingestion, type IngestRequest } from '../../src/modules/ingestion/ingestion.js';
 import { eventRequestIdSql } from '../../src/modules/ingestion/received-event.entity.js';
@@ -205,7 +206,13 @@ describe('group commit', () => {
     await ingestion.close();
   });
 
-  it('reruns a group that lost a race to another process, and counts the order once', async () => {
+  // The same race between groups that copy their new rows in (commit-group.ts COPY_FROM_ORDERS):
+  // the loser's COPY of orders collides, aborting its transaction, and the group is rerun.
+  it.each([
+    ['a single event each', 1],
+    // One more than the least, so the loser's rerun (the contested order no longer new) copies too.
+    ['batches whose new rows go in by COPY', COPY_FROM_ORDERS + 1],
+  ])('reruns a group that lost a race to another process, and counts the order once: %s', async (_, size) => {
     const [one, two] = [engine(), engine()];
     const tag = newId('t');
     // Both groups load (the contested order does not exist yet), then wait at their write
@@ -214,10 +221,22 @@ describe('group commit', () => {
     await blocker.connect();
     await blocker.query('begin');
     await blocker.query('lock table received_events in exclusive mode');
-    // Each engine's first group is the contested order alone: both load it as absent, then
-    // both wait at the write; the others wait for the next group of their engine.
+    // Each engine's first group is the contested order's request alone (with orders of its own
+    // to make a batch): both load it as absent, then both wait at the write; the others wait
+    // for the next group of their engine.
+    const contested = (n: number) =>
+      size === 1
+        ? request(scopes.a, [paid(`${tag}-contested`)])
+        : request(
+            scopes.a,
+            [
+              paid(`${tag}-contested`),
+              ...Array.from({ length: size - 1 }, (_, i) => paid(`${tag}-batch${n}-${i}`)),
+            ],
+            { batch: true },
+          );
     const racing = [
-      ...[one, two].map((ingestion) => ingestion.submit(request(scopes.a, [paid(`${tag}-contested`)]))),
+      ...[one, two].map((ingestion, n) => ingestion.submit(contested(n))),
       ...[one, two].map((ingestion, n) => ingestion.submit(request(scopes.b, [paid(`${tag}-own${n}`)]))),
     ];
     // Release only once both engines' writes are queued behind the lock: a fixed pause lost
@@ -238,6 +257,8 @@ describe('group commit', () => {
     const answers = await settle(racing);
     expect(answers.map((a) => a.ok)).toEqual([true, true, true, true]);
     expect(one.stats.reruns + two.stats.reruns).toBeGreaterThanOrEqual(1);
+    // Committed groups only: the winner's and the loser's rerun.
+    expect(one.stats.copied + two.stats.copied).toBe(size === 1 ? 0 : 2);
     const { rows } = await db.query(
       `select count(distinct o.id)::int as orders, count(m.id)::int as movements, coalesce(sum(m.amount), 0)::int as commission
          from orders o left join ledger_movements m on m.order_id = o.id
@@ -246,7 +267,63 @@ describe('group commit', () => {
     );
     expect(rows[0]).toEqual({ orders: 1, movements: 1, commission: 2000 });
     expect(await orderCount([`${tag}-own0`, `${tag}-own1`])).toBe(2);
+    const batchOrders = Array.from({ length: size - 1 }, (_, i) => [
+      `${tag}-batch0-${i}`,
+      `${tag}-batch1-${i}`,
+    ]).flat();
+    expect(await orderCount(batchOrders)).toBe(batchOrders.length);
     await Promise.all([one.close(), two.close()]);
+  });
+
+  it('copies a big batch in with the same rows as inserts write, and its Idempotency-Key replays it without a second copy', async () => {
+    const ingestion = engine();
+    const tag = newId('t');
+    const events = Array.from({ length: COPY_FROM_ORDERS }, (_, i) => paid(`${tag}-copied-${i}`));
+    const key = `copy-${tag}`;
+    const [copied, alone] = await Promise.all([
+      ingestion.submit(request(scopes.a, events, { batch: true, key })),
+      engine().submit(request(scopes.a, [paid(`${tag}-alone`)])),
+    ]);
+    expect(copied).toMatchObject({ ok: true, replayed: false });
+    expect(alone).toMatchObject({ ok: true });
+    expect(ingestion.stats.copied).toBe(1);
+    // Every stored field but ids, names and times, for one copied order and the one inserted alone.
+    const { rows } = await db.query(
+      `select o.order_id, to_jsonb(o) - '{id,order_id,occurred_at,confirm_at,created_at,updated_at,conversion_id}'::text[] as orders,
+              to_jsonb(m) - '{id,order_id,created_at}'::text[] as movement,
+              to_jsonb(e) - '{id,order_id,occurred_at,received_at,request_id}'::text[] as event
+         from orders o join ledger_movements m on m.order_id = o.id
+         join received_events e on e.brand_id = o.brand_id and e.order_id = o.order_id
+        where o.order_id in ($1, $2) order by o.order_id`,
+      [`${tag}-alone`, `${tag}-copied-7`],
+    );
+    expect(rows).toHaveLength(2);
+    expect(rows[1].orders).toEqual(rows[0].orders);
+    expect(rows[1].movement).toEqual(rows[0].movement);
+    expect(rows[1].event).toEqual(rows[0].event);
+    const counts = async () =>
+      (
+        await db.query(
+          `select (select count(*)::int from orders where order_id like $1) as orders,
+                  (select count(*)::int from received_events where order_id like $1) as events,
+                  (select coalesce(sum(m.amount), 0)::int from ledger_movements m join orders o on o.id = m.order_id where o.order_id like $1) as commission`,
+          [`${tag}-copied-%`],
+        )
+      ).rows[0];
+    expect(await counts()).toEqual({
+      orders: COPY_FROM_ORDERS,
+      events: COPY_FROM_ORDERS,
+      commission: 2000 * COPY_FROM_ORDERS,
+    });
+    const replay = await ingestion.submit(request(scopes.a, events, { batch: true, key }));
+    expect(replay).toMatchObject({ ok: true, replayed: true, body: (copied as { body: unknown }).body });
+    expect(ingestion.stats.copied).toBe(1);
+    expect(await counts()).toEqual({
+      orders: COPY_FROM_ORDERS,
+      events: COPY_FROM_ORDERS,
+      commission: 2000 * COPY_FROM_ORDERS,
+    });
+    await ingestion.close();
   });
 
   it('answers nothing as success when the group cannot commit, and isolates the request that broke it', async () => {

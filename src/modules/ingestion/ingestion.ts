@@ -69,7 +69,8 @@ export class Ingestion {
   private readonly keyWaitMs: number;
   private readonly lanes: number;
   /** Committed groups and the requests in them, reruns after lost races, groups split after a failure. */
-  readonly stats = { groups: 0, requests: 0, reruns: 0, isolated: 0 };
+  /** `copied`: groups whose new rows went in by COPY (commit-group.ts `COPY_FROM_ORDERS`). */
+  readonly stats = { groups: 0, requests: 0, reruns: 0, isolated: 0, copied: 0 };
 
   constructor(
     private readonly deps: { config: Config; orm: MikroORM; queues: Queues; logger: Logger },
@@ -199,7 +200,7 @@ export class Ingestion {
     for (let attempt = 1; ; attempt++) {
       try {
         const now = new Date();
-        const { answers, handedOver } = await inTransactionOn(
+        const { answers, handedOver, copied } = await inTransactionOn(
           this.connections(),
           (sql) =>
             commitGroup(sql, group, { now, gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES }),
@@ -207,6 +208,7 @@ export class Ingestion {
         );
         this.stats.groups++;
         this.stats.requests += group.length;
+        if (copied) this.stats.copied++;
         // Committed: hand the new outbox rows to BullMQ now; the worker's relay catches anything this misses.
         if (handedOver > 0) this.relay.nudge();
         return answers;

@@ -1,3 +1,4 @@
+import { copyRows } from '../../db/copy-rows.js';
 import { columnRecordset, EPOCH_MS, recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
@@ -12,7 +13,7 @@ import type { OrderBook } from './order-book.js';
 
 const written = Object.keys(orderColumns);
 // commission_balance carries the journal's delta for the order: its settlement line moves by it.
-const orderRecordset = columnRecordset({
+const orderRowColumns = {
   id: 'text',
   brand_id: 'text',
   livemode: 'boolean',
@@ -22,7 +23,9 @@ const orderRecordset = columnRecordset({
   confirm_at: EPOCH_MS,
   closed_at: EPOCH_MS,
   commission_balance: 'bigint',
-});
+};
+const orderRecordset = columnRecordset(orderRowColumns);
+const orderCopy = copyRows('orders', orderRowColumns);
 const epochMs = (at: Date) => at.getTime();
 
 /** A received event as stored: the event minus `customer_hash`, with the request that carried it. */
@@ -66,6 +69,7 @@ const receivedEventColumns = {
 };
 
 const receivedRecordset = columnRecordset(receivedEventColumns);
+const receivedCopy = copyRows('received_events', receivedEventColumns);
 
 const columnList = (columns: object) => Object.keys(columns).join(', ');
 const fromX = (columns: object) =>
@@ -183,6 +187,7 @@ export function groupWrites(
       sql: partSql.newOrders,
       rows: rows.filter((o) => o.isNew).map((o) => o.row),
       columns: orderRecordset.columns,
+      copy: orderCopy,
     },
     changedOrders: {
       sql: partSql.changedOrders,
@@ -198,6 +203,7 @@ export function groupWrites(
       sql: partSql.receivedEvents,
       rows: received,
       columns: receivedRecordset.columns,
+      copy: receivedCopy,
     },
     browserSignalTallies: browserSignalTallies(received),
     conversionTallies: conversionTallies(reportChanges(all)),

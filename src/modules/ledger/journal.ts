@@ -1,3 +1,4 @@
+import { copyRows } from '../../db/copy-rows.js';
 import type { Sql } from '../../db/sql.js';
 import { columnRecordset, recordset, type WritePart } from '../../db/write-set.js';
 import { movementIdOf, newId } from '../../shared/ids.js';
@@ -110,7 +111,7 @@ export function movementsBetween(
   return [{ kind: firstAccrual ? 'accrual' : 'adjustment', creatorId: after.creatorId, amount: delta }];
 }
 
-const movementRecordset = columnRecordset({
+const movementColumns = {
   id: 'text',
   brand_id: 'text',
   livemode: 'boolean',
@@ -121,7 +122,9 @@ const movementRecordset = columnRecordset({
   event_id: 'text',
   request_id: 'text',
   payout_id: 'text',
-});
+};
+const movementRecordset = columnRecordset(movementColumns);
+const movementCopy = copyRows('ledger_movements', movementColumns);
 
 /** The journal's insert, built once: every group commit writes it. */
 const movementInsert = `insert into ledger_movements (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
@@ -134,6 +137,7 @@ export function movementWrite(journal: Journal): WritePart {
     sql: movementInsert,
     rows: journal.movements,
     columns: movementRecordset.columns,
+    copy: movementCopy,
   };
 }
 

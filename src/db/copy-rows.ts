@@ -1,0 +1,283 @@
+import { ArrayWriter, EPOCH_MS, int4, int32, int64, PG_EPOCH_MS, REPEAT_PROBES } from './binary-array.js';
+
+/**
+ * Rows as `COPY … FROM STDIN (FORMAT binary)` takes them, for a big group's new rows. PostgreSQL
+ * writes an INSERT's rows to the WAL one record each (54 bytes of headers per row); COPY fills a
+ * page with many rows and logs them as one record (7 bytes per row): 45 bytes less per row of
+ * orders, received events and movements, a tenth of an event's WAL (docs/benchmarks.md,
+ * "Profile notes"). The rows are PostgreSQL's binary tuples: per row the number of fields, then
+ * each field as its length and bytes (-1 for null), in each type's binary form.
+ */
+export interface CopyRows {
+  /** The COPY statement. */
+  text: string;
+  /** The rows, whole: header, tuples, trailer. */
+  encode(rows: readonly object[]): Buffer;
+}
+
+/** Each column type's field writer, by the name `copyRows` is given (binary-array.ts's names, and a few more). */
+const fieldOf: Record<string, string> = {
+  text: 'text',
+  boolean: 'bool',
+  int: 'int4',
+  bigint: 'int8',
+  [EPOCH_MS]: 'epochMs',
+  json: 'json',
+  jsonb: 'jsonb',
+  'numeric(18,8)': 'numeric',
+  'text[]': 'textArray',
+};
+
+const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+
+/** Buffer's own UTF-8 writer without `write`'s argument juggling; returns the bytes written. */
+type Utf8Writable = Buffer & { utf8Write(s: string, at: number): number };
+
+/**
+ * Writes fields into an ArrayWriter; one method per binary form, each taking null for null. A
+ * string equal to its column's value in the row before (a group's brand, statuses, kinds, the
+ * same payload) is a copy of that value's bytes, as in binary-array.ts; a column whose first
+ * rows never repeat stops comparing.
+ */
+class FieldWriter {
+  private rows = 0;
+  private previous: (string | undefined)[] = [];
+  private previousAt: number[] = [];
+  private previousSize: number[] = [];
+  private looking: boolean[] = [];
+  private repeats: number[] = [];
+
+  constructor(readonly w: ArrayWriter) {}
+
+  /** Before a COPY's rows: no column has a value before. */
+  start(columns: number): void {
+    this.rows = 0;
+    this.previous = new Array(columns).fill(undefined);
+    this.previousAt = new Array(columns).fill(0);
+    this.previousSize = new Array(columns).fill(0);
+    this.looking = new Array(columns).fill(true);
+    this.repeats = new Array(columns).fill(0);
+  }
+
+  private null(): void {
+    int32(this.w.reserve(4), this.w.at, -1);
+    this.w.at += 4;
+  }
+
+  row(fields: number): void {
+    const out = this.w.reserve(2);
+    out[this.w.at] = fields >>> 8;
+    out[this.w.at + 1] = fields;
+    this.w.at += 2;
+    this.rows++;
+  }
+
+  /** `s` as column `c`'s field, after a version byte if `version` is not negative. */
+  private string(s: string, c: number, version: number): void {
+    const w = this.w;
+    if (this.looking[c]) {
+      if (s === this.previous[c]) {
+        const size = this.previousSize[c]!;
+        const from = this.previousAt[c]!;
+        w.reserve(size).copyWithin(w.at, from, from + size);
+        w.at += size;
+        this.repeats[c]!++;
+        return;
+      }
+      this.looking[c] = this.rows <= REPEAT_PROBES || this.repeats[c]! > 0;
+    }
+    const lead = version < 0 ? 0 : 1;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const out = w.reserve(4 + lead + 3 * s.length);
+    if (lead) out[w.at + 4] = version;
+    const length = lead + (out as Utf8Writable).utf8Write(s, w.at + 4 + lead);
+    int32(out, w.at, length);
+    this.previous[c] = s;
+    this.previousAt[c] = w.at;
+    this.previousSize[c] = 4 + length;
+    w.at += 4 + length;
+  }
+
+  text(value: unknown, c: number): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    this.string(typeof value === 'string' ? value : String(value), c, -1);
+  }
+
+  json(value: unknown, c: number): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    this.string(JSON.stringify(value), c, -1);
+  }
+
+  /** jsonb's binary form: a version byte (1), then the text. */
+  jsonb(value: unknown, c: number): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    this.string(JSON.stringify(value), c, 1);
+  }
+
+  bool(value: unknown): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    const out = this.w.reserve(5);
+    int32(out, this.w.at, 1);
+    out[this.w.at + 4] = value ? 1 : 0;
+    this.w.at += 5;
+  }
+
+  int4(value: unknown): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    const out = this.w.reserve(8);
+    int32(out, this.w.at, 4);
+    int4(out, this.w.at + 4, Number(value));
+    this.w.at += 8;
+  }
+
+  int8(value: unknown): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    const out = this.w.reserve(12);
+    int32(out, this.w.at, 8);
+    int64(out, this.w.at + 4, Number(value));
+    this.w.at += 12;
+  }
+
+  /** timestamptz from milliseconds since 1970: microseconds since 2000. */
+  epochMs(value: unknown): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    const out = this.w.reserve(12);
+    int32(out, this.w.at, 8);
+    int64(out, this.w.at + 4, (Number(value) - PG_EPOCH_MS) * 1000);
+    this.w.at += 12;
+  }
+
+  /** numeric from a plain decimal string (`1350.25`, as validation and the database give it). */
+  numeric(value: unknown): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    const digits = numericDigits(String(value));
+    const out = this.w.reserve(12 + 2 * digits.groups.length);
+    int32(out, this.w.at, 8 + 2 * digits.groups.length);
+    let at = this.w.at + 4;
+    for (const half of [
+      digits.groups.length,
+      digits.weight,
+      digits.negative ? 0x4000 : 0,
+      digits.scale,
+      ...digits.groups,
+    ]) {
+      out[at] = half >>> 8;
+      out[at + 1] = half;
+      at += 2;
+    }
+    this.w.at = at;
+  }
+
+  /** text[] from its array literal (`{a,b}`, as order rows carry their flags): plain codes only. */
+  textArray(value: unknown): void {
+    if (value === null || value === undefined) {
+      this.null();
+      return;
+    }
+    const literal = String(value);
+    if (!/^\{[a-z0-9_,]*\}$/.test(literal)) throw new Error(`not an array of plain codes: ${literal}`);
+    const items = literal === '{}' ? [] : literal.slice(1, -1).split(',');
+    const size = 20 + items.reduce((n, item) => n + 4 + item.length, 0);
+    const out = this.w.reserve(4 + size);
+    int32(out, this.w.at, items.length === 0 ? 12 : size);
+    let at = this.w.at + 4;
+    // One dimension (none when empty), no nulls, text elements, the length, lower bound 1.
+    for (const word of items.length === 0 ? [0, 0, 25] : [1, 0, 25, items.length, 1]) {
+      int32(out, at, word);
+      at += 4;
+    }
+    for (const item of items) {
+      int32(out, at, item.length);
+      out.write(item, at + 4, 'latin1');
+      at += 4 + item.length;
+    }
+    this.w.at = at;
+  }
+}
+
+/** A decimal string as numeric's base-10000 digits: weight of the first, scale, sign. */
+export function numericDigits(decimal: string) {
+  const match = /^(-?)(\d+)(?:\.(\d+))?$/.exec(decimal);
+  if (!match) throw new Error(`not a plain decimal: ${decimal}`);
+  const [, sign, whole = '', fraction = ''] = match;
+  // Whole digits padded on the left and the fraction on the right to groups of four.
+  const left = whole.padStart(Math.ceil(whole.length / 4) * 4, '0');
+  const right = fraction.padEnd(Math.ceil(fraction.length / 4) * 4, '0');
+  const groups: number[] = [];
+  for (let i = 0; i < left.length; i += 4) groups.push(Number(left.slice(i, i + 4)));
+  for (let i = 0; i < right.length; i += 4) groups.push(Number(right.slice(i, i + 4)));
+  let weight = left.length / 4 - 1;
+  while (groups.length > 0 && groups[0] === 0) {
+    groups.shift();
+    weight--;
+  }
+  while (groups.length > 0 && groups.at(-1) === 0) groups.pop();
+  // Zero: no digits, weight 0, never negative.
+  if (groups.length === 0) return { groups, weight: 0, negative: false, scale: fraction.length };
+  return { groups, weight: weight & 0xffff, negative: sign === '-', scale: fraction.length };
+}
+
+const writer = new FieldWriter(new ArrayWriter());
+
+/**
+ * `COPY table (columns) FROM STDIN (FORMAT binary)` for rows carrying `columns` by name; types as
+ * `columnRecordset`'s (varchar(n) is text: PostgreSQL's receive function checks the length).
+ */
+export function copyRows(table: string, columns: Record<string, string>): CopyRows {
+  const names = Object.keys(columns);
+  const fields = names.map((name) => {
+    if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a column name: ${name}`);
+    const field = fieldOf[columns[name]!.replace(/^varchar\(\d+\)$/, 'text')];
+    if (!field) throw new Error(`no binary COPY form for ${name} ${columns[name]}`);
+    return field;
+  });
+  // Each column read by its own name and written by its own method: call sites V8 keeps monomorphic.
+  const tuples = new Function(
+    'w',
+    'rows',
+    `for (let i = 0; i < rows.length; i++) { const v = rows[i]; w.row(${names.length}); ${names
+      .map((name, i) => `w.${fields[i]}(v.${name}, ${i});`)
+      .join(' ')} }`,
+  ) as (w: FieldWriter, rows: readonly object[]) => void;
+  return {
+    text: `copy ${table} (${names.join(', ')}) from stdin (format binary)`,
+    encode(rows) {
+      const w = writer.w;
+      const out = w.reserve(SIGNATURE.length + 8);
+      SIGNATURE.copy(out, w.at);
+      // Flags and header extension length: none.
+      int32(out, w.at + SIGNATURE.length, 0);
+      int32(out, w.at + SIGNATURE.length + 4, 0);
+      w.at += SIGNATURE.length + 8;
+      writer.start(names.length);
+      tuples(writer, rows);
+      // The trailer: a field count of -1.
+      writer.row(0xffff);
+      return w.take();
+    },
+  };
+}

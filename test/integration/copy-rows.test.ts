@@ -1,0 +1,154 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OutOfRange } from '../../src/db/binary-array.js';
+import { copyRows, numericDigits } from '../../src/db/copy-rows.js';
+import { inTransactionOn, positional } from '../../src/db/sql.js';
+import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
+import { createTestDatabase } from '../setup/test-app.js';
+
+/** A big group's new rows as COPY … FROM STDIN (FORMAT binary) (db/copy-rows.ts), read by the real server. */
+let pool: pg.Pool;
+const columns = {
+  id: 'text',
+  code: 'varchar(3)',
+  amount: 'bigint',
+  paid: 'boolean',
+  cycle: 'int',
+  rate: 'numeric(18,8)',
+  flags: 'text[]',
+  data: 'json',
+  items: 'jsonb',
+  at: EPOCH_MS,
+};
+const copy = copyRows('copied_rows', columns);
+const inserted = columnRecordset(columns);
+const names = Object.keys(columns).join(', ');
+// Every column as text, so the two tables compare value by value.
+const readBack = (table: string) =>
+  pool
+    .query(
+      `select id, code, amount::text, paid, cycle, rate::text, flags, data::text, items::text,
+              to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+         from ${table} order by id`,
+    )
+    .then((r) => r.rows);
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
+  for (const table of ['copied_rows', 'inserted_rows'])
+    await pool.query(`create table ${table} (id text primary key, code varchar(3), amount bigint, paid boolean,
+      cycle int, rate numeric(18,8), flags text[], data json, items jsonb, at timestamptz)`);
+});
+afterAll(() => pool.end());
+
+async function copyIn(rows: object[]) {
+  await inTransactionOn(pool, async (sql) => {
+    await sql.copyIn!(copy.text, copy.encode(rows));
+  });
+}
+
+const at = Date.parse('2026-11-26T21:09:03.456Z');
+const rates = [
+  '0',
+  '1350.25',
+  '0.00000001',
+  '12345678.12345678',
+  '10000',
+  '0.0001',
+  '9999.9999',
+  '1.5',
+  '-2.75',
+  '100000000',
+];
+
+/** Rows of every type, nulls, repeats (with nulls and other values between) and text beyond ASCII. */
+function sampleRows(prefix: string) {
+  const rows: Record<string, unknown>[] = [];
+  for (let i = 0; i < 40; i++)
+    rows.push({
+      id: `${prefix}-${String(i).padStart(2, '0')}`,
+      code: i % 7 === 3 ? null : i % 5 === 0 ? 'é' : 'KRW',
+      amount: i === 1 ? 2 ** 53 - 1 : i === 2 ? -(2 ** 40) : 12_900,
+      paid: i % 9 === 4 ? null : i % 2 === 0,
+      cycle: i === 1 ? 2 ** 31 - 1 : i === 2 ? -(2 ** 31) : i % 6 === 5 ? null : 1,
+      rate: i < rates.length ? rates[i] : i % 4 === 0 ? null : '1350.25',
+      flags: i % 3 === 0 ? null : i % 3 === 1 ? '{self_purchase,sticky}' : '{}',
+      data: i % 8 === 7 ? null : { note: i % 2 ? 'é "quoted" \\ back\n😀' : 'same', amount: 12_900 },
+      items: i % 4 === 1 ? null : [{ sku: 'A', quantity: 2 }],
+      at: i % 10 === 9 ? null : at + (i > 20 ? i : 0),
+    });
+  return rows;
+}
+
+describe('rows copied in binary', () => {
+  it('arrive as the same rows inserted column by column do, each type, null and repeat in its place', async () => {
+    const rows = sampleRows('r');
+    await copyIn(rows);
+    await pool.query(
+      `insert into inserted_rows (${names}) select ${names} from ${positional(inserted.sql)}`,
+      [...inserted.columns(rows.map((r) => ({ ...r })))],
+    );
+    const copied = await readBack('copied_rows');
+    expect(copied).toHaveLength(rows.length);
+    expect(copied).toEqual(await readBack('inserted_rows'));
+    // And as written, not merely alike: a few fields spelt out.
+    expect(copied[1]).toMatchObject({
+      amount: String(2 ** 53 - 1),
+      cycle: 2 ** 31 - 1,
+      rate: '1350.25000000',
+    });
+    expect(copied[2]).toMatchObject({ amount: String(-(2 ** 40)), cycle: -(2 ** 31), rate: '0.00000001' });
+    expect(copied[3]).toMatchObject({ code: null, flags: null, rate: '12345678.12345678' });
+    expect(copied[4]).toMatchObject({ flags: ['self_purchase', 'sticky'], paid: null });
+    expect(copied[7]).toMatchObject({ data: null, at: '2026-11-26T21:09:03.456Z' });
+    expect(JSON.parse(copied[5].data)).toEqual({ note: 'é "quoted" \\ back\n😀', amount: 12_900 });
+    expect(copied[8]).toMatchObject({ rate: '-2.75000000' });
+    expect(copied[9]).toMatchObject({ at: null, rate: '100000000.00000000' });
+  });
+
+  it('numeric digits as PostgreSQL reads the decimal', async () => {
+    for (const rate of rates) {
+      const { rows } = await pool.query(`select $1::numeric(18,8)::text as rate`, [rate]);
+      const digits = numericDigits(rate);
+      const [copied] = (
+        await pool.query(`select rate::text from copied_rows where rate = $1::numeric`, [rate])
+      ).rows;
+      expect(copied?.rate, `${rate} → ${JSON.stringify(digits)}`).toBe(rows[0].rate);
+    }
+    expect(numericDigits('0.0001')).toEqual({ groups: [1], weight: 0xffff, negative: false, scale: 4 });
+    expect(numericDigits('100000000')).toEqual({ groups: [1], weight: 2, negative: false, scale: 0 });
+  });
+
+  it("refuses a value too long for its column with PostgreSQL's error, and writes nothing of the transaction", async () => {
+    const rows = sampleRows('long');
+    rows[30]!.code = 'KRWX';
+    const failed = inTransactionOn(pool, async (sql) => {
+      await sql.query(`insert into inserted_rows (id) values ('long-marker')`);
+      await sql.copyIn!(copy.text, copy.encode(rows));
+    });
+    await expect(failed).rejects.toMatchObject({ code: '22001' });
+    const { rows: left } = await pool.query(
+      `select count(*)::int as n from (select id from copied_rows union all select id from inserted_rows) x where id like 'long-%'`,
+    );
+    expect(left[0].n).toBe(0);
+  });
+
+  it('leaves the connection clean when the COPY fails before it reads the data sent behind it', async () => {
+    const missing = copyRows('no_such_table', columns);
+    const failed = inTransactionOn(pool, (sql) => sql.copyIn!(missing.text, missing.encode(sampleRows('x'))));
+    await expect(failed).rejects.toMatchObject({ code: '42P01' });
+    // The same connection (the pool holds one): the server dropped the data as outside a COPY.
+    const { rows } = await pool.query(`select 'still in step' as answer`);
+    expect(rows).toEqual([{ answer: 'still in step' }]);
+    await copyIn(sampleRows('after'));
+    expect(
+      (await pool.query(`select count(*)::int as n from copied_rows where id like 'after-%'`)).rows[0].n,
+    ).toBe(40);
+  });
+
+  it("refuses a number out of its type's range before anything is sent", () => {
+    expect(() => copy.encode([{ id: 'big', cycle: 2 ** 31 }])).toThrow(OutOfRange);
+    expect(() => copy.encode([{ id: 'big', amount: 2 ** 53 }])).toThrow(OutOfRange);
+    expect(() => copy.encode([{ id: 'odd', flags: '{"quoted"}' }])).toThrow(/plain codes/);
+  });
+});
