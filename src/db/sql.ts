@@ -21,6 +21,16 @@ export interface Sql {
    * data at once, as statements queue: the server takes the data it finds behind the command.
    */
   copyIn?(text: string, data: Buffer): Promise<void>;
+  /**
+   * The transaction's end in one round trip: each COPY with its data, then `last` with its
+   * values written in as literals (none may be binary), then COMMIT, as one simple-protocol
+   * query. Resolves only once the commit succeeded; nothing may run on `sql` afterwards.
+   */
+  copyInAndCommit?(
+    copies: readonly { text: string; data: Buffer }[],
+    last: StoredStatement,
+    values: readonly unknown[],
+  ): Promise<void>;
 }
 
 /**
@@ -183,18 +193,22 @@ function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
 }
 
 /**
- * A COPY FROM STDIN with its data sent right behind the command, not after the server's
- * CopyInResponse: one round trip instead of two. Should the command fail before it reads them,
- * the server drops CopyData and CopyDone outside a COPY (protocol, "COPY Operations"). Settled as
- * node-postgres settles its own queries: on the error, or on ReadyForQuery.
+ * A simple-protocol query holding COPY FROM STDIN commands, each COPY's data sent right behind
+ * the query, in order, not after the server's CopyInResponse: one round trip however many
+ * COPYs (the server reads each COPY's data from the socket as it reaches it; a query of several
+ * statements runs on after a COPY's CopyDone). Should a statement fail, the server skips the rest
+ * of the query and drops the CopyData and CopyDone behind it (protocol, "COPY Operations"), so
+ * the connection stays in step. Settled as node-postgres settles its own queries: on the error,
+ * or on ReadyForQuery; `lastCommand` is the tag of the last statement that completed.
  */
 class CopyIn {
   readonly done: Promise<void>;
+  lastCommand = '';
   private settle!: (err?: Error) => void;
 
   constructor(
     private readonly text: string,
-    private readonly data: Buffer,
+    private readonly data: readonly Buffer[],
   ) {
     this.done = new Promise((resolve, reject) => {
       this.settle = (err) => (err ? reject(err) : resolve());
@@ -203,11 +217,15 @@ class CopyIn {
 
   submit(connection: CopyConnection): void {
     connection.query(this.text);
-    connection.sendCopyFromChunk(this.data);
-    connection.endCopyFrom();
+    for (const chunk of this.data) {
+      connection.sendCopyFromChunk(chunk);
+      connection.endCopyFrom();
+    }
   }
   handleCopyInResponse(): void {}
-  handleCommandComplete(): void {}
+  handleCommandComplete(message: { text: string }): void {
+    this.lastCommand = message.text.split(' ')[0]!;
+  }
   handleRowDescription(): void {}
   handleDataRow(): void {}
   handleEmptyQuery(): void {}
@@ -262,9 +280,28 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
       begin = undefined;
       const beginning = opening ? client.query(opening) : undefined;
       beginning?.catch(() => {});
-      const copy = new CopyIn(text, data);
+      const copy = new CopyIn(text, [data]);
       client.query(copy as unknown as pg.Submittable);
       return Promise.all([beginning, copy.done]).then(() => undefined);
+    },
+    async copyInAndCommit(copies, last, values) {
+      const opening = begin;
+      begin = undefined;
+      const statements = [
+        ...(opening ? [opening] : []),
+        ...copies.map((c) => c.text),
+        inlineCall(last, values),
+        'commit',
+      ];
+      const run = new CopyIn(
+        statements.join('; '),
+        copies.map((c) => c.data),
+      );
+      client.query(run as unknown as pg.Submittable);
+      await run.done;
+      if (run.lastCommand !== 'COMMIT')
+        throw new Error(`the transaction ended with ${run.lastCommand}, not COMMIT`);
+      committed = true;
     },
     async queryAndCommit<R>(text: string | StoredStatement, values: readonly unknown[] = []) {
       const last = send<R>(text, values);

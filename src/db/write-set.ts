@@ -101,12 +101,32 @@ export async function executeWrites(
   // transaction, and the statements behind it fail for that: the copy's error is the group's.
   if (copies.some((p) => !p.copy) || (copies.length > 0 && !sql.copyIn))
     throw new Error('a part to copy needs its COPY, and a transaction that sends one');
+  // Copies, a statement whose values all have short literals, and COMMIT: one message, one
+  // round trip. A long literal (a batch's stored answer) costs PostgreSQL's lexer more than the
+  // round trips it saves (db/sql.ts), and binary values have none: those go as before.
+  if (
+    copies.length > 0 &&
+    options.commit &&
+    options.stored &&
+    sql.copyInAndCommit &&
+    values.every(
+      (v) =>
+        !(v instanceof BinaryArray) &&
+        (typeof v !== 'string' && !Buffer.isBuffer(v) ? true : v.length <= MAX_LITERAL),
+    )
+  ) {
+    const data = copies.map((p) => ({ text: p.copy!.text, data: p.copy!.encode(p.rows) }));
+    return sql.copyInAndCommit(data, options.stored, values);
+  }
   const copied = copies.map((p) => sql.copyIn!(p.copy!.text, p.copy!.encode(p.rows)));
   const written = options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values);
   for (const pending of [...copied, written]) pending.catch(() => {});
   await Promise.all(copied);
   await written;
 }
+
+/** The longest value a big group's last statement writes in as a literal (`executeWrites`). */
+const MAX_LITERAL = 16 * 1024;
 
 /** Per part text: whether it takes its rows (its last `?`) as `json`. */
 const takesJson = new Map<string, boolean>();

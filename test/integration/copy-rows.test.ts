@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutOfRange } from '../../src/db/binary-array.js';
 import { copyRows, numericDigits } from '../../src/db/copy-rows.js';
-import { inTransactionOn, positional } from '../../src/db/sql.js';
+import { inTransactionOn, installStoredStatements, positional, storedStatement } from '../../src/db/sql.js';
 import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
 import { createTestDatabase } from '../setup/test-app.js';
 
@@ -144,6 +144,64 @@ describe('rows copied in binary', () => {
     expect(
       (await pool.query(`select count(*)::int as n from copied_rows where id like 'after-%'`)).rows[0].n,
     ).toBe(40);
+  });
+
+  describe('with the last statement and COMMIT in the same message (copyInAndCommit)', () => {
+    const marker = storedStatement(
+      `with w as (insert into inserted_rows (id) select unnest(?::text[]) returning id) select count(*)::int from w`,
+      'ok int',
+    );
+    const count = async (like: string) =>
+      (
+        await pool.query(
+          `select (select count(*)::int from copied_rows where id like $1) as copied,
+                  (select count(*)::int from inserted_rows where id like $1) as inserted`,
+          [like],
+        )
+      ).rows[0];
+    const copies = (prefix: string, failAt?: number) => {
+      const first = sampleRows(`${prefix}-a`);
+      const second = sampleRows(`${prefix}-b`);
+      if (failAt !== undefined) second[failAt]!.code = 'KRWX';
+      return [first, second].map((rows) => ({ text: copy.text, data: copy.encode(rows) }));
+    };
+
+    beforeAll(() => installStoredStatements(pool, [marker]));
+
+    it('writes every COPY and the statement, and commits', async () => {
+      await inTransactionOn(pool, async (sql) => {
+        await sql.query('select 1');
+        await sql.copyInAndCommit!(copies('one'), marker, ['{one-marker}']);
+      });
+      expect(await count('one-%')).toEqual({ copied: 80, inserted: 1 });
+    });
+
+    it('on a failing COPY, skips the rest and writes nothing, and the connection stays in step', async () => {
+      const failed = inTransactionOn(pool, async (sql) => {
+        await sql.query('select 1');
+        await sql.copyInAndCommit!(copies('two', 12), marker, ['{two-marker}']);
+      });
+      await expect(failed).rejects.toMatchObject({ code: '22001' });
+      expect(await count('two-%')).toEqual({ copied: 0, inserted: 0 });
+      expect((await pool.query(`select 'in step' as answer`)).rows).toEqual([{ answer: 'in step' }]);
+    });
+
+    it('on a failing COMMIT, rejects with its error and writes nothing', async () => {
+      await pool.query(`create or replace function refuse_at_commit() returns trigger language plpgsql as $$
+        begin if new.id like 'three-%' then raise exception 'refused at commit'; end if; return null; end $$`);
+      await pool.query(`create constraint trigger inserted_rows_refuse after insert on inserted_rows
+        deferrable initially deferred for each row execute function refuse_at_commit()`);
+      try {
+        const failed = inTransactionOn(pool, async (sql) => {
+          await sql.query('select 1');
+          await sql.copyInAndCommit!(copies('three'), marker, ['{three-marker}']);
+        });
+        await expect(failed).rejects.toThrow('refused at commit');
+        expect(await count('three-%')).toEqual({ copied: 0, inserted: 0 });
+      } finally {
+        await pool.query('drop trigger inserted_rows_refuse on inserted_rows');
+      }
+    });
   });
 
   it("refuses a number out of its type's range before anything is sent", () => {
