@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutOfRange } from '../../src/db/binary-array.js';
 import { copyRows, numericDigits } from '../../src/db/copy-rows.js';
-import { inTransactionOn, installStoredStatements, positional, storedStatement } from '../../src/db/sql.js';
+import { installStoredStatements, inTransactionOn, positional, storedStatement } from '../../src/db/sql.js';
 import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
 import { createTestDatabase } from '../setup/test-app.js';
 
