@@ -61,8 +61,11 @@ export async function batchPipeline(batches: number, size: number): Promise<Pipe
           value instanceof BinaryArray ? value.bytes.length : Buffer.byteLength(value as string | Buffer);
       return [] as R[];
     },
-    copyIn: async (_text: string, data: Buffer) => {
-      run.writeBytes += data.length;
+    copyAndCommit: async (copies, _last, values) => {
+      for (const { data } of copies) run.writeBytes += data.length;
+      for (const value of values)
+        run.writeBytes +=
+          value instanceof BinaryArray ? value.bytes.length : Buffer.byteLength(value as string | Buffer);
     },
   };
   let sequence = 0;

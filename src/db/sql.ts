@@ -17,16 +17,11 @@ export interface Sql {
     values?: readonly unknown[],
   ): Promise<R[]>;
   /**
-   * `COPY … FROM STDIN` (`text`) with `data` as its whole input (db/copy-rows.ts). Sent with its
-   * data at once, as statements queue: the server takes the data it finds behind the command.
+   * The transaction's end for a big group: each COPY … FROM STDIN with its data (db/copy-rows.ts),
+   * then `last`, then COMMIT. Resolves only once the commit succeeded; nothing may run on `sql`
+   * afterwards. A failing COPY's error is the transaction's.
    */
-  copyIn?(text: string, data: Buffer): Promise<void>;
-  /**
-   * The transaction's end in one round trip: each COPY with its data, then `last` with its
-   * values written in as literals (none may be binary), then COMMIT, as one simple-protocol
-   * query. Resolves only once the commit succeeded; nothing may run on `sql` afterwards.
-   */
-  copyInAndCommit?(
+  copyAndCommit?(
     copies: readonly { text: string; data: Buffer }[],
     last: StoredStatement,
     values: readonly unknown[],
@@ -187,6 +182,18 @@ function inlineCall(stored: StoredStatement, values: readonly unknown[]): string
   });
 }
 
+/**
+ * The longest value written in as a literal after a big group's COPYs. A longer one (a batch's
+ * stored answer) costs PostgreSQL's lexer more than the round trip it saves; binary values have no
+ * literal at all.
+ */
+const MAX_LITERAL = 16 * 1024;
+
+function hasShortLiteral(value: unknown): boolean {
+  if (value instanceof BinaryArray) return false;
+  return typeof value === 'string' || Buffer.isBuffer(value) ? value.length <= MAX_LITERAL : true;
+}
+
 /** The last statement's result of a simple-protocol query (one result per statement it held). */
 function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
   return Array.isArray(result) ? result.at(-1)! : result;
@@ -275,29 +282,30 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   };
   const sql: Sql = {
     query: (text, values = []) => send(text, values),
-    copyIn(text, data) {
+    async copyAndCommit(copies, last, values) {
       const opening = begin;
       begin = undefined;
-      const beginning = opening ? client.query(opening) : undefined;
-      beginning?.catch(() => {});
-      const copy = new CopyIn(text, [data]);
-      client.query(copy as unknown as pg.Submittable);
-      return Promise.all([beginning, copy.done]).then(() => undefined);
-    },
-    async copyInAndCommit(copies, last, values) {
-      const opening = begin;
-      begin = undefined;
+      // The COPYs go as one query with their data behind it; `last` and COMMIT join it when
+      // every value has a short literal, else follow by the extended protocol.
+      const inline = values.every(hasShortLiteral);
       const statements = [
         ...(opening ? [opening] : []),
         ...copies.map((c) => c.text),
-        inlineCall(last, values),
-        'commit',
+        ...(inline ? [inlineCall(last, values), 'commit'] : []),
       ];
       const run = new CopyIn(
         statements.join('; '),
         copies.map((c) => c.data),
       );
       client.query(run as unknown as pg.Submittable);
+      if (!inline) {
+        const rest = sql.queryAndCommit(last, values);
+        // A failed COPY aborts the transaction and the statement fails for that: the COPY's error is the one.
+        rest.catch(() => {});
+        await run.done;
+        await rest;
+        return;
+      }
       await run.done;
       if (run.lastCommand !== 'COMMIT')
         throw new Error(`the transaction ended with ${run.lastCommand}, not COMMIT`);

@@ -82,7 +82,8 @@ export function columnRecordset(columns: Record<string, string>) {
  * however many rows and tables. Empty parts stay in (they insert nothing), so a caller's
  * statement text never varies and is prepared and planned once per connection. The parts see
  * one snapshot, so none may read another's rows; foreign keys between them hold because they
- * are checked at statement end.
+ * are checked at statement end. `copies` (a big group's new rows) go in by COPY just before it,
+ * in the same transaction, which the statement then commits (`Sql.copyAndCommit`).
  */
 export async function executeWrites(
   sql: Sql,
@@ -97,36 +98,20 @@ export async function executeWrites(
     ...(p.params ?? []),
     ...(p.columns ? p.columns(p.rows) : [rowsParameter(p)]),
   ]);
-  // Queued ahead of the statement, so its COMMIT takes them in. A failed copy aborts the
-  // transaction, and the statements behind it fail for that: the copy's error is the group's.
-  if (copies.some((p) => !p.copy) || (copies.length > 0 && !sql.copyIn))
-    throw new Error('a part to copy needs its COPY, and a transaction that sends one');
-  // Copies, a statement whose values all have short literals, and COMMIT: one message, one
-  // round trip. A long literal (a batch's stored answer) costs PostgreSQL's lexer more than the
-  // round trips it saves (db/sql.ts), and binary values have none: those go as before.
-  if (
-    copies.length > 0 &&
-    options.commit &&
-    options.stored &&
-    sql.copyInAndCommit &&
-    values.every(
-      (v) =>
-        !(v instanceof BinaryArray) &&
-        (typeof v !== 'string' && !Buffer.isBuffer(v) ? true : v.length <= MAX_LITERAL),
-    )
-  ) {
-    const data = copies.map((p) => ({ text: p.copy!.text, data: p.copy!.encode(p.rows) }));
-    return sql.copyInAndCommit(data, options.stored, values);
+  if (copies.length === 0) {
+    await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
+    return;
   }
-  const copied = copies.map((p) => sql.copyIn!(p.copy!.text, p.copy!.encode(p.rows)));
-  const written = options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values);
-  for (const pending of [...copied, written]) pending.catch(() => {});
-  await Promise.all(copied);
-  await written;
+  if (copies.some((p) => !p.copy) || !options.commit || !options.stored || !sql.copyAndCommit)
+    throw new Error(
+      'parts to copy need their COPY, a stored statement to commit with, and a transaction that copies',
+    );
+  await sql.copyAndCommit(
+    copies.map((p) => ({ text: p.copy!.text, data: p.copy!.encode(p.rows) })),
+    options.stored,
+    values,
+  );
 }
-
-/** The longest value a big group's last statement writes in as a literal (`executeWrites`). */
-const MAX_LITERAL = 16 * 1024;
 
 /** Per part text: whether it takes its rows (its last `?`) as `json`. */
 const takesJson = new Map<string, boolean>();

@@ -38,13 +38,17 @@ beforeAll(async () => {
   for (const table of ['copied_rows', 'inserted_rows'])
     await pool.query(`create table ${table} (id text primary key, code varchar(3), amount bigint, paid boolean,
       cycle int, rate numeric(18,8), flags text[], data json, items jsonb, at timestamptz)`);
+  await installStoredStatements(pool, [nothing]);
 });
 afterAll(() => pool.end());
 
+/** A statement that writes nothing, to end a transaction of COPYs alone. */
+const nothing = storedStatement('select ?::int', 'ok int');
+
 async function copyIn(rows: object[]) {
-  await inTransactionOn(pool, async (sql) => {
-    await sql.copyIn!(copy.text, copy.encode(rows));
-  });
+  await inTransactionOn(pool, (sql) =>
+    sql.copyAndCommit!([{ text: copy.text, data: copy.encode(rows) }], nothing, [1]),
+  );
 }
 
 const at = Date.parse('2026-11-26T21:09:03.456Z');
@@ -124,7 +128,7 @@ describe('rows copied in binary', () => {
     rows[30]!.code = 'KRWX';
     const failed = inTransactionOn(pool, async (sql) => {
       await sql.query(`insert into inserted_rows (id) values ('long-marker')`);
-      await sql.copyIn!(copy.text, copy.encode(rows));
+      await sql.copyAndCommit!([{ text: copy.text, data: copy.encode(rows) }], nothing, [1]);
     });
     await expect(failed).rejects.toMatchObject({ code: '22001' });
     const { rows: left } = await pool.query(
@@ -135,7 +139,9 @@ describe('rows copied in binary', () => {
 
   it('leaves the connection clean when the COPY fails before it reads the data sent behind it', async () => {
     const missing = copyRows('no_such_table', columns);
-    const failed = inTransactionOn(pool, (sql) => sql.copyIn!(missing.text, missing.encode(sampleRows('x'))));
+    const failed = inTransactionOn(pool, (sql) =>
+      sql.copyAndCommit!([{ text: missing.text, data: missing.encode(sampleRows('x')) }], nothing, [1]),
+    );
     await expect(failed).rejects.toMatchObject({ code: '42P01' });
     // The same connection (the pool holds one): the server dropped the data as outside a COPY.
     const { rows } = await pool.query(`select 'still in step' as answer`);
@@ -146,7 +152,18 @@ describe('rows copied in binary', () => {
     ).toBe(40);
   });
 
-  describe('with the last statement and COMMIT in the same message (copyInAndCommit)', () => {
+  // The statement after the COPYs goes in their message when its values are short literals,
+  // else by the extended protocol behind it (a batch's stored answer): both end the same way.
+  describe.each([
+    ["in the COPYs' message", 'short', (marker: string) => [`{${marker}}`]],
+    [
+      'by the extended protocol behind them (a value over 16 KB)',
+      'long',
+      (marker: string) => [
+        `{${[marker, ...Array.from({ length: 1500 }, (_, i) => `pad-${marker}-${i}`)].join(',')}}`,
+      ],
+    ],
+  ])('with the statement after the COPYs sent %s', (_, mode, markerValues) => {
     const marker = storedStatement(
       `with w as (insert into inserted_rows (id) select unnest(?::text[]) returning id) select count(*)::int from w`,
       'ok int',
@@ -165,39 +182,33 @@ describe('rows copied in binary', () => {
       if (failAt !== undefined) second[failAt]!.code = 'KRWX';
       return [first, second].map((rows) => ({ text: copy.text, data: copy.encode(rows) }));
     };
+    const end = (prefix: string, failAt?: number) =>
+      inTransactionOn(pool, async (sql) => {
+        await sql.query('select 1');
+        await sql.copyAndCommit!(copies(prefix, failAt), marker, markerValues(`${prefix}-marker`));
+      });
 
     beforeAll(() => installStoredStatements(pool, [marker]));
 
     it('writes every COPY and the statement, and commits', async () => {
-      await inTransactionOn(pool, async (sql) => {
-        await sql.query('select 1');
-        await sql.copyInAndCommit!(copies('one'), marker, ['{one-marker}']);
-      });
-      expect(await count('one-%')).toEqual({ copied: 80, inserted: 1 });
+      await end(`${mode}1`);
+      expect(await count(`${mode}1-%`)).toEqual({ copied: 80, inserted: 1 });
     });
 
-    it('on a failing COPY, skips the rest and writes nothing, and the connection stays in step', async () => {
-      const failed = inTransactionOn(pool, async (sql) => {
-        await sql.query('select 1');
-        await sql.copyInAndCommit!(copies('two', 12), marker, ['{two-marker}']);
-      });
-      await expect(failed).rejects.toMatchObject({ code: '22001' });
-      expect(await count('two-%')).toEqual({ copied: 0, inserted: 0 });
+    it('on a failing COPY, answers its error, writes nothing, and the connection stays in step', async () => {
+      await expect(end(`${mode}2`, 12)).rejects.toMatchObject({ code: '22001' });
+      expect(await count(`${mode}2-%`)).toEqual({ copied: 0, inserted: 0 });
       expect((await pool.query(`select 'in step' as answer`)).rows).toEqual([{ answer: 'in step' }]);
     });
 
     it('on a failing COMMIT, rejects with its error and writes nothing', async () => {
       await pool.query(`create or replace function refuse_at_commit() returns trigger language plpgsql as $$
-        begin if new.id like 'three-%' then raise exception 'refused at commit'; end if; return null; end $$`);
+        begin if new.id like '%3-%' then raise exception 'refused at commit'; end if; return null; end $$`);
       await pool.query(`create constraint trigger inserted_rows_refuse after insert on inserted_rows
         deferrable initially deferred for each row execute function refuse_at_commit()`);
       try {
-        const failed = inTransactionOn(pool, async (sql) => {
-          await sql.query('select 1');
-          await sql.copyInAndCommit!(copies('three'), marker, ['{three-marker}']);
-        });
-        await expect(failed).rejects.toThrow('refused at commit');
-        expect(await count('three-%')).toEqual({ copied: 0, inserted: 0 });
+        await expect(end(`${mode}3`)).rejects.toThrow('refused at commit');
+        expect(await count(`${mode}3-%`)).toEqual({ copied: 0, inserted: 0 });
       } finally {
         await pool.query('drop trigger inserted_rows_refuse on inserted_rows');
       }
