@@ -219,7 +219,9 @@ describe('409 idempotency_key_reused on a retry', () => {
           ? envelope(409, 'idempotency_key_reused', { retryable: false })
           : forward,
     );
-    const { lf, retries } = client(keys.sk_test, { timeoutMs: 300 });
+    // The timeout also bounds attempt 3, which the real service answers: 300 ms was once too short
+    // for it on a loaded CI machine (a fourth attempt, then the replay).
+    const { lf, retries } = client(keys.sk_test, { timeoutMs: 1_500 });
     const id = orderId();
     const event = await lf.events.send({ type: 'order.paid', data: { order_id: id, amount: 900 } });
     expect(event.type).toBe('order.paid');
