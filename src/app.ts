@@ -3,8 +3,10 @@ import { sessionUrl } from './db/connections.js';
 import { LagTolerantReads } from './db/lag-tolerant-reads.js';
 import { useNamedStatements } from './db/sql.js';
 import type { AppDeps } from './deps.js';
+import { addressLimitsFor } from './http/address-limits.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
+import { clientAddressOf } from './http/client-address.js';
 import { serveDirect } from './http/direct-routes.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
 import { fixedHeaders } from './http/fixed-headers.js';
@@ -70,7 +72,8 @@ export function buildApp(appDeps: AppDeps): express.Express {
   useNamedStatements(config.DATABASE_PREPARED_STATEMENTS);
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', true);
+  // The same hop count as the per-address limits' client address (http/client-address.ts).
+  app.set('trust proxy', config.TRUST_PROXY_HOPS);
   // API answers are live data, never revalidated: no hash of every body for an ETag. The script
   // and the API document, which are cached, set their own (http/precompressed.ts).
   app.set('etag', false);
@@ -124,13 +127,20 @@ export function buildApp(appDeps: AppDeps): express.Express {
   const openRoutes = clickRedirectRoutes(deps);
   const documented = [...publicRoutes, ...issuanceRoutes, ...adminApiRoutes, ...openRoutes];
 
+  // What a /v1 route runs before its own handler, in both lanes: express's router here and the
+  // event routes' direct lane below (test/integration/direct-routes.test.ts checks they match).
+  const eventBatchBody = jsonBody(10 * MiB);
+  const body = jsonBody(MiB);
+  const apiKey = authenticateApiKey(
+    keyCache,
+    addressLimitsFor(deps),
+    clientAddressOf(config.TRUST_PROXY_HOPS),
+  );
+  const beforeV1Route = (def: AnyRoute) => [def.path === '/v1/events/batch' ? eventBatchBody : body, apiKey];
+  const preflight = answerPreflight(keyCache);
   const v1 = Router();
-  const bodyLimit = (path: string) => (path === '/v1/events/batch' ? 10 * MiB : MiB);
-  const apiKey = authenticateApiKey(keyCache);
-  v1.use('/v1', answerPreflight(orm));
-  v1.post('/v1/events/batch', jsonBody(bodyLimit('/v1/events/batch')));
-  v1.use('/v1', jsonBody(MiB));
-  mountRoutes(v1, publicRoutes, [apiKey]);
+  v1.use('/v1', preflight);
+  mountRoutes(v1, publicRoutes, beforeV1Route);
   app.use(v1);
 
   const admin = Router();
@@ -148,27 +158,28 @@ export function buildApp(appDeps: AppDeps): express.Express {
   const answerError = errorHandler(config.PUBLIC_BASE_URL, logger);
   app.use(answerError);
 
-  // The event routes skip express's router: the handlers it runs for them, in its order (a
-  // POST passes the health routes and answerPreflight untouched), see http/direct-routes.ts.
+  // The event routes skip express's router: the handlers it runs for them, in its order (a POST
+  // matches no health route), see http/direct-routes.ts; test/integration/direct-routes.test.ts
+  // walks express's stack and fails when the two lists differ.
   const eventIntake = publicRoutes.filter(
     (r) => r.method === 'post' && (r.path === '/v1/events' || r.path === '/v1/events/batch'),
   );
-  serveDirect(
-    app,
-    eventIntake.map((def) => ({
-      path: def.path,
-      handlers: [
-        securityHeaders,
-        crossOriginReadable,
-        ...everyRequest,
-        apiHost,
-        jsonBody(bodyLimit(def.path)),
-        apiKey,
-        routeHandler(def),
-      ],
-    })),
-    answerError,
-    { skip: (req) => authHosts.has(hostName(req.headers.host)), logger },
-  );
+  const directRoutes = eventIntake.map((def) => ({
+    path: def.path,
+    handlers: [
+      securityHeaders,
+      crossOriginReadable,
+      ...everyRequest,
+      apiHost,
+      preflight,
+      ...beforeV1Route(def),
+      routeHandler(def),
+    ],
+  }));
+  app.locals.directRoutes = directRoutes;
+  serveDirect(app, directRoutes, answerError, {
+    skip: (req) => authHosts.has(hostName(req.headers.host)),
+    logger,
+  });
   return app;
 }

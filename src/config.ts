@@ -34,6 +34,12 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
+   * How many proxies in front of the web process append to X-Forwarded-For (Heroku's router: 1;
+   * none: 0). The client address of per-address limits is the entry that many hops back; more
+   * would believe addresses a client wrote itself. Default 1 in production, 0 elsewhere.
+   */
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).optional(),
+  /**
    * The session connection: LISTEN/NOTIFY, migrations, session locks. Heroku gives it beside a
    * pooled DATABASE_URL; unset, DATABASE_URL is used for these too (right when it is direct).
    */
@@ -118,9 +124,10 @@ const schema = z.object({
 
 export type Config = Omit<
   z.infer<typeof schema>,
-  'WEBHOOK_ALLOW_PRIVATE_URLS' | 'DATABASE_CONNECTION_POOL_URL'
+  'WEBHOOK_ALLOW_PRIVATE_URLS' | 'DATABASE_CONNECTION_POOL_URL' | 'TRUST_PROXY_HOPS'
 > & {
   PUBLIC_BASE_URL: string;
+  TRUST_PROXY_HOPS: number;
   WEBHOOK_ALLOW_PRIVATE_URLS: boolean;
 };
 
@@ -190,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? { DATABASE_URL: herokuPool, DATABASE_DIRECT_URL: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL }
       : {}),
     ...publicHosts(config, present),
+    TRUST_PROXY_HOPS: config.TRUST_PROXY_HOPS ?? (config.NODE_ENV === 'production' ? 1 : 0),
     WEBHOOK_ALLOW_PRIVATE_URLS: config.WEBHOOK_ALLOW_PRIVATE_URLS ?? config.NODE_ENV !== 'production',
   };
 }

@@ -1,9 +1,10 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { IncomingMessage } from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import vary from 'vary';
 import type { KeyCache } from '../modules/keys/key-cache.js';
 import { authenticateKey } from '../modules/keys/keys.service.js';
 import { AppError } from '../shared/errors.js';
+import { type AddressLimits, tooManyInvalidKeys } from './address-limits.js';
 
 export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key';
 export const CORS_EXPOSED_HEADERS =
@@ -31,11 +32,36 @@ function originNotAllowed(origin: string | undefined, registeredBy: string): App
  * they are honoured only from the brand's registered origins (a missing Origin header
  * counts as unregistered); secret keys never get CORS headers, so browsers cannot use them.
  * Keys are read through the process's KeyCache (invalidated at commit by NOTIFY).
+ *
+ * Requests without a valid key are limited per client address (`limits`, kind `invalid_key`):
+ * past its limit an address is refused with 429 before a key the cache does not know is looked
+ * up; a cached valid key from it still passes (a brand's server may share an address).
  */
-export function authenticateApiKey(keys: KeyCache): RequestHandler {
+export function authenticateApiKey(
+  keys: KeyCache,
+  limits: AddressLimits,
+  clientAddress: (req: IncomingMessage) => string,
+): RequestHandler {
   const lookup = (secretHash: string) => keys.lookup(secretHash);
+  /** A key the cache does not know costs a query: not for an address refused lately. */
+  const guardedLookup = (req: IncomingMessage) => (secretHash: string) => {
+    if (keys.cached(secretHash) === undefined) {
+      const wait = limits.refusedFor('invalid_key', clientAddress(req));
+      if (wait > 0) throw tooManyInvalidKeys(wait);
+    }
+    return keys.lookup(secretHash);
+  };
   return async (req, res, next) => {
-    const key = await authenticateKey(lookup, req.headers.authorization);
+    let key: Awaited<ReturnType<typeof authenticateKey>>;
+    try {
+      key = await authenticateKey(limits.anyRefused ? guardedLookup(req) : lookup, req.headers.authorization);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'invalid_api_key') {
+        const decision = await limits.count('invalid_key', clientAddress(req));
+        if (!decision.allowed) throw tooManyInvalidKeys(decision.retryAfterSeconds ?? 1);
+      }
+      throw err;
+    }
     vary(res, 'Origin');
     if (key.kind === 'publishable') {
       const origin = req.headers.origin;
@@ -65,22 +91,14 @@ export function authenticateApiKey(keys: KeyCache): RequestHandler {
 
 /**
  * CORS preflights carry no key, so the origin is checked against every active brand's
- * registered origins; the real request is then checked against its own brand's.
+ * registered origins (cached by the KeyCache); the real request is then checked against its own brand's.
  */
-export function answerPreflight(orm: MikroORM): RequestHandler {
+export function answerPreflight(keys: KeyCache): RequestHandler {
   return async (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();
     const origin = req.headers.origin;
     vary(res, 'Origin');
-    const registered =
-      origin &&
-      (
-        await orm.em
-          .fork()
-          .execute(`select 1 from brands where status = 'active' and ? = any(allowed_origins) limit 1`, [
-            origin,
-          ])
-      ).length > 0;
+    const registered = origin !== undefined && (await keys.originRegistered(origin));
     if (!registered) {
       throw originNotAllowed(origin, 'any brand');
     }

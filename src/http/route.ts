@@ -81,8 +81,22 @@ function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
-/** A route's own handler: its key-kind refusal, its input validated, then `handle`. */
+const handlers = new WeakMap<AnyRoute, RequestHandler>();
+
+/**
+ * A route's own handler: its key-kind refusal, its input validated, then `handle`. One function
+ * per route, so a route served two ways (http/direct-routes.ts) runs the same one.
+ */
 export function routeHandler(def: AnyRoute): RequestHandler {
+  let handler = handlers.get(def);
+  if (!handler) {
+    handler = ownHandler(def);
+    handlers.set(def, handler);
+  }
+  return handler;
+}
+
+function ownHandler(def: AnyRoute): RequestHandler {
   return async (req, res) => {
     if (def.refusePublishableKey && req.caller?.kind === 'publishable') throw def.refusePublishableKey();
     const input = {
@@ -94,11 +108,19 @@ export function routeHandler(def: AnyRoute): RequestHandler {
   };
 }
 
-/** Mounts routes; a known path called with another method answers 405 with `Allow`. */
-export function mountRoutes(router: Router, routes: AnyRoute[], middleware: RequestHandler[] = []): void {
+/**
+ * Mounts routes, each after `middleware` (the same for all, or per route); a known path called
+ * with another method answers 405 with `Allow`.
+ */
+export function mountRoutes(
+  router: Router,
+  routes: AnyRoute[],
+  middleware: RequestHandler[] | ((def: AnyRoute) => RequestHandler[]) = [],
+): void {
   const methodsByPath = new Map<string, string[]>();
   for (const def of routes) {
-    router[def.method](expressPath(def.path), ...middleware, routeHandler(def));
+    const before = typeof middleware === 'function' ? middleware(def) : middleware;
+    router[def.method](expressPath(def.path), ...before, routeHandler(def));
     methodsByPath.set(def.path, [...(methodsByPath.get(def.path) ?? []), def.method.toUpperCase()]);
   }
   for (const [path, methods] of methodsByPath) {

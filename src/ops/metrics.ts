@@ -48,6 +48,12 @@ export function createMetrics(queues: Queues, orm?: MikroORM) {
     labelNames: ['type', 'result'] as const,
     registers: [registry],
   });
+  const addressLimited = new Counter({
+    name: 'lf_address_limited_total',
+    help: 'Requests refused by a per-address limit, by kind: invalid_key (no valid API key; answered 429) and click (a tracking-link hit past the limit; redirected without a click recorded).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
   const rateLimiterFailOpen = { count: () => 0 };
   new Gauge({
     name: 'lf_rate_limiter_fail_open_total',
@@ -150,6 +156,7 @@ export function createMetrics(queues: Queues, orm?: MikroORM) {
     registry,
     observeHttp,
     eventsIngested,
+    addressLimited,
     /** The rate limiter lives with the event routes; it reports its fail-open count here. */
     trackRateLimiter(limiter: { failOpenCount: number }) {
       rateLimiterFailOpen.count = () => limiter.failOpenCount;

@@ -236,3 +236,64 @@ describe('the event routes without express’s router', () => {
     }
   });
 });
+
+/** The parts of express's router (the `router` package) a walk of its stack needs. */
+interface Layer {
+  handle: ((...args: unknown[]) => unknown) & { stack?: Layer[] };
+  route?: { _handlesMethod(method: string): boolean; stack: { method?: string; handle: Layer['handle'] }[] };
+  match(path: string): false | { path: string };
+}
+
+/**
+ * What express's router runs for `method path`, read off its stack: every middleware whose path
+ * matches (descending into routers), up to the first route that handles the method, its own
+ * handlers included. Error handlers (four arguments) only run after an error.
+ */
+function routerHandlers(
+  stack: Layer[],
+  method: string,
+  path: string,
+): { handlers: unknown[]; answered: boolean } {
+  const handlers: unknown[] = [];
+  for (const layer of stack) {
+    const matched = layer.match(path);
+    if (!matched) continue;
+    if (layer.route) {
+      if (!layer.route._handlesMethod(method)) continue;
+      handlers.push(
+        ...layer.route.stack.filter((l) => !l.method || l.method === method).map((l) => l.handle),
+      );
+      return { handlers, answered: true };
+    }
+    if (layer.handle.length === 4) continue;
+    if (layer.handle.stack) {
+      const inner = routerHandlers(layer.handle.stack, method, path.slice(matched.path.length) || '/');
+      handlers.push(...inner.handlers);
+      if (inner.answered) return { handlers, answered: true };
+    } else handlers.push(layer.handle);
+  }
+  return { handlers, answered: false };
+}
+
+describe('the direct lane’s handlers', () => {
+  it('are exactly the handlers express’s router runs for each event route, in its order', async () => {
+    // Without AUTH_HOSTS: the auth host's router leaves other hosts with next('router'), which a
+    // walk of the stack cannot tell; the direct lane skips those hosts altogether.
+    const plain = await createTestApp();
+    try {
+      const direct = plain.app.locals.directRoutes as { path: string; handlers: unknown[] }[];
+      expect(direct.map((r) => r.path).sort()).toEqual(['/v1/events', '/v1/events/batch']);
+      const stack = (plain.app.router as unknown as { stack: Layer[] }).stack;
+      for (const { path, handlers } of direct) {
+        const routed = routerHandlers(stack, 'post', path);
+        expect(routed.answered).toBe(true);
+        expect(handlers.length).toBe(routed.handlers.length);
+        for (const [i, handler] of handlers.entries()) {
+          expect(handler, `${path}: handler ${i}`).toBe(routed.handlers[i]);
+        }
+      }
+    } finally {
+      await plain.close();
+    }
+  });
+});

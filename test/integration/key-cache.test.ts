@@ -153,23 +153,54 @@ describe('key cache', () => {
     await Promise.all([early, late]);
     expect(cache.reads - before).toBe(3);
 
-    // Unknown keys are shared while in flight too, and still not cached.
+    // Unknown keys are shared while in flight too, then remembered for a few seconds.
     const unknown = hashKey(`sk_live_${randomToken(32)}`);
     const missing = await Promise.all([cache.lookup(unknown), cache.lookup(unknown)]);
     expect(missing).toEqual([undefined, undefined]);
     expect(cache.reads - before).toBe(4);
     await cache.lookup(unknown);
+    expect(cache.reads - before).toBe(4);
+    cache.clear();
+    await cache.lookup(unknown);
     expect(cache.reads - before).toBe(5);
   });
 
-  it('never caches an unknown key', async () => {
+  it('remembers an unknown key briefly, so repeating it costs no query, and forgets it at any change', async () => {
     const unknown = `sk_live_${randomToken(32)}`;
-    for (let i = 0; i < 2; i++) {
+    const refused = async () => {
       const before = b.cache.reads;
       const error = expectEnvelope(await ping(b, unknown), 401, 'invalid_api_key');
       expect(error.message).toMatch(/not recognised/);
-      expect(b.cache.reads - before).toBe(1);
-    }
+      return b.cache.reads - before;
+    };
+    expect(await refused()).toBe(1);
+    expect(await refused()).toBe(0);
+    expect(await refused()).toBe(0);
+    // Any key or brand change (here a new brand's keys) empties the cache, unknown keys included.
+    await brandWithKeys();
+    expect(await refused()).toBe(1);
+  });
+
+  it('answers CORS preflights from the cached set of registered origins, renewed at a change', async () => {
+    const { brand } = await brandWithKeys();
+    const preflight = async (origin: string) => {
+      const before = b.cache.reads;
+      const res = await request(b.app)
+        .options('/v1/events')
+        .set('Origin', origin)
+        .set('Access-Control-Request-Method', 'POST');
+      return { status: res.status, reads: b.cache.reads - before };
+    };
+    expect(await preflight(SHOP_ORIGIN)).toEqual({ status: 204, reads: 1 });
+    expect(await preflight(SHOP_ORIGIN)).toEqual({ status: 204, reads: 0 });
+    expect(await preflight('https://elsewhere.example')).toEqual({ status: 403, reads: 0 });
+    // Registering the origin through process A reaches B's set by notification.
+    await notifying(1, () =>
+      admin(ctx).patch(`/admin/api/brands/${brand.id}`, {
+        allowed_origins: [SHOP_ORIGIN, 'https://elsewhere.example'],
+      }),
+    );
+    expect(await preflight('https://elsewhere.example')).toEqual({ status: 204, reads: 1 });
   });
 
   it('refuses a cached key on process B at once after a reissue through A', async () => {

@@ -3,8 +3,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../src/db/orm.js';
+import { orderColumns, orderFromRow, orderToRow } from '../../src/modules/ingestion/order-state.js';
 import { Order } from '../../src/modules/orders/order.entity.js';
-import { orderColumns, orderFromRow, orderToRow } from '../../src/modules/orders/order-state.js';
 import { isoTime } from '../../src/shared/iso-time.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 

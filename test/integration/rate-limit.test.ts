@@ -3,8 +3,8 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EventRateLimiter, rateLimitError } from '../../src/http/rate-limit.js';
 import { createLogger } from '../../src/logger.js';
-import { EventRateLimiter, rateLimitError } from '../../src/modules/events/rate-limit.js';
 import { startPrivateRedis } from '../setup/private-redis.js';
 
 let redis: Redis;
@@ -217,10 +217,10 @@ describe('EventRateLimiter', () => {
   it('refund gives tokens back, never above the burst, and leaves an expired bucket alone', async () => {
     const rl = limiter({ defaultPerSecond: 0.001, defaultBurst: 5 });
     expect((await rl.consume(caller(), 4)).remaining).toBe(1);
-    expect(await rl.refund(caller(), 3)).toBe(4);
-    expect(await rl.refund(caller(), 3)).toBe(5);
+    expect(await rl.refund(rl.brandBucket(caller()), 3)).toBe(4);
+    expect(await rl.refund(rl.brandBucket(caller()), 3)).toBe(5);
     expect((await rl.consume(caller(), 5)).allowed).toBe(true);
-    expect(await rl.refund(caller({ brandId: 'never_seen' }), 2)).toBeUndefined();
+    expect(await rl.refund(rl.brandBucket(caller({ brandId: 'never_seen' })), 2)).toBeUndefined();
     expect(await redis.exists(`${(rl as unknown as { keyPrefix: string }).keyPrefix}never_seen:live`)).toBe(
       0,
     );

@@ -66,6 +66,8 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const pooled = viaPooler();
   const config = loadConfig({
     NODE_ENV: 'test',
+    // A prefix per test file keeps parallel files from seeing each other's jobs and rate limits.
+    QUEUE_PREFIX: `lftest_${randomToken(8)}`,
     DATABASE_URL: pooled ? pooledUrl(directDatabaseUrl) : directDatabaseUrl,
     ...(pooled ? { DATABASE_DIRECT_URL: directDatabaseUrl } : {}),
     REDIS_URL: inject('redisUrl'),
@@ -78,8 +80,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const orm = await initOrm(config.DATABASE_URL, 10);
   const redis = createRedis(config.REDIS_URL);
   redis.on('error', () => {});
-  // A queue prefix per test file keeps parallel files from seeing each other's jobs.
-  const queues = createQueues(redis, `lftest_${randomToken(8)}`);
+  const queues = createQueues(redis, config.QUEUE_PREFIX);
   const app = buildApp({ config, orm, redis, queues, logger });
   return {
     app,

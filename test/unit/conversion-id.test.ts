@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { derivedConversionId, isDerivedConversionId } from '../../src/modules/orders/order-state.js';
+import { derivedConversionId, isDerivedConversionId } from '../../src/modules/orders/conversion-id.js';
 import { newId } from '../../src/shared/ids.js';
 
 describe("an order's derived conversion id", () => {

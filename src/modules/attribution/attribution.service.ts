@@ -142,13 +142,19 @@ export async function createClick(em: EntityManager, brandId: string, input: z.o
  * The tracking redirect: one statement records the click from the link and returns the
  * landing URL, so a burst of clicks costs one round trip each.
  */
-export async function recordLinkClick(
+/**
+ * Follows a tracking link: its landing URL, and the click recorded unless `record` is false (an
+ * address over its click limit is still sent on to the shop, but counts no click).
+ */
+export async function followLink(
   em: EntityManager,
   slug: string,
-): Promise<{ clickRef: string; landingUrl: string }> {
-  const clickRef = newId('clk');
+  { record }: { record: boolean },
+): Promise<{ clickRef: string | null; landingUrl: string }> {
+  const clickRef = record ? newId('clk') : null;
   const rows = await em.execute<{ landing_url: string }[]>(
-    `with link as (
+    record
+      ? `with link as (
        select l.id, l.brand_id, l.creator_id, l.offer_id, o.landing_url
          from tracking_links l join offers o on o.id = l.offer_id
         where l.slug = ?
@@ -156,8 +162,9 @@ export async function recordLinkClick(
        insert into clicks (id, brand_id, creator_id, offer_id, link_id, clicked_at)
        select ?, brand_id, creator_id, offer_id, id, now() from link
      )
-     select landing_url from link`,
-    [slug, clickRef],
+     select landing_url from link`
+      : `select o.landing_url from tracking_links l join offers o on o.id = l.offer_id where l.slug = ?`,
+    record ? [slug, clickRef] : [slug],
   );
   const row = rows[0];
   if (!row)

@@ -1,10 +1,15 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
+import { addressLimitsFor } from '../../http/address-limits.js';
+import { clientAddressOf } from '../../http/client-address.js';
 import { route } from '../../http/route.js';
 import { text } from '../../shared/text.js';
-import { recordLinkClick } from './attribution.service.js';
+import { followLink } from './attribution.service.js';
 
-export function clickRedirectRoutes({ orm }: AppDeps) {
+export function clickRedirectRoutes(deps: AppDeps) {
+  const { orm, config } = deps;
+  const limits = addressLimitsFor(deps);
+  const clientAddress = clientAddressOf(config.TRUST_PROXY_HOPS);
   return [
     route({
       method: 'get',
@@ -12,17 +17,20 @@ export function clickRedirectRoutes({ orm }: AppDeps) {
       operationId: 'followTrackingLink',
       summary: 'Tracking redirect',
       description:
-        'Records a click, then redirects to the offer’s landing URL with `lf_click=<click_ref>` added.',
+        'Records a click, then redirects to the offer’s landing URL with `lf_click=<click_ref>` added. An address past its click limit is still redirected, without a click recorded (no `lf_click`).',
       tag: 'Tracking',
       security: 'none',
       params: z.object({ slug: text().max(32) }),
       responses: { 302: { description: 'Redirect to the landing URL; `Location` carries `lf_click`.' } },
       responseHeaders: { 302: ['Location'] },
       errors: ['link_not_found', 'invalid_request_body'],
-      async handle(_req, res, { params }) {
-        const { clickRef, landingUrl } = await recordLinkClick(orm.em.fork(), params.slug);
+      async handle(req, res, { params }) {
+        // Each click is a row: past its address's limit the shopper still reaches the shop, but
+        // the hit counts no click (a human never clicks that fast; a bot inflating clicks does).
+        const { allowed } = await limits.count('click', clientAddress(req));
+        const { clickRef, landingUrl } = await followLink(orm.em.fork(), params.slug, { record: allowed });
         const target = new URL(landingUrl);
-        target.searchParams.set('lf_click', clickRef);
+        if (clickRef) target.searchParams.set('lf_click', clickRef);
         res.setHeader('Cache-Control', 'no-store');
         res.redirect(302, target.toString());
       },

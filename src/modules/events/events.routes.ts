@@ -1,7 +1,9 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
+import { clientAddressOf } from '../../http/client-address.js';
 import { callerOf } from '../../http/context.js';
+import { EventRateLimiter, rateLimitError, rateLimitHeaders } from '../../http/rate-limit.js';
 import { type ResponseHeaderName, route } from '../../http/route.js';
 import { sendJson } from '../../http/send-json.js';
 import { AppError } from '../../shared/errors.js';
@@ -11,15 +13,16 @@ import { resumeFrom } from '../ingestion/plan-request.js';
 import type { ValidEvent } from '../ingestion/valid-event.js';
 import { recordIngestionFailure } from '../integration/integration.service.js';
 import type { KeyKind } from '../keys/api-key.entity.js';
+import { type Charged, EventBudgets } from './event-budgets.js';
 import { EventBatchIn, EventIn, eventSchemas } from './event-in.schemas.js';
 import { validateBatchEnvelope, validateEvent } from './event-validation.js';
 import { EventOut, EventSendHeaders, EventSendQuery, eventTypes } from './events.schemas.js';
-import { EventRateLimiter, rateLimitError } from './rate-limit.js';
 
 interface Intake {
   deps: AppDeps;
   ingestion: Ingestion;
-  limiter: EventRateLimiter;
+  budgets: EventBudgets;
+  clientAddress: (req: Request) => string;
   /** Dry runs' own small budget, so trying events out never spends the real one. */
   dryRunLimiter: EventRateLimiter;
 }
@@ -33,7 +36,12 @@ function typeLabel(event: unknown): string {
   return typeof type === 'string' && (eventTypes as readonly string[]).includes(type) ? type : 'unknown';
 }
 
-/** A failed request is counted for the integration status (last_error_code, consecutive_failures). */
+/**
+ * A failed secret-key request is counted for the integration status (last_error_code,
+ * consecutive_failures): a row each, as the brand's own server sent it. Refusals by the rate
+ * limit and anything sent with the public publishable key are counted in metrics only: a flood
+ * must cost no database write, and a stranger's garbage must not read as the brand's failure.
+ */
 async function ingestCounted(
   intake: Intake,
   req: Request,
@@ -65,7 +73,7 @@ async function ingestCounted(
       type: batch ? 'batch' : typeLabel(req.body),
       result: err instanceof AppError ? err.code : 'temporary_service_error',
     });
-    if (err instanceof AppError && req.caller) {
+    if (err instanceof AppError && err.code !== 'rate_limit_exceeded' && req.caller?.kind === 'secret') {
       await recordIngestionFailure(intake.deps.orm.em.fork(), req.caller, err.code, req.requestId).catch(
         (recordError: Error) =>
           intake.deps.logger.warn({ err: recordError }, 'could not count a failed ingestion request'),
@@ -95,7 +103,7 @@ export function validated(rawEvents: unknown[], batch: boolean, options: { now: 
 }
 
 async function ingest(
-  { ingestion, limiter, dryRunLimiter }: Intake,
+  { ingestion, budgets, clientAddress, dryRunLimiter }: Intake,
   req: Request,
   res: Response,
   rawEvents: unknown[],
@@ -108,10 +116,14 @@ async function ingest(
   if (dryRun) res.setHeader('Dry-Run', 'true');
   // Counted per event before anything is applied: a refused batch applies nothing.
   const cost = Math.max(rawEvents.length, 1);
-  const decision = dryRun
-    ? await dryRunLimiter.consume({ ...caller, rateLimitPerS: null, rateLimitBurst: null }, cost)
-    : await limiter.consume(caller, cost);
-  for (const [name, value] of Object.entries(limiter.headers(decision))) res.setHeader(name, value);
+  const charged: Charged = dryRun
+    ? {
+        decision: await dryRunLimiter.consume({ ...caller, rateLimitPerS: null, rateLimitBurst: null }, cost),
+        taken: [],
+      }
+    : await budgets.charge(caller, cost, clientAddress(req));
+  const { decision } = charged;
+  for (const [name, value] of Object.entries(rateLimitHeaders(decision))) res.setHeader(name, value);
   if (!decision.allowed) throw rateLimitError(decision, rawEvents.length);
   const { events, invalid } = validated(rawEvents, batch, { now: new Date(), keyKind: caller.kind });
   const answer = await (dryRun ? ingestion.dryRun.bind(ingestion) : ingestion.submit.bind(ingestion))({
@@ -127,8 +139,8 @@ async function ingest(
   if (answer.replayed) {
     res.setHeader('Idempotent-Replayed', 'true');
     // A replay applied nothing: the events it was charged for go back to the bucket.
-    if (!dryRun && !decision.failedOpen) {
-      const left = await limiter.refund(caller, cost);
+    if (charged.taken.length > 0) {
+      const left = await budgets.refund(charged, cost);
       if (left !== undefined) res.setHeader('RateLimit-Remaining', String(left));
     }
   }
@@ -201,16 +213,19 @@ const batchExample = {
 };
 
 export function eventRoutes(deps: AppDeps) {
+  const prefix = deps.config.QUEUE_PREFIX;
+  const limiter = new EventRateLimiter(deps.redis, deps.logger, { keyPrefix: `${prefix}:ratelimit:events:` });
   const intake: Intake = {
     deps,
     ingestion: deps.ingestion ?? new Ingestion(deps),
-    limiter: new EventRateLimiter(deps.redis, deps.logger),
+    budgets: new EventBudgets(limiter),
+    clientAddress: clientAddressOf(deps.config.TRUST_PROXY_HOPS),
     dryRunLimiter: new EventRateLimiter(deps.redis, deps.logger, {
-      keyPrefix: 'lf:ratelimit:dry-run:',
+      keyPrefix: `${prefix}:ratelimit:dry-run:`,
       ...DRY_RUN_LIMITS,
     }),
   };
-  deps.metrics?.trackRateLimiter(intake.limiter);
+  deps.metrics?.trackRateLimiter(limiter);
   return [
     route({
       method: 'post',

@@ -6,8 +6,8 @@ import type { Candidate } from '../attribution/resolve.js';
 import type { Scope } from '../ingestion/order-book.js';
 import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { movementEventIdSql } from '../ledger/ledger-movement.entity.js';
+import { conversionIdOf } from '../orders/conversion-id.js';
 import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
-import { conversionIdOf } from '../orders/order-state.js';
 
 interface OrderRow {
   id: string;

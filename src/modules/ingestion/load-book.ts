@@ -4,10 +4,10 @@ import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import { Journal } from '../ledger/journal.js';
 import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
-import { orderColumns, orderFromRow } from '../orders/order-state.js';
 import { WebhookEmitter } from '../webhooks/emitter.js';
 import type { Subscriber } from '../webhooks/webhook-writes.js';
 import { type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
+import { orderColumns, orderFromRow } from './order-state.js';
 import type { ValidEvent } from './valid-event.js';
 
 /** One request's part of a group: its brand and mode, the brand's terms and its events. */

@@ -3,9 +3,9 @@ import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import type { Journal } from '../ledger/journal.js';
 import type { AttributionVia } from '../orders/order.entity.js';
-import type { OrderState } from '../orders/order-state.js';
 import type { RefundKind } from '../orders/refund.entity.js';
 import type { WebhookEmitter } from '../webhooks/emitter.js';
+import type { OrderState } from './order-state.js';
 
 /** A brand and a mode: every order, event and ledger line belongs to exactly one. */
 export interface Scope {

@@ -4,10 +4,11 @@ import { commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.
 import type { AttributionDecision } from '../attribution/decision.js';
 import { type Attribution, isSelfPurchase, traceAttribution } from '../attribution/resolve.js';
 import { type Cause, movementsBetween } from '../ledger/journal.js';
+import { derivedConversionId } from '../orders/conversion-id.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import { transition } from '../orders/order-lifecycle.js';
-import { derivedConversionId, type OrderState } from '../orders/order-state.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
+import type { OrderState } from './order-state.js';
 import type { ValidEvent } from './valid-event.js';
 
 type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;

@@ -3,8 +3,8 @@ import { newId } from '../../shared/ids.js';
 import { refundKrw, reversedCommissionFor } from '../../shared/money.js';
 import type { Cause } from '../ledger/journal.js';
 import { isClosedStatus, type LifecycleTrigger, transition } from '../orders/order-lifecycle.js';
-import type { OrderState } from '../orders/order-state.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
+import type { OrderState } from './order-state.js';
 import type { ValidEvent } from './valid-event.js';
 
 type RefundEvent = Extract<ValidEvent, { type: 'refund.created' | 'order.cancelled' }>;

@@ -4,12 +4,12 @@ import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
 import { integrationTallies } from '../integration/integration-tallies.js';
 import { Journal, movementWrite } from '../ledger/journal.js';
-import { orderColumns, orderToRow } from '../orders/order-state.js';
 import { browserSignalTallies } from '../reports/browser-signal-tallies.js';
 import { conversionFacts, sumFacts } from '../reports/conversion-facts.js';
 import { conversionTallies, type ScopedFact } from '../reports/conversion-tallies.js';
 import { deliveryHandOver, webhookWrites } from '../webhooks/webhook-writes.js';
 import type { OrderBook } from './order-book.js';
+import { orderColumns, orderToRow } from './order-state.js';
 
 const written = Object.keys(orderColumns);
 // commission_balance carries the journal's delta for the order: its settlement line moves by it.

@@ -12,6 +12,13 @@ const PROBE_PREFIX = 'probe:';
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 5_000;
 const DEAF_RETRY_MS = 60_000;
+/** Unknown keys are remembered briefly (a key issued meanwhile clears them at once, by NOTIFY)... */
+const UNKNOWN_TTL_MS = 5_000;
+/** ...and boundedly: random keys cannot fill memory, only push out older unknown ones. */
+const UNKNOWN_MAX = 10_000;
+
+/** Every active brand's registered origins: what a CORS preflight, which carries no key, is checked against. */
+const allowedOriginsSql = `select distinct o.origin from brands b cross join lateral unnest(b.allowed_origins) o(origin) where b.status = 'active'`;
 
 export interface KeyCacheOptions {
   /**
@@ -37,8 +44,10 @@ export interface KeyCacheOptions {
  * must still take effect at once, so the cache is trusted only while its LISTEN connection is
  * up: every notification clears it, and while the listener is down every lookup reads the
  * database (a notification could have been missed). Rows are cached whatever they say (revoked
- * keys and inactive brands stay refused cheaply); "no such key" is not, so random keys cannot
- * fill memory. The map is bounded by the keys in the database and emptied by every change.
+ * keys and inactive brands stay refused cheaply); "no such key" for a few seconds, in a map of
+ * bounded size, so a client repeating a wrong key costs no query and random keys cannot fill
+ * memory. The set of every active brand's origins, which CORS preflights are checked against,
+ * is cached the same way. Every change empties all of it.
  *
  * Connected is not enough to be trusted: LISTEN through a transaction pooler "succeeds" on a
  * borrowed server connection and then hears nothing. So the cache is trusted only once a probe
@@ -55,6 +64,9 @@ export class KeyCache {
   /** Notifications of changes received so far (probes not counted). */
   notifications = 0;
   private readonly entries = new Map<string, { row: KeyRow; expiresAt: number }>();
+  /** Key hashes no key has, by when that stops being trusted (insertion order: oldest first). */
+  private readonly unknown = new Map<string, number>();
+  private origins: { set: Promise<Set<string>>; expiresAt: number } | undefined;
   /** Reads in flight, by key hash: concurrent misses of one key share one. */
   private readonly reading = new Map<string, Promise<KeyRow | undefined>>();
   private readonly read: (secretHash: string) => Promise<KeyRow | undefined>;
@@ -92,12 +104,22 @@ export class KeyCache {
     return this.connected;
   }
 
-  /** The row of `keyLookupSql` for this key hash, or undefined when no key has it. */
-  async lookup(secretHash: string): Promise<KeyRow | undefined> {
-    if (!this.connected) return this.read(secretHash);
+  /** What the cache knows of a key hash without reading: its row, null (no such key), or undefined (not cached). */
+  cached(secretHash: string): KeyRow | null | undefined {
+    if (!this.connected) return undefined;
     const now = Date.now();
     const hit = this.entries.get(secretHash);
     if (hit && hit.expiresAt > now) return hit.row;
+    const unknownUntil = this.unknown.get(secretHash);
+    return unknownUntil !== undefined && unknownUntil > now ? null : undefined;
+  }
+
+  /** The row of `keyLookupSql` for this key hash, or undefined when no key has it. */
+  async lookup(secretHash: string): Promise<KeyRow | undefined> {
+    if (!this.connected) return this.read(secretHash);
+    const known = this.cached(secretHash);
+    if (known !== undefined) return known ?? undefined;
+    const now = Date.now();
     // When a busy key's entry expires, every request in flight misses at once. Each reading for
     // itself took a pool connection, and the pool started a server backend for each: 22 in a 10 s
     // stretch at 64 connections, when PostgreSQL's processes besides the ingestion backend took
@@ -107,8 +129,9 @@ export class KeyCache {
     const generation = this.generation;
     const reading = this.read(secretHash)
       .then((row) => {
-        if (row && this.connected && generation === this.generation) {
-          this.entries.set(secretHash, { row, expiresAt: now + this.ttlMs });
+        if (this.connected && generation === this.generation) {
+          if (row) this.entries.set(secretHash, { row, expiresAt: now + this.ttlMs });
+          else this.rememberUnknown(secretHash, now + UNKNOWN_TTL_MS);
         }
         return row;
       })
@@ -119,9 +142,42 @@ export class KeyCache {
     return reading;
   }
 
+  private rememberUnknown(secretHash: string, until: number): void {
+    this.unknown.delete(secretHash);
+    if (this.unknown.size >= UNKNOWN_MAX) this.unknown.delete(this.unknown.keys().next().value!);
+    this.unknown.set(secretHash, until);
+  }
+
+  /**
+   * Whether some active brand registered `origin`. One query for the whole set while the cache
+   * is trusted (concurrent preflights share it); while it is not, a query per call.
+   */
+  async originRegistered(origin: string): Promise<boolean> {
+    if (!this.connected) return (await this.readOrigins()).has(origin);
+    const now = Date.now();
+    if (!this.origins || this.origins.expiresAt <= now) {
+      // A change clears `origins` (clear()), so a read a change overtook is never kept.
+      const cached = { set: this.readOrigins(), expiresAt: now + this.ttlMs };
+      this.origins = cached;
+      // A failed read is not kept for the next preflight.
+      cached.set.catch(() => {
+        if (this.origins === cached) this.origins = undefined;
+      });
+    }
+    return (await this.origins.set).has(origin);
+  }
+
+  private async readOrigins(): Promise<Set<string>> {
+    this.reads++;
+    const rows = await queryOnce<{ origin: string }>(this.options.orm, allowedOriginsSql, []);
+    return new Set(rows.map((r) => r.origin));
+  }
+
   /** Forgets every row; a read already in flight is not shared with later lookups. */
   clear(): void {
     this.entries.clear();
+    this.unknown.clear();
+    this.origins = undefined;
     this.reading.clear();
     this.generation++;
   }

@@ -4,7 +4,7 @@ import { AppError } from '../../shared/errors.js';
 import { pageFrom } from '../../shared/paging.js';
 import { signedCursor } from '../../shared/signed-cursor.js';
 import type { ApiCaller } from '../keys/caller.js';
-import { conversionIdOf } from '../orders/order-state.js';
+import { conversionIdOf } from '../orders/conversion-id.js';
 import type { PayoutLineOutput, PayoutOutput } from './payouts.schemas.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;

@@ -1,6 +1,6 @@
+import { type OrderState, orderToRow } from '../ingestion/order-state.js';
 import type { OrderStatus } from '../orders/order.entity.js';
 import { type RawOrderRow, toOrderOut } from '../orders/order-out.js';
-import { type OrderState, orderToRow } from '../orders/order-state.js';
 import type { ConversionObject, WebhookEventType } from './event-types.js';
 import {
   type EventDraft,

@@ -1,8 +1,9 @@
 import { isoTime } from '../../shared/iso-time.js';
 import type { Currency } from '../../shared/money.js';
 import { type OrderIntake, orderIntake } from '../integration/integration-tallies.js';
+import { conversionIdOf, isDerivedConversionId } from '../orders/conversion-id.js';
+import type { AttributionVia, OrderStatus } from '../orders/order.entity.js';
 import { type ConversionFact, conversionFacts } from '../reports/conversion-facts.js';
-import type { AttributionVia, OrderStatus } from './order.entity.js';
 
 /**
  * An order as one ingestion holds it in memory: loaded (row locked) before the first event
@@ -52,27 +53,6 @@ export interface OrderState {
   /** What the order counted for in integration status when loaded (none when new). */
   countedAs: OrderIntake | null;
 }
-
-/**
- * The conversion id of an order attributed when it was created: its own id's ('conv_' and the
- * order id's body), stored as null (32 bytes less per order). An order attributed later, or
- * again after losing its attribution, gets a new id, stored: no conversion id is ever used twice.
- */
-export const derivedConversionId = (orderPk: string) => `conv_${orderPk.slice(4)}`;
-
-/** Whether `conversionId` is `derivedConversionId(orderPk)`, told without spelling that id again. */
-export const isDerivedConversionId = (conversionId: string | null, orderPk: string) =>
-  conversionId !== null &&
-  conversionId.length === orderPk.length + 1 &&
-  conversionId.startsWith('conv_') &&
-  conversionId.endsWith(orderPk.slice(4));
-
-/** An order row's conversion id: stored, or given by its id while it is attributed. */
-export const conversionIdOf = (row: {
-  id: string;
-  creator_id: string | null;
-  conversion_id: string | null;
-}) => row.conversion_id ?? (row.creator_id === null ? null : derivedConversionId(row.id));
 
 /** The order columns ingestion owns, with their SQL types (payout columns belong to the payout jobs). */
 export const orderColumns = {

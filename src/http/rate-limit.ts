@@ -1,10 +1,11 @@
 import type { Redis } from 'ioredis';
-import type { Logger } from '../../logger.js';
-import { AppError } from '../../shared/errors.js';
-import type { ApiCaller } from '../keys/caller.js';
+import type { Logger } from '../logger.js';
+import type { ApiCaller } from '../modules/keys/caller.js';
+import { AppError } from '../shared/errors.js';
 
 /**
- * Event rate limit: a token bucket per (brand, mode), counted per event.
+ * Token buckets in Redis: the event rate limits (event-budgets.ts says which buckets a request
+ * draws from) and the per-address limits of unauthenticated traffic (http/address-limits.ts).
  *
  * The bucket lives in one Redis hash (`tokens`, `ts` in ms) and is read, refilled and
  * charged by one Lua script, so concurrent requests on any number of web processes
@@ -54,6 +55,13 @@ interface BucketTurn {
 }
 
 type RateLimitedCaller = Pick<ApiCaller, 'brandId' | 'livemode' | 'rateLimitPerS' | 'rateLimitBurst'>;
+
+/** One token bucket: its key (after the limiter's prefix) and its refill rate and capacity. */
+export interface Bucket {
+  key: string;
+  perSecond: number;
+  burst: number;
+}
 
 const COMMAND = 'lfEventTokenBucket';
 const FAIL_OPEN_LOG_INTERVAL_MS = 10_000;
@@ -162,23 +170,18 @@ export class EventRateLimiter {
     redis.defineCommand(REFUND_COMMAND, { lua: REFUND_LUA, numberOfKeys: 1 });
   }
 
-  private bucketKey(caller: RateLimitedCaller): string {
-    return `${this.keyPrefix}${caller.brandId}:${caller.livemode ? 'live' : 'test'}`;
-  }
-
   /**
    * Gives back `events` tokens taken by a request that applied nothing (an Idempotency-Key
    * replay), never above the burst. Returns the whole tokens left, or undefined when the bucket
    * is gone or Redis failed: a refund is a courtesy, never worth an error.
    */
-  async refund(caller: RateLimitedCaller, events: number): Promise<number | undefined> {
-    const { burst } = this.settingsFor(caller);
+  async refund(bucket: Bucket, events: number): Promise<number | undefined> {
     try {
       const left = Number(
         await this.withTimeout(
           (this.redis as unknown as BucketCommand)[REFUND_COMMAND](
-            this.bucketKey(caller),
-            String(burst),
+            this.keyPrefix + bucket.key,
+            String(bucket.burst),
             String(events),
           ),
         ),
@@ -197,17 +200,28 @@ export class EventRateLimiter {
     };
   }
 
+  /** The caller's (brand, mode) bucket with the brand's own settings. */
+  brandBucket(caller: RateLimitedCaller): Bucket {
+    return { key: `${caller.brandId}:${caller.livemode ? 'live' : 'test'}`, ...this.settingsFor(caller) };
+  }
+
   /** Takes `events` tokens from the caller's (brand, mode) bucket, or none at all. */
   consume(caller: RateLimitedCaller, events: number): Promise<RateLimitDecision> {
+    return this.take(this.brandBucket(caller), events);
+  }
+
+  /** Takes `events` tokens from `bucket`, or none at all. */
+  take(bucket: Bucket, events: number): Promise<RateLimitDecision> {
     if (!Number.isInteger(events) || events < 1) {
       return Promise.reject(new RangeError(`events must be a positive integer, got ${events}`));
     }
-    const { perSecond, burst } = this.settingsFor(caller);
+    const { perSecond, burst } = bucket;
+    const key = this.keyPrefix + bucket.key;
     // Settings are part of the turn's key: a brand's new limits never share a call with its old ones.
-    const turnKey = `${this.bucketKey(caller)} ${perSecond} ${burst}`;
+    const turnKey = `${key} ${perSecond} ${burst}`;
     let turn = this.thisTurn.get(turnKey);
     if (!turn) {
-      turn = { key: this.bucketKey(caller), perSecond, burst, requests: [] };
+      turn = { key, perSecond, burst, requests: [] };
       this.thisTurn.set(turnKey, turn);
       if (this.thisTurn.size === 1) setImmediate(() => this.decideTurn());
     }
