@@ -220,4 +220,25 @@ describe('rows copied in binary', () => {
     expect(() => copy.encode([{ id: 'big', amount: 2 ** 53 }])).toThrow(OutOfRange);
     expect(() => copy.encode([{ id: 'odd', flags: '{"quoted"}' }])).toThrow(/plain codes/);
   });
+
+  it('encodes right after an encode that threw exactly as before it, and the server takes those rows', async () => {
+    const rows = sampleRows('clean');
+    const before = copy.encode(rows);
+    // Nothing leads the signature (PGCOPY\n\377\r\n\0): the process-wide writer started empty.
+    expect(before.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
+    // Each refused at row 20, after the rows before it were written.
+    for (const bad of [{ cycle: 2 ** 31 }, { amount: 2 ** 53 }, { flags: '{"quoted"}' }]) {
+      const failing = sampleRows('never');
+      Object.assign(failing[20]!, bad);
+      expect(() => copy.encode(failing)).toThrow();
+      const after = copy.encode(rows);
+      expect(after.length).toBe(before.length);
+      expect(after.equals(before)).toBe(true);
+    }
+    await copyIn(rows);
+    const { rows: copied } = await pool.query(
+      `select count(*)::int as n from copied_rows where id like 'clean-%'`,
+    );
+    expect(copied[0].n).toBe(40);
+  });
 });
