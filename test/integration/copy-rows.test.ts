@@ -152,6 +152,23 @@ describe('rows copied in binary', () => {
     ).toBe(40);
   });
 
+  it("writes the statement in the COPYs' message with its values as literals: quotes and backslashes as sent", async () => {
+    const insert = storedStatement(
+      `with w as (insert into inserted_rows (id) select ?::text returning id) select count(*)::int from w`,
+      'ok int',
+    );
+    await installStoredStatements(pool, [insert]);
+    // A backslash makes it an escape string (E'…'), which must still read as sent inside that message.
+    const id = `lit-'quoted' back\\slash E'\\x41' \\' $$ ?; --`;
+    await inTransactionOn(pool, (sql) =>
+      sql.copyAndCommit!([{ text: copy.text, data: copy.encode(sampleRows('lit')) }], insert, [id]),
+    );
+    expect((await pool.query(`select id from inserted_rows where id like 'lit-%'`)).rows).toEqual([{ id }]);
+    expect(
+      (await pool.query(`select count(*)::int as n from copied_rows where id like 'lit-%'`)).rows[0].n,
+    ).toBe(40);
+  });
+
   // The statement after the COPYs goes in their message when its values are short literals,
   // else by the extended protocol behind it (a batch's stored answer): both end the same way.
   describe.each([
