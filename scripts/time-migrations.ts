@@ -22,8 +22,8 @@ const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(
 
 const admin = new pg.Client({ connectionString: new URL('/postgres', base).toString() });
 await admin.connect();
-await admin.query(`drop database if exists ${dbName} with (force)`);
-await admin.query(`create database ${dbName}`);
+await admin.query(`drop database if exists ${pg.escapeIdentifier(dbName)} with (force)`);
+await admin.query(`create database ${pg.escapeIdentifier(dbName)}`);
 await admin.end();
 
 const orm = await initOrm(url.toString(), 2);

@@ -27,8 +27,8 @@ export async function recreateDatabase(databaseUrl: string): Promise<void> {
           `Run with BENCH_DB=${options.db}_2 (or wait).`,
       );
     }
-    await admin.query(`drop database if exists ${options.db} with (force)`);
-    await admin.query(`create database ${options.db}`);
+    await admin.query(`drop database if exists ${pg.escapeIdentifier(options.db)} with (force)`);
+    await admin.query(`create database ${pg.escapeIdentifier(options.db)}`);
   } finally {
     await admin.end();
   }

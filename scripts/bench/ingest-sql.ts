@@ -2,7 +2,13 @@
 // running the real ingestion code once against the bench database (then rolled back), with the
 // generated ids turned into pgbench variables so every pgbench transaction writes a new order.
 import pg from 'pg';
-import { BinaryArray, inTransactionOn, type Sql, type StoredStatement } from '../../src/db/sql.js';
+import {
+  BinaryArray,
+  inTransactionOn,
+  type Sql,
+  type StoredStatement,
+  sqlLiteral,
+} from '../../src/db/sql.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
 import { hashKey } from '../../src/modules/keys/keys.service.js';
@@ -32,8 +38,8 @@ function literal(value: unknown): string {
     .replace(GENERATED_ID, `$1_pgb${R}`)
     // pgbench reads `:name` as a variable even inside quotes: keep JSON's `"key":null` from looking like one.
     .replace(/":(?=[a-z])/g, '": ');
-  const quoted = `'${text.replaceAll("'", "''")}'`;
-  return text.includes(R) ? `replace(${quoted}, '${R}', :r::text)` : quoted;
+  const quoted = sqlLiteral(text);
+  return text.includes(R) ? `replace(${quoted}, ${sqlLiteral(R)}, :r::text)` : quoted;
 }
 
 function render({ sql, params }: Statement): string {

@@ -44,6 +44,15 @@ export class ArrayWriter {
     this.at = 0;
     return bytes;
   }
+
+  /**
+   * Empties the writer without copying out. A writer kept by the process is reset after every
+   * encode, whether or not it threw: bytes left behind would lead the next part, of any group and
+   * brand, which PostgreSQL would then refuse as malformed.
+   */
+  reset(): void {
+    this.at = 0;
+  }
 }
 
 /** 2000-01-01T00:00:00Z in ms since 1970: PostgreSQL's epoch for binary timestamps. */

@@ -267,17 +267,22 @@ export function copyRows(table: string, columns: Record<string, string>): CopyRo
     text: `copy ${table} (${names.join(', ')}) from stdin (format binary)`,
     encode(rows) {
       const w = writer.w;
-      const out = w.reserve(SIGNATURE.length + 8);
-      SIGNATURE.copy(out, w.at);
-      // Flags and header extension length: none.
-      int32(out, w.at + SIGNATURE.length, 0);
-      int32(out, w.at + SIGNATURE.length + 4, 0);
-      w.at += SIGNATURE.length + 8;
-      writer.start(names.length);
-      tuples(writer, rows);
-      // The trailer: a field count of -1.
-      writer.row(0xffff);
-      return w.take();
+      try {
+        const out = w.reserve(SIGNATURE.length + 8);
+        SIGNATURE.copy(out, w.at);
+        // Flags and header extension length: none.
+        int32(out, w.at + SIGNATURE.length, 0);
+        int32(out, w.at + SIGNATURE.length + 4, 0);
+        w.at += SIGNATURE.length + 8;
+        writer.start(names.length);
+        tuples(writer, rows);
+        // The trailer: a field count of -1.
+        writer.row(0xffff);
+        return w.take();
+      } finally {
+        // A value out of range or not a plain code throws after the rows before it were written.
+        w.reset();
+      }
     },
   };
 }

@@ -25,7 +25,7 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
   await client.connect();
   try {
     const found = await client.query('select 1 from pg_database where datname = $1', [name]);
-    if (found.rowCount === 0) await client.query(`create database "${name.replaceAll('"', '""')}"`);
+    if (found.rowCount === 0) await client.query(`create database ${pg.escapeIdentifier(name)}`);
   } catch (err) {
     // Another process created it between the check and the create.
     if ((err as { code?: string }).code !== '42P04') throw err;

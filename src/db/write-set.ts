@@ -65,14 +65,19 @@ export function columnRecordset(columns: Record<string, string>) {
     sql: `(select ${names.map(read).join(', ')}) as x`,
     /** The rows' values, one binary array per column, in the order of `sql`'s parameters. */
     columns(rows: readonly object[]): BinaryArray[] {
-      const ends = split(rows).map((values, i) => {
-        sent[i]!.encode(values, writer);
-        return writer.at;
-      });
-      const bytes = writer.take();
-      return ends.map(
-        (end, i) => new BinaryArray(bytes.subarray(i === 0 ? 0 : ends[i - 1], end), sent[i]!.param),
-      );
+      try {
+        const ends = split(rows).map((values, i) => {
+          sent[i]!.encode(values, writer);
+          return writer.at;
+        });
+        const bytes = writer.take();
+        return ends.map(
+          (end, i) => new BinaryArray(bytes.subarray(i === 0 ? 0 : ends[i - 1], end), sent[i]!.param),
+        );
+      } finally {
+        // A value out of range throws after the columns before it were written.
+        writer.reset();
+      }
     },
   };
 }

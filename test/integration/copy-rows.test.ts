@@ -152,6 +152,23 @@ describe('rows copied in binary', () => {
     ).toBe(40);
   });
 
+  it("writes the statement in the COPYs' message with its values as literals: quotes and backslashes as sent", async () => {
+    const insert = storedStatement(
+      `with w as (insert into inserted_rows (id) select ?::text returning id) select count(*)::int from w`,
+      'ok int',
+    );
+    await installStoredStatements(pool, [insert]);
+    // A backslash makes it an escape string (E'…'), which must still read as sent inside that message.
+    const id = `lit-'quoted' back\\slash E'\\x41' \\' $$ ?; --`;
+    await inTransactionOn(pool, (sql) =>
+      sql.copyAndCommit!([{ text: copy.text, data: copy.encode(sampleRows('lit')) }], insert, [id]),
+    );
+    expect((await pool.query(`select id from inserted_rows where id like 'lit-%'`)).rows).toEqual([{ id }]);
+    expect(
+      (await pool.query(`select count(*)::int as n from copied_rows where id like 'lit-%'`)).rows[0].n,
+    ).toBe(40);
+  });
+
   // The statement after the COPYs goes in their message when its values are short literals,
   // else by the extended protocol behind it (a batch's stored answer): both end the same way.
   describe.each([
@@ -219,5 +236,26 @@ describe('rows copied in binary', () => {
     expect(() => copy.encode([{ id: 'big', cycle: 2 ** 31 }])).toThrow(OutOfRange);
     expect(() => copy.encode([{ id: 'big', amount: 2 ** 53 }])).toThrow(OutOfRange);
     expect(() => copy.encode([{ id: 'odd', flags: '{"quoted"}' }])).toThrow(/plain codes/);
+  });
+
+  it('encodes right after an encode that threw exactly as before it, and the server takes those rows', async () => {
+    const rows = sampleRows('clean');
+    const before = copy.encode(rows);
+    // Nothing leads the signature (PGCOPY\n\377\r\n\0): the process-wide writer started empty.
+    expect(before.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
+    // Each refused at row 20, after the rows before it were written.
+    for (const bad of [{ cycle: 2 ** 31 }, { amount: 2 ** 53 }, { flags: '{"quoted"}' }]) {
+      const failing = sampleRows('never');
+      Object.assign(failing[20]!, bad);
+      expect(() => copy.encode(failing)).toThrow();
+      const after = copy.encode(rows);
+      expect(after.length).toBe(before.length);
+      expect(after.equals(before)).toBe(true);
+    }
+    await copyIn(rows);
+    const { rows: copied } = await pool.query(
+      `select count(*)::int as n from copied_rows where id like 'clean-%'`,
+    );
+    expect(copied[0].n).toBe(40);
   });
 });

@@ -503,6 +503,49 @@ describe('a value PostgreSQL refuses despite validation is a non-retryable 422 (
     }
   });
 
+  it("a value the binary write cannot hold fails its request alone: the next group, another brand's, is written", async () => {
+    const tag = newId('bin');
+    const parent = `${tag}-parent`;
+    expect(
+      (
+        await postEvent(shop.keys.sk_live, {
+          type: 'order.paid',
+          data: { order_id: parent, amount: 1000, coupon_code: 'MINA20' },
+        })
+      ).status,
+    ).toBe(200);
+    // A parent renewed 2^31 - 1 times (the most an int holds): its next renewal's cycle number
+    // has no int, so the encoder refuses it after the order's columns before it were written.
+    await db.query(
+      'update orders set last_renewal_cycle = 2147483647 where brand_id = $1 and order_id = $2',
+      [shop.brandId, parent],
+    );
+    const from = ctx.logLines.length;
+    const error = await refusedWithoutWrites(
+      () =>
+        postEvent(shop.keys.sk_live, {
+          type: 'order.paid',
+          data: { order_id: `${tag}-renewal`, amount: 1000, parent_order_id: parent },
+        }),
+      422,
+      'invalid_request_body',
+    );
+    expect(error.message).toContain('SQLSTATE 22003');
+    expect(logSince(from)).toContain('2147483648 is out of range for int');
+
+    const next = await makeBrandWithKeys(ctx.orm, { rate_limit_per_s: 100, rate_limit_burst: 100 });
+    const res = await postEvent(next.keys.sk_live, {
+      type: 'order.paid',
+      data: { order_id: `${tag}-next`, amount: 12_900 },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const { rows } = await db.query('select amount::int from orders where brand_id = $1 and order_id = $2', [
+      next.brand.id,
+      `${tag}-next`,
+    ]);
+    expect(rows).toEqual([{ amount: 12_900 }]);
+  });
+
   it('a unique violation the app does not expect is a 500, logged with its constraint and without the value', async () => {
     const name = `dup-${FRAGMENT}`;
     expect((await http().post('/admin/api/brands').set(adminAuth).send({ name })).status).toBe(201);

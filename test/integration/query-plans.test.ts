@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BinaryArray, positional, type Sql, type StoredStatement } from '../../src/db/sql.js';
+import { BinaryArray, positional, type Sql, type StoredStatement, sqlLiteral } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import {
@@ -135,7 +135,7 @@ const literal = (v: unknown) =>
     ? 'null'
     : typeof v === 'boolean' || typeof v === 'number'
       ? String(v)
-      : engine.escapeLiteral(String(v));
+      : sqlLiteral(String(v));
 
 /** The values as SQL literals; a binary array as its text, which the server itself writes. */
 async function literals(values: readonly unknown[]): Promise<string> {
@@ -146,7 +146,7 @@ async function literals(values: readonly unknown[]): Promise<string> {
       continue;
     }
     const { rows } = await engine.query<{ text: string }>(`select $1::${v.type}::text as text`, [v]);
-    out.push(`${engine.escapeLiteral(rows[0]!.text)}::${v.type}`);
+    out.push(`${sqlLiteral(rows[0]!.text)}::${v.type}`);
   }
   return out.join(', ');
 }

@@ -4,12 +4,12 @@ import { join, resolve } from 'node:path';
 /** The project's root directory. */
 export const root = resolve(import.meta.dirname, '../..');
 
-/** Every .ts file below `dir`, recursively (absolute paths). */
-export function sourceFiles(dir: string): string[] {
+/** Every file below `dir` ending in one of `extensions` (.ts by default), recursively (absolute paths). */
+export function sourceFiles(dir: string, extensions: readonly string[] = ['.ts']): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
+    if (entry.isDirectory()) return sourceFiles(path, extensions);
+    return extensions.some((ext) => entry.name.endsWith(ext)) ? [path] : [];
   });
 }
 

@@ -140,6 +140,21 @@ describe('columnRecordset', () => {
     );
   });
 
+  it('encodes right after an encode that threw exactly as before it: the process-wide writer keeps nothing of the failed one', () => {
+    const hex = (columns: { bytes: Buffer }[]) => columns.map((c) => c.bytes.toString('hex'));
+    const before = set.columns(rows);
+    // Each column is one whole array and nothing more (readArray checks every byte is read).
+    expect(before.map((c) => readArray(c.bytes).values.length)).toEqual(Array(8).fill(2));
+    // Out of range in `cycle` (int) and in `at` (epoch_ms), each after the columns before it were written.
+    for (const bad of [{ cycle: 2 ** 31 }, { at: 8.64e15 }]) {
+      expect(() => set.columns([rows[0]!, { ...rows[1]!, ...bad }])).toThrow(OutOfRange);
+      // Another recordset's columns: every recordset shares the one writer.
+      const [ids] = columnRecordset({ id: 'text' }).columns([{ id: 'x' }]);
+      expect(readArray(ids!.bytes).values.map(String)).toEqual(['x']);
+      expect(hex(set.columns(rows))).toEqual(hex(before));
+    }
+  });
+
   it('sends varchar(n) as text uncast, so the insert refuses a value too long instead of cutting it', () => {
     expect(columnRecordset({ code: 'varchar(40)' }).sql).toBe('(select unnest(?::text[]) as code) as x');
   });

@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { inTransaction, inTransactionOn, type Sql } from '../../db/sql.js';
+import { inTransaction, inTransactionOn, type Sql, sqlLiteral } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
 import { Journal, lineMoveWrite, movementWrite } from '../ledger/journal.js';
@@ -13,7 +13,7 @@ import { type PayoutRow, payoutColumns, toPayoutOut } from './payouts.read.js';
 const CHUNK = 1000;
 
 /** The lifecycle's job transitions as SQL literals (a fixed enum, so partial indexes still match). */
-const sqlStatuses = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join(', ');
+const sqlStatuses = (statuses: readonly string[]) => statuses.map(sqlLiteral).join(', ');
 const confirmation = jobTransition('confirmation_due');
 const paying = jobTransition('payout');
 
@@ -56,7 +56,7 @@ export async function confirmDueOrders(
   for (;;) {
     const rows = await inTransactionOn(pool, async (sql) => {
       const moved = await sql.query<OrderRow>(
-        `update orders o set status = '${confirmation.to}', confirmed_at = now(), updated_at = now()
+        `update orders o set status = ${sqlLiteral(confirmation.to)}, confirmed_at = now(), updated_at = now()
           where o.id in (select id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
                         order by confirm_at limit ${CHUNK} for update skip locked)
          returning ${orderOutColumns('o')}`,
@@ -162,7 +162,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   }
   await executeWrites(sql, [
     {
-      sql: `update orders o set status = '${paying.to}', payout_id = ?, updated_at = now(),
+      sql: `update orders o set status = ${sqlLiteral(paying.to)}, payout_id = ?, updated_at = now(),
                    commission_balance = o.commission_balance + x.delta
               from ${recordset({ id: 'text', delta: 'bigint' })} where o.id = x.id`,
       params: [payoutId],

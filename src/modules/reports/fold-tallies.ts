@@ -18,7 +18,7 @@ const foldBrowserSignals = `
  * year in Korea Standard Time (UTC+09:00, fixed). Orders count by `heads` where a row stands for
  * whole orders, by `orders` per SKU. New rows go in bucket order, so a period's rows lie together.
  */
-const kst = (field: string) =>
+const kst = (field: 'day' | 'month' | 'year') =>
   `date_trunc('${field}', m.bucket_start + interval '9 hours', 'UTC') - interval '9 hours'`;
 const fanConversions = `fanned as (
     select m.brand_id, m.livemode, g.dim, g.level,

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { sqlLiteral } from '../../db/sql.js';
 import { browserEventTypes } from '../events/events.schemas.js';
 
 const BATCH = 1000;
@@ -46,7 +47,7 @@ export const boundedTables = {
    */
   received_events: `delete from received_events where id in (
       select id from received_events where received_at < now() - interval '30 days'
-         and type in (${browserEventTypes.map((t) => `'${t}'`).join(', ')})
+         and type in (${browserEventTypes.map(sqlLiteral).join(', ')})
        limit ${BATCH} for update skip locked)`,
   /**
    * Clicks past 180 days: an order may be dated 90 days back and a click counts for at most 60
