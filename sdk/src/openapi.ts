@@ -491,7 +491,7 @@ export interface components {
        */
       amount: number;
       /**
-       * @description ISO 4217, case-insensitive. Default KRW. Supported: KRW, USD, JPY, EUR, GBP.
+       * @description ISO 4217, case-insensitive. Default KRW. Supported: KRW, USD, JPY, EUR, GBP. Fixed by the order's first order.paid: a resend of an open order in another currency (an omitted one is KRW) is refused with 422 order_currency_mismatch and changes nothing; an order re-issued in another currency needs a new order_id.
        * @example KRW
        */
       currency?: string | null;
@@ -951,6 +951,7 @@ export interface components {
       | 'refund_exceeds_remaining_amount'
       | 'refund_currency_mismatch'
       | 'amount_below_refunded'
+      | 'order_currency_mismatch'
       | 'missing_fx_rate'
       | 'unsupported_currency'
       | 'unknown_event_type'
@@ -2306,7 +2307,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
+      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2511,7 +2512,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
+      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];

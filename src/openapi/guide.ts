@@ -75,7 +75,7 @@ Secret keys (\`sk_\`) belong on your server: they send every event type and read
 
 3. Read it back as the service sees it: \`GET /v1/orders/A-1001\`. Refunds, cancellations and confirmations name the same \`order_id\`.
 
-Resending \`order.paid\` for the same \`order_id\` updates that order, never a second one: resend a whole day nightly to recover anything missed. Try a body without writing anything with \`?dry_run=true\`.
+Resending \`order.paid\` for the same \`order_id\` updates that order, never a second one: resend a whole day nightly to recover anything missed. Resend it in the currency it was first paid in (another is 422 \`order_currency_mismatch\`); an order re-issued in another currency takes a new \`order_id\`. Try a body without writing anything with \`?dry_run=true\`.
 
 # Event types
 

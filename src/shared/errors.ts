@@ -123,6 +123,11 @@ export const errorCodes = {
     explains:
       'An order.paid resend carried an amount below what was already refunded. `hint` gives the amount refunded so far.',
   },
+  order_currency_mismatch: {
+    status: 422,
+    explains:
+      "An order.paid resend named an existing order in another currency than its first order.paid (an omitted `currency` is KRW); nothing was changed. An order's currency is fixed: resend it in its original currency (`hint` names it), with its fx_rate, or give an order re-issued in another currency a new order_id.",
+  },
   missing_fx_rate: {
     status: 422,
     explains: 'Currency is not KRW, so `fx_rate` (KRW per 1 unit of the currency) is required.',

@@ -89,6 +89,18 @@ describe('every ingestion error code over HTTP', () => {
     expect(JSON.stringify(res.body)).not.toContain('kim@example.com');
   });
 
+  it('order_currency_mismatch (422) at data.currency: an order.paid resend in another currency', async () => {
+    const paid = {
+      type: 'order.paid',
+      data: { order_id: 'fx1', amount: 100, currency: 'USD', fx_rate: 1300 },
+    };
+    expect((await post(paid)).status).toBe(200);
+    const res = await post({ type: 'order.paid', data: { order_id: 'fx1', amount: 130_000 } });
+    const error = expectEnvelope(res, 422, 'order_currency_mismatch');
+    expect(error.param).toBe('data.currency');
+    expect(error.hint).toContain('USD');
+  });
+
   it('unknown_event_type lists the event types in hint', async () => {
     const error = expectEnvelope(await post({ type: 'order.shipped' }), 422, 'unknown_event_type');
     for (const type of [

@@ -406,6 +406,92 @@ describe('refunds, cancellations and confirmations', () => {
     expect((await journal(id)).length).toBe(3);
   });
 
+  it("an order.paid resend in another currency than the order's is 422 order_currency_mismatch and changes nothing", async () => {
+    // A brand of its own, so the creator's balance is this order's alone.
+    const shop = await makeBrandWithKeys(ctx.orm);
+    const { mina: creator } = await makeCreators(ctx, shop.brand.id);
+    const sk = shop.keys.sk_live;
+    const get = (path: string) => request(ctx.app).get(path).set('Authorization', `Bearer ${sk}`);
+    const state = async (orderId: string) => ({
+      order: (await get(`/v1/orders/${orderId}`)).body,
+      balance: (await get(`/v1/creators/${creator.creatorId}`)).body.balance,
+      movements: await ctx.orm.em.fork().execute(
+        `select m.id, m.kind, m.amount::int as amount from ledger_movements m join orders o on o.id = m.order_id
+            where o.brand_id = ? and o.order_id = ? order by m.id`,
+        [shop.brand.id, orderId],
+      ),
+    });
+    const id = nextOrderId();
+    // One occurred_at for every send, so an identical resend is identical (confirm_at included).
+    const at = { occurred_at: new Date().toISOString() };
+    // The review's case: US$100.00 at 1,300 (130,000 won), 20% commission, US$50 refunded.
+    const usd = { order_id: id, amount: 10_000, currency: 'USD', fx_rate: '1300', coupon_code: 'MINA20' };
+    expect((await send('order.paid', usd, sk, at)).status).toBe(200);
+    expect(
+      (await send('refund.created', { order_id: id, refund_id: 'r1', amount: 5000, currency: 'USD' }, sk))
+        .status,
+    ).toBe(200);
+    const before = await state(id);
+    expect(before.order).toMatchObject({
+      status: 'pending',
+      amount: 130_000,
+      original_amount: 10_000,
+      original_currency: 'USD',
+      fx_rate: '1300',
+      commission_amount: 26_000,
+      refunded_amount: 65_000,
+      refunded_commission_amount: 13_000,
+      remaining_amount: 65_000,
+    });
+    expect(before.balance).toMatchObject({ pending: 13_000, payable: 0 });
+
+    const error = expectEnvelope(
+      await send(
+        'order.paid',
+        { order_id: id, amount: 130_000, currency: 'KRW', coupon_code: 'MINA20' },
+        sk,
+        at,
+      ),
+      422,
+      'order_currency_mismatch',
+    );
+    expect(error.param).toBe('data.currency');
+    expect(error.hint).toContain('USD');
+    // An omitted currency is KRW: the same refusal.
+    expectEnvelope(
+      await send('order.paid', { order_id: id, amount: 130_000, coupon_code: 'MINA20' }, sk, at),
+      422,
+      'order_currency_mismatch',
+    );
+    // In a batch it stops at its index; the event before it stays applied.
+    const other = nextOrderId();
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${sk}`)
+      .send({
+        events: [
+          { type: 'order.paid', data: { order_id: other, amount: 1000 } },
+          { type: 'order.paid', data: { order_id: id, amount: 130_000, currency: 'KRW' } },
+        ],
+      });
+    expect(expectEnvelope(batch, 422, 'order_currency_mismatch').param).toBe('events[1].data.currency');
+    expect((await get(`/v1/orders/${other}`)).status).toBe(200);
+    expect(await state(id)).toEqual(before);
+
+    // In USD the resend works as before: an identical one writes nothing, a corrected rate applies.
+    expect((await send('order.paid', usd, sk, at)).status).toBe(200);
+    expect(await state(id)).toEqual(before);
+    expect((await send('order.paid', { ...usd, fx_rate: '1310' }, sk, at)).status).toBe(200);
+    const corrected = await state(id);
+    expect(corrected.order).toMatchObject({
+      amount: 131_000,
+      commission_amount: 26_200,
+      refunded_amount: 65_500,
+      refunded_commission_amount: 13_100,
+    });
+    expect(corrected.balance).toMatchObject({ pending: 13_100 });
+  });
+
   it.each(['refund.created', 'order.cancelled', 'order.confirmed'])(
     '%s for an unknown order is 404 order_not_found',
     async (type) => {

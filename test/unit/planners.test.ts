@@ -96,6 +96,83 @@ describe('planning events against an order book (pure, no database)', () => {
     expect({ order: b.orders.get('o1'), moves: b.journal.movements, refunds: b.newRefunds }).toEqual(before);
   });
 
+  it("refuses a resend in another currency than the order's, in every open state; closed orders stay as they are", () => {
+    const b = book();
+    const usd = { currency: 'USD', fx_rate: '1300' };
+    // Open: partly refunded (the review's case), never refunded, unattributed; KRW to USD too.
+    applyOrderPaid(
+      b,
+      cause,
+      event('order.paid', { order_id: 'part', amount: 10_000, coupon_code: 'MINA', ...usd }),
+    );
+    applyRefund(
+      b,
+      cause,
+      event('refund.created', { order_id: 'part', refund_id: 'r1', amount: 5000, currency: 'USD' }),
+    );
+    applyOrderPaid(
+      b,
+      cause,
+      event('order.paid', { order_id: 'open', amount: 10_000, coupon_code: 'MINA', ...usd }),
+    );
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'none', amount: 10_000, ...usd }));
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'won', amount: 130_000, coupon_code: 'MINA' }));
+    expect(b.orders.get('part')).toMatchObject({
+      amount: 130_000,
+      commissionAmount: 26_000,
+      refundedCommissionAmount: 13_000,
+    });
+    const before = structuredClone({
+      orders: [...b.orders.values()],
+      moves: b.journal.movements,
+      refunds: b.newRefunds,
+    });
+    const refused = (orderId: string, data: Record<string, unknown>) => {
+      let caught: unknown;
+      try {
+        applyOrderPaid(b, cause, event('order.paid', { order_id: orderId, ...data }));
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, orderId).toBeInstanceOf(AppError);
+      return caught as AppError;
+    };
+    const err = refused('part', { amount: 130_000, coupon_code: 'MINA', currency: 'KRW' });
+    expect(err).toMatchObject({
+      code: 'order_currency_mismatch',
+      status: 422,
+      details: { param: 'data.currency' },
+    });
+    expect(err.details.hint).toContain('USD');
+    // An omitted currency is KRW.
+    expect(refused('open', { amount: 130_000 }).code).toBe('order_currency_mismatch');
+    expect(refused('none', { amount: 100, currency: 'EUR', fx_rate: '1500' }).code).toBe(
+      'order_currency_mismatch',
+    );
+    expect(refused('won', { amount: 100, ...usd }).code).toBe('order_currency_mismatch');
+    // The currency is checked first: an amount in the wrong unit says nothing about refunds.
+    expect(refused('part', { amount: 1, currency: 'KRW' }).code).toBe('order_currency_mismatch');
+    expect({ orders: [...b.orders.values()], moves: b.journal.movements, refunds: b.newRefunds }).toEqual(
+      before,
+    );
+
+    // The same resend in the order's currency still applies: the refund stays in proportion.
+    applyOrderPaid(
+      b,
+      cause,
+      event('order.paid', { order_id: 'part', amount: 10_000, coupon_code: 'MINA', ...usd }),
+    );
+    expect(b.orders.get('part')).toMatchObject({ refundedAmount: 65_000, refundedCommissionAmount: 13_000 });
+
+    // Closed (cancelled) orders take any resend unchanged, like paid-out ones (api-v1.md: "any").
+    applyRefund(b, cause, event('order.cancelled', { order_id: 'open' }));
+    const cancelled = structuredClone(b.orders.get('open'));
+    const moves = b.journal.movements.length;
+    applyOrderPaid(b, cause, event('order.paid', { order_id: 'open', amount: 130_000, currency: 'KRW' }));
+    expect(b.orders.get('open')).toEqual(cancelled);
+    expect(b.journal.movements).toHaveLength(moves);
+  });
+
   it('self-purchase is attributed with commission 0 and flagged', () => {
     const b = book();
     applyOrderPaid(

@@ -39,6 +39,11 @@ const OrderPaidData = typeData(
     amount: requiredAmount(
       'Commission-eligible amount actually paid after discounts, in the minor unit of `currency` (KRW = won, USD = cents). Excludes shipping, point top-ups, gift vouchers and ineligible goods.',
     ),
+    currency: EventData.shape.currency.meta({
+      description:
+        "ISO 4217, case-insensitive. Default KRW. Supported: KRW, USD, JPY, EUR, GBP. Fixed by the order's first order.paid: a resend of an open order in another currency (an omitted one is KRW) is refused with 422 order_currency_mismatch and changes nothing; an order re-issued in another currency needs a new order_id.",
+      examples: ['KRW'],
+    }),
   },
 );
 const RefundCreatedData = typeData(

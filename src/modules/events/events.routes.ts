@@ -158,6 +158,7 @@ const ingestionErrors = [
   'refund_exceeds_remaining_amount',
   'refund_currency_mismatch',
   'amount_below_refunded',
+  'order_currency_mismatch',
   'missing_fx_rate',
   'unsupported_currency',
   'unknown_event_type',

@@ -60,7 +60,8 @@ const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: s
 /**
  * order.paid: an idempotent upsert keyed by order_id. New orders are attributed by code,
  * then click, then renewal; resends correct values, add or move attribution (sticky when
- * nothing resolves) and journal only what changed. Paid-out and closed orders stay as they are.
+ * nothing resolves) and journal only what changed. Paid-out and closed orders stay as they are,
+ * whatever is sent; an open order's currency never changes (order_currency_mismatch).
  */
 export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent): OrderOutcome {
   const d = event.data;
@@ -154,6 +155,19 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
   if (existing && next.effect === 'unchanged')
     return { ...outcomeOf(existing), decision: record('unchanged') };
   if (next.effect !== 'apply') throw new Error(`order.paid cannot be ${next.effect} for a new order`);
+  // An order's currency is fixed by its first order.paid: its refunds (refunded_original_amount)
+  // are kept in that currency's minor units, and reading them in another would move money.
+  // Checked before the amount, which is only comparable in the order's own currency.
+  if (existing && d.currency !== existing.originalCurrency) {
+    throw new AppError(
+      'order_currency_mismatch',
+      `The order.paid is in ${d.currency} but order ${d.orderId} was paid in ${existing.originalCurrency}; an order's currency cannot change.`,
+      {
+        param: 'data.currency',
+        hint: `Send currency ${existing.originalCurrency} (an omitted currency is KRW)${existing.originalCurrency === 'KRW' ? '' : ' with its fx_rate'}; an order re-issued in ${d.currency} needs a new order_id.`,
+      },
+    );
+  }
   if (existing && d.amount < existing.refundedOriginalAmount) {
     throw new AppError(
       'amount_below_refunded',
