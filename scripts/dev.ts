@@ -311,6 +311,8 @@ async function main(): Promise<void> {
     REDIS_URL: redis.url,
     NODE_ENV: 'development',
     PORT: port,
+    // Receivers on localhost (the SSRF guard is on by default); one set to false tries the production rules.
+    WEBHOOK_ALLOW_PRIVATE_URLS: process.env.WEBHOOK_ALLOW_PRIVATE_URLS || 'true',
   };
 
   // The one place a database is created: a fresh machine's local one (migrate never does).

@@ -109,12 +109,14 @@ const schema = z.object({
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /**
    * Lets webhook endpoints use http and loopback/private/link-local addresses (receivers on
-   * localhost). Default true in development and test, false in production (loadConfig).
+   * localhost). Off whatever NODE_ENV says: an environment that forgets a variable must not be
+   * able to reach the metadata service. `npm run dev` and the tests turn it on; production may
+   * too (a private network's receivers), and each process then says so at start.
    */
   WEBHOOK_ALLOW_PRIVATE_URLS: z
     .enum(['true', 'false'], { error: 'must be true or false' })
-    .transform((v) => v === 'true')
-    .optional(),
+    .default('false')
+    .transform((v) => v === 'true'),
   /** Verifies brand login JWTs on the auth host: an HS256 secret or a JWKS URL. */
   AUTH_JWT_SECRET: secret.optional(),
   AUTH_JWKS_URL: z.url().optional(),
@@ -122,13 +124,9 @@ const schema = z.object({
   AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
 });
 
-export type Config = Omit<
-  z.infer<typeof schema>,
-  'WEBHOOK_ALLOW_PRIVATE_URLS' | 'DATABASE_CONNECTION_POOL_URL' | 'TRUST_PROXY_HOPS'
-> & {
+export type Config = Omit<z.infer<typeof schema>, 'DATABASE_CONNECTION_POOL_URL' | 'TRUST_PROXY_HOPS'> & {
   PUBLIC_BASE_URL: string;
   TRUST_PROXY_HOPS: number;
-  WEBHOOK_ALLOW_PRIVATE_URLS: boolean;
 };
 
 export class ConfigError extends Error {}
@@ -198,7 +196,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : {}),
     ...publicHosts(config, present),
     TRUST_PROXY_HOPS: config.TRUST_PROXY_HOPS ?? (config.NODE_ENV === 'production' ? 1 : 0),
-    WEBHOOK_ALLOW_PRIVATE_URLS: config.WEBHOOK_ALLOW_PRIVATE_URLS ?? config.NODE_ENV !== 'production',
   };
 }
 

@@ -5,12 +5,16 @@ import { logConnectionBudget, webConnectionBudget } from './db/connections.js';
 import { initOrm } from './db/orm.js';
 import { closeQueues, createQueues } from './jobs/queues.js';
 import { createLogger } from './logger.js';
+import { logWebhookUrlPolicy } from './modules/webhooks/url-guard.js';
 import { createRedis } from './redis.js';
 import { reportUnreachable } from './shared/unreachable.js';
 
 const config = loadConfigOrExit({ web: true });
 const logger = createLogger(config.LOG_LEVEL);
-if (cluster.isPrimary) logConnectionBudget(logger, 'web', webConnectionBudget(config), config);
+if (cluster.isPrimary) {
+  logConnectionBudget(logger, 'web', webConnectionBudget(config), config);
+  logWebhookUrlPolicy(logger, config);
+}
 
 if (config.WEB_CONCURRENCY > 1 && cluster.isPrimary) runClusterPrimary(config.WEB_CONCURRENCY);
 else await runWebProcess();

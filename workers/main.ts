@@ -5,6 +5,7 @@ import { initOrm } from '../src/db/orm.js';
 import { useNamedStatements } from '../src/db/sql.js';
 import { closeQueues, createQueues, type JobData, jobNames } from '../src/jobs/queues.js';
 import { createLogger } from '../src/logger.js';
+import { logWebhookUrlPolicy } from '../src/modules/webhooks/url-guard.js';
 import { ThrottledWarning } from '../src/outbox/throttled-warning.js';
 import { createRedis } from '../src/redis.js';
 import { reportUnreachable } from '../src/shared/unreachable.js';
@@ -16,6 +17,7 @@ const config = loadConfigOrExit();
 checkRegistry(config);
 const logger = createLogger(config.LOG_LEVEL);
 logConnectionBudget(logger, 'worker', workerConnectionBudget(config), config);
+logWebhookUrlPolicy(logger, config);
 useNamedStatements(config.DATABASE_PREPARED_STATEMENTS);
 const orm = await initOrm(config.DATABASE_URL, config.WORKER_DATABASE_POOL_MAX);
 const connection = createRedis(config.REDIS_URL, {

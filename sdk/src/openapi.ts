@@ -877,7 +877,7 @@ export interface components {
       events: components['schemas']['EventIn'][];
     };
     WebhookEndpointCreate: {
-      /** @description Where events are POSTed. In production: https, and a host that resolves only to public addresses. */
+      /** @description Where events are POSTed: https, on a host that resolves only to public addresses (a development server also takes http and local addresses). */
       url: string;
       /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing. */
       enabled_events: (
@@ -893,7 +893,7 @@ export interface components {
       description?: string | null;
     };
     WebhookEndpointPatch: {
-      /** @description Where events are POSTed. In production: https, and a host that resolves only to public addresses. */
+      /** @description Where events are POSTed: https, on a host that resolves only to public addresses (a development server also takes http and local addresses). */
       url?: string;
       /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing. */
       enabled_events?: (

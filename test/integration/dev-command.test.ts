@@ -76,6 +76,14 @@ describe('npm run dev, as the README starts it', () => {
     });
     expect(ping.status).toBe(200);
     expect(await ping.json()).toMatchObject({ livemode: false });
+    // Receivers on localhost work: the launcher lifts the SSRF rules, which are on by default.
+    const hook = await fetch(`http://127.0.0.1:${port}/v1/webhook_endpoints`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: 'http://127.0.0.1:9/hooks', enabled_events: ['*'] }),
+    });
+    expect(hook.status, await hook.clone().text()).toBe(201);
+    expect(output).toContain('WEBHOOK_ALLOW_PRIVATE_URLS=true: webhook endpoints may use http');
 
     const stopFrom = output.length;
     process.kill(-(dev.pid as number), 'SIGINT');

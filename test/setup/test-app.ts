@@ -61,7 +61,7 @@ export async function dropTestDatabase(url: string): Promise<void> {
  * via the pooler (test/pooled/): DATABASE_URL is then the pooler and DATABASE_DIRECT_URL the
  * server, as on Heroku, and closing fails the file if anything was left on a pooled connection.
  */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestContext> {
+export async function createTestApp(env: Record<string, string | undefined> = {}): Promise<TestContext> {
   const directDatabaseUrl = await createTestDatabase();
   const pooled = viaPooler();
   const config = loadConfig({
@@ -74,6 +74,8 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     ADMIN_TOKEN,
     SECRET_KEY_BASE: 'test-secret-key-base-'.padEnd(48, 'k'),
     LOG_LEVEL: 'info',
+    // Tests' receivers listen on 127.0.0.1; `WEBHOOK_ALLOW_PRIVATE_URLS: undefined` gets the default rules.
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     ...env,
   });
   const { logger, lines: logLines } = capturingLogger(config.LOG_LEVEL);

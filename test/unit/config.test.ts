@@ -94,6 +94,24 @@ describe('configuration', () => {
     expect(loadConfig({ ...production, WEB_CONCURRENCY: '32' }).WEB_CONCURRENCY).toBe(32);
   });
 
+  it.each(['development', 'test', 'production', undefined])(
+    'NODE_ENV=%s: webhook URLs must be public unless WEBHOOK_ALLOW_PRIVATE_URLS=true says otherwise',
+    (mode) => {
+      const env = { ...production, NODE_ENV: mode };
+      expect(loadConfig(env).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(false);
+      expect(loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE_URLS: '' }).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(false);
+      expect(loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE_URLS: 'false' }).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(
+        false,
+      );
+      expect(loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' }).WEBHOOK_ALLOW_PRIVATE_URLS).toBe(
+        true,
+      );
+      expect(() => loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE_URLS: 'yes' })).toThrow(
+        /^Configuration error: WEBHOOK_ALLOW_PRIVATE_URLS must be true or false\./,
+      );
+    },
+  );
+
   it('development has working defaults', () => {
     const config = loadConfig({
       NODE_ENV: 'development',

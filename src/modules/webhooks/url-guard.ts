@@ -1,91 +1,75 @@
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../logger.js';
 
 /**
- * Where webhooks may go (SSRF): in production only https URLs whose host resolves to public
- * addresses, never loopback, private, link-local (the cloud metadata service at 169.254.169.254
- * included), shared/CGNAT, multicast, reserved or documentation ranges, in IPv4 or IPv6 (IPv4
- * inside IPv6 too). Checked when an endpoint is saved and again before each delivery, whose
- * connection then goes to the address that was checked (no second lookup a rebinding DNS
- * server could answer differently). `WEBHOOK_ALLOW_PRIVATE_URLS` lifts both rules (development
- * and test, where receivers run on localhost).
+ * Where webhooks may go (SSRF): unless `WEBHOOK_ALLOW_PRIVATE_URLS` lifts the rules (receivers on
+ * localhost in development and tests), only https URLs whose host resolves to public addresses.
+ * Checked when an endpoint is saved and again before each delivery, whose connection then goes to
+ * the address that was checked (no second lookup a rebinding DNS server could answer differently).
+ *
+ * Which addresses are public is ipaddr.js's table of special ranges (private, loopback,
+ * linkLocal, uniqueLocal, carrierGradeNat, unspecified, broadcast, multicast, reserved,
+ * benchmarking, discard, as112, amt, orchid, …): anything it does not call `unicast` is refused,
+ * so a range a later version adds is refused too. Two rules of our own on top:
+ * - IPv4 carried in IPv6 is judged by the IPv4 inside when the carrier is one a resolver really
+ *   answers with: mapped (::ffff:a.b.c.d) and the well-known NAT64 prefix 64:ff9b::/96 (DNS64 on
+ *   IPv6-only networks hands out every IPv4-only receiver in it). Every other carrier is refused
+ *   whatever it carries: 6to4 (2002::/16, deprecated by RFC 7526) and Teredo (2001::/32, client
+ *   hosts behind NAT) are no place for a receiver, and where their packets end up depends on
+ *   relays we do not control; local-use NAT64 (64:ff9b:1::/48) lays the IPv4 out by a prefix
+ *   length only its network knows; IPv4-compatible (::a.b.c.d) is long deprecated.
+ * - IPv6 outside 2000::/3 (global unicast) is refused: ipaddr.js calls unassigned space unicast.
  */
-const blocked = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // shared address space (CGNAT; Alibaba's metadata at 100.100.100.200)
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local: AWS/GCP/Azure metadata at 169.254.169.254
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.88.99.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['100::', 64], // discard
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique local (AWS metadata's fd00:ec2::254)
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv6');
-}
+const globalUnicast = ipaddr.IPv6.parseCIDR('2000::/3');
+const nat64 = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
 
-/** An IPv4 address carried inside an IPv6 one (mapped, compatible, NAT64, 6to4), or null. */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1]!;
-  const groups = expandIpv6(lower);
-  if (!groups) return null;
-  const hex = (a: number, b: number) => `${a >> 8}.${a & 255}.${b >> 8}.${b & 255}`;
-  // ::ffff:a.b.c.d and ::a.b.c.d written in hex, and NAT64 64:ff9b::/96
-  if (groups.slice(0, 5).every((g) => g === 0)) {
-    if (groups[5] === 0xffff) return hex(groups[6]!, groups[7]!);
-    // ::a.b.c.d (deprecated "compatible" form); :: and ::1 stay IPv6.
-    if (groups[5] === 0 && !(groups[6] === 0 && groups[7]! <= 1)) return hex(groups[6]!, groups[7]!);
+/**
+ * An IPv6 address in hex groups only, by the WHATWG URL parser (the zone, which no range depends
+ * on, dropped): ipaddr.js reads `::a.b.c.d` as `::ffff:a.b.c.d`, and that dotted form is how
+ * getaddrinfo writes an IPv4-compatible address, which is not mapped.
+ */
+const hexIpv6 = (address: string) =>
+  new URL(`http://[${address.replace(/%.*$/, '')}]/`).hostname.slice(1, -1);
+
+/** The IPv4 address in an IPv6 address's last 32 bits. */
+const lastIpv4 = (ip: ipaddr.IPv6) => {
+  const [high, low] = ip.parts.slice(-2) as [number, number];
+  return new ipaddr.IPv4([high >> 8, high & 255, low >> 8, low & 255]);
+};
+
+/**
+ * Why `address` is not public (an ipaddr.js range name, or the carrier and the IPv4 inside it),
+ * or null when a webhook may be sent to it.
+ */
+export function nonPublicRange(address: string): string | null {
+  let ip: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    const family = isIP(address);
+    if (family === 0) return 'not an IP address';
+    ip = ipaddr.parse(family === 6 ? hexIpv6(address) : address);
+  } catch {
+    return 'not an IP address';
   }
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((g) => g === 0))
-    return hex(groups[6]!, groups[7]!);
-  if (groups[0] === 0x2002) return hex(groups[1]!, groups[2]!); // 6to4
-  return null;
+  if (ip.kind() === 'ipv4') return publicOr(ip.range());
+  const v6 = ip as ipaddr.IPv6;
+  const range = v6.range() as string;
+  if (range === 'ipv4Mapped' || (range === 'rfc6052' && v6.match(nat64))) {
+    const v4 = lastIpv4(v6);
+    const inside = publicOr(v4.range());
+    return inside && `${range === 'ipv4Mapped' ? 'IPv4-mapped' : 'NAT64'} ${v4} (${inside})`;
+  }
+  if (range !== 'unicast') return range;
+  if (v6.parts.slice(0, 6).every((part) => part === 0)) return 'IPv4-compatible';
+  return v6.match(globalUnicast) ? null : 'not global unicast';
 }
 
-function expandIpv6(address: string): number[] | null {
-  if (address.includes('.')) return null;
-  const [head, tail, ...rest] = address.split('::');
-  if (rest.length > 0) return null;
-  const parse = (part: string | undefined) =>
-    part ? part.split(':').map((g) => Number.parseInt(g, 16)) : [];
-  const left = parse(head);
-  const right = parse(tail);
-  if ([...left, ...right].some((g) => Number.isNaN(g))) return null;
-  const fill = tail === undefined ? 0 : 8 - left.length - right.length;
-  const groups = [...left, ...Array(Math.max(fill, 0)).fill(0), ...right];
-  return groups.length === 8 ? groups : null;
-}
+const publicOr = (range: string) => (range === 'unicast' ? null : range);
 
-/** True for an address a webhook may be sent to in production. */
-export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return !blocked.check(address, 'ipv4');
-  if (family !== 6) return false;
-  const v4 = embeddedIpv4(address);
-  if (v4 !== null) return isPublicAddress(v4);
-  return !blocked.check(address, 'ipv6');
-}
+/** True for an address a webhook may be sent to under the default rules. */
+export const isPublicAddress = (address: string): boolean => nonPublicRange(address) === null;
 
 export interface UrlPolicy {
   allowPrivate: boolean;
@@ -98,7 +82,7 @@ export const systemResolver: Resolver = (host) => lookup(host, { all: true, verb
 /** Why a URL is refused, in a sentence for the API's error message or a delivery's last_error. */
 export class UrlRefused extends Error {}
 
-/** The URL's host name as DNS and the BlockList read it (`[::1]` → `::1`). */
+/** The URL's host name as DNS and ipaddr.js read it (`[::1]` → `::1`). */
 export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
 
 /**
@@ -113,7 +97,7 @@ export async function checkWebhookUrl(
 ): Promise<{ address: string; family: number } | null> {
   const url = new URL(raw);
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    throw new UrlRefused('The URL must use https (or http outside production).');
+    throw new UrlRefused('The URL must use https (http only where private URLs are allowed).');
   if (url.username || url.password)
     throw new UrlRefused('The URL must not carry credentials; authenticate deliveries by their signature.');
   if (policy.allowPrivate) return null;
@@ -129,10 +113,28 @@ export async function checkWebhookUrl(
     }
   }
   if (addresses.length === 0) throw new UrlRefused(`The host ${host} does not resolve.`);
-  const refused = addresses.find((a) => !isPublicAddress(a.address));
-  if (refused)
-    throw new UrlRefused(
-      `The host ${host} resolves to ${refused.address}, a loopback, private, link-local or reserved address.`,
-    );
+  for (const { address } of addresses) {
+    const range = nonPublicRange(address);
+    if (!range) continue;
+    const what = address === host ? `The address ${host}` : `The host ${host} resolves to ${address}, which`;
+    throw new UrlRefused(`${what} is not public (${range}); use a host on the public internet.`);
+  }
   return addresses[0]!;
+}
+
+/**
+ * One line at start when the rules are lifted, so a deployment running without them says so.
+ * Production may lift them (receivers on a private network it trusts), deliberately: what the
+ * default guards against is an environment that forgot a variable, not one that set it.
+ */
+export function logWebhookUrlPolicy(
+  logger: Logger,
+  config: Pick<Config, 'NODE_ENV' | 'WEBHOOK_ALLOW_PRIVATE_URLS'>,
+): void {
+  if (!config.WEBHOOK_ALLOW_PRIVATE_URLS) return;
+  const production = config.NODE_ENV === 'production';
+  logger[production ? 'warn' : 'info'](
+    { webhook_allow_private_urls: true, node_env: config.NODE_ENV },
+    `WEBHOOK_ALLOW_PRIVATE_URLS=true: webhook endpoints may use http and loopback, private and link-local addresses (the cloud metadata service included)${production ? '; unset it unless every address this process can reach is one brands may send requests to' : ''}`,
+  );
 }

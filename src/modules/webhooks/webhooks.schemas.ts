@@ -11,7 +11,7 @@ const url = text()
   )
   .meta({
     description:
-      'Where events are POSTed. In production: https, and a host that resolves only to public addresses.',
+      'Where events are POSTed: https, on a host that resolves only to public addresses (a development server also takes http and local addresses).',
   });
 
 const enabledEvents = z
