@@ -1,5 +1,5 @@
 import type { Request, RequestHandler, Response, Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { AppError, ErrorCode } from '../shared/errors.js';
 import { methodNotAllowed } from './error-handler.js';
 import { parseOrThrow } from './validate.js';
@@ -127,5 +127,3 @@ export function mountRoutes(
     router.all(expressPath(path), methodNotAllowed(methods));
   }
 }
-
-export const emptyObject = z.strictObject({});

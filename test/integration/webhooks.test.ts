@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook } from '../../sdk/src/verify-webhook.js';
 import { detectGaps } from '../../src/modules/integration/integration.service.js';
 import { confirmDueOrders, runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { eraseExpiredTestData } from '../../src/modules/retention/test-data-erasure.js';
@@ -9,7 +10,6 @@ import {
   webhookEventTypes,
 } from '../../src/modules/webhooks/event-types.js';
 import { runAsJob } from '../../src/modules/webhooks/job-cause.js';
-import { verifyWebhook } from '../../src/modules/webhooks/verify.js';
 import { relayOutbox } from '../../src/outbox/outbox.js';
 import { admin, expectEnvelope, makeShop, SHOP_ORIGIN } from '../factories/index.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';

@@ -36,7 +36,6 @@ import { formatPath } from '../../http/validate.js';
 import { AppError, type ErrorCode } from '../../shared/errors.js';
 import type { ValidEvent, ValidEventData } from '../ingestion/valid-event.js';
 import {
-  type BrowserEventType,
   browserEventTypes,
   CUSTOMER_HASH_PATTERN,
   EventData,
@@ -393,11 +392,6 @@ export function validateEvent(input: unknown, opts: ValidateEventOptions): Valid
     valid.data.referrerHost = data.referrer_host ?? null;
   }
   return valid as ValidEvent;
-}
-
-/** Whether a type is a browser signal (allowed for publishable keys). */
-export function isBrowserEventType(type: EventType): type is BrowserEventType {
-  return (browserEventTypes as readonly string[]).includes(type);
 }
 
 /**

@@ -32,7 +32,6 @@ export interface FactsOf {
 }
 
 const QUARTER_MS = 15 * 60_000;
-export const quarterOf = (at: Date) => new Date(Math.floor(at.getTime() / QUARTER_MS) * QUARTER_MS);
 
 // The last quarter hour written out: a batch's orders mostly share it, and toISOString costs
 // half a microsecond (shared/iso-time.ts, which this file may not import).
