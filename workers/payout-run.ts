@@ -7,8 +7,10 @@ import { defineJob, dueAt } from './job.js';
 
 /**
  * Monthly (PAYOUT_SCHEDULE): confirmed live orders and open clawbacks become one payout per
- * (brand, creator). Idempotency key: (brand, creator, run_key = the month the run was due, in
- * Asia/Seoul); every retry of a run keeps its run key.
+ * (brand, creator). Idempotency key: each line, paid once (the order's `paid_out` under its row
+ * lock, the clawback's payout_clawbacks row), into the open payout of (brand, creator, run_key =
+ * the month the run was due, in Asia/Seoul); every retry of a run keeps its run key, finishes the
+ * payout a stopped pass left open, and pays what became due since into a new payout.
  */
 export async function payOut(
   orm: MikroORM,

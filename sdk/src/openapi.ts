@@ -111,7 +111,7 @@ export interface paths {
     };
     /**
      * List payouts
-     * @description The brand's payouts (live mode only; test keys see none), ascending by creation and paged by a signed cursor like orders. One payout per creator and run; `GET /v1/payouts/{payout_id}/lines` lists what it settled.
+     * @description The brand's payouts (live mode only; test keys see none), ascending by creation and paged by a signed cursor like orders. A payout is listed once final, as its payout.created announced it, and never changes after: usually one per creator and run, and one more for each later pass of the run (a retry, an admin rerun) that found more due. `GET /v1/payouts/{payout_id}/lines` lists what it settled.
      */
     get: operations['listPayouts'];
     put?: never;
@@ -131,7 +131,7 @@ export interface paths {
     };
     /**
      * Read one payout
-     * @description The payout a `payout.created` webhook names, with its totals in KRW.
+     * @description The payout a `payout.created` webhook names, with its totals in KRW: the same as the webhook’s, for good (a payout is final once announced). A payout a run is still paying is not found until it is final.
      */
     get: operations['getPayout'];
     put?: never;
@@ -1080,7 +1080,7 @@ export interface components {
       currency: 'KRW';
       /**
        * Format: date-time
-       * @description When the run first paid this creator.
+       * @description When the payout was made final (with its payout.created); its totals never change after.
        */
       created_at: string;
     };
@@ -1762,7 +1762,7 @@ export interface components {
       payout_id: string | null;
     };
     /**
-     * @description An order was included in a payout (`payout_id`).
+     * @description An order was included in a payout (`payout_id`). The payout can be read, and its payout.created is sent, once the run has paid all it found for the creator.
      * @example {
      *       "id": "whevt_01kb0m3x7d2p9q4r6s8t0v1w2y",
      *       "object": "event",
@@ -1904,7 +1904,7 @@ export interface components {
       conversion: components['schemas']['WebhookConversion'];
     };
     /**
-     * @description A payout run paid a creator (live mode only): one per creator and run, sent when the run has paid every order of that creator.
+     * @description A payout was made (live mode only), sent in the transaction that makes it final, once the run has paid every line it found for the creator: its totals never change after, and equal `GET /v1/payouts/{payout_id}` and the sum of its lines, so it is safe to pay from. Usually one per creator and run; a later pass of the same run (a retry, an admin rerun) that finds more due (an order confirmed since, a clawback) makes another payout, with its own id and its own payout.created, and never adds to one announced.
      * @example {
      *       "id": "whevt_01kb0m3x7d2p9q4r6s8t0v1w2y",
      *       "object": "event",

@@ -64,7 +64,7 @@ export const errorCodes = {
   payout_not_found: {
     status: 404,
     explains:
-      'No payout with this id belongs to this brand and mode. Payouts are made in live mode only; use the id a payout.created webhook or GET /v1/payouts gives.',
+      'No payout with this id belongs to this brand and mode, or it is not final yet. Payouts are made in live mode only; use the id a payout.created webhook or GET /v1/payouts gives (an order.paid_out names its payout before the run has finished it).',
   },
   brand_not_found: { status: 404, explains: 'No brand has this id.' },
   creator_not_found: { status: 404, explains: 'No creator with this id belongs to the brand.' },

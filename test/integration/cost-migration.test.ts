@@ -69,7 +69,8 @@ async function tables() {
       `select to_jsonb(e) || jsonb_build_object('request_id', ${eventRequestIdSql('e')}) as row
          from received_events e order by id`,
     ),
-    payoutRows: await sql(`select * from payouts order by id`),
+    // finalized_at exists from Migration20261127000000 on, after issue 22's.
+    payoutRows: await sql(`select to_jsonb(p) - 'finalized_at' as row from payouts p order by id`),
   };
 }
 

@@ -22,8 +22,18 @@ export interface PayoutRow {
   cursor_at: string;
 }
 
+/**
+ * A payout as the API shows it: made when it became final (with its payout.created), so its
+ * `created_at` is `finalized_at` (the row's own created_at is when its first chunk was paid).
+ */
 export const payoutColumns = `id, livemode, creator_id, run_key, order_count, commission_amount, clawback_amount, net_amount,
-  created_at, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`;
+  finalized_at as created_at, to_char(finalized_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`;
+
+/**
+ * Only final payouts are shown: one still open (a run paying its creator, or stopped halfway and
+ * due again) may grow, and a brand must never read, or pay from, totals that change.
+ */
+const final = 'finalized_at is not null';
 
 export const toPayoutOut = (p: PayoutRow): PayoutOutput => ({
   id: p.id,
@@ -51,7 +61,7 @@ const payoutNotFound = (caller: Caller, payoutId: string) =>
 
 export async function getPayout(em: EntityManager, caller: Caller, payoutId: string): Promise<PayoutOutput> {
   const [row] = await em.execute<PayoutRow[]>(
-    `select ${payoutColumns} from payouts where id = ? and brand_id = ? and livemode = ?`,
+    `select ${payoutColumns} from payouts where id = ? and brand_id = ? and livemode = ? and ${final}`,
     [payoutId, caller.brandId, caller.livemode],
   );
   if (!row) throw payoutNotFound(caller, payoutId);
@@ -64,7 +74,11 @@ const payoutCursor = signedCursor(
   'creator_id and run_key',
 );
 
-/** Ascending by (created_at, id), like orders: a reconciliation reads forward from where it stopped. */
+/**
+ * Ascending by (created_at, id), like orders: a reconciliation reads forward from where it stopped.
+ * A payout is placed by when it became final, not by its first chunk: one a run paid in many chunks
+ * is not placed behind payouts a reader has already passed.
+ */
 export async function listPayouts(
   em: EntityManager,
   caller: Caller,
@@ -82,10 +96,10 @@ export async function listPayouts(
     filters: { creator_id: input.creatorId ?? null, run_key: input.runKey ?? null },
   };
   const after = input.cursor === undefined ? null : payoutCursor.decode(secretKeyBase, input.cursor, scope);
-  const where = ['brand_id = ?', 'livemode = ?'];
+  const where = ['brand_id = ?', 'livemode = ?', final];
   const params: unknown[] = [caller.brandId, caller.livemode];
   if (after) {
-    where.push('(created_at, id) > (?::timestamptz, ?)');
+    where.push('(finalized_at, id) > (?::timestamptz, ?)');
     params.push(after.t, after.i);
   }
   if (input.creatorId !== undefined) {
@@ -97,7 +111,7 @@ export async function listPayouts(
     params.push(input.runKey);
   }
   const rows = await em.execute<PayoutRow[]>(
-    `select ${payoutColumns} from payouts where ${where.join(' and ')} order by created_at, id limit ?`,
+    `select ${payoutColumns} from payouts where ${where.join(' and ')} order by finalized_at, id limit ?`,
     [...params, input.limit + 1],
   );
   const { page, hasMore, last } = pageFrom(rows, input.limit);

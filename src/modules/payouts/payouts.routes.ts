@@ -44,7 +44,7 @@ export function payoutRoutes({ orm, config, reads }: AppDeps) {
       operationId: 'listPayouts',
       summary: 'List payouts',
       description:
-        "The brand's payouts (live mode only; test keys see none), ascending by creation and paged by a signed cursor like orders. One payout per creator and run; `GET /v1/payouts/{payout_id}/lines` lists what it settled.",
+        "The brand's payouts (live mode only; test keys see none), ascending by creation and paged by a signed cursor like orders. A payout is listed once final, as its payout.created announced it, and never changes after: usually one per creator and run, and one more for each later pass of the run (a retry, an admin rerun) that found more due. `GET /v1/payouts/{payout_id}/lines` lists what it settled.",
       tag: 'Payouts',
       security: 'secret_key',
       refusePublishableKey: secretKeyForSettlement,
@@ -74,7 +74,8 @@ export function payoutRoutes({ orm, config, reads }: AppDeps) {
       path: '/v1/payouts/{payout_id}',
       operationId: 'getPayout',
       summary: 'Read one payout',
-      description: 'The payout a `payout.created` webhook names, with its totals in KRW.',
+      description:
+        'The payout a `payout.created` webhook names, with its totals in KRW: the same as the webhook’s, for good (a payout is final once announced). A payout a run is still paying is not found until it is final.',
       tag: 'Payouts',
       security: 'secret_key',
       refusePublishableKey: secretKeyForSettlement,

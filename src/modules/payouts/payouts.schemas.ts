@@ -4,7 +4,9 @@ import { text } from '../../shared/text.js';
 import { PayoutObject } from '../webhooks/event-types.js';
 
 export const PayoutOut = PayoutObject.extend({
-  created_at: z.iso.datetime().meta({ description: 'When the run first paid this creator.' }),
+  created_at: z.iso.datetime().meta({
+    description: 'When the payout was made final (with its payout.created); its totals never change after.',
+  }),
 }).meta({ id: 'Payout' });
 export type PayoutOutput = z.input<typeof PayoutOut>;
 

@@ -98,16 +98,41 @@ interface SettledLine {
   amount: string;
 }
 
+/** What one transaction of a payee's payout did. */
+interface Chunk {
+  /** Lines paid: orders and clawbacks. */
+  items: number;
+  /** Payouts made final (and announced). */
+  finalized: number;
+  /** Nothing of the payee's was left past this chunk: its open payout is final now. */
+  last: boolean;
+}
+
+/** A payout made final, as its `payout.created` announces it (written in the same transaction). */
+const payoutCreated = (payout: PayoutRow & { brand_id: string }, requestId: string): EventDraft => ({
+  brandId: payout.brand_id,
+  livemode: true,
+  type: 'payout.created',
+  requestId,
+  dedupKey: `payout.created:${payout.id}`,
+  data: { object: payoutObject(payout) },
+});
+
 /**
  * One chunk of one creator's payout, in one transaction: up to 1000 confirmed live orders and
- * 1000 clawbacks not netted yet, locked with SKIP LOCKED. The payout row is upserted by
- * (brand, creator, run) and grows by the chunk; the orders take the lifecycle's `payout`
- * transition; each netted clawback is recorded in payout_clawbacks (its key makes netting
- * twice impossible); the Journal records `payout` movements that take every line involved to
- * zero, so the ledger's "movements sum to the entry" rule is kept in one place.
+ * 1000 clawbacks not netted yet, locked with SKIP LOCKED (a line is claimed by its row lock and
+ * the state it leaves in: the order `paid_out`, the clawback in payout_clawbacks, whose key
+ * makes netting it twice impossible). The chunk adds to the payee's open payout of the run
+ * (payouts_open_unique: one per brand, creator and run, so concurrent passes share it); the
+ * orders take the lifecycle's `payout` transition; the Journal records `payout` movements that
+ * take every line involved to zero, so the ledger's "movements sum to the entry" rule is kept in
+ * one place. The chunk that finds nothing past it makes the open payout final and writes its
+ * payout.created, together: from that commit on the payout never changes, and whatever becomes
+ * due later (a rerun of the run key, an order confirmed meanwhile, a row skipped while locked)
+ * goes into a new payout with its own id and its own payout.created.
  */
-async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: string): Promise<number> {
-  // One row past the chunk tells whether this chunk is the payee's last (for payout.created).
+async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: string): Promise<Chunk> {
+  // One row past the chunk tells whether this chunk is the payee's last.
   const found = await sql.query<OrderRow & { settled: string }>(
     `select o.commission_amount - o.refunded_commission_amount as settled, ${orderOutColumns('o')}
        from orders o
@@ -125,20 +150,43 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
   );
   const last = found.length <= CHUNK && foundClawbacks.length <= CHUNK;
   const orders = found.slice(0, CHUNK);
-  const orderLines: SettledLine[] = orders.map((o) => ({ id: o.id, order_pk: o.id, amount: o.settled }));
   const clawbacks = foundClawbacks.slice(0, CHUNK);
-  if (orders.length === 0 && clawbacks.length === 0) return 0;
+  const events: EventDraft[] = [];
+  if (orders.length > 0 || clawbacks.length > 0)
+    events.push(...(await payLines(sql, payee, runKey, requestId, orders, clawbacks)));
+  let finalized = 0;
+  if (last) {
+    const final = await finalizeOpenPayouts(sql, payee, { runKey });
+    events.push(...final.map((payout) => payoutCreated(payout, requestId)));
+    finalized = final.length;
+  }
+  await recordWebhookEvents(sql, events);
+  return { items: orders.length + clawbacks.length, finalized, last };
+}
+
+/** Adds the lines to the payee's open payout of the run (made if there is none); their order.paid_out drafts. */
+async function payLines(
+  sql: Sql,
+  payee: Payee,
+  runKey: string,
+  requestId: string,
+  orders: (OrderRow & { settled: string })[],
+  clawbacks: SettledLine[],
+): Promise<EventDraft[]> {
+  const orderLines: SettledLine[] = orders.map((o) => ({ id: o.id, order_pk: o.id, amount: o.settled }));
   const commission = orderLines.reduce((sum, o) => sum + Number(o.amount), 0);
   const clawback = clawbacks.reduce((sum, m) => sum + Number(m.amount), 0);
-  const [payout] = await sql.query<PayoutRow>(
+  // Only an open payout is added to: a final one is out of the partial unique index, so once a
+  // payout is final this inserts a new one.
+  const [payout] = await sql.query<{ id: string }>(
     `insert into payouts (id, brand_id, livemode, creator_id, run_key, order_count, commission_amount, clawback_amount, net_amount)
      values (?, ?, true, ?, ?, ?, ?, ?, ?)
-     on conflict (brand_id, creator_id, run_key) do update set
+     on conflict (brand_id, creator_id, run_key) where finalized_at is null do update set
        order_count = payouts.order_count + excluded.order_count,
        commission_amount = payouts.commission_amount + excluded.commission_amount,
        clawback_amount = payouts.clawback_amount + excluded.clawback_amount,
        net_amount = payouts.net_amount + excluded.net_amount
-     returning ${payoutColumns}`,
+     returning id`,
     [
       newId('po'),
       payee.brand_id,
@@ -176,24 +224,28 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
     lineMoveWrite(journal, new Set(orders.map((o) => o.id))),
     movementWrite(journal),
   ]);
-  const paid = orders.map((o) =>
+  return orders.map((o) =>
     orderEvent('order.paid_out', { ...o, status: paying.to, payout_id: payoutId }, requestId),
   );
-  // Once per payout, when its creator has nothing left to pay: with its totals of the run.
-  const created: EventDraft[] = last
-    ? [
-        {
-          brandId: payee.brand_id,
-          livemode: true,
-          type: 'payout.created',
-          requestId,
-          dedupKey: `payout.created:${payoutId}`,
-          data: { object: payoutObject(payout!) },
-        },
-      ]
-    : [];
-  await recordWebhookEvents(sql, [...paid, ...created]);
-  return orders.length + clawbacks.length;
+}
+
+/**
+ * Makes the payee's open payouts final, with their totals as they stand: those of `runKey`, or
+ * those of every other run key (left open by a pass that never finished). Each is then out of
+ * payouts_open_unique, so nothing adds to it again.
+ */
+async function finalizeOpenPayouts(
+  sql: Sql,
+  payee: Payee,
+  runs: { runKey: string } | { otherThan: string },
+): Promise<(PayoutRow & { brand_id: string })[]> {
+  const [op, runKey] = 'runKey' in runs ? ['=', runs.runKey] : ['<>', runs.otherThan];
+  return sql.query<PayoutRow & { brand_id: string }>(
+    `update payouts set finalized_at = now()
+      where brand_id = ? and creator_id = ? and run_key ${op} ? and finalized_at is null
+     returning brand_id, ${payoutColumns}`,
+    [payee.brand_id, payee.creator_id, runKey],
+  );
 }
 
 /** The payout as its `payout.created` webhook shows it: the API's payout without `created_at`. */
@@ -204,39 +256,83 @@ function payoutObject(row: PayoutRow) {
 
 /**
  * The payout run (monthly): every live creator with confirmed orders or clawbacks not netted
- * yet gets one payout for `runKey`. Test mode is never paid out. Idempotent: a rerun finds
- * nothing left to pay; two runs at once split the rows between them.
+ * yet gets a payout for `runKey`. Test mode is never paid out. A payout is final once announced:
+ * a rerun of the run key (a retry, an admin run) pays only what became due since, into a new
+ * payout; a retry of a pass that stopped halfway finishes the payout it left open. Two passes at
+ * once split the lines between them. Returns what this pass did.
  */
 export async function runPayouts(
   orm: MikroORM,
   runKey: string,
   requestId: string,
   onProgress: (done: number, total: number) => Promise<void> = async () => {},
-): Promise<{ run_key: string; payees: number; items: number }> {
-  const payees = await orm.em.fork().execute<Payee[]>(
-    `select distinct brand_id, creator_id from orders where status in (${sqlStatuses(paying.from)}) and livemode and creator_id is not null
-     union
-     select distinct m.brand_id, m.creator_id from ledger_movements m
-      where m.kind = 'clawback' and m.livemode and m.creator_id is not null
-        and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)`,
+): Promise<{ run_key: string; payees: number; items: number; payouts: number }> {
+  // Payees with open payouts too: what an earlier pass paid and did not get to announce.
+  const payees = await orm.em.fork().execute<(Payee & { open_elsewhere: boolean })[]>(
+    `select brand_id, creator_id, bool_or(open_elsewhere) as open_elsewhere from (
+       select distinct brand_id, creator_id, false as open_elsewhere from orders
+        where status in (${sqlStatuses(paying.from)}) and livemode and creator_id is not null
+       union
+       select distinct m.brand_id, m.creator_id, false from ledger_movements m
+        where m.kind = 'clawback' and m.livemode and m.creator_id is not null
+          and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)
+       union
+       select distinct brand_id, creator_id, run_key <> ? from payouts where finalized_at is null
+     ) due group by brand_id, creator_id`,
+    [runKey],
   );
   let items = 0;
+  let paidPayees = 0;
+  let payouts = 0;
   for (const [i, payee] of payees.entries()) {
+    let paid = 0;
+    // A pass of another run key that never finished: its open payouts are announced as they
+    // stand, in their own transaction (so no transaction locks two payouts), before this run's.
+    if (payee.open_elsewhere)
+      payouts += await inTransaction(orm, async (sql) => {
+        const final = await finalizeOpenPayouts(sql, payee, { otherThan: runKey });
+        await recordWebhookEvents(
+          sql,
+          final.map((payout) => payoutCreated(payout, requestId)),
+        );
+        return final.length;
+      });
     for (;;) {
-      const paid = await inTransaction(orm, (sql) => payChunk(sql, payee, runKey, requestId));
-      items += paid;
-      if (paid === 0) break;
+      const chunk = await inTransaction(orm, (sql) => payChunk(sql, payee, runKey, requestId));
+      paid += chunk.items;
+      payouts += chunk.finalized;
+      if (chunk.last) break;
     }
+    items += paid;
+    if (paid > 0) paidPayees++;
     await onProgress(i + 1, payees.length);
   }
-  // Recorded last: a run that stopped halfway is still due, and running it again pays only the rest.
-  await orm.em.fork().execute(
-    `insert into payout_runs (run_key, request_id, payees, items, finished_at) values (?, ?, ?, ?, now())
-     on conflict (run_key) do update
-       set request_id = excluded.request_id, payees = payout_runs.payees + excluded.payees,
-           items = payout_runs.items + excluded.items, finished_at = excluded.finished_at`,
-    [runKey, requestId, payees.length, items],
-    'run',
-  );
-  return { run_key: runKey, payees: payees.length, items };
+  await recordRun(orm, runKey, requestId);
+  return { run_key: runKey, payees: paidPayees, items, payouts };
+}
+
+/**
+ * Recorded last: a run that stopped halfway is still due, and running it again pays only the
+ * rest. The counters are counted from the run key's payouts (creators paid; lines paid, as
+ * payout movements), not added per pass, so reruns and retries never double them and a pass
+ * that stopped halfway is counted too. The run's row is locked first, so the count (a statement
+ * of its own, with its own snapshot) sees every pass that recorded before this one: two passes
+ * finishing together cannot leave the earlier, smaller count.
+ */
+async function recordRun(orm: MikroORM, runKey: string, requestId: string) {
+  await inTransaction(orm, async (sql) => {
+    await sql.query(
+      `insert into payout_runs (run_key, request_id, payees, items, finished_at) values (?, ?, 0, 0, now())
+       on conflict (run_key) do update set request_id = excluded.request_id`,
+      [runKey, requestId],
+    );
+    await sql.query(
+      `update payout_runs r set finished_at = now(),
+         payees = (select count(distinct (p.brand_id, p.creator_id)) from payouts p where p.run_key = r.run_key),
+         items = (select count(*) from payouts p join ledger_movements m on m.payout_id = p.id and m.kind = 'payout'
+                   where p.run_key = r.run_key)
+       where r.run_key = ?`,
+      [runKey],
+    );
+  });
 }

@@ -197,11 +197,12 @@ const descriptions: Record<WebhookEventType, string> = {
   'conversion.updated':
     'An attributed order changed: moved to another creator, its amount or commission corrected by a resend, or refunded or cancelled before payout. `previous_attributes` holds the old values of the fields that changed.',
   'order.confirmed': 'An attributed order passed its `confirm_at` and waits for the next payout.',
-  'order.paid_out': 'An order was included in a payout (`payout_id`).',
+  'order.paid_out':
+    'An order was included in a payout (`payout_id`). The payout can be read, and its payout.created is sent, once the run has paid all it found for the creator.',
   'commission.clawed_back':
     'A refund or cancellation reached an order after its payout: the reversed commission is netted into the creator’s next payout.',
   'payout.created':
-    'A payout run paid a creator (live mode only): one per creator and run, sent when the run has paid every order of that creator.',
+    'A payout was made (live mode only), sent in the transaction that makes it final, once the run has paid every line it found for the creator: its totals never change after, and equal `GET /v1/payouts/{payout_id}` and the sum of its lines, so it is safe to pay from. Usually one per creator and run; a later pass of the same run (a retry, an admin rerun) that finds more due (an order confirmed since, a clawback) makes another payout, with its own id and its own payout.created, and never adds to one announced.',
   'integration.order_missing':
     'A browser observed an order (order.observed) for which no order.paid arrived within the gap delay. Resend order.paid for it.',
 };
