@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod';
-import type { AppError, ErrorCode } from '../shared/errors.js';
+import { AppError, type ErrorCode } from '../shared/errors.js';
 import { methodNotAllowed } from './error-handler.js';
 import { parseOrThrow } from './validate.js';
 
@@ -79,6 +79,17 @@ export function route<P extends Shape = undefined, Q extends Shape = undefined, 
 
 function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
+}
+
+/**
+ * A route's `refusePublishableKey` for what only a brand's server may call: 403
+ * secret_key_required, saying what (e.g. "Webhook endpoints can only be managed").
+ */
+export function secretKeyRequired(
+  what: string,
+  hint = 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
+): () => AppError {
+  return () => new AppError('secret_key_required', `${what} with a secret (sk_) key.`, { hint });
 }
 
 const handlers = new WeakMap<AnyRoute, RequestHandler>();

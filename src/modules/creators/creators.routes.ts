@@ -1,9 +1,8 @@
 import type { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
-import { route } from '../../http/route.js';
+import { route, secretKeyRequired } from '../../http/route.js';
 import type { ErrorCode } from '../../shared/errors.js';
-import { secretKeyForSettlement } from '../payouts/payouts.routes.js';
 import { getCreator, listCreators } from './creators.read.js';
 import {
   CreatorList,
@@ -12,6 +11,9 @@ import {
   CreatorParams,
   creatorExample,
 } from './creators.schemas.js';
+
+/** Creators' balances are the brand's books: read from its server, never with a browser's key. */
+const secretKeyForCreators = secretKeyRequired('Creators can only be read');
 
 const common: ErrorCode[] = [
   'invalid_api_key',
@@ -31,7 +33,7 @@ export function creatorRoutes({ orm, config }: AppDeps) {
         "The brand's creators in creation order, cursor-paged, each with its discount codes and its commission balance in the key's mode, summed from the ledger when read.",
       tag: 'Creators',
       security: 'secret_key',
-      refusePublishableKey: secretKeyForSettlement,
+      refusePublishableKey: secretKeyForCreators,
       query: CreatorListQuery,
       responses: {
         200: {
@@ -55,7 +57,7 @@ export function creatorRoutes({ orm, config }: AppDeps) {
         "What the brand will pay and has paid the creator, in KRW, in the key's mode: pending, payable, paid out, and clawbacks not netted yet.",
       tag: 'Creators',
       security: 'secret_key',
-      refusePublishableKey: secretKeyForSettlement,
+      refusePublishableKey: secretKeyForCreators,
       params: CreatorParams,
       responses: { 200: { description: 'The creator.', schema: CreatorOut, example: creatorExample } },
       errors: [...common, 'creator_not_found'],

@@ -4,7 +4,7 @@ import type { AppDeps } from '../../deps.js';
 import { clientAddressOf } from '../../http/client-address.js';
 import { callerOf } from '../../http/context.js';
 import { EventRateLimiter, rateLimitError, rateLimitHeaders } from '../../http/rate-limit.js';
-import { type ResponseHeaderName, route } from '../../http/route.js';
+import { type ResponseHeaderName, route, secretKeyRequired } from '../../http/route.js';
 import { sendJson } from '../../http/send-json.js';
 import { AppError } from '../../shared/errors.js';
 import { checkIdempotencyKey, requestHash } from '../ingestion/idempotency.js';
@@ -285,10 +285,10 @@ export function eventRoutes(deps: AppDeps) {
         200: { description: 'One EventOut per event, sharing one request_id.', schema: z.array(EventOut) },
       },
       errors: [...ingestionErrors, 'secret_key_required'],
-      refusePublishableKey: () =>
-        new AppError('secret_key_required', 'The batch endpoint needs a secret (sk_) key.', {
-          hint: 'Send batches from your server with a secret key; browsers send single events.',
-        }),
+      refusePublishableKey: secretKeyRequired(
+        'The batch endpoint can only be called',
+        'Send batches from your server with a secret key; browsers send single events.',
+      ),
       async handle(req, res, { query }) {
         await ingestCounted(
           intake,

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
-import { route } from '../../http/route.js';
-import { AppError } from '../../shared/errors.js';
+import { route, secretKeyRequired } from '../../http/route.js';
 import { webhookHealth } from '../webhooks/webhooks.service.js';
 import {
   checkNames,
@@ -134,10 +133,7 @@ const statusExample: z.input<typeof IntegrationStatusOut> = {
   webhooks: { endpoints_enabled: 1, endpoints_failing: [], endpoints_disabled_by_failures: [] },
 };
 
-const secretKeyRequired = () =>
-  new AppError('secret_key_required', 'The integration status can only be read with a secret (sk_) key.', {
-    hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
-  });
+const secretKeyForIntegration = secretKeyRequired('The integration status can only be read');
 
 const errors = [
   'invalid_api_key',
@@ -156,7 +152,7 @@ export function integrationRoutes({ reads }: AppDeps) {
       description: "Counts for the key's mode, refreshed every minute by a worker (and on read when older).",
       tag: 'Integration',
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForIntegration,
       responses: {
         200: { description: 'The summary.', schema: IntegrationStatusOut, example: statusExample },
       },
@@ -196,7 +192,7 @@ export function integrationRoutes({ reads }: AppDeps) {
         'order.observed events with no order.paid after the gap delay, in the last 24 hours, oldest first: resend order.paid for each. An order that arrives leaves the list at once.',
       tag: 'Integration',
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForIntegration,
       query: MissingOrdersQuery,
       responses: {
         200: {

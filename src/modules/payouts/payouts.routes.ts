@@ -2,8 +2,8 @@ import type { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { allPages, streamCsv, wantsCsv } from '../../http/csv.js';
-import { route } from '../../http/route.js';
-import { AppError, type ErrorCode } from '../../shared/errors.js';
+import { route, secretKeyRequired } from '../../http/route.js';
+import type { ErrorCode } from '../../shared/errors.js';
 import { getPayout, listPayoutLines, listPayouts } from './payouts.read.js';
 import {
   PayoutLineList,
@@ -17,14 +17,7 @@ import {
 } from './payouts.schemas.js';
 
 /** Settlement figures are the brand's books: read from its server, never with a browser's key. */
-export const secretKeyForSettlement = () =>
-  new AppError(
-    'secret_key_required',
-    'Payouts, creators and reports can only be read with a secret (sk_) key.',
-    {
-      hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
-    },
-  );
+const secretKeyForSettlement = secretKeyRequired('Payouts can only be read');
 
 const common: ErrorCode[] = [
   'invalid_api_key',

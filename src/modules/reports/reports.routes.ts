@@ -1,9 +1,8 @@
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { streamCsv, wantsCsv } from '../../http/csv.js';
-import { route } from '../../http/route.js';
+import { route, secretKeyRequired } from '../../http/route.js';
 import { findCreator } from '../creators/creators.read.js';
-import { secretKeyForSettlement } from '../payouts/payouts.routes.js';
 import { conversionReport } from './reports.read.js';
 import { ConversionReport, CreatorRow, DayRow, ProductRow, ReportQuery } from './reports.schemas.js';
 
@@ -58,7 +57,7 @@ export function reportRoutes({ orm }: AppDeps) {
         "Orders by `occurred_at` in [`from`, `to`) of the key's mode, grouped by creator, by day in `time_zone` (with the browser funnel: page views, product views, cart additions, observed orders) or by item SKU; per group the orders, attributed orders, amount, commission, refunded amount and reversed commission in KRW. Refunds count with their order, whenever they came. Read from running totals kept with the ledger, so a year answers as fast as a day.",
       tag: 'Reports',
       security: 'secret_key',
-      refusePublishableKey: secretKeyForSettlement,
+      refusePublishableKey: secretKeyRequired('Reports can only be read'),
       query: ReportQuery,
       csv: {
         columns: reportCsvColumns.day,

@@ -1,9 +1,9 @@
 import type { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
-import { route } from '../../http/route.js';
+import { route, secretKeyRequired } from '../../http/route.js';
 import { relayOutbox } from '../../outbox/outbox.js';
-import { AppError, type ErrorCode } from '../../shared/errors.js';
+import type { ErrorCode } from '../../shared/errors.js';
 import { WebhookEventOut, webhookEventExamples, webhookEventTypes } from './event-types.js';
 import {
   DeliveriesQuery,
@@ -48,10 +48,7 @@ export const SIGNATURE_DOCS = [
   `Event types: ${webhookEventTypes.map((t) => `\`${t}\``).join(', ')}. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).`,
 ].join('\n\n');
 
-const secretKeyRequired = () =>
-  new AppError('secret_key_required', 'Webhook endpoints can only be managed with a secret (sk_) key.', {
-    hint: 'Call this endpoint from your server with your sk_live_ or sk_test_ key.',
-  });
+const secretKeyForWebhooks = secretKeyRequired('Webhook endpoints can only be managed');
 
 const common: ErrorCode[] = ['invalid_api_key', 'brand_not_active', 'secret_key_required'];
 const tag = 'Webhooks';
@@ -72,7 +69,7 @@ export function webhookRoutes(deps: AppDeps) {
       description: `An endpoint of the key's mode, subscribed to \`enabled_events\`. The answer carries its signing secret (\`whsec_…\`), shown only this once. At most 16 per mode.\n\n${SIGNATURE_DOCS}`,
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       body: WebhookEndpointCreate,
       bodyExample: {
         url: 'https://shop.example.com/hooks/lf',
@@ -104,7 +101,7 @@ export function webhookRoutes(deps: AppDeps) {
         "Every endpoint of the key's brand and mode, oldest first (secrets are never shown again).",
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       responses: { 200: { description: 'The endpoints.', schema: WebhookEndpointList } },
       errors: [...common],
       async handle(req, res) {
@@ -121,7 +118,7 @@ export function webhookRoutes(deps: AppDeps) {
       summary: 'Read a webhook endpoint',
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       params: EndpointParams,
       responses: { 200: { description: 'The endpoint.', schema: WebhookEndpointOut } },
       errors: [...common, 'webhook_endpoint_not_found', 'invalid_request_body'],
@@ -138,7 +135,7 @@ export function webhookRoutes(deps: AppDeps) {
         '`status: disabled` stops deliveries at once (pending ones are canceled); `status: enabled` re-enables an endpoint the service disabled after 3 days of failures and clears its failure clock. A new `url` is checked like a new endpoint.',
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       params: EndpointParams,
       body: WebhookEndpointPatch,
       bodyExample: { enabled_events: ['conversion.created', 'conversion.updated'] },
@@ -156,7 +153,7 @@ export function webhookRoutes(deps: AppDeps) {
       description: 'Nothing more is sent to it, queued retries included; its delivery history goes with it.',
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       params: EndpointParams,
       responses: { 200: { description: 'Deleted.', schema: WebhookEndpointDeleted } },
       errors: [...common, 'webhook_endpoint_not_found', 'invalid_request_body'],
@@ -176,7 +173,7 @@ export function webhookRoutes(deps: AppDeps) {
         'Returns a new secret, shown only this once. For 24 hours deliveries carry two `v1` signatures, with the new and the old secret, so the receiver can switch without missing one.',
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       params: EndpointParams,
       responses: {
         200: { description: 'The endpoint, with its new secret.', schema: WebhookEndpointWithSecret },
@@ -196,7 +193,7 @@ export function webhookRoutes(deps: AppDeps) {
         'Each event sent (or resent) to the endpoint: status, attempts, the last status code and duration, and when the next retry runs at the latest. Page with `starting_after`.',
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       params: EndpointParams,
       query: DeliveriesQuery,
       responses: { 200: { description: 'One page of deliveries.', schema: WebhookDeliveryList } },
@@ -221,7 +218,7 @@ export function webhookRoutes(deps: AppDeps) {
       description: `The event exactly as delivered. Its schema lists every event type with an example payload.\n\n${SIGNATURE_DOCS}`,
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       params: EventParams,
       responses: {
         200: {
@@ -253,7 +250,7 @@ export function webhookRoutes(deps: AppDeps) {
         'New deliveries of the same event (same `id`, so receivers that deduplicate ignore it if they had it): to `endpoint_id`, or to every enabled endpoint the event went to. Each is retried like any delivery.',
       tag,
       security: 'secret_key',
-      refusePublishableKey: secretKeyRequired,
+      refusePublishableKey: secretKeyForWebhooks,
       params: EventParams,
       body: ResendBody,
       bodyExample: { endpoint_id: 'we_01m85a0k1d7q3v9x2c4h6j8k0m' },
