@@ -947,6 +947,7 @@ export interface components {
       | 'webhook_endpoint_disabled'
       | 'coupon_code_taken'
       | 'idempotency_key_reused'
+      | 'json_content_type_required'
       | 'missing_required_field'
       | 'refund_exceeds_remaining_amount'
       | 'refund_currency_mismatch'

@@ -105,6 +105,11 @@ export const errorCodes = {
     explains:
       'The Idempotency-Key was already used with a different request body, or the first request with it was still running after 5 seconds. Use a new key for a new request; retry the same body later.',
   },
+  json_content_type_required: {
+    status: 415,
+    explains:
+      "A request body on the ops surface (`/admin/api`, Bull Board's actions) must be sent with `Content-Type: application/json` (a `charset=utf-8` parameter may follow). A form or `text/plain` body is refused before anything is done: another site's page can send those with the browser's credentials.",
+  },
   missing_required_field: {
     status: 422,
     explains: 'A field this event type needs is absent. `param` names it.',
