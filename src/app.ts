@@ -133,8 +133,11 @@ export function buildApp(appDeps: AppDeps): express.Express {
   mountRoutes(v1, publicRoutes, [apiKey]);
   app.use(v1);
 
+  // The admin API takes the Bearer token only: a browser that opened Bull Board keeps its Basic
+  // credentials and sends them with any page's request (http/admin-auth.ts).
   const admin = Router();
-  admin.use('/admin', requireAdmin(config.ADMIN_TOKEN, { browser: true }));
+  admin.use('/admin/api', requireAdmin(config.ADMIN_TOKEN));
+  admin.use('/admin/queues', requireAdmin(config.ADMIN_TOKEN, { browser: true }));
   mountBullBoard(admin, deps.queues);
   admin.use('/admin/api', jsonBody(MiB));
   mountRoutes(admin, adminApiRoutes);

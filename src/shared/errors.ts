@@ -25,7 +25,7 @@ export const errorCodes = {
   invalid_admin_token: {
     status: 401,
     explains:
-      'The admin API and ops pages need `Authorization: Bearer <ADMIN_TOKEN>` (or HTTP Basic user `ops`, password ADMIN_TOKEN).',
+      'The admin API (`/admin/api`) takes the ops token as `Authorization: Bearer <ADMIN_TOKEN>` only. HTTP Basic (user `ops`, password ADMIN_TOKEN) is for the ops pages in a browser (Bull Board at `/admin/queues`, `/metrics`) and is refused by the admin API, since a browser sends it again on its own.',
   },
   brand_not_active: {
     status: 403,

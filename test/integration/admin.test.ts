@@ -5,7 +5,7 @@ import { eventRequestIdSql } from '../../src/modules/ingestion/received-event.en
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { confirmOrders } from '../../workers/payouts.js';
 import { admin, expectEnvelope, makeShop, sendEvent } from '../factories/index.js';
-import { createTestApp, type TestContext } from '../setup/test-app.js';
+import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
 let brandId: string;
@@ -353,5 +353,46 @@ describe('admin authentication', () => {
     const ok = await request(ctx.app).get('/admin/queues').auth('ops', ctx.config.ADMIN_TOKEN);
     expect(ok.status).toBe(200);
     expect(ok.text).toContain('<html');
+  });
+});
+
+/**
+ * Issue 36: the ops surface cannot be driven from another site's page. A browser keeps the Basic
+ * credentials ops gave Bull Board and sends them with any request to this host; a hidden form can
+ * POST a `text/plain` body (the JSON as a field name) without asking the browser first.
+ */
+describe('CSRF on the ops surface', () => {
+  const bearer = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+  const hook = { url: 'https://hooks.example.com/csrf', enabled_events: ['*'], livemode: true };
+  const hookPath = () => `/admin/api/brands/${target}/webhook_endpoints`;
+  let target: string;
+  const endpointUrls = async () => {
+    const res = await admin(ctx).get(hookPath());
+    expect(res.status).toBe(200);
+    return (res.body.data as { url: string }[]).map((e) => e.url).sort();
+  };
+
+  beforeAll(async () => {
+    target = (await admin(ctx).post('/admin/api/brands', { name: 'CSRF target' })).body.id;
+  });
+
+  it('the admin API takes the Bearer token only: Basic ops credentials, right ones too, are 401 and do nothing', async () => {
+    const read = await request(ctx.app).get(`/admin/api/brands/${target}`).auth('ops', ADMIN_TOKEN);
+    const error = expectEnvelope(read, 401, 'invalid_admin_token');
+    expect(error.message).toContain('Basic');
+    expect(error.hint).toContain('Authorization: Bearer <ADMIN_TOKEN>');
+    // Not asked for: a browser would otherwise offer its sign-in prompt for the JSON API.
+    expect(read.headers['www-authenticate']).toBeUndefined();
+    expectEnvelope(
+      await request(ctx.app).post(hookPath()).auth('ops', ADMIN_TOKEN).send(hook),
+      401,
+      'invalid_admin_token',
+    );
+    expect(await endpointUrls()).toEqual([]);
+
+    expect((await request(ctx.app).get(`/admin/api/brands/${target}`).set(bearer)).status).toBe(200);
+    // The pages a browser opens keep Basic.
+    expect((await request(ctx.app).get('/admin/queues').auth('ops', ADMIN_TOKEN)).status).toBe(200);
+    expect((await request(ctx.app).get('/metrics').auth('ops', ADMIN_TOKEN)).status).toBe(200);
   });
 });
