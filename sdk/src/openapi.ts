@@ -932,6 +932,7 @@ export interface components {
       | 'origin_not_allowed'
       | 'publishable_key_cannot_read_orders'
       | 'secret_key_required'
+      | 'cross_origin_request_not_allowed'
       | 'wrong_host'
       | 'order_not_found'
       | 'payout_not_found'

@@ -51,6 +51,11 @@ export const errorCodes = {
     explains:
       'This endpoint needs a secret (sk_) key; publishable keys are for the browser signal types only.',
   },
+  cross_origin_request_not_allowed: {
+    status: 403,
+    explains:
+      'The ops surface (`/admin/api`, Bull Board at `/admin/queues`) serves its own pages and clients outside a browser only. The browser said a page of another origin sent this request (`Sec-Fetch-Site: cross-site` or `same-site`), or, in a browser without that header, sent an `Origin` of another host. Call the admin API from a server or curl, and open the ops pages by their address; following a link to a page from elsewhere works.',
+  },
   wrong_host: {
     status: 404,
     explains:
