@@ -164,6 +164,7 @@ function banner(
     ['API docs', `${base}/docs`],
     ['OpenAPI', `${base}/openapi.json`],
     ['Bull Board', `${base}/admin/queues  (user ${b('ops')}, password = admin token)`],
+    ['Admin API', `${base}/admin/api  (${b('Authorization: Bearer')} <admin token>, JSON bodies)`],
     ['Admin token', b(seed.admin_token)],
     ['Brand', `${seed.brand_id}  (allowed origin ${seed.allowed_origin})`],
     ['sk_test', seed.keys.sk_test],

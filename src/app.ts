@@ -15,6 +15,7 @@ import { jsonBody } from './http/json-body.js';
 import { assignRequestId } from './http/request-id.js';
 import { logRequests } from './http/request-log.js';
 import { type AnyRoute, mountRoutes, routeHandler } from './http/route.js';
+import { refuseCrossOrigin } from './http/same-origin.js';
 import { crossOriginReadablePolicy, securityHeaderPolicy } from './http/security-headers.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { clickRedirectRoutes } from './modules/attribution/click-redirect.routes.js';
@@ -110,6 +111,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
   if (authHosts.size > 0) {
     const authHost = Router();
     authHost.use((req, _res, next) => next(authHosts.has(hostName(req.headers.host)) ? undefined : 'router'));
+    // Any Content-Type, as on /v1: the login JWT is a Bearer header, which no browser sends on its own.
     authHost.use('/api', jsonBody(MiB));
     mountRoutes(authHost, issuanceRoutes, [authenticateLoginToken(loginTokenVerifier(config))]);
     app.use(authHost);
@@ -143,10 +145,17 @@ export function buildApp(appDeps: AppDeps): express.Express {
   mountRoutes(v1, publicRoutes, beforeV1Route);
   app.use(v1);
 
+  // The ops surface is opened in a browser, which keeps its Basic credentials and sends them on
+  // its own: requests another origin's pages make are refused, a body must be typed
+  // application/json (a form cannot say so), and the admin API takes the Bearer token only
+  // (http/same-origin.ts, http/admin-auth.ts; docs/decisions.md, "CSRF on the ops surface").
   const admin = Router();
-  admin.use('/admin', requireAdmin(config.ADMIN_TOKEN, { browser: true }));
+  const adminBody = jsonBody(MiB, { jsonOnly: true });
+  admin.use('/admin', refuseCrossOrigin);
+  admin.use('/admin/api', requireAdmin(config.ADMIN_TOKEN), adminBody);
+  // Bull Board's own JSON parser then finds the body read.
+  admin.use('/admin/queues', requireAdmin(config.ADMIN_TOKEN, { browser: true }), adminBody);
   mountBullBoard(admin, deps.queues);
-  admin.use('/admin/api', jsonBody(MiB));
   mountRoutes(admin, adminApiRoutes);
   app.use(admin);
 

@@ -1,25 +1,69 @@
 import { StringDecoder } from 'node:string_decoder';
 import express, { type RequestHandler } from 'express';
+import { AppError } from '../shared/errors.js';
+
+/** The media type of a Content-Type header, without its parameters. */
+function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
+}
+
+/** What the request said its body is, short and printable, for the message. */
+function describeType(contentType: string | undefined): string {
+  const type = mediaType(contentType);
+  if (!type) return 'no Content-Type';
+  return /^[\w.+-]+\/[\w.+-]+$/.test(type) && type.length <= 80
+    ? `Content-Type ${type}`
+    : 'another Content-Type';
+}
 
 /** An error as body-parser makes it, so error-handler.ts answers both alike. */
 function bodyError(status: number, type: string, message: string): Error {
   return Object.assign(new Error(message), { status, type, expose: true });
 }
 
+/** `application/json`, parameters (a charset) allowed; `+json` types are not: nothing here defines one. */
+function isJsonMediaType(contentType: string | undefined): boolean {
+  return mediaType(contentType) === 'application/json';
+}
+
+export interface JsonBodyOptions {
+  /**
+   * Refuse (415) a body whose Content-Type is not JSON, before reading it. For surfaces a browser
+   * sends ambient credentials to (the ops surface): a form or `text/plain` body is what another
+   * site's page can send without asking the browser first, an `application/json` one is not.
+   */
+  jsonOnly?: boolean;
+}
+
 /**
- * Bodies are JSON whatever the Content-Type says (curl's default form type included). An
- * uncompressed UTF-8 body, nearly every request, is read here; a compressed one or another
- * charset goes to body-parser, which inflates, decodes or refuses it (415). Under single events
+ * Bodies are JSON whatever the Content-Type says (curl's default form type and sendBeacon's
+ * text/plain included), unless `jsonOnly`. An uncompressed UTF-8 body, nearly every request, is
+ * read here; a compressed one or another charset goes to body-parser, which inflates, decodes or refuses it (415). Under single events
  * body-parser's generality cost about a tenth of the web process's CPU (docs/benchmarks.md,
  * "Profile notes"); the limits, errors and empty-body rules below are its own.
  */
-export function jsonBody(limitBytes: number): RequestHandler {
+export function jsonBody(limitBytes: number, { jsonOnly = false }: JsonBodyOptions = {}): RequestHandler {
   const general = express.json({ limit: limitBytes, type: () => true, strict: false });
   return (req, res, next) => {
     // Already read (a route's own larger limit ran first), or no body at all.
     if (req.readableEnded || req.body !== undefined) return next();
     const headers = req.headers;
     if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) return next();
+    // `Content-Length: 0` (fetch's PUT without a body) carries nothing to refuse.
+    const empty = headers['transfer-encoding'] === undefined && Number(headers['content-length']) === 0;
+    if (jsonOnly && !empty && !isJsonMediaType(headers['content-type'])) {
+      req.resume(); // drained unread, so the answer can be sent
+      next(
+        new AppError(
+          'json_content_type_required',
+          `A request body here must be JSON, sent with Content-Type: application/json; this one came with ${describeType(headers['content-type'])}.`,
+          {
+            hint: 'Send the body with `Content-Type: application/json` (curl: `-H "Content-Type: application/json"`).',
+          },
+        ),
+      );
+      return;
+    }
     const encoding = headers['content-encoding'];
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(headers['content-type'] ?? '')?.[1]?.toLowerCase();
     if (

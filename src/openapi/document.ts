@@ -44,7 +44,7 @@ const tagDescriptions: Record<string, string> = {
 const securityRequirements: Record<Security, oas32.SecurityRequirementObject[]> = {
   api_key: [{ apiKey: [] }],
   secret_key: [{ secretKey: [] }],
-  admin: [{ adminToken: [] }, { opsBasic: [] }],
+  admin: [{ adminToken: [] }],
   login_jwt: [{ loginJwt: [] }],
   none: [],
 };
@@ -64,9 +64,9 @@ const securitySchemes: Record<string, oas32.SecuritySchemeObject> = {
   adminToken: {
     type: 'http',
     scheme: 'bearer',
-    description: 'The ops token: `Authorization: Bearer <ADMIN_TOKEN>`.',
+    description:
+      'The ops token: `Authorization: Bearer <ADMIN_TOKEN>`, the only credential the admin API takes (HTTP Basic is for the ops pages in a browser, and refused here).',
   },
-  opsBasic: { type: 'http', scheme: 'basic', description: 'For browsers: user `ops`, password ADMIN_TOKEN.' },
   loginJwt: {
     type: 'http',
     scheme: 'bearer',

@@ -58,15 +58,19 @@ const JSON_BODY_PATHS = /^\/(v1|admin\/api|api)\//;
  * Errors an operation meets outside its handler, from what app.ts mounts: the host check
  * (404 wrong_host) before every route; the JSON body parser (400 malformed JSON, 413 too
  * large, 415 unsupported encoding or charset) on any request with a body under
- * JSON_BODY_PATHS; 400 for a path parameter that is not valid percent-encoding; and the
- * error handler's 500 for anything unexpected.
+ * JSON_BODY_PATHS; 400 for a path parameter that is not valid percent-encoding; the ops
+ * surface's CSRF guards on everything under /admin/ (403 for a request another origin's page made, 415 for
+ * a body not sent as JSON); and the error handler's 500 for anything unexpected.
  */
 function infrastructureErrors(def: AnyRoute): [number, ErrorCode][] {
   const parsesBody = JSON_BODY_PATHS.test(def.path);
+  const admin = def.path.startsWith('/admin/');
   const errors: [number, ErrorCode][] = [];
   if (parsesBody || def.params) errors.push([400, 'http_400']);
+  if (admin) errors.push([403, 'cross_origin_request_not_allowed']);
   errors.push([404, 'wrong_host']);
   if (parsesBody) errors.push([413, 'http_413'], [415, 'http_415']);
+  if (admin) errors.push([415, 'json_content_type_required']);
   errors.push([500, 'temporary_service_error']);
   return errors;
 }

@@ -25,7 +25,7 @@ export const errorCodes = {
   invalid_admin_token: {
     status: 401,
     explains:
-      'The admin API and ops pages need `Authorization: Bearer <ADMIN_TOKEN>` (or HTTP Basic user `ops`, password ADMIN_TOKEN).',
+      'The admin API (`/admin/api`) takes the ops token as `Authorization: Bearer <ADMIN_TOKEN>` only. HTTP Basic (user `ops`, password ADMIN_TOKEN) is for the ops pages in a browser (Bull Board at `/admin/queues`, `/metrics`) and is refused by the admin API, since a browser sends it again on its own.',
   },
   brand_not_active: {
     status: 403,
@@ -50,6 +50,11 @@ export const errorCodes = {
     status: 403,
     explains:
       'This endpoint needs a secret (sk_) key; publishable keys are for the browser signal types only.',
+  },
+  cross_origin_request_not_allowed: {
+    status: 403,
+    explains:
+      'The ops surface (`/admin/api`, Bull Board at `/admin/queues`) serves its own pages and clients outside a browser only. The browser said a page of another origin sent this request (`Sec-Fetch-Site: cross-site` or `same-site`), or, in a browser without that header, sent an `Origin` of another host. Call the admin API from a server or curl, and open the ops pages by their address; following a link to a page from elsewhere works.',
   },
   wrong_host: {
     status: 404,
@@ -104,6 +109,11 @@ export const errorCodes = {
     status: 409,
     explains:
       'The Idempotency-Key was already used with a different request body, or the first request with it was still running after 5 seconds. Use a new key for a new request; retry the same body later.',
+  },
+  json_content_type_required: {
+    status: 415,
+    explains:
+      "A request body on the ops surface (`/admin/api`, Bull Board's actions) must be sent with `Content-Type: application/json` (a `charset=utf-8` parameter may follow). A form or `text/plain` body is refused before anything is done: another site's page can send those with the browser's credentials.",
   },
   missing_required_field: {
     status: 422,

@@ -269,4 +269,77 @@ describe.skipIf(skip)('pages under their CSP in Chromium', () => {
     expect(responses.some((r) => /highlight-worker/.test(r.url))).toBe(true);
     expect(await renderedInForeignFrame(context, '/admin/queues')).toBe(false);
   });
+
+  it("a hidden text/plain form on another site's page, with ops signed in to Bull Board: refused, nothing created; Bull Board's own actions still work", async () => {
+    const json = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const made = await fetch(`${base}/admin/api/brands`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ name: 'CSRF target' }),
+    });
+    const hooks = `${base}/admin/api/brands/${((await made.json()) as { id: string }).id}/webhook_endpoints`;
+    const endpoints = async () =>
+      ((await (await fetch(hooks, { headers: json })).json()) as { data: [] }).data;
+    const queue = ctx.queues['integration-status'];
+
+    context = await openContext({
+      httpCredentials: { username: 'ops', password: ADMIN_TOKEN, origin: base },
+    });
+    const { page, seen } = await watchedPage(context);
+    // The operator opened Bull Board: the browser now holds Basic credentials for this host.
+    expect((await page.goto(`${base}/admin/queues`))?.status()).toBe(200);
+    // Its own actions are fetches from its page (same-origin), with those credentials: they work.
+    const paused = await page.evaluate(
+      async () =>
+        (await fetch('/admin/queues/api/queues/integration-status/pause', { method: 'PUT' })).status,
+    );
+    expect(paused).toBe(200);
+    expect(await queue.isPaused()).toBe(true);
+    await queue.resume();
+    await expectNoViolations(page, seen);
+
+    // What the review describes: the JSON as the name of a hidden field, posted as text/plain on
+    // load, from another site (localhost is not 127.0.0.1's site) and from a sibling origin
+    // (another port: same-site), to the admin API and to a Bull Board action.
+    const field = JSON.stringify({
+      url: 'https://hooks.example.com/stolen',
+      enabled_events: ['*'],
+      livemode: true,
+      description: '',
+    });
+    const forms = {
+      hook: hooks,
+      job: `${base}/admin/queues/api/queues/integration-status/add`,
+    };
+    const jobsBefore = await queue.count();
+    const framerPort = (framerServer.address() as { port: number }).port;
+    for (const [attacker, site] of [
+      [`http://localhost:${framerPort}`, 'cross-site'],
+      [framer, 'same-site'],
+    ] as const) {
+      await context.route(`${attacker}/attack/*`, (route) => {
+        const action = forms[new URL(route.request().url()).pathname.split('/')[2] as keyof typeof forms];
+        return route.fulfill({
+          contentType: 'text/html; charset=utf-8',
+          body: `<!doctype html><form method="post" enctype="text/plain" action="${action}"><input type="hidden" name='${field.slice(0, -2)}' value='"}'></form><script>document.forms[0].submit()</script>`,
+        });
+      });
+      for (const [target, action] of Object.entries(forms)) {
+        const attack = await context.newPage();
+        const answered = attack.waitForResponse((r) => r.url() === action);
+        await attack.goto(`${attacker}/attack/${target}`);
+        const answer = await answered;
+        const what = `${site} ${target}`;
+        expect((await answer.request().allHeaders())['content-type'], what).toBe('text/plain');
+        expect(answer.status(), what).toBe(403);
+        // Refused by what the browser said of the page (Fetch Metadata, which playwright does not list).
+        const { error } = (await answer.json()) as { error: { code: string; message: string } };
+        expect(error.code, what).toBe('cross_origin_request_not_allowed');
+        expect(error.message, what).toContain(`Sec-Fetch-Site: ${site}`);
+        await attack.close();
+      }
+    }
+    expect(await endpoints()).toEqual([]);
+    expect(await queue.count()).toBe(jobsBefore);
+  });
 });

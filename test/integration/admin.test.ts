@@ -4,8 +4,15 @@ import { createLogger } from '../../src/logger.js';
 import { eventRequestIdSql } from '../../src/modules/ingestion/received-event.entity.js';
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
 import { confirmOrders } from '../../workers/payouts.js';
-import { admin, expectEnvelope, makeShop, sendEvent } from '../factories/index.js';
-import { createTestApp, type TestContext } from '../setup/test-app.js';
+import {
+  admin,
+  expectEnvelope,
+  makeBrandWithKeys,
+  makeShop,
+  SHOP_ORIGIN,
+  sendEvent,
+} from '../factories/index.js';
+import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
 let brandId: string;
@@ -353,5 +360,223 @@ describe('admin authentication', () => {
     const ok = await request(ctx.app).get('/admin/queues').auth('ops', ctx.config.ADMIN_TOKEN);
     expect(ok.status).toBe(200);
     expect(ok.text).toContain('<html');
+  });
+});
+
+/**
+ * Issue 36: the ops surface cannot be driven from another site's page. A browser keeps the Basic
+ * credentials ops gave Bull Board and sends them with any request to this host; a hidden form can
+ * POST a `text/plain` body (the JSON as a field name) without asking the browser first.
+ */
+describe('CSRF on the ops surface', () => {
+  const bearer = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+  const hook = { url: 'https://hooks.example.com/csrf', enabled_events: ['*'], livemode: true };
+  const hookPath = () => `/admin/api/brands/${target}/webhook_endpoints`;
+  let target: string;
+  const endpointUrls = async () => {
+    const res = await admin(ctx).get(hookPath());
+    expect(res.status).toBe(200);
+    return (res.body.data as { url: string }[]).map((e) => e.url).sort();
+  };
+  const payoutRuns = () => ctx.queues['payout-run'].count();
+  const board = () => ctx.queues['integration-status'];
+
+  beforeAll(async () => {
+    target = (await admin(ctx).post('/admin/api/brands', { name: 'CSRF target' })).body.id;
+  });
+
+  it('the admin API takes the Bearer token only: Basic ops credentials, right ones too, are 401 and do nothing', async () => {
+    const read = await request(ctx.app).get(`/admin/api/brands/${target}`).auth('ops', ADMIN_TOKEN);
+    const error = expectEnvelope(read, 401, 'invalid_admin_token');
+    expect(error.message).toContain('Basic');
+    expect(error.hint).toContain('Authorization: Bearer <ADMIN_TOKEN>');
+    // Not asked for: a browser would otherwise offer its sign-in prompt for the JSON API.
+    expect(read.headers['www-authenticate']).toBeUndefined();
+    expectEnvelope(
+      await request(ctx.app).post(hookPath()).auth('ops', ADMIN_TOKEN).send(hook),
+      401,
+      'invalid_admin_token',
+    );
+    expect(await endpointUrls()).toEqual([]);
+
+    expect((await request(ctx.app).get(`/admin/api/brands/${target}`).set(bearer)).status).toBe(200);
+    // The pages a browser opens keep Basic.
+    expect((await request(ctx.app).get('/admin/queues').auth('ops', ADMIN_TOKEN)).status).toBe(200);
+    expect((await request(ctx.app).get('/metrics').auth('ops', ADMIN_TOKEN)).status).toBe(200);
+  });
+
+  it.each([
+    ['text/plain', 'text/plain'],
+    ['a urlencoded form', 'application/x-www-form-urlencoded'],
+    ['a multipart form', 'multipart/form-data; boundary=lf'],
+    ['another JSON-ish type', 'application/merge-patch+json'],
+  ])('a body sent as %s is 415 json_content_type_required and creates nothing', async (_as, type) => {
+    // What `<form enctype="text/plain"><input name='{"url":"...","description":"' value='"}'>` sends.
+    const formLike = `${JSON.stringify({ ...hook, description: '' }).slice(0, -2)}="}`;
+    const res = await request(ctx.app).post(hookPath()).set(bearer).set('Content-Type', type).send(formLike);
+    const error = expectEnvelope(res, 415, 'json_content_type_required');
+    expect(error.message).toContain(type.split(';')[0]);
+    expect(error.hint).toContain('Content-Type: application/json');
+    expect(await endpointUrls()).toEqual([]);
+  });
+
+  it('a body with no Content-Type at all is 415 too; an empty one needs none', async () => {
+    const untyped = await request(ctx.app)
+      .post(hookPath())
+      .set(bearer)
+      .send(Buffer.from(JSON.stringify(hook)));
+    expect(untyped.request.getHeader('Content-Type')).toBeUndefined();
+    expect(expectEnvelope(untyped, 415, 'json_content_type_required').message).toContain('no Content-Type');
+    expect(await endpointUrls()).toEqual([]);
+    // fetch's POST or PUT without a body: `Content-Length: 0`, no type.
+    const empty = await request(ctx.app).post('/admin/api/jobs/test-data-deletion/run').set(bearer);
+    expect(empty.request.getHeader('Content-Length') ?? '0').toBe('0');
+    expect(empty.status, JSON.stringify(empty.body)).toBe(201);
+  });
+
+  it('a payout run started by a form is 415 and enqueues nothing', async () => {
+    const before = await payoutRuns();
+    const res = await request(ctx.app)
+      .post('/admin/api/jobs/payout-run/run')
+      .set(bearer)
+      .set('Content-Type', 'text/plain')
+      .send('{"x":"="}');
+    expectEnvelope(res, 415, 'json_content_type_required');
+    expect(await payoutRuns()).toBe(before);
+  });
+
+  it('application/json, with a charset or not, creates the endpoint', async () => {
+    const plain = await request(ctx.app)
+      .post(hookPath())
+      .set(bearer)
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify({ ...hook, url: 'https://hooks.example.com/json' }));
+    expect(plain.status, JSON.stringify(plain.body)).toBe(201);
+    const charset = await request(ctx.app)
+      .post(hookPath())
+      .set(bearer)
+      .set('Content-Type', 'Application/JSON; charset=utf-8')
+      .send(JSON.stringify({ ...hook, url: 'https://hooks.example.com/json-utf8' }));
+    expect(charset.status, JSON.stringify(charset.body)).toBe(201);
+    expect(await endpointUrls()).toEqual([
+      'https://hooks.example.com/json',
+      'https://hooks.example.com/json-utf8',
+    ]);
+  });
+
+  it.each(['cross-site', 'same-site'])(
+    'Sec-Fetch-Site: %s is 403 on the admin API, the Bearer token notwithstanding, and does nothing',
+    async (site) => {
+      const before = await endpointUrls();
+      const runs = await payoutRuns();
+      const res = await request(ctx.app)
+        .post(hookPath())
+        .set(bearer)
+        .set('Sec-Fetch-Site', site)
+        .send({ ...hook, url: `https://hooks.example.com/${site}` });
+      const error = expectEnvelope(res, 403, 'cross_origin_request_not_allowed');
+      expect(error.message).toContain(`Sec-Fetch-Site: ${site}`);
+      expect(error.hint).toContain('Bearer');
+      expectEnvelope(
+        await request(ctx.app).post('/admin/api/jobs/payout-run/run').set(bearer).set('Sec-Fetch-Site', site),
+        403,
+        'cross_origin_request_not_allowed',
+      );
+      // Refused before authentication: no token, no sign-in prompt either.
+      const anonymous = await request(ctx.app).get('/admin/queues').set('Sec-Fetch-Site', site);
+      expectEnvelope(anonymous, 403, 'cross_origin_request_not_allowed');
+      expect(anonymous.headers['www-authenticate']).toBeUndefined();
+      expect(await endpointUrls()).toEqual(before);
+      expect(await payoutRuns()).toBe(runs);
+    },
+  );
+
+  it.each([['same-origin'], ['none'], [undefined]])('Sec-Fetch-Site %s passes', async (site) => {
+    const res = request(ctx.app)
+      .post(hookPath())
+      .set(bearer)
+      .send({ ...hook, url: `https://hooks.example.com/site-${site ?? 'absent'}` });
+    if (site) res.set('Sec-Fetch-Site', site);
+    expect((await res).status).toBe(201);
+    expect(await endpointUrls()).toContain(`https://hooks.example.com/site-${site ?? 'absent'}`);
+  });
+
+  it('without Sec-Fetch-Site (a browser that lacks it), an Origin of another host or `null` is 403; its own passes', async () => {
+    const withOrigin = (origin: string) =>
+      request(ctx.app)
+        .get(`/admin/api/brands/${target}`)
+        .set(bearer)
+        .set({ Host: '127.0.0.1:3000', Origin: origin });
+    for (const origin of ['https://evil.example', 'http://127.0.0.1:5173', 'null'])
+      expectEnvelope(await withOrigin(origin), 403, 'cross_origin_request_not_allowed');
+    expect((await withOrigin('http://127.0.0.1:3000')).status).toBe(200);
+  });
+
+  it("Bull Board's actions: cross-site is 403 and the queue stays running; its own page pauses it", async () => {
+    const pause = (site: string) =>
+      request(ctx.app)
+        .put('/admin/queues/api/queues/integration-status/pause')
+        .auth('ops', ADMIN_TOKEN)
+        .set('Sec-Fetch-Site', site);
+    expectEnvelope(await pause('cross-site'), 403, 'cross_origin_request_not_allowed');
+    expectEnvelope(await pause('same-site'), 403, 'cross_origin_request_not_allowed');
+    expect(await board().isPaused()).toBe(false);
+    expect((await pause('same-origin')).status).toBe(200);
+    expect(await board().isPaused()).toBe(true);
+    await board().resume();
+  });
+
+  it("Bull Board's add-job action reads a JSON body and refuses a text/plain one (415, no job)", async () => {
+    const job = { name: 'integration-status', data: { request_id: 'req_csrf', triggered_by: 'admin' } };
+    const add = () =>
+      request(ctx.app)
+        .post('/admin/queues/api/queues/integration-status/add')
+        .auth('ops', ADMIN_TOKEN)
+        .set('Sec-Fetch-Site', 'same-origin');
+    const before = await board().count();
+    expectEnvelope(
+      await add().set('Content-Type', 'text/plain').send(JSON.stringify(job)),
+      415,
+      'json_content_type_required',
+    );
+    expect(await board().count()).toBe(before);
+    const added = await add().send(job);
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    expect(added.body.job.data).toEqual(job.data);
+    await (await board().getJob(added.body.job.id))?.remove();
+  });
+
+  it('a link to Bull Board followed from another site opens it (a top-level GET); a cross-site fetch of its API does not', async () => {
+    const navigation = await request(ctx.app)
+      .get('/admin/queues')
+      .auth('ops', ADMIN_TOKEN)
+      .set({ 'Sec-Fetch-Site': 'cross-site', 'Sec-Fetch-Mode': 'navigate', 'Sec-Fetch-Dest': 'document' });
+    expect(navigation.status).toBe(200);
+    const fetched = await request(ctx.app)
+      .get('/admin/queues/api/queues')
+      .auth('ops', ADMIN_TOKEN)
+      .set({ 'Sec-Fetch-Site': 'cross-site', 'Sec-Fetch-Mode': 'cors', 'Sec-Fetch-Dest': 'empty' });
+    expectEnvelope(fetched, 403, 'cross_origin_request_not_allowed');
+    // A form posted across sites is a navigation too, but not a GET.
+    const posted = await request(ctx.app)
+      .post(hookPath())
+      .set(bearer)
+      .set({ 'Sec-Fetch-Site': 'cross-site', 'Sec-Fetch-Mode': 'navigate', 'Sec-Fetch-Dest': 'document' })
+      .send(hook);
+    expectEnvelope(posted, 403, 'cross_origin_request_not_allowed');
+  });
+
+  it('/v1 keeps reading a text/plain JSON body (sendBeacon), cross-site: a key is never ambient', async () => {
+    const { keys } = await makeBrandWithKeys(ctx.orm);
+    const res = await request(ctx.app)
+      .post('/v1/events')
+      .set({
+        Authorization: `Bearer ${keys.pk_test}`,
+        Origin: SHOP_ORIGIN,
+        'Sec-Fetch-Site': 'cross-site',
+        'Content-Type': 'text/plain;charset=UTF-8',
+      })
+      .send(JSON.stringify({ type: 'page.viewed', data: { path: '/' } }));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
   });
 });

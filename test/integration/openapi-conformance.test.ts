@@ -111,7 +111,7 @@ function send(path: string, method: string, segment = 'x') {
 }
 
 describe('errors met outside the handler, as declared', () => {
-  it('400 for a malformed JSON body or path parameter, 413 for a body over the limit, 415 for an unreadable encoding, 404 wrong_host on another host', async () => {
+  it('400 for a malformed JSON body or path parameter, 413 for a body over the limit, 415 for an unreadable encoding, 403 for a cross-site request and 415 for a body not typed JSON on the ops surface, 404 wrong_host on another host', async () => {
     expect(operations().length).toBeGreaterThan(30);
     for (const { path, method, op } of operations()) {
       const name = `${method.toUpperCase()} ${path}`;
@@ -133,6 +133,16 @@ describe('errors met outside the handler, as declared', () => {
         .set('Content-Encoding', 'x-unknown')
         .send('{}');
       expect(declared(415).includes('http_415'), name).toBe(encoded.status === 415);
+
+      // The ops surface's CSRF guards (issue 36): what another site's page could send.
+      const crossSite = await send(path, method).set('Sec-Fetch-Site', 'cross-site');
+      const refusedCrossSite = crossSite.body.error?.code === 'cross_origin_request_not_allowed';
+      expect(refusedCrossSite, name).toBe(path.startsWith('/admin/'));
+      expect(declared(403).includes('cross_origin_request_not_allowed'), name).toBe(refusedCrossSite);
+      const textBody = await send(path, method).set('Content-Type', 'text/plain').send('{}');
+      const refusedText = textBody.body.error?.code === 'json_content_type_required';
+      expect(refusedText, name).toBe(path.startsWith('/admin/'));
+      expect(declared(415).includes('json_content_type_required'), name).toBe(refusedText);
 
       const elsewhere = await send(path, method).set('Host', 'elsewhere.example.com');
       expect(`${elsewhere.status} ${elsewhere.body.error?.code}`, name).toBe('404 wrong_host');

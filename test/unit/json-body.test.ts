@@ -12,12 +12,14 @@ let port: number;
 
 beforeAll(async () => {
   const app = express();
+  // `/strict` as the ops surface has it; the lenient reader after it finds the body read.
+  app.use('/strict', jsonBody(64, { jsonOnly: true }));
   app.use(jsonBody(64));
-  app.post('/', (req, res) => {
+  app.post(['/', '/strict'], (req, res) => {
     res.json({ body: req.body === undefined ? '(undefined)' : req.body });
   });
   app.use(((err, _req, res, _next) => {
-    res.status(err.status ?? 500).json({ type: err.type, message: err.message });
+    res.status(err.status ?? 500).json({ type: err.type ?? err.code, message: err.message });
   }) as express.ErrorRequestHandler);
   server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -29,9 +31,10 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 function send(
   headers: Record<string, string>,
   chunks: (string | Buffer)[],
+  path = '/',
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/', headers }, (res) => {
+    const req = http.request({ port, host: '127.0.0.1', method: 'POST', path, headers }, (res) => {
       let text = '';
       res.on('data', (c) => {
         text += c;
@@ -108,5 +111,35 @@ describe('jsonBody', () => {
       '{"u":8}',
     ]);
     expect(utf8).toEqual({ status: 200, body: { body: { u: 8 } } });
+  });
+
+  it('jsonOnly: a body not typed application/json is 415 json_content_type_required, unread; JSON and empty bodies pass', async () => {
+    const body = '{"a":1}';
+    const length = { 'Content-Length': String(body.length) };
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/merge-patch+json']) {
+      const refused = await send({ ...length, 'Content-Type': type }, [body], '/strict');
+      expect(refused.status, type).toBe(415);
+      expect(refused.body.type).toBe('json_content_type_required');
+      expect(refused.body.message).toContain(`Content-Type ${type}`);
+    }
+    expect(await send(length, [body], '/strict')).toMatchObject({ status: 415 });
+    // Refused by its headers, before a byte is parsed: a chunked body too.
+    const chunked = await send(
+      { 'Transfer-Encoding': 'chunked', 'Content-Type': 'text/plain' },
+      [body],
+      '/strict',
+    );
+    expect(chunked.body.type).toBe('json_content_type_required');
+    for (const type of ['application/json', 'Application/JSON; charset=utf-8'])
+      expect(await send({ ...length, 'Content-Type': type }, [body], '/strict')).toEqual({
+        status: 200,
+        body: { body: { a: 1 } },
+      });
+    expect(await send({ 'Content-Length': '0' }, [], '/strict')).toEqual({ status: 200, body: { body: {} } });
+    // Without the option, as before: text/plain (sendBeacon) is read as JSON.
+    expect(await send({ ...length, 'Content-Type': 'text/plain' }, [body])).toEqual({
+      status: 200,
+      body: { body: { a: 1 } },
+    });
   });
 });
