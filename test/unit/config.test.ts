@@ -112,6 +112,16 @@ describe('configuration', () => {
     },
   );
 
+  it("trusts one proxy hop in production (Heroku's router) and none elsewhere, unless TRUST_PROXY_HOPS says", () => {
+    expect(loadConfig(production).TRUST_PROXY_HOPS).toBe(1);
+    expect(loadConfig({ ...production, NODE_ENV: 'development' }).TRUST_PROXY_HOPS).toBe(0);
+    expect(loadConfig({ ...production, TRUST_PROXY_HOPS: '0' }).TRUST_PROXY_HOPS).toBe(0);
+    expect(loadConfig({ ...production, NODE_ENV: 'test', TRUST_PROXY_HOPS: '2' }).TRUST_PROXY_HOPS).toBe(2);
+    expect(() => loadConfig({ ...production, TRUST_PROXY_HOPS: 'true' })).toThrow(
+      /^Configuration error: TRUST_PROXY_HOPS /,
+    );
+  });
+
   it('development has working defaults', () => {
     const config = loadConfig({
       NODE_ENV: 'development',
