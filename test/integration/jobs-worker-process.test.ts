@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,10 +13,9 @@ import {
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { makeBrand } from '../factories/index.js';
-import { watchOutput } from '../setup/child-output.js';
-import { compiledEntry } from '../setup/compiled.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
-import { ADMIN_TOKEN, createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+import { spawnWorker } from '../setup/worker-process.js';
 
 /**
  * The worker process (workers/main.ts compiled, as operations.test.ts starts it) against a
@@ -53,34 +52,7 @@ async function until(what: string, condition: () => boolean | Promise<boolean>, 
 }
 
 function startWorker(env: Record<string, string>) {
-  const child = spawn(process.execPath, [compiledEntry('workers/main.ts')], {
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info',
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redis.url,
-      ADMIN_TOKEN,
-      SECRET_KEY_BASE: 'worker-process-test-secret-key-base-'.padEnd(48, 'w'),
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  const output = watchOutput(child);
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
-    child.once('exit', (code) => resolve({ code, at: Date.now() })),
-  );
-  const started = output.until(
-    'worker process started',
-    () => output.text().includes('worker process started'),
-    30_000,
-  );
-  // Awaited by the tests that need it; one whose worker never starts (no Redis) lets it fail unheard.
-  started.catch(() => {});
-  // biome-ignore lint/suspicious/noExplicitAny: log lines are whatever JSON the worker wrote.
-  const lines = () => output.lines() as any[];
-  return { child, started, exited, output: output.text, lines, until: output.until };
+  return spawnWorker({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url, ...env }, children);
 }
 
 function queuesOf(prefix: string) {
@@ -257,22 +229,6 @@ describe('the worker process', () => {
     }
   }, 90_000);
 
-  it('started without Redis, says so in one error line naming REDIS_URL, and waits', async () => {
-    const worker = startWorker({
-      QUEUE_PREFIX: `lftest_${randomToken(8)}`,
-      REDIS_URL: 'redis://127.0.0.1:1',
-    });
-    await worker.until('the error line', () => worker.output().includes('"dependency":"Redis"'), 15_000);
-    const line = worker.lines().find((l) => l.dependency === 'Redis');
-    expect(line).toMatchObject({ level: 'error' });
-    expect(line.msg).toMatch(
-      /^Cannot use Redis at 127\.0\.0\.1:1: connection refused.*Check REDIS_URL.*waits for it/,
-    );
-    expect(worker.output()).not.toContain('worker process started');
-    worker.child.kill('SIGKILL');
-    await worker.exited;
-  }, 30_000);
-
   it('exits within 10 s of SIGTERM while Redis is down', async () => {
     const worker = startWorker({ QUEUE_PREFIX: `lftest_${randomToken(8)}` });
     await worker.started;
@@ -280,7 +236,7 @@ describe('the worker process', () => {
     // The worker has seen Redis go: its connection's first failure is logged at once.
     await worker.until(
       'the worker to see Redis down',
-      () => worker.lines().some((l) => l.msg === 'redis connection problem'),
+      () => worker.lines().some((l) => l.dependency === 'Redis' && l.level === 'error'),
       10_000,
     );
 
