@@ -285,6 +285,35 @@ process.on('exit', () => {
   for (const pgid of groups.keys()) signalGroup(pgid, 'SIGTERM');
 });
 
+/**
+ * A server that was given (DATABASE_URL, REDIS_URL) or found on a local port may still not
+ * answer: stop here with one line per dependency saying why and what to do, rather than start
+ * processes that would only wait for it and warn. The database itself may not exist yet (it is
+ * created next), so PostgreSQL is asked through its `postgres` database.
+ */
+async function requireAnswers(db: LocalService, redis: LocalService): Promise<void> {
+  const server = Object.assign(new URL(db.url), { pathname: '/postgres' }).toString();
+  const down = await checkDependencies({
+    databaseUrl: server,
+    redisUrl: redis.url,
+    redisTlsRejectUnauthorized: process.env.REDIS_TLS_REJECT_UNAUTHORIZED !== 'false',
+  });
+  const unset: Record<Dependency, string> = {
+    PostgreSQL: 'DATABASE_URL',
+    Redis: 'REDIS_URL',
+  };
+  const problems = (Object.entries(down) as [Dependency, string | undefined][])
+    .filter(([, problem]) => problem)
+    .map(([dependency, problem]) =>
+      process.env[unset[dependency]]
+        ? `${problem} Or unset ${unset[dependency]}: npm run dev then uses a local ${dependency}, or starts one.`
+        : problem,
+    );
+  if (problems.length === 0) return;
+  for (const problem of problems.slice(0, -1)) say(`✖ ${problem}`, 'red');
+  throw new StepError(problems.at(-1)!);
+}
+
 async function main(): Promise<void> {
   const port = process.env.PORT || '3000';
   let db: LocalService;
@@ -300,6 +329,7 @@ async function main(): Promise<void> {
   }
   say(`PostgreSQL: ${db.description}`);
   say(`Redis: ${redis.description}`);
+  await requireAnswers(db, redis);
 
   if (await canConnect(Number(port))) {
     throw new StepError(

@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import pg from 'pg';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
 import { dropTestDatabase } from '../setup/test-app.js';
 
@@ -95,4 +95,46 @@ describe('npm run dev, as the README starts it', () => {
     // A normal stop reads as one: no error, warning or npm failure summary.
     expect(stopping).not.toMatch(/error|warn|ERR!|fail|\{\s*"error"/i);
   }, 180_000);
+});
+
+describe('npm run dev with a REDIS_URL that does not answer', () => {
+  it('stops at once with one line saying what to check, before touching the database', async () => {
+    const deadPort = await freePort();
+    const databaseUrl = Object.assign(new URL(inject('templateDatabaseUrl')), {
+      pathname: `/lf_test_dev_${randomToken(8).toLowerCase()}`,
+    }).toString();
+    // Only if it fails: a launcher that went on would have created it.
+    onTestFinished(() => dropTestDatabase(databaseUrl));
+    const result = spawnSync('npm', ['run', '--silent', 'dev'], {
+      env: {
+        HOME: process.env.HOME,
+        PATH: `${systemPath}:${process.env.PATH}`,
+        PORT: String(await freePort()),
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: `redis://127.0.0.1:${deadPort}`,
+        NO_COLOR: '1',
+      },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    const output = result.stdout + result.stderr;
+    expect(result.status, output).toBe(1);
+    const problems = output.split('\n').filter((line) => line.includes('✖'));
+    expect(problems, output).toEqual([
+      `dev | ✖ Cannot use Redis at 127.0.0.1:${deadPort}: connection refused: nothing listens there. ` +
+        'Check REDIS_URL and that Redis is running, then start again. ' +
+        'Or unset REDIS_URL: npm run dev then uses a local Redis, or starts one.',
+    ]);
+    expect(output).not.toContain('migrating');
+    expect(output).not.toContain('starting web and worker');
+    const server = new pg.Client({
+      connectionString: Object.assign(new URL(databaseUrl), { pathname: '/postgres' }).toString(),
+    });
+    await server.connect();
+    const { rowCount } = await server.query('select 1 from pg_database where datname = $1', [
+      new URL(databaseUrl).pathname.slice(1),
+    ]);
+    await server.end();
+    expect(rowCount).toBe(0);
+  }, 70_000);
 });
