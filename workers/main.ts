@@ -25,7 +25,8 @@ logger.info({ queues: jobNames }, 'worker process starting: it runs jobs once Po
 logConnectionBudget(logger, 'worker', workerConnectionBudget(config), config);
 logWebhookUrlPolicy(logger, config);
 useNamedStatements(config.DATABASE_PREPARED_STATEMENTS);
-// Neither connects here: both dependencies are waited for below, with a signal handler in place.
+// The ORM connects on first use, Redis at once (its failures go to the outage): start() waits for
+// both, with the signal handlers below already in place.
 const ormReady = initOrm(config.DATABASE_URL, config.WORKER_DATABASE_POOL_MAX);
 const connection = createRedis(config.REDIS_URL, {
   worker: true,
