@@ -112,8 +112,8 @@ export async function conversionBacklog(orm: MikroORM): Promise<number> {
  * A backlog's coarse grains, counted now if it is past COARSE_FIRST_BACKLOG: the tallies move to
  * conversion_fine_tallies, whose reading a report of whole days skips (report-readings.ts).
  */
-export async function foldCoarse(orm: MikroORM): Promise<number> {
-  if ((await conversionBacklog(orm)) < COARSE_FIRST_BACKLOG) return 0;
+export async function foldCoarse(orm: MikroORM, backlog = COARSE_FIRST_BACKLOG): Promise<number> {
+  if ((await conversionBacklog(orm)) < backlog) return 0;
   return foldAll(orm, 'conversion_tallies', foldConversions, fanCoarse);
 }
 
@@ -122,7 +122,10 @@ export async function foldCoarse(orm: MikroORM): Promise<number> {
  * every grain, or first into the coarse ones; fine: the rest of those). A backlog's coarse
  * grains go first, and again between steps of the fine fold, as a backfill goes on arriving.
  */
-export async function foldTallies(orm: MikroORM): Promise<{
+export async function foldTallies(
+  orm: MikroORM,
+  coarseFirstBacklog = COARSE_FIRST_BACKLOG,
+): Promise<{
   browser_signals: number;
   conversions: number;
   conversions_coarse: number;
@@ -130,10 +133,10 @@ export async function foldTallies(orm: MikroORM): Promise<{
   integration: number;
   balances: number;
 }> {
-  let coarse = await foldCoarse(orm);
+  let coarse = await foldCoarse(orm, coarseFirstBacklog);
   const conversions = await foldAll(orm, 'conversion_tallies', foldConversions, fanConversions);
   const fine = await foldAll(orm, 'conversion_fine_tallies', foldConversions, fanFine, async () => {
-    coarse += await foldCoarse(orm);
+    coarse += await foldCoarse(orm, coarseFirstBacklog);
   });
   return {
     browser_signals: await foldAll(orm, 'browser_signal_tallies', foldBrowserSignals),
