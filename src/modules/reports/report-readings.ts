@@ -114,7 +114,13 @@ export function countsStatement(caller: Caller, planned: Planned[], timeZone: st
         `
          join jsonb_to_recordset(?::jsonb) s(a timestamptz, b timestamptz, sign int)
            on t.bucket_start >= s.a and t.bucket_start < s.b`,
-        [spans, caller.brandId, caller.livemode, new Date(Math.min(...bounds)), new Date(Math.max(...bounds))],
+        [
+          spans,
+          caller.brandId,
+          caller.livemode,
+          new Date(Math.min(...bounds)),
+          new Date(Math.max(...bounds)),
+        ],
       ),
     );
     // A fine tally's coarse grains are counted already: it counts in the other spans only, which
