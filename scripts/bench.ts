@@ -9,7 +9,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { initOrm } from '../src/db/orm.js';
-import { foldTallies } from '../src/modules/reports/fold-tallies.js';
+import { foldCoarse, foldTallies } from '../src/modules/reports/fold-tallies.js';
+import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
 import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
@@ -295,8 +296,27 @@ async function costOnly(ctx: Context): Promise<void> {
   }
 }
 
+/** `--backfill`: only the report phase's backfill and the year report right after it, printed. */
+async function backfillOnly(ctx: Context): Promise<void> {
+  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
+  const foldOrm = await initOrm(ctx.databaseUrl, 2);
+  try {
+    const result = await backfillRun(
+      server,
+      ctx.env.ADMIN_TOKEN!,
+      () => unfoldedTallies(ctx.db),
+      options.backfillFold ? () => foldCoarse(foldOrm) : undefined,
+    );
+    process.stdout.write(`\n${renderBackfill(result)}`);
+  } finally {
+    await foldOrm.close(true);
+    await stopServer(server);
+  }
+}
+
 async function run(ctx: Context): Promise<void> {
   if (options.soakMinutes > 0) await soak(ctx, startedAt);
+  else if (options.backfillOnly) await backfillOnly(ctx);
   else if (options.reportsOnly) await reportsOnly(ctx);
   else if (options.costOnly) await costOnly(ctx);
   else await main(ctx);

@@ -23,7 +23,11 @@ import { Payout } from '../modules/payouts/payout.entity.js';
 import { PayoutClawback } from '../modules/payouts/payout-clawback.entity.js';
 import { PayoutRun } from '../modules/payouts/payout-run.entity.js';
 import { BrowserSignalCount, BrowserSignalTally } from '../modules/reports/browser-signal.entities.js';
-import { ConversionCount, ConversionTally } from '../modules/reports/conversion.entities.js';
+import {
+  ConversionCount,
+  ConversionFineTally,
+  ConversionTally,
+} from '../modules/reports/conversion.entities.js';
 import { WebhookDelivery, WebhookEndpoint, WebhookEvent } from '../modules/webhooks/webhook.entities.js';
 import { OutboxMessage } from '../outbox/outbox-message.entity.js';
 
@@ -58,5 +62,6 @@ export const entities = [
   BrowserSignalTally,
   BrowserSignalCount,
   ConversionTally,
+  ConversionFineTally,
   ConversionCount,
 ];

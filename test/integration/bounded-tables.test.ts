@@ -160,6 +160,8 @@ describe('bounded tables', () => {
       // bucket, kept with the orders they sum (test mode's withdrawn with its orders).
       'conversion_tallies',
       'conversion_counts',
+      // Tallies whose coarse grains a backlog's fold took first; folded with the rest (report-backlog.test.ts).
+      'conversion_fine_tallies',
       // Folded every minute with the report's (integration.test.ts, settlement-properties.test.ts);
       // balances are a row per creator and mode.
       'integration_tallies',

@@ -35,6 +35,20 @@ export const ConversionTally = defineEntity({
 export type ConversionTally = InferEntity<typeof ConversionTally>;
 
 /**
+ * Tallies whose days, months and years (of all orders, creators and SKUs: count-grains.ts
+ * isCoarse) a fold of a backlog already counted; the rest of theirs waits here (fold-tallies.ts).
+ */
+export const ConversionFineTally = defineEntity({
+  name: 'ConversionFineTally',
+  tableName: 'conversion_fine_tallies',
+  properties: { ...ConversionTally.properties },
+  indexes: [
+    { name: 'conversion_fine_tallies_brand_index', properties: ['brandId', 'livemode', 'bucketStart'] },
+  ],
+});
+export type ConversionFineTally = InferEntity<typeof ConversionFineTally>;
+
+/**
  * The report's running totals by brand, mode, dimension (0 all orders, 1 creator, 2 SKU,
  * 3 creator and SKU: `key` is '', the creator id, the SKU, or both joined by a tab) and level
  * (0 quarter hour, 3 hour, 1 day, 2 month, 4 year of `occurred_at`, days and later in Korea

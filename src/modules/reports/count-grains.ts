@@ -22,3 +22,11 @@ export const countedLevels: Record<Dim, readonly Level[]> = {
 export const countGrains: [Dim, Level][] = ([0, 1, 2, 3] as const).flatMap((dim) =>
   countedLevels[dim].map((level) => [dim, level] as [Dim, Level]),
 );
+
+/**
+ * The grains a backlog of tallies is folded into first (fold-tallies.ts): days, months and years
+ * of all orders, creators and SKUs, which a report of whole days reads, and where a backfill's
+ * tallies collapse (80 days, not 7,680 quarter hours). The rest waits as fine tallies.
+ */
+export const isCoarse = (dim: Dim, level: Level): boolean =>
+  dim < 3 && (level === 1 || level === 2 || level === 4);

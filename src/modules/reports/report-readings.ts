@@ -6,7 +6,7 @@ import {
   factColumns,
   type OrderFactRow,
 } from './conversion-facts.js';
-import { countedLevels, type Dim, type Level } from './count-grains.js';
+import { countedLevels, type Dim, isCoarse, type Level } from './count-grains.js';
 import { type PeriodParts, periodParts, type Sign } from './period.js';
 import type { ReportQuery } from './reports.schemas.js';
 
@@ -94,25 +94,47 @@ export function countsStatement(caller: Caller, planned: Planned[], timeZone: st
     // signs of the spans holding it.
     const key = tallyKey(reading.dim, 't');
     const orders = tallyOrders(reading.dim, 't');
-    const g = group('t.bucket_start', key);
+    // `values`: the join's, then the brand, mode and bounds, as their placeholders stand.
+    const tallies = (table: string, sign: string, join: string, values: unknown[]) => {
+      const g = group('t.bucket_start', key);
+      params.push(...values);
+      return `select ${r}, ${g}, ${sign} * ${orders}, ${sign} * case when t.creator_id = '' then 0 else ${orders} end,
+              ${sign} * t.amount, ${sign} * t.commission, ${sign} * t.refunded_amount, ${sign} * t.reversed_commission
+         from ${table} t${join}
+        where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`;
+    };
     const bounds = parts.spans.flatMap((s) => [s.start.getTime(), s.end.getTime()]);
-    params.push(
-      JSON.stringify(
-        parts.spans.map((s) => ({ a: s.start.toISOString(), b: s.end.toISOString(), sign: s.sign })),
-      ),
-      caller.brandId,
-      caller.livemode,
-      new Date(Math.min(...bounds)),
-      new Date(Math.max(...bounds)),
+    const spans = JSON.stringify(
+      parts.spans.map((s) => ({ a: s.start.toISOString(), b: s.end.toISOString(), sign: s.sign })),
     );
     selects.push(
-      `select ${r}, ${g}, s.sign * ${orders}, s.sign * case when t.creator_id = '' then 0 else ${orders} end,
-              s.sign * t.amount, s.sign * t.commission, s.sign * t.refunded_amount, s.sign * t.reversed_commission
-         from conversion_tallies t
+      tallies(
+        'conversion_tallies',
+        's.sign',
+        `
          join jsonb_to_recordset(?::jsonb) s(a timestamptz, b timestamptz, sign int)
-           on t.bucket_start >= s.a and t.bucket_start < s.b
-        where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`,
+           on t.bucket_start >= s.a and t.bucket_start < s.b`,
+        [
+          spans,
+          caller.brandId,
+          caller.livemode,
+          new Date(Math.min(...bounds)),
+          new Date(Math.max(...bounds)),
+        ],
+      ),
     );
+    // A fine tally's coarse grains are counted already: it counts in the other spans only, which
+    // in a period of whole KST days lie at its ends (one range each, never the whole period).
+    for (const span of parts.spans.filter((s) => !isCoarse(reading.dim, s.level))) {
+      selects.push(
+        tallies('conversion_fine_tallies', String(span.sign), '', [
+          caller.brandId,
+          caller.livemode,
+          span.start,
+          span.end,
+        ]),
+      );
+    }
   }
   if (selects.length === 0) return undefined;
   // Index scans whatever the planner knows: each partition's rows are estimated from its size
