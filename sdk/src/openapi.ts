@@ -962,6 +962,7 @@ export interface components {
       | 'personal_data_not_allowed'
       | 'invalid_cursor'
       | 'invalid_request_body'
+      | 'invalid_request_query'
       | 'rate_limit_exceeded'
       | 'temporary_service_error'
       | 'http_400'
@@ -2309,7 +2310,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
+      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2514,7 +2515,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
+      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2824,7 +2825,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_cursor`, `invalid_request_body`. */
+      /** @description Error codes: `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2894,6 +2895,8 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['PayoutList'];
+          /** @example id,object,livemode,creator_id,run_key,order_count,commission_amount,clawback_amount,net_amount,currency,created_at */
+          'text/csv': string;
         };
       };
       /** @description Error codes: `http_400`. */
@@ -2956,7 +2959,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      /** @description Error codes: `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3204,7 +3207,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      /** @description Error codes: `invalid_request_body`, `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3277,6 +3280,8 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['CreatorList'];
+          /** @example id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at */
+          'text/csv': string;
         };
       };
       /** @description Error codes: `http_400`. */
@@ -3339,7 +3344,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      /** @description Error codes: `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3490,13 +3495,13 @@ export interface operations {
   getConversionReport: {
     parameters: {
       query: {
-        /** @description Start of the period (inclusive): orders by `occurred_at`. */
+        /** @description Start of the period (inclusive), orders by `occurred_at`: a date-time with a UTC offset, or a date (`2026-11-01`), read as its midnight in `time_zone`. */
         from: string;
-        /** @description End of the period (exclusive); at most 366 days after `from`. */
+        /** @description End of the period (exclusive), at most 366 days after `from`: a date-time with a UTC offset, or a date, read as its midnight in `time_zone` (`to=2026-12-01` ends with November 30). */
         to: string;
-        /** @description `creator`: one row per creator (null: unattributed); `day`: one row per day in `time_zone`, with the browser funnel; `product`: one row per item `sku` (null: lines without one, or orders without items). */
-        group_by: 'creator' | 'day' | 'product';
-        /** @description The days of `group_by=day` (IANA name). */
+        /** @description `creator`: one row per creator (null: unattributed); `day` (the default): one row per day in `time_zone`, with the browser funnel; `product`: one row per item `sku` (null: lines without one, or orders without items). */
+        group_by?: 'creator' | 'day' | 'product';
+        /** @description The days of `group_by=day`, and the midnight of a date in `from` or `to` (IANA name). */
         time_zone?: string;
         /** @description Only this creator’s orders. */
         creator_id?: string;
@@ -3614,7 +3619,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`. */
+      /** @description Error codes: `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4097,7 +4102,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`. */
+      /** @description Error codes: `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4855,7 +4860,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`. */
+      /** @description Error codes: `invalid_request_body`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];

@@ -171,6 +171,11 @@ export const errorCodes = {
     explains:
       'The request does not match the schema: a wrong type, a value out of range, an unknown field, or a string holding a NUL character or an unpaired UTF-16 surrogate (which cannot be stored). `param` gives the path of the offending field. Do not resend it unchanged.',
   },
+  invalid_request_query: {
+    status: 422,
+    explains:
+      'A query parameter of the URL does not match what the endpoint takes: an unknown parameter, a missing required one, a wrong type, a value out of range or of the wrong form. `param` names the parameter and the message says what it takes. Percent-encode values (a `+` in a URL is a space: write `%2B`). Fix the URL; do not resend it unchanged. A `cursor` not issued by this API is `invalid_cursor`.',
+  },
   rate_limit_exceeded: {
     status: 429,
     explains:
