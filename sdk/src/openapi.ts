@@ -1005,6 +1005,13 @@ export interface components {
       };
       /** @description Null when the order is unattributed. */
       conversion_id: string | null;
+      /**
+       * @description The order’s `flags` after this event, as GET /v1/orders/{order_id} shows them (empty for browser signals). What the last order.paid showed about the order: `self_purchase` (the buyer’s customer_hash is one the creator registered: attributed, commission 0); `unknown_coupon_code` (the coupon_code sent names no code of the brand, so it attributed nothing: a click, a renewal or the order’s earlier attribution may have; check the code in your store). Empty when nothing needs attention; new values may be added.
+       * @example [
+       *       "unknown_coupon_code"
+       *     ]
+       */
+      flags: string[];
       /** @description Prefix `req_`. Quote it when contacting support. */
       request_id: string;
     };
@@ -1043,7 +1050,7 @@ export interface components {
       occurred_at: string | null;
       /** @description UTC. */
       confirm_at: string | null;
-      /** @description E.g. `["self_purchase"]` (attributed, commission 0). */
+      /** @description What the last order.paid showed about the order: `self_purchase` (the buyer’s customer_hash is one the creator registered: attributed, commission 0); `unknown_coupon_code` (the coupon_code sent names no code of the brand, so it attributed nothing: a click, a renewal or the order’s earlier attribution may have; check the code in your store). Empty when nothing needs attention; new values may be added. */
       flags: string[];
       /** @description The creator the order is attributed to. */
       creator_id: string | null;
@@ -1757,7 +1764,7 @@ export interface components {
       occurred_at: string | null;
       /** @description UTC. */
       confirm_at: string | null;
-      /** @description E.g. `["self_purchase"]` (attributed, commission 0). */
+      /** @description What the last order.paid showed about the order: `self_purchase` (the buyer’s customer_hash is one the creator registered: attributed, commission 0); `unknown_coupon_code` (the coupon_code sent names no code of the brand, so it attributed nothing: a click, a renewal or the order’s earlier attribution may have; check the code in your store). Empty when nothing needs attention; new values may be added. */
       flags: string[];
       /** @description The creator the order is attributed to. */
       creator_id: string | null;
@@ -2222,6 +2229,7 @@ export interface operations {
            *         "via": "code"
            *       },
            *       "conversion_id": "conv_01m85a0k1e",
+           *       "flags": [],
            *       "request_id": "req_01m85a0k1c"
            *     }
            */

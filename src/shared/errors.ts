@@ -122,7 +122,7 @@ export const errorCodes = {
   refund_exceeds_remaining_amount: {
     status: 422,
     explains:
-      'Cumulative refunds would exceed the order amount. `hint` gives the remaining refundable amount in the minor unit you send.',
+      'Cumulative refunds would exceed the order amount. `hint` starts with the remaining refundable amount, in the minor units `data.amount` is sent in (e.g. `26000 (in minor units of KRW, as data.amount) can still be refunded on this order: …`).',
   },
   refund_currency_mismatch: {
     status: 422,
@@ -131,7 +131,7 @@ export const errorCodes = {
   amount_below_refunded: {
     status: 422,
     explains:
-      'An order.paid resend carried an amount below what was already refunded. `hint` gives the amount refunded so far.',
+      'An order.paid resend carried an amount below what was already refunded. `hint` starts with the amount refunded so far, in the minor units `data.amount` is sent in.',
   },
   order_currency_mismatch: {
     status: 422,
