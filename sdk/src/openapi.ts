@@ -962,6 +962,7 @@ export interface components {
       | 'personal_data_not_allowed'
       | 'invalid_cursor'
       | 'invalid_request_body'
+      | 'invalid_request_query'
       | 'rate_limit_exceeded'
       | 'temporary_service_error'
       | 'http_400'
@@ -1004,6 +1005,13 @@ export interface components {
       };
       /** @description Null when the order is unattributed. */
       conversion_id: string | null;
+      /**
+       * @description The order’s `flags` after this event, as GET /v1/orders/{order_id} shows them (empty for browser signals). What the last order.paid showed about the order: `self_purchase` (the buyer’s customer_hash is one the creator registered: attributed, commission 0); `unknown_coupon_code` (the coupon_code sent names no code of the brand, so it attributed nothing: a click, a renewal or the order’s earlier attribution may have; check the code in your store). Empty when nothing needs attention; new values may be added.
+       * @example [
+       *       "unknown_coupon_code"
+       *     ]
+       */
+      flags: string[];
       /** @description Prefix `req_`. Quote it when contacting support. */
       request_id: string;
     };
@@ -1042,7 +1050,7 @@ export interface components {
       occurred_at: string | null;
       /** @description UTC. */
       confirm_at: string | null;
-      /** @description E.g. `["self_purchase"]` (attributed, commission 0). */
+      /** @description What the last order.paid showed about the order: `self_purchase` (the buyer’s customer_hash is one the creator registered: attributed, commission 0); `unknown_coupon_code` (the coupon_code sent names no code of the brand, so it attributed nothing: a click, a renewal or the order’s earlier attribution may have; check the code in your store). Empty when nothing needs attention; new values may be added. */
       flags: string[];
       /** @description The creator the order is attributed to. */
       creator_id: string | null;
@@ -1756,7 +1764,7 @@ export interface components {
       occurred_at: string | null;
       /** @description UTC. */
       confirm_at: string | null;
-      /** @description E.g. `["self_purchase"]` (attributed, commission 0). */
+      /** @description What the last order.paid showed about the order: `self_purchase` (the buyer’s customer_hash is one the creator registered: attributed, commission 0); `unknown_coupon_code` (the coupon_code sent names no code of the brand, so it attributed nothing: a click, a renewal or the order’s earlier attribution may have; check the code in your store). Empty when nothing needs attention; new values may be added. */
       flags: string[];
       /** @description The creator the order is attributed to. */
       creator_id: string | null;
@@ -2221,6 +2229,7 @@ export interface operations {
            *         "via": "code"
            *       },
            *       "conversion_id": "conv_01m85a0k1e",
+           *       "flags": [],
            *       "request_id": "req_01m85a0k1c"
            *     }
            */
@@ -2309,7 +2318,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
+      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2514,7 +2523,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`. */
+      /** @description Error codes: `missing_required_field`, `refund_exceeds_remaining_amount`, `refund_currency_mismatch`, `amount_below_refunded`, `order_currency_mismatch`, `missing_fx_rate`, `unsupported_currency`, `unknown_event_type`, `invalid_datetime`, `occurred_at_out_of_range`, `personal_data_not_allowed`, `invalid_request_body`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2824,7 +2833,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_cursor`, `invalid_request_body`. */
+      /** @description Error codes: `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2894,6 +2903,8 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['PayoutList'];
+          /** @example id,object,livemode,creator_id,run_key,order_count,commission_amount,clawback_amount,net_amount,currency,created_at */
+          'text/csv': string;
         };
       };
       /** @description Error codes: `http_400`. */
@@ -2956,7 +2967,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      /** @description Error codes: `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3204,7 +3215,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      /** @description Error codes: `invalid_request_body`, `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3277,6 +3288,8 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['CreatorList'];
+          /** @example id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at */
+          'text/csv': string;
         };
       };
       /** @description Error codes: `http_400`. */
@@ -3339,7 +3352,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`, `invalid_cursor`. */
+      /** @description Error codes: `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3490,13 +3503,13 @@ export interface operations {
   getConversionReport: {
     parameters: {
       query: {
-        /** @description Start of the period (inclusive): orders by `occurred_at`. */
+        /** @description Start of the period (inclusive), orders by `occurred_at`: a date-time with a UTC offset, or a date (`2026-11-01`), read as its midnight in `time_zone`. */
         from: string;
-        /** @description End of the period (exclusive); at most 366 days after `from`. */
+        /** @description End of the period (exclusive), at most 366 days after `from`: a date-time with a UTC offset, or a date, read as its midnight in `time_zone` (`to=2026-12-01` ends with November 30). */
         to: string;
-        /** @description `creator`: one row per creator (null: unattributed); `day`: one row per day in `time_zone`, with the browser funnel; `product`: one row per item `sku` (null: lines without one, or orders without items). */
-        group_by: 'creator' | 'day' | 'product';
-        /** @description The days of `group_by=day` (IANA name). */
+        /** @description `creator`: one row per creator (null: unattributed); `day` (the default): one row per day in `time_zone`, with the browser funnel; `product`: one row per item `sku` (null: lines without one, or orders without items). */
+        group_by?: 'creator' | 'day' | 'product';
+        /** @description The days of `group_by=day`, and the midnight of a date in `from` or `to` (IANA name). */
         time_zone?: string;
         /** @description Only this creator’s orders. */
         creator_id?: string;
@@ -3614,7 +3627,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`. */
+      /** @description Error codes: `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4097,7 +4110,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`. */
+      /** @description Error codes: `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4855,7 +4868,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `invalid_request_body`. */
+      /** @description Error codes: `invalid_request_body`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];

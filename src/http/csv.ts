@@ -3,8 +3,20 @@ import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import type { Request, Response } from 'express';
 
-/** Whether the client asked for CSV (`Accept: text/csv`) rather than JSON. */
-export const wantsCsv = (req: Request) => req.accepts(['application/json', 'text/csv']) === 'text/csv';
+/** What streamCsv answers with: UTF-8, the first row the column names (RFC 4180's `header`). */
+const CSV_TYPE = 'text/csv; charset=utf-8; header=present';
+
+/** Rows per read of a CSV export: few round trips, one page in memory. */
+export const CSV_PAGE = 1000;
+
+/**
+ * Whether the client asked for CSV rather than JSON (`Accept: text/csv`, with q-values). express's
+ * `req.accepts` (the negotiator package) counts a parameter of the Accept header only when the
+ * offered type carries it with the same value, so the offer is the full type streamCsv sends:
+ * `text/csv; charset=utf-8` and `header=present` match it, as does the answer's own Content-Type;
+ * another charset or `header=absent` is not served as CSV, and gets JSON.
+ */
+export const wantsCsv = (req: Request) => req.accepts(['application/json', CSV_TYPE]) === CSV_TYPE;
 
 /**
  * Streams `rows` as RFC 4180 CSV (CRLF, a header row of `columns`, quotes where needed),
@@ -21,7 +33,7 @@ export async function streamCsv(
   rows: AsyncIterable<Record<string, unknown>> | Iterable<Record<string, unknown>>,
 ): Promise<void> {
   res.status(200).set({
-    'Content-Type': 'text/csv; charset=utf-8; header=present',
+    'Content-Type': CSV_TYPE,
     'Content-Disposition': `attachment; filename="${filename}"`,
   });
   const csv = stringify({

@@ -32,6 +32,7 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
   tag: string;
   security: Security;
   params?: P;
+  /** Its errors are `invalid_request_query`, which the document adds for every route with a query (openapi/error-responses.ts). */
   query?: Q;
   body?: B;
   /** The body schema is documented but the handler validates it itself (custom error precedence). */
@@ -111,8 +112,8 @@ function ownHandler(def: AnyRoute): RequestHandler {
   return async (req, res) => {
     if (def.refusePublishableKey && req.caller?.kind === 'publishable') throw def.refusePublishableKey();
     const input = {
-      params: def.params ? parseOrThrow(def.params, req.params) : undefined,
-      query: def.query ? parseOrThrow(def.query, req.query) : undefined,
+      params: def.params ? parseOrThrow(def.params, req.params, '', 'path') : undefined,
+      query: def.query ? parseOrThrow(def.query, req.query, '', 'query') : undefined,
       body: def.body && !def.validatesBodyItself ? parseOrThrow(def.body, req.body ?? {}) : req.body,
     };
     await def.handle(req, res, input);

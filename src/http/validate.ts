@@ -1,5 +1,5 @@
-import type { z } from 'zod';
-import { AppError } from '../shared/errors.js';
+import { z } from 'zod';
+import { AppError, type ErrorCode } from '../shared/errors.js';
 
 /** `data.items[0].sku` from zod's path array. */
 export function formatPath(path: readonly PropertyKey[], prefix = ''): string {
@@ -11,23 +11,44 @@ export function formatPath(path: readonly PropertyKey[], prefix = ''): string {
   return out;
 }
 
-/** Parses with a zod schema; the first problem becomes a 422 `invalid_request_body` with its path. */
-export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, prefix = ''): z.output<S> {
+/** Where a request's input came from: each part has its own error code and words. */
+export type RequestPart = 'body' | 'query' | 'path';
+
+const parts: Record<RequestPart, { code: ErrorCode; field: string }> = {
+  body: { code: 'invalid_request_body', field: 'field' },
+  query: { code: 'invalid_request_query', field: 'query parameter' },
+  // A path parameter is part of the resource's name; api-v1.md has no code of its own for it.
+  path: { code: 'invalid_request_body', field: 'path parameter' },
+};
+
+/**
+ * Parses with a zod schema; the first problem becomes a 422 with its path: `invalid_request_query`
+ * for the query string, `invalid_request_body` otherwise.
+ */
+export function parseOrThrow<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  prefix = '',
+  part: RequestPart = 'body',
+): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  const { code, field } = parts[part];
+  const { issues } = result.error;
+  // In a URL a misspelt parameter (`form=`) is the likely cause of any other problem (`from` missing).
+  const issue = (part === 'query' && issues.find((i) => i.code === 'unrecognized_keys')) || issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
+    const known = part === 'query' && schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
     throw new AppError(
-      'invalid_request_body',
-      `Unknown field '${key}'. Remove it; this API rejects fields it does not define.`,
-      {
-        param: formatPath([...issue.path, key], prefix),
-      },
+      code,
+      `Unknown ${field} '${key}'. Remove it; this API rejects ${field === 'field' ? 'fields' : `${field}s`} it does not define.${known.length > 0 ? ` This endpoint takes: ${known.join(', ')}.` : ''}`,
+      { param: formatPath([...issue.path, key], prefix) },
     );
   }
   const param = formatPath(issue.path, prefix);
-  throw new AppError('invalid_request_body', param ? `${param}: ${issue.message}` : issue.message, {
+  const message = param ? `${param}: ${issue.message}` : issue.message;
+  throw new AppError(code, part === 'query' ? `Query parameter ${message}` : message, {
     ...(param && { param }),
   });
 }

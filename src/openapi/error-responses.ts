@@ -60,7 +60,8 @@ const JSON_BODY_PATHS = /^\/(v1|admin\/api|api)\//;
  * large, 415 unsupported encoding or charset) on any request with a body under
  * JSON_BODY_PATHS; 400 for a path parameter that is not valid percent-encoding; the ops
  * surface's CSRF guards on everything under /admin/ (403 for a request another origin's page made, 415 for
- * a body not sent as JSON); and the error handler's 500 for anything unexpected.
+ * a body not sent as JSON); route.ts's query validation (422 invalid_request_query) on every
+ * route with a query schema; and the error handler's 500 for anything unexpected.
  */
 function infrastructureErrors(def: AnyRoute): [number, ErrorCode][] {
   const parsesBody = JSON_BODY_PATHS.test(def.path);
@@ -71,6 +72,7 @@ function infrastructureErrors(def: AnyRoute): [number, ErrorCode][] {
   errors.push([404, 'wrong_host']);
   if (parsesBody) errors.push([413, 'http_413'], [415, 'http_415']);
   if (admin) errors.push([415, 'json_content_type_required']);
+  if (def.query) errors.push([422, 'invalid_request_query']);
   errors.push([500, 'temporary_service_error']);
   return errors;
 }

@@ -122,7 +122,7 @@ export const errorCodes = {
   refund_exceeds_remaining_amount: {
     status: 422,
     explains:
-      'Cumulative refunds would exceed the order amount. `hint` gives the remaining refundable amount in the minor unit you send.',
+      'Cumulative refunds would exceed the order amount. `hint` starts with the remaining refundable amount, in the minor units `data.amount` is sent in (e.g. `26000 (in minor units of KRW, as data.amount) can still be refunded on this order: …`).',
   },
   refund_currency_mismatch: {
     status: 422,
@@ -131,7 +131,7 @@ export const errorCodes = {
   amount_below_refunded: {
     status: 422,
     explains:
-      'An order.paid resend carried an amount below what was already refunded. `hint` gives the amount refunded so far.',
+      'An order.paid resend carried an amount below what was already refunded. `hint` starts with the amount refunded so far, in the minor units `data.amount` is sent in.',
   },
   order_currency_mismatch: {
     status: 422,
@@ -170,6 +170,11 @@ export const errorCodes = {
     status: 422,
     explains:
       'The request does not match the schema: a wrong type, a value out of range, an unknown field, or a string holding a NUL character or an unpaired UTF-16 surrogate (which cannot be stored). `param` gives the path of the offending field. Do not resend it unchanged.',
+  },
+  invalid_request_query: {
+    status: 422,
+    explains:
+      'A query parameter of the URL does not match what the endpoint takes: an unknown parameter, a missing required one, a wrong type, a value out of range or of the wrong form. `param` names the parameter and the message says what it takes. Percent-encode values (a `+` in a URL is a space: write `%2B`). Fix the URL; do not resend it unchanged. A `cursor` not issued by this API is `invalid_cursor`.',
   },
   rate_limit_exceeded: {
     status: 429,

@@ -14,7 +14,8 @@ import {
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
- * `Accept: text/csv` on the order list, payout lines and reports: RFC 4180 (CRLF, a header
+ * `Accept: text/csv` (with parameters and q-values) on every list of settlement and reports:
+ * orders, payouts, payout lines, creators, the report. RFC 4180 (CRLF, a header
  * row, quoting), the same rows and fields the JSON pages give, several internal pages streamed
  * into one file, and cells a spreadsheet would run as formulas defused.
  */
@@ -59,11 +60,11 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-const csv = (path: string, query: Record<string, string> = {}) =>
+const csv = (path: string, query: Record<string, string> = {}, accept = 'text/csv') =>
   request(ctx.app)
     .get(path)
     .query(query)
-    .set({ Authorization: `Bearer ${shop.keys.sk_live}`, Accept: 'text/csv' })
+    .set({ Authorization: `Bearer ${shop.keys.sk_live}`, Accept: accept })
     .buffer(true)
     .parse((res, done) => {
       let text = '';
@@ -89,10 +90,12 @@ async function jsonRows(path: string, query: Record<string, string> = {}) {
   } while (cursor);
   return rows.map((r) =>
     Object.fromEntries(
-      Object.entries(r).map(([k, v]) => [
-        k,
-        v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v),
-      ]),
+      Object.entries(r).flatMap(([k, v]) =>
+        // A creator's balance: a column per field.
+        k === 'balance'
+          ? Object.entries(v as object).map(([part, n]) => [`balance.${part}`, String(n)])
+          : [[k, v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)]],
+      ),
     ),
   );
 }
@@ -182,3 +185,77 @@ describe('CSV exports', () => {
 const sql = (text: string, params: unknown[] = []) =>
   // biome-ignore lint/suspicious/noExplicitAny: raw rows in assertions.
   ctx.orm.em.fork().execute<any[]>(text, params);
+
+/** After the exports above, which ran two payouts. */
+describe('Accept', () => {
+  const from = new Date(Date.now() - 86_400_000).toISOString();
+  const to = new Date(Date.now() + 60_000).toISOString();
+  const lists: [string, Record<string, string>][] = [
+    ['/v1/orders', { status: 'paid_out' }],
+    ['/v1/reports/conversions', { from, to, group_by: 'creator' }],
+    ['/v1/payouts', {}],
+    ['/v1/creators', {}],
+  ];
+
+  it('CSV for text/csv with parameters (charset, header, the answer’s own Content-Type), in any case, and by q-value', async () => {
+    const [payout] = await sql(`select id from payouts where brand_id = ? order by id limit 1`, [
+      shop.brandId,
+    ]);
+    const paths: [string, Record<string, string>][] = [...lists, [`/v1/payouts/${payout.id}/lines`, {}]];
+    for (const accept of [
+      'text/csv; charset=utf-8',
+      'text/csv;charset=UTF-8',
+      'text/csv; header=present',
+      'text/csv; charset=utf-8; header=present',
+      'TEXT/CSV',
+      'application/json;q=0.5, text/csv; charset=utf-8',
+      'text/html, text/csv;q=0.9, */*;q=0.1',
+    ])
+      for (const [path, query] of paths) {
+        const res = await csv(path, query, accept);
+        expect(`${res.status} ${res.headers['content-type']}`, `${path} ${accept}`).toBe(
+          '200 text/csv; charset=utf-8; header=present',
+        );
+        const plain = await csv(path, query);
+        expect(res.body, `${path} ${accept}`).toBe(plain.body);
+      }
+  });
+
+  it('JSON for */*, no Accept, JSON preferred by q-value, or CSV in another charset', async () => {
+    for (const accept of ['*/*', '', 'application/json, text/csv;q=0.5', 'text/csv; charset=iso-8859-1'])
+      for (const [path, query] of lists) {
+        const res = await request(ctx.app)
+          .get(path)
+          .query(query)
+          .set({ Authorization: `Bearer ${shop.keys.sk_live}`, ...(accept && { Accept: accept }) });
+        expect(`${res.status} ${res.headers['content-type']}`, `${path} ${accept}`).toBe(
+          '200 application/json; charset=utf-8',
+        );
+      }
+  });
+
+  it('GET /v1/payouts and GET /v1/creators: every row, the same fields as the JSON pages, a balance column per field', async () => {
+    const payouts = await csv('/v1/payouts');
+    expect(payouts.headers['content-disposition']).toBe('attachment; filename="payouts.csv"');
+    expect((payouts.body as string).split('\r\n')[0]).toBe(
+      'id,object,livemode,creator_id,run_key,order_count,commission_amount,clawback_amount,net_amount,currency,created_at',
+    );
+    const payoutRows = parse(payouts.body, { columns: true });
+    expect(payoutRows.length).toBeGreaterThanOrEqual(2);
+    expect(payoutRows).toEqual(await jsonRows('/v1/payouts'));
+    const mina = shop.fixture.mina.creatorId;
+    expect(parse((await csv('/v1/payouts', { creator_id: mina })).body, { columns: true })).toEqual(
+      await jsonRows('/v1/payouts', { creator_id: mina }),
+    );
+
+    const creators = await csv('/v1/creators');
+    expect(creators.headers['content-disposition']).toBe('attachment; filename="creators.csv"');
+    expect((creators.body as string).split('\r\n')[0]).toBe(
+      'id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at',
+    );
+    const creatorRows = parse(creators.body, { columns: true }) as Record<string, string>[];
+    expect(creatorRows).toHaveLength(2);
+    expect(creatorRows).toEqual(await jsonRows('/v1/creators'));
+    expect(Number(creatorRows.find((r) => r.id === mina)!['balance.paid_out'])).toBeGreaterThan(0);
+  });
+});

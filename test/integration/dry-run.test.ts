@@ -186,6 +186,6 @@ describe('dry run', () => {
       .post('/v1/events?dry_run=yes')
       .set('Authorization', `Bearer ${shop.keys.sk_live}`)
       .send({ type: 'order.paid', data: { order_id: 'x', amount: 1 } });
-    expect(expectEnvelope(res, 422, 'invalid_request_body').param).toBe('dry_run');
+    expect(expectEnvelope(res, 422, 'invalid_request_query').param).toBe('dry_run');
   });
 });

@@ -137,6 +137,43 @@ describe('order.paid', () => {
     expect((await order(id)).status).toBe('unattributed');
   });
 
+  it('an unknown coupon code is flagged on the answer and the order: unknown_coupon_code, also when a click attributes', async () => {
+    const get = (id: string) =>
+      request(ctx.app).get(`/v1/orders/${id}`).set('Authorization', `Bearer ${keys.sk_live}`);
+    const id = nextOrderId();
+    const unknown = await send('order.paid', { order_id: id, amount: 1000, coupon_code: 'MINA2O' });
+    expect(unknown.body).toMatchObject({
+      attribution: { status: 'unattributed', via: null },
+      flags: ['unknown_coupon_code'],
+    });
+    expect((await get(id)).body.flags).toEqual(['unknown_coupon_code']);
+    // The code loses to nothing: a click still attributes, and the flag still says the code was unknown.
+    const clicked = await send('order.paid', {
+      order_id: id,
+      amount: 1000,
+      coupon_code: 'MINA2O',
+      click_ref: mina.clickRef,
+    });
+    expect(clicked.body).toMatchObject({
+      attribution: { status: 'attributed', via: 'click' },
+      flags: ['unknown_coupon_code'],
+    });
+    // A refund's answer shows the order's flags as they stand.
+    const refunded = await send('refund.created', { order_id: id, refund_id: 'u1', amount: 100 });
+    expect(refunded.body.flags).toEqual(['unknown_coupon_code']);
+    // Fixed in the store and resent: the flag goes.
+    const fixed = await send('order.paid', { order_id: id, amount: 1000, coupon_code: 'mina20' });
+    expect(fixed.body).toMatchObject({ attribution: { via: 'code' }, flags: [] });
+    expect((await get(id)).body.flags).toEqual([]);
+    const signal = await send('page.viewed', {}, keys.pk_live);
+    expect(signal.body.flags).toEqual([]);
+    // Documented in the event answer's schema.
+    const doc = (await request(ctx.app).get('/openapi.json')).body;
+    expect(doc.components.schemas.EventOut.required).toContain('flags');
+    expect(doc.components.schemas.EventOut.properties.flags.description).toContain('`unknown_coupon_code`');
+    expect(doc.components.schemas.Order.properties.flags.description).toContain('`unknown_coupon_code`');
+  });
+
   it('attributes by a click inside the window only; last_touch_channel other than lf disables clicks', async () => {
     const inWindow = await send('order.paid', {
       order_id: nextOrderId(),
@@ -230,7 +267,7 @@ describe('order.paid', () => {
 
   it('self-purchase is attributed with commission 0 and flagged', async () => {
     const id = nextOrderId();
-    await send('order.paid', {
+    const res = await send('order.paid', {
       order_id: id,
       amount: 10_000,
       coupon_code: 'MINA20',
@@ -238,6 +275,7 @@ describe('order.paid', () => {
     });
     const row = await order(id);
     expect(row.flags).toEqual(['self_purchase']);
+    expect(res.body.flags).toEqual(['self_purchase']);
     expect(Number(row.commission_amount)).toBe(0);
   });
 
@@ -338,13 +376,24 @@ describe('refunds, cancellations and confirmations', () => {
       422,
       'refund_exceeds_remaining_amount',
     );
-    expect(over.hint).toBe('20000');
+    // The number first (api-v1.md: the remaining amount), then what it is.
+    expect(over.hint).toBe(
+      '20000 (in minor units of KRW, as data.amount) can still be refunded on this order: send a refund of at most that.',
+    );
+    expect(Number.parseInt(over.hint!, 10)).toBe(20_000);
     expectEnvelope(
       await send('refund.created', { order_id: id, refund_id: 'r3', amount: 5, currency: 'USD' }),
       422,
       'refund_currency_mismatch',
     );
-    expectEnvelope(await send('order.paid', { order_id: id, amount: 9999 }), 422, 'amount_below_refunded');
+    const below = expectEnvelope(
+      await send('order.paid', { order_id: id, amount: 9999 }),
+      422,
+      'amount_below_refunded',
+    );
+    expect(below.hint).toBe(
+      '10000 (in minor units of KRW, as data.amount) was already refunded on this order: send an amount of at least that.',
+    );
     await send('refund.created', { order_id: id, refund_id: 'r2', amount: 20_000 });
     row = await order(id);
     expect([Number(row.refunded_amount), Number(row.refunded_commission_amount), row.status]).toEqual([

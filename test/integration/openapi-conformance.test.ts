@@ -151,6 +151,38 @@ describe('errors met outside the handler, as declared', () => {
       expect(declared(500), name).toEqual(['temporary_service_error']);
     }
   }, 120_000);
+
+  it('422 invalid_request_query naming the parameter, from every operation that documents query parameters, and declared by those alone', async () => {
+    const queryParams = (op: Operation) =>
+      (op.parameters ?? [])
+        .map((p) => ('$ref' in p ? doc.components.parameters[p.$ref.split('/').at(-1)!]! : p))
+        .filter((p) => p.in === 'query')
+        .map((p) => p.name);
+    let withQuery = 0;
+    for (const { path, method, op } of operations()) {
+      const name = `${method.toUpperCase()} ${path}`;
+      const key = path.startsWith('/v1/') ? { Authorization: `Bearer ${keys.sk_live}` } : {};
+      const declared = op.responses['422']?.['x-error-codes']?.includes('invalid_request_query') ?? false;
+      const [first] = queryParams(op);
+      expect(declared, name).toBe(first !== undefined);
+      if (first !== undefined) {
+        withQuery++;
+        // Twice is never one value, whatever the parameter takes.
+        const twice = await send(path, method)
+          .set(key)
+          .query(`${encodeURIComponent(first)}=1&${encodeURIComponent(first)}=2`);
+        expect(`${twice.status} ${twice.body.error?.code} ${twice.body.error?.param}`, name).toBe(
+          `422 invalid_request_query ${first}`,
+        );
+      }
+      const unknown = await send(path, method).set(key).query({ zz_unknown: '1' });
+      if (unknown.body?.error?.code === 'invalid_request_query') {
+        expect(declared, name).toBe(true);
+        expect(unknown.body.error.param, name).toBe('zz_unknown');
+      }
+    }
+    expect(withQuery).toBeGreaterThanOrEqual(10);
+  }, 60_000);
 });
 
 describe('response headers, as declared', () => {

@@ -353,13 +353,14 @@ describe('GET /v1/orders paging', () => {
     expect(res.body).toEqual({ object: 'list', data: [], has_more: false, next_cursor: null });
   });
 
-  it.each(['0', '501', 'abc', '1.5', '-1', ''])('422 invalid_request_body for limit=%s', async (limit) => {
+  it.each(['0', '501', 'abc', '1.5', '-1', ''])('422 invalid_request_query for limit=%s', async (limit) => {
     const error = expectEnvelope(
       await get(keysA.sk_test, '/v1/orders', { limit }),
       422,
-      'invalid_request_body',
+      'invalid_request_query',
     );
     expect(error.param).toBe('limit');
+    expect(error.message).toBe('Query parameter limit: must be an integer from 1 to 500');
   });
 
   it.each([
@@ -368,9 +369,14 @@ describe('GET /v1/orders paging', () => {
     ['an unknown status', { status: 'paid' }, 'status'],
     ['a date-time without offset', { 'occurred_at[gte]': '2026-10-01T00:00:00' }, 'occurred_at[gte]'],
     ['a date only', { 'occurred_at[lt]': '2026-10-01' }, 'occurred_at[lt]'],
-  ])('422 invalid_request_body for %s', async (_label, query, param) => {
-    const error = expectEnvelope(await get(keysA.sk_test, '/v1/orders', query), 422, 'invalid_request_body');
+  ])('422 invalid_request_query for %s', async (_label, query, param) => {
+    const error = expectEnvelope(await get(keysA.sk_test, '/v1/orders', query), 422, 'invalid_request_query');
     expect(error.param).toBe(param);
+    const named = [`Query parameter ${param}: `, `Unknown query parameter '${param}'.`];
+    expect(
+      named.some((start) => error.message.startsWith(start)),
+      error.message,
+    ).toBe(true);
   });
 });
 

@@ -104,7 +104,8 @@ describe('GET /v1/payouts', () => {
   });
 
   it('refuses a malformed run_key, a cursor of other filters, another list or another brand', async () => {
-    expectEnvelope(await get('/v1/payouts?run_key=2026-13-01'), 422, 'invalid_request_body');
+    const runKey = expectEnvelope(await get('/v1/payouts?run_key=2026-13-01'), 422, 'invalid_request_query');
+    expect(runKey.param).toBe('run_key');
     const first = await get('/v1/payouts?limit=1');
     const cursor = encodeURIComponent(first.body.next_cursor);
     expectEnvelope(await get(`/v1/payouts?cursor=${cursor}&run_key=2026-12`), 422, 'invalid_cursor');

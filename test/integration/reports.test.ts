@@ -252,19 +252,93 @@ describe('GET /v1/reports/conversions', () => {
     expect(after.body.data).toEqual([]);
   });
 
-  it('refuses a period over 366 days, to before from, an unknown time zone or grouping; 403 for a publishable key', async () => {
-    const bad = [
-      { from: ago(400), to: ago(0), group_by: 'day' },
-      { from: ago(1), to: ago(2), group_by: 'day' },
-      { from: ago(2), to: ago(1), group_by: 'day', time_zone: 'Mars/Olympus' },
-      { from: ago(2), to: ago(1), group_by: 'week' },
-      { from: 'yesterday', to: ago(1), group_by: 'day' },
-      { to: ago(1), group_by: 'day' },
+  it('refuses a period over 366 days, to before from, an unknown time zone or grouping: invalid_request_query naming the parameter; 403 for a publishable key', async () => {
+    const bad: [Record<string, string>, string, RegExp][] = [
+      [{ from: ago(400), to: ago(0) }, 'to', /at most 366 days after from/],
+      [{ from: ago(1), to: ago(2) }, 'to', /must be after from/],
+      [{ from: ago(2), to: ago(1), time_zone: 'Mars/Olympus' }, 'time_zone', /IANA time zone/],
+      [
+        { from: ago(2), to: ago(1), group_by: 'week' },
+        'group_by',
+        /one of creator, day, product \(or omitted: day\)/,
+      ],
+      [{ from: 'yesterday', to: ago(1) }, 'from', /must be a date \(2026-11-01.*\+09:00/],
+      [{ from: '2026-02-30', to: ago(1) }, 'from', /must be a date/],
+      [{ to: ago(1) }, 'from', /^Query parameter from: is required: a date/],
+      [
+        { form: ago(2), to: ago(1) },
+        'form',
+        /Unknown query parameter 'form'.*takes: from, to, group_by, time_zone, creator_id/,
+      ],
     ];
-    for (const query of bad)
-      expectEnvelope(await report(query as Record<string, string>), 422, 'invalid_request_body');
+    for (const [query, param, message] of bad) {
+      const error = expectEnvelope(await report(query), 422, 'invalid_request_query');
+      expect(error.param, JSON.stringify(query)).toBe(param);
+      expect(error.message, JSON.stringify(query)).toMatch(message);
+    }
     await expectSecretKeyRequired(ctx, shop.keys.pk_live, [
       `/v1/reports/conversions?from=${ago(2)}&to=${ago(1)}&group_by=day`,
     ]);
+  });
+
+  /** The local date `days` days from now in a zone, as a brand would type it. */
+  const localDate = (days: number, timeZone: string) =>
+    new Intl.DateTimeFormat('en-CA', { timeZone }).format(new Date(now + days * 86_400_000));
+
+  it('takes plain dates as midnight in time_zone (Asia/Seoul when omitted), the same report as those instants; group_by defaults to day', async () => {
+    for (const timeZone of [undefined, 'America/New_York', 'Asia/Kathmandu']) {
+      const zone = timeZone ?? 'Asia/Seoul';
+      const [from, to] = [localDate(-45, zone), localDate(1, zone)];
+      // PostgreSQL, not the service, says when those midnights are.
+      const [midnights] = await sql(
+        `select to_char(?::date::timestamp at time zone ? at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as from,
+                to_char(?::date::timestamp at time zone ? at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as to`,
+        [from, zone, to, zone],
+      );
+      const res = await report({ from, to, ...(timeZone && { time_zone: timeZone }) });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toMatchObject({
+        group_by: 'day',
+        time_zone: zone,
+        from: midnights.from,
+        to: midnights.to,
+      });
+      expect(res.body.data[0].day).toBe(from);
+      expect(res.body.data.at(-1).day).toBe(localDate(0, zone));
+      const byInstants = await report({ ...midnights, group_by: 'day', time_zone: zone });
+      expect(res.body).toEqual(byInstants.body);
+      expect(res.body.totals.orders).toBeGreaterThan(0);
+    }
+  });
+
+  it('reads an offset whose + arrived as a space (pasted into a URL unencoded) as that offset', async () => {
+    const from = `${localDate(-45, 'Asia/Seoul')}T00:00:00+09:00`;
+    const to = `${localDate(1, 'Asia/Seoul')}T00:00:00.5+09:00`;
+    // Written into the URL as is: the query string's + reaches the service as a space.
+    const res = await request(ctx.app)
+      .get(`/v1/reports/conversions?from=${from}&to=${to}&group_by=creator`)
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.from).toBe(new Date(from).toISOString());
+    expect(res.body.to).toBe(new Date(to).toISOString());
+    const encoded = await report({ from, to, group_by: 'creator' });
+    expect(res.body).toEqual(encoded.body);
+    // A zone name's + too (Etc/GMT+9 is UTC−09:00: no zone name has a space).
+    const zoned = await request(ctx.app)
+      .get(
+        `/v1/reports/conversions?from=${localDate(-3, 'Etc/GMT+9')}&to=${localDate(1, 'Etc/GMT+9')}&time_zone=Etc/GMT+9`,
+      )
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(zoned.status, JSON.stringify(zoned.body)).toBe(200);
+    expect(zoned.body).toMatchObject({
+      time_zone: 'Etc/GMT+9',
+      from: `${localDate(-3, 'Etc/GMT+9')}T09:00:00.000Z`,
+    });
+    // The order list's filters read it the same way.
+    const orders = await request(ctx.app)
+      .get(`/v1/orders?occurred_at[gte]=${from}&occurred_at[lt]=${to}&limit=500`)
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(orders.status, JSON.stringify(orders.body)).toBe(200);
+    expect(orders.body.data).toHaveLength(res.body.totals.orders);
   });
 });

@@ -63,7 +63,17 @@ describe('OpenAPI document', () => {
       expect.objectContaining({ type: 'boolean' }),
     );
     const responses = json.paths['/v1/orders/{order_id}/refunds'].post.responses;
-    expect(Object.keys(responses).sort()).toEqual(['200', '400', '401', '403', '404', '413', '415', '500']);
+    expect(Object.keys(responses).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '413',
+      '415',
+      '422',
+      '500',
+    ]);
     expect(responses['403'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/ErrorEnvelope',
     });
@@ -129,7 +139,7 @@ describe('OpenAPI document: what every operation can meet outside its handler (i
   const codes = (op: { responses: Record<string, { 'x-error-codes'?: string[] }> }) =>
     Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, r['x-error-codes'] ?? []]));
 
-  it('under the JSON body parser: 400 malformed JSON, 413 too large, 415 unreadable encoding; everywhere: 404 wrong_host and 500', () => {
+  it('under the JSON body parser: 400 malformed JSON, 413 too large, 415 unreadable encoding; with a query: 422 invalid_request_query; everywhere: 404 wrong_host and 500', () => {
     expect(codes(extra.paths['/v1/orders/{order_id}/refunds'].post)).toEqual({
       200: [],
       400: ['http_400'],
@@ -138,6 +148,7 @@ describe('OpenAPI document: what every operation can meet outside its handler (i
       404: ['order_not_found', 'wrong_host'],
       413: ['http_413'],
       415: ['http_415'],
+      422: ['invalid_request_query'],
       500: ['temporary_service_error'],
     });
     // Outside it a body is never read: only a malformed path parameter is a 400.

@@ -257,6 +257,7 @@ export function eventRoutes(deps: AppDeps) {
             status: 'accepted',
             attribution: { status: 'attributed', via: 'code' },
             conversion_id: 'conv_01m85a0k1e',
+            flags: [],
             request_id: 'req_01m85a0k1c',
           },
         },

@@ -1,6 +1,7 @@
 import { Decimal } from 'decimal.js';
 import { z } from 'zod';
 import { text } from '../../shared/text.js';
+import { orderFlagsDescription } from '../orders/order-out.js';
 
 /** The event types, in the order of the spec's Events table. */
 export const eventTypes = [
@@ -189,6 +190,10 @@ export const EventOut = z
       via: z.enum(['code', 'click', 'renewal']).nullable(),
     }),
     conversion_id: z.string().nullable().meta({ description: 'Null when the order is unattributed.' }),
+    flags: z.array(z.string()).meta({
+      description: `The order’s \`flags\` after this event, as GET /v1/orders/{order_id} shows them (empty for browser signals). ${orderFlagsDescription}`,
+      examples: [['unknown_coupon_code']],
+    }),
     request_id: z.string().meta({ description: 'Prefix `req_`. Quote it when contacting support.' }),
   })
   .meta({ id: 'EventOut' });

@@ -18,6 +18,8 @@ export const scopeKey = (scope: Scope) => `${scope.brandId}/${scope.livemode ? '
 export interface OrderOutcome {
   attributedVia: AttributionVia | null;
   conversionId: string | null;
+  /** The order's flags after the event (none for browser signals): the event's answer shows them. */
+  flags: readonly string[];
   /** order.paid: the attribution decision, stored with its received event. */
   decision?: AttributionDecision;
 }
@@ -59,4 +61,8 @@ export interface OrderBook {
 export const outcomeOf = (o: OrderState): OrderOutcome => ({
   attributedVia: o.attributedVia,
   conversionId: o.conversionId,
+  flags: o.flags,
 });
+
+/** An event about no order (a browser signal) has no flags; one array for all of them. */
+export const NO_FLAGS: readonly string[] = Object.freeze([]);

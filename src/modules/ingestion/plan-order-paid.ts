@@ -2,7 +2,12 @@ import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.js';
 import type { AttributionDecision } from '../attribution/decision.js';
-import { type Attribution, isSelfPurchase, traceAttribution } from '../attribution/resolve.js';
+import {
+  type Attribution,
+  type Candidate,
+  isSelfPurchase,
+  traceAttribution,
+} from '../attribution/resolve.js';
 import { type Cause, movementsBetween } from '../ledger/journal.js';
 import { derivedConversionId } from '../orders/conversion-id.js';
 import type { AttributionVia } from '../orders/order.entity.js';
@@ -52,6 +57,19 @@ function inherited(
     selfPurchase: isSelfPurchase(book.catalog, from.creatorId, customerHash),
     renewalBeyondLimit: via === 'renewal' && limit !== null && cycleNumber > limit,
   };
+}
+
+/**
+ * What the order carries in `flags` after this order.paid (order-out.ts describes them): from the
+ * attribution just traced, so no extra read. `unknown_coupon_code`: the coupon_code sent names no
+ * code of the brand (the order may still be attributed by a click, a renewal or as it was).
+ */
+function flagsOf(decision: Decided | null, candidates: readonly Candidate[]): string[] {
+  const flags: string[] = [];
+  if (decision?.selfPurchase) flags.push('self_purchase');
+  const code = candidates[0];
+  if (code?.type === 'coupon_code' && !code.found) flags.push('unknown_coupon_code');
+  return flags;
 }
 
 const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: string } =>
@@ -172,7 +190,11 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     throw new AppError(
       'amount_below_refunded',
       `The amount ${d.amount} is below what was already refunded for order ${d.orderId}.`,
-      { param: 'data.amount', hint: String(existing.refundedOriginalAmount) },
+      {
+        param: 'data.amount',
+        // The number first, as refund_exceeds_remaining_amount's hint (plan-refund.ts).
+        hint: `${existing.refundedOriginalAmount} (in minor units of ${existing.originalCurrency}, as data.amount) was already refunded on this order: send an amount of at least that.`,
+      },
     );
   }
   const was = book.webhooks?.before(existing);
@@ -203,7 +225,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     clickRef: decision?.clickRef ?? d.clickRef,
     lastTouchChannel: d.lastTouchChannel,
     customerHash: d.customerHash,
-    flags: decision?.selfPurchase ? ['self_purchase'] : [],
+    flags: flagsOf(decision, candidates),
     items: d.items,
     occurredAt: event.occurredAt,
     confirmAt,

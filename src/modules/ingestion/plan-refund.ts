@@ -68,7 +68,11 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
       throw new AppError(
         'refund_exceeds_remaining_amount',
         `Refunding ${refundOriginal} would exceed what remains refundable on order ${d.orderId} (${remainingOriginal}).`,
-        { param: 'data.amount', hint: String(remainingOriginal) },
+        {
+          param: 'data.amount',
+          // The number first: api-v1.md calls the hint the remaining amount, and clients read it with parseInt.
+          hint: `${remainingOriginal} (in minor units of ${order.originalCurrency}, as data.amount) can still be refunded on this order: send a refund of at most that.`,
+        },
       );
     }
   }

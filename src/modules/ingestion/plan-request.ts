@@ -3,7 +3,7 @@ import { AppError } from '../../shared/errors.js';
 import { eventIdOf, requestIdOf } from '../../shared/ids.js';
 import { recordDecision } from '../attribution/decision-record.js';
 import type { Cause } from '../ledger/journal.js';
-import type { OrderBook, OrderOutcome } from './order-book.js';
+import { NO_FLAGS, type OrderBook, type OrderOutcome } from './order-book.js';
 import { applyOrderPaid } from './plan-order-paid.js';
 import { applyConfirmation, applyRefund } from './plan-refund.js';
 import type { ValidEvent } from './valid-event.js';
@@ -18,6 +18,7 @@ export interface AcceptedEvent {
   status: 'accepted';
   attribution: { status: 'attributed' | 'unattributed'; via: OrderOutcome['attributedVia'] };
   conversion_id: string | null;
+  flags: readonly string[];
   request_id: string;
 }
 
@@ -40,7 +41,7 @@ function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcom
       return applyConfirmation(book, event.data.orderId);
     default:
       // Browser signals are stored as received events only; order.observed never creates an order.
-      return { attributedVia: null, conversionId: null };
+      return { attributedVia: null, conversionId: null, flags: NO_FLAGS };
   }
 }
 
@@ -133,6 +134,7 @@ export function planRequest(
         via: result.attributedVia,
       },
       conversion_id: result.conversionId,
+      flags: result.flags,
       request_id: request.requestId,
     });
   }

@@ -215,7 +215,7 @@ export function integrationRoutes({ reads }: AppDeps) {
           },
         },
       },
-      errors: [...errors, 'invalid_request_body'],
+      errors: [...errors],
       async handle(req, res, { query }) {
         const rows = await reads!.read((em) => listMissingOrders(em, callerOf(req), query.limit + 1));
         res.json({

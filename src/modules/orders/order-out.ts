@@ -2,6 +2,10 @@ import { Decimal } from 'decimal.js';
 import { z } from 'zod';
 import { attributionVias, orderStatuses } from './order.entity.js';
 
+/** The flags an order can carry, as the Order and EventOut schemas describe them. */
+export const orderFlagsDescription =
+  'What the last order.paid showed about the order: `self_purchase` (the buyer’s customer_hash is one the creator registered: attributed, commission 0); `unknown_coupon_code` (the coupon_code sent names no code of the brand, so it attributed nothing: a click, a renewal or the order’s earlier attribution may have; check the code in your store). Empty when nothing needs attention; new values may be added.';
+
 const krw = (description: string) => z.int().meta({ description });
 
 /** The service's recognised state of one order (api-v1.md, "Order (OrderOut)"). Money is KRW (won). */
@@ -33,7 +37,7 @@ export const OrderOut = z
     parent_order_id: z.string().nullable(),
     occurred_at: z.iso.datetime().nullable().meta({ description: 'UTC.' }),
     confirm_at: z.iso.datetime().nullable().meta({ description: 'UTC.' }),
-    flags: z.array(z.string()).meta({ description: 'E.g. `["self_purchase"]` (attributed, commission 0).' }),
+    flags: z.array(z.string()).meta({ description: orderFlagsDescription }),
     creator_id: z.string().nullable().meta({ description: 'The creator the order is attributed to.' }),
   })
   .meta({ id: 'Order' });

@@ -1,34 +1,29 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
-import { allPages, streamCsv, wantsCsv } from '../../http/csv.js';
+import { allPages, CSV_PAGE, streamCsv, wantsCsv } from '../../http/csv.js';
+import { queryInstant } from '../../http/query-instant.js';
 import { route } from '../../http/route.js';
 import { AppError } from '../../shared/errors.js';
 import { pageOf, pageQuery } from '../../shared/paging.js';
 import { text } from '../../shared/text.js';
 import { orderStatuses } from './order.entity.js';
 import { OrderOut, orderExample } from './order-out.js';
-import { canonicalInstant, getOrder, listOrders } from './orders.service.js';
+import { getOrder, listOrders } from './orders.service.js';
 
 export const OrderListOut = pageOf(OrderOut, 'OrderList');
 const orderCsvColumns = Object.keys(OrderOut.shape);
-/** Orders per query of a CSV export: few round trips, one page in memory. */
-const CSV_PAGE = 1000;
-
-const instant = (description: string) =>
-  z.iso
-    .datetime({
-      offset: true,
-      error: 'must be an ISO 8601 date-time with a UTC offset, e.g. 2026-11-22T00:00:00+09:00',
-    })
-    .transform(canonicalInstant)
-    .optional()
-    .meta({ description });
 
 export const OrderListQuery = z.strictObject({
   ...pageQuery,
-  'occurred_at[gte]': instant('Only orders with `occurred_at` at or after this instant.'),
-  'occurred_at[lt]': instant('Only orders with `occurred_at` before this instant.'),
+  'occurred_at[gte]': queryInstant(
+    'Only orders with `occurred_at` at or after this instant.',
+    '2026-11-22T00:00:00+09:00',
+  ),
+  'occurred_at[lt]': queryInstant(
+    'Only orders with `occurred_at` before this instant.',
+    '2026-11-23T00:00:00+09:00',
+  ),
   status: z.enum(orderStatuses).optional().meta({ description: 'Only orders in this status.' }),
 });
 
@@ -96,13 +91,7 @@ export function orderRoutes(deps: AppDeps) {
           },
         },
       },
-      errors: [
-        'invalid_api_key',
-        'brand_not_active',
-        'publishable_key_cannot_read_orders',
-        'invalid_cursor',
-        'invalid_request_body',
-      ],
+      errors: ['invalid_api_key', 'brand_not_active', 'publishable_key_cannot_read_orders', 'invalid_cursor'],
       async handle(req, res, { query }) {
         const caller = callerOf(req);
         const csv = wantsCsv(req);

@@ -30,7 +30,7 @@ export async function getOrder(em: EntityManager, caller: Caller, orderId: strin
 export interface ListOrdersInput {
   limit: number;
   cursor?: string | undefined;
-  /** Instants in UTC ISO form (see canonicalInstant), inclusive lower and exclusive upper bound. */
+  /** Instants in UTC ISO form (see canonicalInstant in http/query-instant.ts), inclusive lower and exclusive upper bound. */
   occurredAtGte?: string | undefined;
   occurredAtLt?: string | undefined;
   status?: OrderStatus | undefined;
@@ -40,17 +40,6 @@ export interface OrderPage {
   data: OrderOutput[];
   has_more: boolean;
   next_cursor: string | null;
-}
-
-/**
- * An ISO date-time with offset as a canonical UTC instant with microseconds (PostgreSQL's
- * precision): the same instant written with another offset binds a cursor to the same filter.
- */
-export function canonicalInstant(input: string): string {
-  const date = new Date(input);
-  if (Number.isNaN(date.getTime())) throw new RangeError(`not a date-time: ${input}`);
-  const fraction = /T\d\d:\d\d:\d\d\.(\d+)/.exec(input)?.[1] ?? '';
-  return `${date.toISOString().slice(0, 19)}.${fraction.padEnd(6, '0').slice(0, 6)}Z`;
 }
 
 type ListedRow = RawOrderRow & { id: string; cursor_occurred_at: string };

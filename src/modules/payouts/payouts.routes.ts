@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
-import { allPages, streamCsv, wantsCsv } from '../../http/csv.js';
+import { allPages, CSV_PAGE, streamCsv, wantsCsv } from '../../http/csv.js';
 import { route, secretKeyRequired } from '../../http/route.js';
 import type { ErrorCode } from '../../shared/errors.js';
 import { getPayout, listPayoutLines, listPayouts } from './payouts.read.js';
@@ -19,13 +19,11 @@ import {
 /** Settlement figures are the brand's books: read from its server, never with a browser's key. */
 const secretKeyForSettlement = secretKeyRequired('Payouts can only be read');
 
-const common: ErrorCode[] = [
-  'invalid_api_key',
-  'brand_not_active',
-  'secret_key_required',
-  'invalid_request_body',
-];
+const common: ErrorCode[] = ['invalid_api_key', 'brand_not_active', 'secret_key_required'];
+/** A path parameter that is not valid (a NUL in it, too long) is refused as the body's fields are. */
+const byId: ErrorCode[] = [...common, 'invalid_request_body'];
 const nextCursor = 'eyJ2IjoxfQ.c2lnbmF0dXJl';
+const payoutCsvColumns = Object.keys(PayoutOut.shape);
 const payoutLineCsvColumns = Object.keys(PayoutLineOut.shape);
 
 export function payoutRoutes({ orm, config, reads }: AppDeps) {
@@ -42,6 +40,11 @@ export function payoutRoutes({ orm, config, reads }: AppDeps) {
       security: 'secret_key',
       refusePublishableKey: secretKeyForSettlement,
       query: PayoutListQuery,
+      csv: {
+        columns: payoutCsvColumns,
+        description:
+          'Every payout matching the filters (after `cursor`, if given; `limit` does not apply), one row each, as CSV.',
+      },
       responses: {
         200: {
           description: 'One page of payouts.',
@@ -51,14 +54,24 @@ export function payoutRoutes({ orm, config, reads }: AppDeps) {
       },
       errors: [...common, 'invalid_cursor'],
       async handle(req, res, { query }) {
-        const page = await reads!.read((em) =>
-          listPayouts(
-            em,
-            callerOf(req),
-            { limit: query.limit, cursor: query.cursor, creatorId: query.creator_id, runKey: query.run_key },
-            secret,
-          ),
-        );
+        const caller = callerOf(req);
+        const csv = wantsCsv(req);
+        const read = (cursor: string | undefined) =>
+          reads!.read((em) =>
+            listPayouts(
+              em,
+              caller,
+              {
+                limit: csv ? CSV_PAGE : query.limit,
+                cursor,
+                creatorId: query.creator_id,
+                runKey: query.run_key,
+              },
+              secret,
+            ),
+          );
+        const page = await read(query.cursor);
+        if (csv) return streamCsv(res, 'payouts.csv', payoutCsvColumns, allPages(page, read));
         res.json({ object: 'list', ...page } satisfies z.input<typeof PayoutList>);
       },
     }),
@@ -74,7 +87,7 @@ export function payoutRoutes({ orm, config, reads }: AppDeps) {
       refusePublishableKey: secretKeyForSettlement,
       params: PayoutParams,
       responses: { 200: { description: 'The payout.', schema: PayoutOut, example: payoutExample } },
-      errors: [...common, 'payout_not_found'],
+      errors: [...byId, 'payout_not_found'],
       async handle(req, res, { params }) {
         res.json(await getPayout(orm.em.fork(), callerOf(req), params.payout_id));
       },
@@ -117,7 +130,7 @@ export function payoutRoutes({ orm, config, reads }: AppDeps) {
           },
         },
       },
-      errors: [...common, 'payout_not_found', 'invalid_cursor'],
+      errors: [...byId, 'payout_not_found', 'invalid_cursor'],
       async handle(req, res, { params, query }) {
         const caller = callerOf(req);
         const csv = wantsCsv(req);
@@ -126,7 +139,7 @@ export function payoutRoutes({ orm, config, reads }: AppDeps) {
             orm.em.fork(),
             caller,
             params.payout_id,
-            { limit: csv ? 1000 : query.limit, cursor },
+            { limit: csv ? CSV_PAGE : query.limit, cursor },
             secret,
           );
         const page = await read(query.cursor);

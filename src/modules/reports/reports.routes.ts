@@ -65,13 +65,7 @@ export function reportRoutes({ orm }: AppDeps) {
           'The rows of `data` as CSV, one per group; the columns are those of the grouping (this example: `group_by=day`; `creator`: creator_id, creator_name and the measures; `product`: sku and the measures).',
       },
       responses: { 200: { description: 'The report.', schema: ConversionReport, example } },
-      errors: [
-        'invalid_api_key',
-        'brand_not_active',
-        'secret_key_required',
-        'creator_not_found',
-        'invalid_request_body',
-      ],
+      errors: ['invalid_api_key', 'brand_not_active', 'secret_key_required', 'creator_not_found'],
       async handle(req, res, { query }) {
         const caller = callerOf(req);
         const em = orm.em.fork();

@@ -1,16 +1,30 @@
 import { z } from 'zod';
+import { canonicalInstant, instantRule, queryInstantOf } from '../../http/query-instant.js';
 import { text } from '../../shared/text.js';
-import { canonicalInstant } from '../orders/orders.service.js';
+import { startOfLocalDay } from './local-midnight.js';
 
 export const MAX_REPORT_DAYS = 366;
 
-const instant = (description: string) =>
-  z.iso
-    .datetime({
-      offset: true,
-      error: 'must be an ISO 8601 date-time with a UTC offset, e.g. 2026-01-01T00:00:00+09:00',
+const groupings = ['creator', 'day', 'product'] as const;
+
+const plainDate = z.iso.date();
+const boundRule = `a date (2026-11-01: its midnight in time_zone) or ${instantRule('2026-11-01T00:00:00+09:00')}`;
+
+/**
+ * `from` or `to`: a canonical instant, or a plain date left as YYYY-MM-DD for ReportQuery to read
+ * in `time_zone` (only known once every parameter is read).
+ */
+const periodBound = (description: string) =>
+  text({
+    error: (issue) => (issue.input === undefined ? `is required: ${boundRule}` : `must be ${boundRule}`),
+  })
+    .transform((value, ctx) => {
+      if (plainDate.safeParse(value).success) return value;
+      const instant = queryInstantOf(value);
+      if (instant) return instant;
+      ctx.addIssue({ code: 'custom', message: `must be ${boundRule}`, input: value });
+      return z.NEVER;
     })
-    .transform(canonicalInstant)
     .meta({ description });
 
 /** IANA names PostgreSQL and Node both know (the report is summed in PostgreSQL, edges in Node). */
@@ -23,22 +37,42 @@ const isTimeZone = (name: string) => {
   }
 };
 
+/** Both bounds in canonicalInstant's form, so that they compare as strings. */
+const midnightOr = (bound: string, timeZone: string) =>
+  bound.length === 10 ? canonicalInstant(startOfLocalDay(bound, timeZone).toISOString()) : bound;
+
 export const ReportQuery = z
   .strictObject({
-    from: instant('Start of the period (inclusive): orders by `occurred_at`.'),
-    to: instant('End of the period (exclusive); at most 366 days after `from`.'),
-    group_by: z.enum(['creator', 'day', 'product']).meta({
-      description:
-        '`creator`: one row per creator (null: unattributed); `day`: one row per day in `time_zone`, with the browser funnel; `product`: one row per item `sku` (null: lines without one, or orders without items).',
-    }),
+    from: periodBound(
+      'Start of the period (inclusive), orders by `occurred_at`: a date-time with a UTC offset, or a date (`2026-11-01`), read as its midnight in `time_zone`.',
+    ),
+    to: periodBound(
+      'End of the period (exclusive), at most 366 days after `from`: a date-time with a UTC offset, or a date, read as its midnight in `time_zone` (`to=2026-12-01` ends with November 30).',
+    ),
+    group_by: z
+      .enum(groupings, { error: `must be one of ${groupings.join(', ')} (or omitted: day)` })
+      .default('day')
+      .meta({
+        description:
+          '`creator`: one row per creator (null: unattributed); `day` (the default): one row per day in `time_zone`, with the browser funnel; `product`: one row per item `sku` (null: lines without one, or orders without items).',
+      }),
     time_zone: text()
       .max(64)
+      // `Etc/GMT+9` typed into a URL arrives as `Etc/GMT 9`; no zone name has a space.
+      .transform((name) => name.replaceAll(' ', '+'))
       .refine(isTimeZone, { error: 'must be an IANA time zone name, e.g. Asia/Seoul or America/New_York' })
       .default('Asia/Seoul')
-      .meta({ description: 'The days of `group_by=day` (IANA name).' }),
+      .meta({
+        description: 'The days of `group_by=day`, and the midnight of a date in `from` or `to` (IANA name).',
+      }),
     creator_id: text().min(1).max(255).optional().meta({ description: 'Only this creator’s orders.' }),
   })
-  .refine((q) => q.from < q.to, { error: 'must be after from', path: ['to'] })
+  // Runs only once every parameter is valid, so time_zone is known.
+  .overwrite((q) => ({ ...q, from: midnightOr(q.from, q.time_zone), to: midnightOr(q.to, q.time_zone) }))
+  .refine((q) => q.from < q.to, {
+    error: 'must be after from (to is exclusive: to=2026-12-01 ends with November 30)',
+    path: ['to'],
+  })
   .refine((q) => Date.parse(q.to) - Date.parse(q.from) <= MAX_REPORT_DAYS * 86_400_000, {
     error: `must be at most ${MAX_REPORT_DAYS} days after from`,
     path: ['to'],
@@ -87,7 +121,7 @@ export const ConversionReport = z
   .object({
     object: z.literal('conversion_report'),
     livemode: z.boolean(),
-    group_by: z.enum(['creator', 'day', 'product']),
+    group_by: z.enum(groupings),
     from: z.iso.datetime(),
     to: z.iso.datetime(),
     time_zone: z.string(),
