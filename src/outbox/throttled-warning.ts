@@ -7,31 +7,52 @@ import type { Logger } from '../logger.js';
  * the outage's count. A Redis outage reads as its start, a line every 10 s and its end, however
  * many requests nudged the relay meanwhile. Used by both outbox relays and the worker's
  * connection errors.
+ *
+ * With `maxIntervalMs`, the gap doubles after each line up to that cap (10 s, 20 s, 40 s, …):
+ * an outage of hours writes a dozen lines, not hundreds. With `quietMs`, a failure that comes
+ * that long after the previous one starts a new outage (logged at once), for callers that never
+ * see a success (a request's error handler sees only failures).
  */
 export class ThrottledWarning {
   private sinceLastLine = 0;
   private inOutage = 0;
   private lastLineAt = Number.NEGATIVE_INFINITY;
+  private lastFailureAt = Number.NEGATIVE_INFINITY;
+  private gapMs: number;
 
   constructor(
     private readonly logger: Logger,
     private readonly message: string,
-    private readonly options: { recoveredMessage?: string; intervalMs?: number; now?: () => number } = {},
-  ) {}
+    private readonly options: {
+      recoveredMessage?: string;
+      intervalMs?: number;
+      maxIntervalMs?: number;
+      quietMs?: number;
+      now?: () => number;
+    } = {},
+  ) {
+    this.gapMs = options.intervalMs ?? 10_000;
+  }
 
-  failed(err: unknown): void {
+  failed(err: unknown, fields: Record<string, unknown> = {}): void {
+    const now = (this.options.now ?? Date.now)();
+    if (this.options.quietMs !== undefined && now - this.lastFailureAt >= this.options.quietMs) this.reset();
+    this.lastFailureAt = now;
     this.sinceLastLine += 1;
     this.inOutage += 1;
-    const now = (this.options.now ?? Date.now)();
-    if (now - this.lastLineAt < (this.options.intervalMs ?? 10_000)) return;
+    if (now - this.lastLineAt < this.gapMs) return;
     this.logger.warn(
       {
+        ...fields,
         err: err instanceof Error ? err.message : String(err),
         failures_since_last_log: this.sinceLastLine,
         failures_in_outage: this.inOutage,
       },
       this.message,
     );
+    // The first line of an outage is followed by the first gap; each later one by a longer gap.
+    if (this.lastLineAt !== Number.NEGATIVE_INFINITY && this.options.maxIntervalMs !== undefined)
+      this.gapMs = Math.min(this.gapMs * 2, this.options.maxIntervalMs);
     this.lastLineAt = now;
     this.sinceLastLine = 0;
   }
@@ -40,8 +61,13 @@ export class ThrottledWarning {
     if (this.inOutage === 0) return;
     if (this.options.recoveredMessage)
       this.logger.info({ failures_in_outage: this.inOutage }, this.options.recoveredMessage);
+    this.reset();
+  }
+
+  private reset(): void {
     this.inOutage = 0;
     this.sinceLastLine = 0;
     this.lastLineAt = Number.NEGATIVE_INFINITY;
+    this.gapMs = this.options.intervalMs ?? 10_000;
   }
 }
