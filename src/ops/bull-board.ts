@@ -71,7 +71,7 @@ class RedisAwareAdapter extends ExpressAdapter {
   override setErrorHandler(handler: Parameters<ExpressAdapter['setErrorHandler']>[0]): this {
     return super.setErrorHandler((err) => {
       // Thrown from Bull Board's error middleware, it reaches the app's error handler.
-      if (isRedisUnavailable(err, this.redis)) throw redisUnanswered();
+      if (isRedisUnavailable(err, this.redis)) throw redisUnanswered(err.message);
       return handler(err);
     });
   }

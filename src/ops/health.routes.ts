@@ -64,6 +64,7 @@ export function mountHealth(router: Router, { orm, redis }: Pick<AppDeps, 'orm' 
   let pending: string[] = [];
   const schemaCheck = async () => {
     if (migrated) return;
+    // Reset first: a check that fails must not report the previous answer's pending list.
     pending = [];
     pending = await pendingMigrations(orm);
     if (pending.length > 0) throw new Error('pending migrations');

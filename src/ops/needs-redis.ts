@@ -27,13 +27,39 @@ export function redisDown(redis: Redis): AppError {
   );
 }
 
-/** 503, retryable: Redis failed or did not answer in time; `unsure` says what may have happened anyway. */
-export function redisUnanswered(unsure?: string): AppError {
+/**
+ * 503, retryable: Redis failed or did not answer in time (`reason`); `unsure` says what may have
+ * happened anyway.
+ */
+export function redisUnanswered(reason: string, unsure?: string): AppError {
   return new AppError(
     'temporary_service_error',
-    `Redis (the job queue) did not answer within ${REDIS_REQUEST_TIMEOUT_MS / 1000} s${unsure ? `: ${unsure}` : ''}. Retry in a minute.`,
+    `Redis (the job queue) did not answer (${reason})${unsure ? `: ${unsure}` : ''}. Retry in a minute.`,
     { hint: OPS_HINT },
   );
+}
+
+/** The attempt in progress per connection: every request waiting on it shares one pair of listeners. */
+const attempts = new WeakMap<Redis, Promise<boolean>>();
+
+function attemptOutcome(redis: Redis): Promise<boolean> {
+  let outcome = attempts.get(redis);
+  if (!outcome) {
+    outcome = new Promise<boolean>((resolve) => {
+      const settle = (ready: boolean) => () => {
+        redis.off('ready', onReady);
+        redis.off('close', onClose);
+        attempts.delete(redis);
+        resolve(ready);
+      };
+      const onReady = settle(true);
+      const onClose = settle(false);
+      redis.once('ready', onReady);
+      redis.once('close', onClose);
+    });
+    attempts.set(redis, outcome);
+  }
+  return outcome;
 }
 
 /**
@@ -45,18 +71,14 @@ export function redisUnanswered(unsure?: string): AppError {
 export async function redisReady(redis: Redis, timeoutMs = REDIS_REQUEST_TIMEOUT_MS): Promise<void> {
   if (redis.status === 'ready') return;
   if (redis.status !== 'connecting' && redis.status !== 'connect') throw redisDown(redis);
-  const { promise, resolve, reject } = Promise.withResolvers<void>();
-  const ready = () => resolve();
-  const failed = () => reject(redisDown(redis));
-  const timer = setTimeout(failed, timeoutMs);
-  redis.once('ready', ready);
-  redis.once('close', failed);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
   try {
-    await promise;
+    if (!(await Promise.race([attemptOutcome(redis), late]))) throw redisDown(redis);
   } finally {
     clearTimeout(timer);
-    redis.off('ready', ready);
-    redis.off('close', failed);
   }
 }
 
@@ -72,14 +94,14 @@ export async function needsRedis<T>(redis: Redis, work: () => Promise<T>, unsure
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(redisUnanswered(unsure)),
+      () => reject(redisUnanswered(`no answer within ${REDIS_REQUEST_TIMEOUT_MS / 1000} s`, unsure)),
       Math.max(0, REDIS_REQUEST_TIMEOUT_MS - (Date.now() - started)),
     );
   });
   try {
     return await Promise.race([work(), timeout]);
   } catch (err) {
-    if (isRedisUnavailable(err, redis)) throw redisUnanswered(unsure);
+    if (isRedisUnavailable(err, redis)) throw redisUnanswered((err as Error).message, unsure);
     throw err;
   } finally {
     clearTimeout(timer);
