@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import request from 'supertest';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { REDIS_REQUEST_TIMEOUT_MS } from '../../src/ops/needs-redis.js';
@@ -52,6 +52,32 @@ async function privateRedis(running: boolean) {
   redisServers.push(redis);
   if (!running) await redis.kill();
   return redis;
+}
+
+/**
+ * A server that accepts each connection and resets it at once: a Redis or PostgreSQL that cannot
+ * be used, whose connection attempts the test can count and wait for.
+ */
+async function resettingServer() {
+  let attempts = 0;
+  const waiting = new Set<{ n: number; resolve: () => void }>();
+  const server = createServer((socket) => {
+    socket.resetAndDestroy();
+    attempts += 1;
+    for (const w of waiting) {
+      if (attempts < w.n) continue;
+      waiting.delete(w);
+      w.resolve();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return {
+    port: (server.address() as { port: number }).port,
+    /** Resolves once `n` connections were attempted in all. */
+    attempts: (n: number) =>
+      attempts >= n ? Promise.resolve() : new Promise<void>((resolve) => waiting.add({ n, resolve })),
+  };
 }
 
 /** Every kind of request that needs Redis: the admin API's job run and trace, Bull Board's API and page. */
@@ -200,14 +226,7 @@ describe("the web process's Redis connection log", () => {
 
   it('the compiled web process logs one line for many failed attempts and answers a job run 503 at once', async () => {
     // A "Redis" that resets every connection: each attempt is one the test can count.
-    const attempts: Socket[] = [];
-    const resetter = createServer((socket) => {
-      attempts.push(socket);
-      socket.resetAndDestroy();
-    });
-    await new Promise<void>((resolve) => resetter.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise<void>((resolve) => resetter.close(() => resolve())));
-    const redisPort = (resetter.address() as { port: number }).port;
+    const redis = await resettingServer();
     const webPort = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
         const { port } = probe.address() as { port: number };
@@ -222,7 +241,7 @@ describe("the web process's Redis connection log", () => {
         NODE_ENV: 'test',
         LOG_LEVEL: 'info',
         DATABASE_URL: databaseUrl,
-        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
         ADMIN_TOKEN,
         SECRET_KEY_BASE: 'outage-test-secret-key-base-'.padEnd(48, 'o'),
         QUEUE_PREFIX: `lftest_${randomToken(8)}`,
@@ -239,7 +258,7 @@ describe("the web process's Redis connection log", () => {
       () => output.text().includes('web process listening'),
       60_000,
     );
-    await output.until('6 connection attempts', () => attempts.length >= 6, 30_000);
+    await redis.attempts(6);
     // One line for the first failure; under load the attempts may outlast 10 s, and then one
     // summary line carries the count. Before, a line per attempt.
     const problems = output.lines().filter((l) => String(l.msg).startsWith('redis connection problem'));
@@ -300,21 +319,25 @@ describe('the web process with a database that does not exist (PostgreSQL up)', 
     expect(logs.filter((l) => l.msg === 'unhandled error while serving request')).toEqual([]);
   });
 
-  it('with nothing listening where DATABASE_URL points, /readyz says unreachable and /v1 answers 503', async () => {
-    const deadPort = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = probe.address() as { port: number };
-        probe.close(() => resolve(port));
-      });
+  it('with PostgreSQL unusable, /readyz says unreachable, /v1 answers 503, and the key cache logs its retries once', async () => {
+    const postgres = await resettingServer();
+    const ctx = await appOn(inject('redisUrl'), {
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${postgres.port}/lf_nowhere`,
     });
-    const deadUrl = Object.assign(new URL(serverUrl), { port: String(deadPort), pathname: '/x' }).toString();
-    const ctx = await appOn(inject('redisUrl'), { DATABASE_URL: deadUrl });
+    // The key cache's listener retries on its own, 100 ms, 200 ms, 400 ms, … apart: several tries.
+    await postgres.attempts(5);
     const ready = await request(ctx.app).get('/readyz');
     expect(ready.body.checks.postgres).toBe('unreachable');
-    expect(ready.body.message).toMatch(/PostgreSQL cannot be used \(ECONNREFUSED\)/);
+    expect(ready.body.message).toMatch(/^PostgreSQL cannot be used \(ECONNRESET\): check DATABASE_URL/);
     const res = await request(ctx.app)
       .get('/v1/orders/o-1')
       .set('Authorization', `Bearer sk_live_${'b'.repeat(32)}`);
     expectEnvelope(res, 503, 'temporary_service_error');
+    // Before, one line per retry (every 5 s once the delay has grown).
+    const listenerDown = parsed(ctx.logLines).filter((l) =>
+      String(l.msg).startsWith('key cache listener down'),
+    );
+    expect(listenerDown).toHaveLength(1);
+    expect(listenerDown[0]).toMatchObject({ level: 'warn', failures_in_outage: 1 });
   });
 });
