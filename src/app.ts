@@ -155,7 +155,7 @@ export function buildApp(appDeps: AppDeps): express.Express {
   admin.use('/admin/api', requireAdmin(config.ADMIN_TOKEN), adminBody);
   // Bull Board's own JSON parser then finds the body read.
   admin.use('/admin/queues', requireAdmin(config.ADMIN_TOKEN, { browser: true }), adminBody);
-  mountBullBoard(admin, deps.queues);
+  mountBullBoard(admin, deps);
   mountRoutes(admin, adminApiRoutes);
   app.use(admin);
 

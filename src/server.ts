@@ -6,7 +6,7 @@ import { initOrm } from './db/orm.js';
 import { closeQueues, createQueues } from './jobs/queues.js';
 import { createLogger } from './logger.js';
 import { logWebhookUrlPolicy } from './modules/webhooks/url-guard.js';
-import { createRedis } from './redis.js';
+import { createRedis, logWebRedisConnection } from './redis.js';
 import { reportUnreachable } from './shared/unreachable.js';
 
 const config = loadConfigOrExit({ web: true });
@@ -25,7 +25,7 @@ async function runWebProcess() {
   const redis = createRedis(config.REDIS_URL, {
     tlsRejectUnauthorized: config.REDIS_TLS_REJECT_UNAUTHORIZED,
   });
-  redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection problem'));
+  logWebRedisConnection(redis, logger);
   const queues = createQueues(redis, config.QUEUE_PREFIX);
 
   const app = buildApp({ config, orm, redis, queues, logger });

@@ -1,5 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { databaseUnavailable } from '../db/unavailable.js';
+import { ThrottledWarning } from '../outbox/throttled-warning.js';
 import { AppError, docUrl, errorCodes, isRetryable, storageRefusal } from '../shared/errors.js';
 import { sendJson } from './send-json.js';
 
@@ -66,6 +68,13 @@ function infrastructureError(err: unknown): { status: number; message: string } 
 }
 
 export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandler {
+  // One line when the database becomes unusable, then one with the count at growing intervals;
+  // a failure after a quiet minute starts a new outage (the handler sees no successes).
+  const databaseDown = new ThrottledWarning(
+    logger,
+    'database unavailable: requests that need it answer 503 until it is back; /readyz names the cause',
+    { maxIntervalMs: 10 * 60_000, quietMs: 60_000 },
+  );
   return (err, req, res, _next) => {
     if (res.headersSent) {
       // A streamed answer (CSV) failed after its first byte: the client gets it cut short. The
@@ -96,6 +105,22 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
         res,
         refused.status,
         errorBody(req, baseUrl, refused.status, refused.code, refused.message, refused.details),
+      );
+      return;
+    }
+    const unavailable = databaseUnavailable(err);
+    if (unavailable) {
+      databaseDown.failed(unavailable.cause, { code: unavailable.code, request_id: req.requestId });
+      sendJson(
+        res,
+        503,
+        errorBody(
+          req,
+          baseUrl,
+          503,
+          'temporary_service_error',
+          `The service is not ready: its database cannot be used right now. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
+        ),
       );
       return;
     }

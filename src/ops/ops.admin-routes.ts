@@ -4,6 +4,7 @@ import { route } from '../http/route.js';
 import { isJobName, jobNames } from '../jobs/queues.js';
 import { AppError } from '../shared/errors.js';
 import { text } from '../shared/text.js';
+import { needsRedis } from './needs-redis.js';
 import { traceRequest } from './trace.js';
 
 const JobOut = z
@@ -53,18 +54,11 @@ export function opsAdminRoutes(deps: AppDeps) {
             hint: `Job names: ${jobNames.join(', ')}.`,
           });
         }
-        const job = await deps.queues[name]
-          .add(name, { request_id: req.requestId, triggered_by: 'admin' })
-          .catch((err) => {
-            deps.logger.error({ err, request_id: req.requestId }, 'could not enqueue job: Redis unreachable');
-            throw new AppError(
-              'temporary_service_error',
-              'The job queue is unreachable right now; the job was not enqueued.',
-              {
-                hint: 'Retry in a minute; ops can check Redis at /readyz.',
-              },
-            );
-          });
+        const job = await needsRedis(
+          deps.redis,
+          () => deps.queues[name].add(name, { request_id: req.requestId, triggered_by: 'admin' }),
+          `the job may still have been enqueued: GET /admin/api/trace/${req.requestId} lists it if so`,
+        );
         res.status(201).json({
           id: job.id!,
           object: 'job',
@@ -86,7 +80,7 @@ export function opsAdminRoutes(deps: AppDeps) {
       responses: {
         200: { description: 'The trace (empty lists when nothing was recorded).', schema: TraceOut },
       },
-      errors: ['invalid_admin_token', 'invalid_request_body'],
+      errors: ['invalid_admin_token', 'invalid_request_body', 'temporary_service_error'],
       async handle(_req, res, { params }) {
         res.json(await traceRequest(deps, params.request_id));
       },

@@ -1,11 +1,12 @@
 import type { Job } from 'bullmq';
 import { withIsoInstants } from '../db/timestamps.js';
 import type { AppDeps } from '../deps.js';
-import type { JobData, JobName } from '../jobs/queues.js';
+import type { JobData, JobName, Queues } from '../jobs/queues.js';
 import { movementEventIdSql } from '../modules/ledger/ledger-movement.entity.js';
 import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { deliveriesOfRequest } from '../modules/webhooks/webhooks.service.js';
 import { eventIdRange } from '../shared/ids.js';
+import { needsRedis } from './needs-redis.js';
 
 const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as const;
 
@@ -52,8 +53,12 @@ export function requestRecordsSql(requestId: string) {
 /**
  * Reads what one request left behind: stored events, journal movements, the jobs it caused and
  * the webhook deliveries of the events it caused (their jobs, id = delivery id, are among `jobs`).
+ * The jobs are read from Redis within a bound (ops/needs-redis.ts): 503 while it is unreachable.
  */
-export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queues'>, requestId: string) {
+export async function traceRequest(
+  { orm, queues, redis }: Pick<AppDeps, 'orm' | 'queues' | 'redis'>,
+  requestId: string,
+) {
   const em = orm.em.fork();
   const records = requestRecordsSql(requestId);
   const [events, movements, handedOver, webhookDeliveries] = await Promise.all([
@@ -66,32 +71,7 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
     // Deliveries of the webhook events the request caused, and those it asked for (a resend).
     deliveriesOfRequest(em, requestId),
   ]);
-  // Jobs handed over through the outbox have its row id as job id; admin-triggered ones are
-  // found by scanning the recent history BullMQ keeps per queue.
-  const found = new Map<string, Job<JobData>>();
-  for (const message of handedOver) {
-    const job = await queues[message.job_name]?.getJob(message.id);
-    if (job) found.set(`${message.job_name}/${message.id}`, job);
-  }
-  for (const queue of Object.values(queues)) {
-    for (const job of await queue.getJobs([...JOB_STATES], 0, 999)) {
-      if (job?.data?.request_id === requestId) found.set(`${queue.name}/${job.id}`, job);
-    }
-  }
-  const jobs = [];
-  for (const job of found.values()) {
-    jobs.push({
-      id: job.id,
-      queue: job.queueName,
-      name: job.name,
-      state: await job.getState(),
-      attempts_made: job.attemptsMade,
-      created_at: new Date(job.timestamp).toISOString(),
-      finished_at: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
-      event_id: job.data.event_id ?? null,
-      failed_reason: job.failedReason ?? null,
-    });
-  }
+  const jobs = await needsRedis(redis, () => jobsOfRequest(queues, requestId, handedOver));
   return {
     id: requestId,
     object: 'trace' as const,
@@ -102,4 +82,36 @@ export async function traceRequest({ orm, queues }: Pick<AppDeps, 'orm' | 'queue
     jobs,
     webhook_deliveries: webhookDeliveries,
   };
+}
+
+/**
+ * Jobs handed over through the outbox have its row id as job id; admin-triggered ones are found
+ * by scanning the recent history BullMQ keeps per queue. Queues are read side by side, so the
+ * whole read stays well within the request's bound on Redis.
+ */
+async function jobsOfRequest(
+  queues: Queues,
+  requestId: string,
+  handedOver: { id: string; job_name: JobName }[],
+) {
+  const found = new Map<string, Job<JobData>>();
+  const outboxJobs = await Promise.all(handedOver.map((m) => queues[m.job_name]?.getJob(m.id)));
+  for (const job of outboxJobs) if (job) found.set(`${job.queueName}/${job.id}`, job);
+  const recent = await Promise.all(Object.values(queues).map((q) => q.getJobs([...JOB_STATES], 0, 999)));
+  for (const job of recent.flat()) {
+    if (job?.data?.request_id === requestId) found.set(`${job.queueName}/${job.id}`, job);
+  }
+  return Promise.all(
+    [...found.values()].map(async (job) => ({
+      id: job.id,
+      queue: job.queueName,
+      name: job.name,
+      state: await job.getState(),
+      attempts_made: job.attemptsMade,
+      created_at: new Date(job.timestamp).toISOString(),
+      finished_at: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+      event_id: job.data.event_id ?? null,
+      failed_reason: job.failedReason ?? null,
+    })),
+  );
 }

@@ -68,7 +68,9 @@ describe('first deploy: a missing or empty database', () => {
     try {
       const res = await request(ctx.app).get('/readyz');
       expect(res.status).toBe(503);
-      expect(res.body.checks).toMatchObject({ postgres: 'unreachable', schema: 'unknown' });
+      // PostgreSQL answers: the check names what is wrong, not "unreachable" (issue 38).
+      expect(res.body.checks).toMatchObject({ postgres: 'database_missing', schema: 'unknown' });
+      expect(res.body.message).toContain(`database "${name}" does not exist`);
       expect(await databaseExists(name)).toBe(false);
     } finally {
       await ctx.close();

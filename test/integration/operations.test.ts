@@ -45,6 +45,7 @@ describe('health and readiness', () => {
       expect(res.body).toEqual({
         status: 'unavailable',
         checks: { postgres: 'ok', redis: 'unreachable', schema: 'migrated' },
+        message: expect.stringMatching(/^Redis cannot be used \(connection \w+\): check REDIS_URL/),
       });
     } finally {
       await down.close();

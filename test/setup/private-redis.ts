@@ -13,6 +13,10 @@ export interface PrivateRedis {
   kill(): Promise<void>;
   /** Starts it again on the same port (empty); nothing when it is running. */
   start(): Promise<void>;
+  /** SIGSTOP: connections stay open and commands go unanswered, like a hung or partitioned Redis. */
+  pause(): void;
+  /** SIGCONT after pause(): it answers what waited. */
+  resume(): void;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -50,6 +54,16 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     await exited;
     process.removeListener('exit', exitHook);
   };
+  const signal = (name: NodeJS.Signals) => () => {
+    if (running()) child!.kill(name);
+  };
   await start();
-  return { url: `redis://127.0.0.1:${port}`, port, kill, start };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    kill,
+    start,
+    pause: signal('SIGSTOP'),
+    resume: signal('SIGCONT'),
+  };
 }

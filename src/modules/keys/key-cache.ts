@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { queryOnce } from '../../db/sql.js';
 import type { Logger } from '../../logger.js';
+import { ThrottledWarning } from '../../outbox/throttled-warning.js';
 import { randomToken } from '../../shared/ids.js';
 import { type KeyRow, readKey } from './keys.service.js';
 
@@ -85,6 +86,11 @@ export class KeyCache {
   private generation = 0;
   private retryMs = FIRST_RETRY_MS;
   private retryTimer: NodeJS.Timeout | undefined;
+  /**
+   * A listener that cannot connect retries every 5 s at most: its first failure logs at once,
+   * then a line with the count at growing intervals, not one line per retry (issue 38).
+   */
+  private readonly listenerDown: ThrottledWarning;
 
   constructor(private readonly options: KeyCacheOptions) {
     const read = readKey(options.orm);
@@ -95,6 +101,11 @@ export class KeyCache {
     this.ttlMs = options.ttlMs ?? 10_000;
     this.probeIntervalMs = options.probeIntervalMs ?? 30_000;
     this.probeTimeoutMs = options.probeTimeoutMs ?? 2_000;
+    this.listenerDown = new ThrottledWarning(
+      options.logger,
+      'key cache listener down; authenticating from the database until it reconnects',
+      { recoveredMessage: 'key cache listener connected again; caching keys', maxIntervalMs: 10 * 60_000 },
+    );
     options.orm.em.getEventManager().registerSubscriber({ afterTransactionCommit: () => this.clear() });
     void this.listen();
   }
@@ -211,10 +222,7 @@ export class KeyCache {
       if (this.closed) return;
       // Only the message: the connection string (and its password) never reaches the log.
       if (!this.deaf)
-        this.options.logger.warn(
-          { err: err?.message ?? 'connection ended', retry_in_ms: this.retryMs },
-          'key cache listener down; authenticating from the database until it reconnects',
-        );
+        this.listenerDown.failed(err?.message ?? 'connection ended', { retry_in_ms: this.retryMs });
       // A deaf listener is most likely behind a pooler: each try would leave a LISTEN on one of
       // its server connections, so it tries seldom.
       this.retryTimer = setTimeout(() => void this.listen(), this.deaf ? DEAF_RETRY_MS : this.retryMs);
@@ -279,6 +287,7 @@ export class KeyCache {
     if (this.connected) return;
     if (this.deaf) this.options.logger.info('key cache listener hears notifications again; caching keys');
     this.deaf = false;
+    this.listenerDown.succeeded();
     // Changes made while it was not trusted were never applied: start from an empty cache.
     this.clear();
     this.connected = true;

@@ -1,0 +1,109 @@
+import type { Redis } from 'ioredis';
+import { AppError } from '../shared/errors.js';
+
+/**
+ * The longest a request waits for Redis in all. Each command is bounded too (the web client's
+ * `commandTimeout`, src/redis.ts), and nothing is sent while the connection is down.
+ */
+export const REDIS_REQUEST_TIMEOUT_MS = 3000;
+
+const OPS_HINT = 'GET /readyz shows whether Redis answers; check REDIS_URL and that Redis is running.';
+
+/** What ioredis says when a command could not be sent or was not answered. */
+const CONNECTION_FAILURE =
+  /Command timed out|Connection is closed|Stream isn't writeable|max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE/i;
+
+export function isRedisUnavailable(err: unknown, redis: Redis): boolean {
+  if (err instanceof AppError) return false;
+  return redis.status !== 'ready' || CONNECTION_FAILURE.test(String((err as Error | undefined)?.message));
+}
+
+/** 503, retryable: Redis is known to be down, so the request was not tried. */
+export function redisDown(redis: Redis): AppError {
+  return new AppError(
+    'temporary_service_error',
+    `Redis (the job queue) is unreachable right now (connection ${redis.status}), so nothing was sent to it. Retry in a minute; it answers once Redis is back, without a restart.`,
+    { hint: OPS_HINT },
+  );
+}
+
+/**
+ * 503, retryable: Redis failed or did not answer in time (`reason`); `unsure` says what may have
+ * happened anyway.
+ */
+export function redisUnanswered(reason: string, unsure?: string): AppError {
+  return new AppError(
+    'temporary_service_error',
+    `Redis (the job queue) did not answer (${reason})${unsure ? `: ${unsure}` : ''}. Retry in a minute.`,
+    { hint: OPS_HINT },
+  );
+}
+
+/** The attempt in progress per connection: every request waiting on it shares one pair of listeners. */
+const attempts = new WeakMap<Redis, Promise<boolean>>();
+
+function attemptOutcome(redis: Redis): Promise<boolean> {
+  let outcome = attempts.get(redis);
+  if (!outcome) {
+    outcome = new Promise<boolean>((resolve) => {
+      const settle = (ready: boolean) => () => {
+        redis.off('ready', onReady);
+        redis.off('close', onClose);
+        attempts.delete(redis);
+        resolve(ready);
+      };
+      const onReady = settle(true);
+      const onClose = settle(false);
+      redis.once('ready', onReady);
+      redis.once('close', onClose);
+    });
+    attempts.set(redis, outcome);
+  }
+  return outcome;
+}
+
+/**
+ * Resolves when the connection is ready: at once when it is, after the attempt in progress when
+ * one is (the first connection of a process just started, a reconnect under way), within
+ * `timeoutMs`. Rejects with a 503 at once when the connection is known to be down (waiting
+ * for its next attempt, or closed), or when the attempt in progress fails.
+ */
+export async function redisReady(redis: Redis, timeoutMs = REDIS_REQUEST_TIMEOUT_MS): Promise<void> {
+  if (redis.status === 'ready') return;
+  if (redis.status !== 'connecting' && redis.status !== 'connect') throw redisDown(redis);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    if (!(await Promise.race([attemptOutcome(redis), late]))) throw redisDown(redis);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Runs `work` (which talks to Redis, directly or through BullMQ) for a request, within
+ * REDIS_REQUEST_TIMEOUT_MS: a 503 at once when the connection is known to be down (BullMQ would
+ * wait for it forever), a 503 when Redis fails or does not answer in time. `unsure` names what
+ * a late answer may still have done (an enqueue that lands after the timeout).
+ */
+export async function needsRedis<T>(redis: Redis, work: () => Promise<T>, unsure?: string): Promise<T> {
+  const started = Date.now();
+  await redisReady(redis);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(redisUnanswered(`no answer within ${REDIS_REQUEST_TIMEOUT_MS / 1000} s`, unsure)),
+      Math.max(0, REDIS_REQUEST_TIMEOUT_MS - (Date.now() - started)),
+    );
+  });
+  try {
+    return await Promise.race([work(), timeout]);
+  } catch (err) {
+    if (isRedisUnavailable(err, redis)) throw redisUnanswered((err as Error).message, unsure);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
