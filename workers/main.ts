@@ -8,6 +8,7 @@ import { createLogger } from '../src/logger.js';
 import { logWebhookUrlPolicy } from '../src/modules/webhooks/url-guard.js';
 import { ThrottledWarning } from '../src/outbox/throttled-warning.js';
 import { createRedis } from '../src/redis.js';
+import { onStopSignal } from '../src/shared/stop-signals.js';
 import { reportUnreachable } from '../src/shared/unreachable.js';
 import { startOutboxRelay } from './outbox-relay.js';
 import { checkRegistry, installSchedules, runJob, workerOptions } from './registry.js';
@@ -110,7 +111,6 @@ async function shutdown(signal: string) {
     logger.error('worker shutdown took longer than its deadline: exiting with jobs still running');
     process.exit(1);
   }, config.WORKER_SHUTDOWN_GRACE_MS + 2_500).unref();
-  process.once(signal, () => process.exit(1));
   scheduleKeeper.stop();
   const relayStopped = stopRelay();
   const closed = Promise.all(workers.map((w) => w.close())).then(() => 'closed' as const);
@@ -151,7 +151,7 @@ async function shutdown(signal: string) {
   logger.info('worker process stopped');
   process.exit(0);
 }
-process.once('SIGTERM', () => void shutdown('SIGTERM'));
-process.once('SIGINT', () => void shutdown('SIGINT'));
+// A second signal forces exit, but not its copy from the group beside npm's forward (stop-signals.ts).
+onStopSignal((signal) => void shutdown(signal), { again: () => process.exit(1) });
 // Only now: whoever waits for this line may send SIGTERM at once, and it must find the handler.
 logger.info({ queues: jobNames }, 'worker process started');

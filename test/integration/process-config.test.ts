@@ -104,7 +104,7 @@ describe("npm's own output", () => {
       timeout: 20_000,
     });
     expect(result.status).toBe(0);
-    expect(result.stdout).toContain('> bash scripts/run.sh tsc --noEmit -p tsconfig.json --version');
+    expect(result.stdout).toContain('> exec bash scripts/run.sh tsc --noEmit -p tsconfig.json --version');
     const silent = spawnSync('npm', ['run', '--silent', 'typecheck', '--', '--version'], {
       encoding: 'utf8',
       timeout: 20_000,
