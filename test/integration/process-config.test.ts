@@ -127,5 +127,14 @@ describe("npm's own output", () => {
     expect(result.stderr).toContain(
       'the npm scripts (npm run dev, npm test, npm run migrate, ...) fetch Node 24',
     );
+    // A deploy's `NODE_ENV=production npm ci` (issue 38): run.sh installs nothing in production.
+    const deploy = spawnSync('/usr/bin/env', ['node', 'scripts/require-node.mjs'], {
+      encoding: 'utf8',
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', NODE_ENV: 'production' },
+    });
+    expect(deploy.status).toBe(1);
+    expect(deploy.stderr).toContain(
+      "For a production build run 'bash scripts/run.sh npm ci --include=dev' instead",
+    );
   });
 });

@@ -74,7 +74,8 @@ describe('npm scripts', () => {
 
   it('installs go through npm ci from the lockfile, with no npm install fallback (Dockerfile, scripts)', () => {
     const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^RUN npm ci$/m);
+    // With the devDependencies, which NODE_ENV=production would skip: the build needs them (issue 38).
+    expect(dockerfile).toMatch(/^RUN bash scripts\/run\.sh npm ci --include=dev$/m);
     const ensureNode = readFileSync(join(root, 'scripts/ensure-node.sh'), 'utf8');
     expect(ensureNode).toContain('npm ci --no-audit --no-fund');
     for (const [name, text] of [
