@@ -31,6 +31,7 @@ async function seed(nodeEnv = 'development') {
   return { stdout, stderr, doc: JSON.parse(stdout) };
 }
 
+// Each `npm run seed` starts npm and tsx: seconds, and several times that on a loaded machine.
 describe('npm run --silent seed', () => {
   it('prints exactly one JSON document of the admin-api.md shape, with keys that work', async () => {
     const { stdout, doc } = await seed();
@@ -59,7 +60,7 @@ describe('npm run --silent seed', () => {
       expect(res.status, name).toBe(200);
       expect(res.body.livemode).toBe(name.endsWith('live'));
     }
-  });
+  }, 60_000);
 
   // Before, every environment printed it: `heroku run npm run --silent seed` put the production
   // ADMIN_TOKEN in the terminal and in Heroku's logs.
@@ -109,5 +110,5 @@ describe('npm run --silent seed', () => {
               (select count(*) from api_keys where revoked_at is null)::int as active_keys`,
     );
     expect(counts).toEqual({ brands: 1, creators: 2, codes: 2, active_keys: 4 });
-  });
+  }, 90_000);
 });
