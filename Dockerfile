@@ -3,10 +3,15 @@
 
 FROM node:24-slim AS build
 WORKDIR /app
-ENV npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+# The README's deploy commands, as Heroku's buildpack runs them: production settings, the
+# devDependencies installed for the build (NODE_ENV=production alone makes npm skip them, and tsc
+# then fails with TS2688) and pruned after it. test/integration/first-deploy.test.ts runs these steps.
+ENV NODE_ENV=production npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 COPY package.json package-lock.json .npmrc ./
 COPY sdk/package.json ./sdk/
-RUN npm ci
+# What `npm ci` runs besides the lockfile: run.sh (Node >= 22.17) and the preinstall check.
+COPY scripts/run.sh scripts/ensure-node.sh scripts/require-node.mjs ./scripts/
+RUN bash scripts/run.sh npm ci --include=dev
 COPY . .
 RUN npm run build && npm prune --omit=dev
 
@@ -21,5 +26,5 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/scripts/entry.mjs /app/scripts/run.sh /app/scripts/ensure-node.sh ./scripts/
 USER node
 EXPOSE 3000
-# node directly (not npm) so SIGTERM reaches the process and its graceful shutdown runs.
+# node directly (not npm), as the Procfile: SIGTERM reaches the process and its graceful shutdown runs.
 CMD ["node", "dist/src/server.js"]

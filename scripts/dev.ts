@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { styleText } from 'node:util';
 import { prettyFactory } from 'pino-pretty';
 import { ensureDatabaseExists } from '../src/db/orm.js';
+import { onStopSignal } from '../src/shared/stop-signals.js';
 import { checkDependencies, type Dependency } from '../src/shared/unreachable.js';
 import { canConnect, type LocalService, resolveDatabase, resolveRedis } from './local-services.js';
 
@@ -267,19 +268,21 @@ async function stopGroup(pgid: number): Promise<void> {
   groups.delete(pgid);
 }
 
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(signal, () => {
-    if (!shuttingDown) {
-      process.stderr.write('\n');
-      void shutdown(0);
-      return;
-    }
-    say('second signal: killing everything now', 'red');
-    for (const pgid of groups.keys()) signalGroup(pgid, 'SIGKILL');
-    // Private servers are stopped by their exit hooks.
-    process.exit(1);
-  });
+function killEverythingNow(): never {
+  say('second signal: killing everything now', 'red');
+  for (const pgid of groups.keys()) signalGroup(pgid, 'SIGKILL');
+  // Private servers are stopped by their exit hooks.
+  process.exit(1);
 }
+// A second Ctrl-C kills everything, but not the copy of the first that npm forwards (stop-signals.ts).
+onStopSignal(
+  () => {
+    if (shuttingDown) killEverythingNow();
+    process.stderr.write('\n');
+    void shutdown(0);
+  },
+  { signals: ['SIGINT', 'SIGTERM', 'SIGHUP'], again: killEverythingNow },
+);
 // If this launcher dies some other way, its children must not outlive it.
 process.on('exit', () => {
   for (const pgid of groups.keys()) signalGroup(pgid, 'SIGTERM');

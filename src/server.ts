@@ -7,6 +7,7 @@ import { closeQueues, createQueues } from './jobs/queues.js';
 import { createLogger } from './logger.js';
 import { logWebhookUrlPolicy } from './modules/webhooks/url-guard.js';
 import { createRedis, logWebRedisConnection } from './redis.js';
+import { onStopSignal } from './shared/stop-signals.js';
 import { reportUnreachable } from './shared/unreachable.js';
 
 const config = loadConfigOrExit({ web: true });
@@ -55,10 +56,9 @@ async function runWebProcess() {
     });
     setTimeout(() => process.exit(1), 25_000).unref();
   }
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  // Heroku signals every process of the dyno and the primary forwards the signal too: a worker ignores the repeat.
-  if (cluster.isWorker) for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => {});
+  // Repeats are ignored: the same stop also comes from a terminal or supervisor signalling the
+  // group beside npm forwarding it, and from Heroku beside the cluster primary forwarding it.
+  onStopSignal((signal) => void shutdown(signal));
 }
 
 /**
@@ -108,8 +108,7 @@ function runClusterPrimary(count: number) {
     fork();
   });
 
-  process.once('SIGTERM', () => stop('SIGTERM', 0));
-  process.once('SIGINT', () => stop('SIGINT', 0));
+  onStopSignal((signal) => stop(signal, 0));
   for (let i = 0; i < count; i++) fork();
   logger.info({ workers: count, port: config.PORT }, 'web cluster started');
 }

@@ -8,6 +8,7 @@ import { createQueues, type JobData, type JobName, jobNames } from '../src/jobs/
 import { createLogger } from '../src/logger.js';
 import { logWebhookUrlPolicy } from '../src/modules/webhooks/url-guard.js';
 import { createRedis } from '../src/redis.js';
+import { onStopSignal } from '../src/shared/stop-signals.js';
 import { DatabaseGate, probeDatabase } from './database-gate.js';
 import { Outage } from './outage.js';
 import { startOutboxRelay } from './outbox-relay.js';
@@ -64,14 +65,16 @@ let stopRequested: () => void = () => {};
 const stopped = new Promise<void>((resolve) => {
   stopRequested = resolve;
 });
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, () => {
+// A second signal forces exit, but not its copy from the group beside npm's forward (stop-signals.ts).
+onStopSignal(
+  (signal) => {
     stopping = true;
     stopRequested();
     database.stop();
     void shutdown(worker, signal);
-  });
-}
+  },
+  { again: () => process.exit(1) },
+);
 
 /** Resolves when Redis is ready, or when the process is asked to stop first. */
 function redisReady(redis: Redis): Promise<void> {

@@ -29,7 +29,7 @@ async function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
  * finish for the grace period, then hand back what still runs (moved to wait for another worker;
  * with Redis down its lock lapses and BullMQ reruns it later; every job is idempotent) and close
  * the connections without waiting for Redis, which BullMQ would do forever during an outage. A
- * second signal, or the deadline, forces exit 1.
+ * second signal (main.ts: not the copy of the first), or the deadline, forces exit 1.
  */
 export async function shutdown(p: WorkerProcess, signal: string): Promise<never> {
   const { logger, connection, running } = p;
@@ -38,7 +38,6 @@ export async function shutdown(p: WorkerProcess, signal: string): Promise<never>
     logger.error('worker shutdown took longer than its deadline: exiting with jobs still running');
     process.exit(1);
   }, p.graceMs + 2_500).unref();
-  process.once(signal, () => process.exit(1));
   p.scheduleKeeper?.stop();
   const relayStopped = p.stopRelay?.() ?? Promise.resolve();
   const closed = Promise.all(p.workers.map((w) => w.close())).then(() => 'closed' as const);

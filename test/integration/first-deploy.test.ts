@@ -1,11 +1,18 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { migrateUp } from '../../src/db/orm.js';
 import { randomToken } from '../../src/shared/ids.js';
+import { watchOutput } from '../setup/child-output.js';
 import { compiledEntry } from '../setup/compiled.js';
+import { buildContext, playDockerfile, type Stage, sh } from '../setup/dockerfile.js';
 import { createTestApp, dropTestDatabase } from '../setup/test-app.js';
 
 /**
@@ -109,4 +116,138 @@ describe('first deploy: a missing or empty database', () => {
       expect.stringMatching(/^Configuration error: API_HOSTS and PUBLIC_BASE_URL are not set;/),
     ]);
   }, 60_000);
+});
+
+const root = join(import.meta.dirname, '..', '..');
+const scratch: string[] = [];
+// Two installs' worth of node_modules to delete: longer than a hook's default minute under load.
+afterAll(async () => {
+  await Promise.all(scratch.map((dir) => rm(dir, { recursive: true, force: true })));
+}, 300_000);
+
+function scratchDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'lf-deploy-'));
+  scratch.push(dir);
+  return dir;
+}
+
+/** The README's deploy commands, comments off: the sh block that starts `export NODE_ENV=production`. */
+function readmeDeployCommands(): string[] {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const block = readme.match(/```sh\n(export NODE_ENV=production\n[\s\S]*?)```/)?.[1];
+  if (!block) throw new Error('README.md: no deploy block starting `export NODE_ENV=production`');
+  return block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter(Boolean);
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+/** Starts `command` in `cwd` as a supervisor would (no shell between), checks /readyz, SIGTERMs it. */
+async function startReadyAndStop(command: string[], cwd: string, env: Record<string, string>) {
+  const web = spawn(command[0]!, command.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = watchOutput(web);
+  const exited = once(web, 'exit');
+  try {
+    await output.until(
+      'web process listening',
+      () => output.text().includes('web process listening'),
+      60_000,
+    );
+    let ready: Response | undefined;
+    // PostgreSQL and Redis connect just after the port opens: a few tries, 100 ms apart.
+    for (let i = 0; i < 50 && ready?.status !== 200; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      ready = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
+    }
+    expect(await ready!.json(), command.join(' ')).toEqual({
+      status: 'ok',
+      checks: { postgres: 'ok', redis: 'ok', schema: 'migrated' },
+    });
+  } finally {
+    web.kill('SIGTERM');
+  }
+  const [code] = await exited;
+  expect(code, `${command.join(' ')}:\n${output.text()}`).toBe(0);
+}
+
+describe('first deploy: the build', () => {
+  // Before, `NODE_ENV=production npm ci && npm run build` (npm skips the devDependencies) ended in
+  // tsc's `TS2688: Cannot find type definition file for 'node'`.
+  it('npm run build without the devDependencies stops with one line saying what to run', () => {
+    const project = scratchDir();
+    mkdirSync(join(project, 'scripts'));
+    for (const file of ['package.json', 'scripts/build.sh'])
+      copyFileSync(join(root, file), join(project, file));
+    // What `NODE_ENV=production npm ci` leaves: the compiler (a peer of a dependency), no types.
+    mkdirSync(join(project, 'node_modules', 'typescript'), { recursive: true });
+    copyFileSync(
+      join(root, 'node_modules/typescript/package.json'),
+      join(project, 'node_modules/typescript/package.json'),
+    );
+    const result = spawnSync('bash', ['scripts/build.sh'], {
+      cwd: project,
+      encoding: 'utf8',
+      env: process.env,
+    });
+    expect(result.status).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^npm run build: @types\/.*@types\/node.* not installed: the build needs the devDependencies/,
+    );
+    expect(lines[0]).toContain("'bash scripts/run.sh npm ci --include=dev'");
+    expect(lines[0]).toContain("'npm prune --omit=dev'");
+  });
+
+  // The one clean install of the suite (about a minute), for the Dockerfile and the README both:
+  // the Dockerfile's build stage runs the README's build commands word for word (checked), so
+  // playing it runs them, with fewer files present than a clone has.
+  it("a clean clone builds as the Dockerfile builds it (the README's commands), then migrates, starts and stops", async () => {
+    const commands = readmeDeployCommands();
+    const release = commands.indexOf('npm run migrate');
+    expect(commands[0]).toBe('export NODE_ENV=production');
+    expect(commands.slice(release)).toEqual(['npm run migrate', 'npm start']);
+    const context = scratchDir();
+    buildContext(context);
+    const [build, image] = (await playDockerfile(context, scratchDir)) as [Stage, Stage];
+    expect(build.env.NODE_ENV).toBe('production');
+    expect(build.runs.flatMap((run) => run.split(' && '))).toEqual(commands.slice(1, release));
+    expect(image.env.NODE_ENV).toBe('production');
+    // Pruned: what runs carries no devDependencies.
+    expect(existsSync(join(image.dir, 'node_modules/@types/node'))).toBe(false);
+
+    // The README's release and start commands, then the image's CMD, in the image, on an empty database.
+    const name = `lf_test_deploy_${randomToken(8).toLowerCase()}`;
+    const admin = new pg.Client({ connectionString: urlOf('postgres') });
+    await admin.connect();
+    await admin.query(`create database "${name}"`);
+    await admin.end();
+    created.push(urlOf(name));
+    const port = await freePort();
+    const env = {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME!,
+      NODE_ENV: 'production',
+      DATABASE_URL: urlOf(name),
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: `lftest_deploy_${randomToken(6)}`,
+      ADMIN_TOKEN: 'a'.repeat(40),
+      SECRET_KEY_BASE: 's'.repeat(48),
+      API_HOSTS: '127.0.0.1',
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      PORT: String(port),
+    };
+    const migrated = await sh('npm run migrate', image.dir, env);
+    expect(migrated.code, migrated.output).toBe(0);
+    await startReadyAndStop(['npm', 'start'], image.dir, env);
+    await startReadyAndStop(image.cmd!, image.dir, env);
+  }, 900_000);
 });

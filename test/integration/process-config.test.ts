@@ -104,7 +104,7 @@ describe("npm's own output", () => {
       timeout: 20_000,
     });
     expect(result.status).toBe(0);
-    expect(result.stdout).toContain('> bash scripts/run.sh tsc --noEmit -p tsconfig.json --version');
+    expect(result.stdout).toContain('> exec bash scripts/run.sh tsc --noEmit -p tsconfig.json --version');
     const silent = spawnSync('npm', ['run', '--silent', 'typecheck', '--', '--version'], {
       encoding: 'utf8',
       timeout: 20_000,
@@ -126,6 +126,15 @@ describe("npm's own output", () => {
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(
       'the npm scripts (npm run dev, npm test, npm run migrate, ...) fetch Node 24',
+    );
+    // A deploy's `NODE_ENV=production npm ci` (issue 38): run.sh installs nothing in production.
+    const deploy = spawnSync('/usr/bin/env', ['node', 'scripts/require-node.mjs'], {
+      encoding: 'utf8',
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', NODE_ENV: 'production' },
+    });
+    expect(deploy.status).toBe(1);
+    expect(deploy.stderr).toContain(
+      "For a production build run 'bash scripts/run.sh npm ci --include=dev' instead",
     );
   });
 });

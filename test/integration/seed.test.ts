@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN_WITHHELD } from '../../src/modules/admin/demo-seed.js';
+import { compiledEntry } from '../setup/compiled.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 const run = promisify(execFile);
@@ -11,21 +13,25 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-async function seed() {
-  const { stdout } = await run('npm', ['run', '--silent', 'seed'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      DATABASE_URL: ctx.config.DATABASE_URL,
-      REDIS_URL: ctx.config.REDIS_URL,
-      ADMIN_TOKEN: ctx.config.ADMIN_TOKEN,
-      SECRET_KEY_BASE: ctx.config.SECRET_KEY_BASE,
-      PORT: '4321',
-    },
-  });
-  return { stdout, doc: JSON.parse(stdout) };
+function seedEnv(nodeEnv: string) {
+  return {
+    ...process.env,
+    NODE_ENV: nodeEnv,
+    DATABASE_URL: ctx.config.DATABASE_URL,
+    REDIS_URL: ctx.config.REDIS_URL,
+    ADMIN_TOKEN: ctx.config.ADMIN_TOKEN,
+    SECRET_KEY_BASE: ctx.config.SECRET_KEY_BASE,
+    PORT: '4321',
+  };
 }
 
+/** `npm run --silent seed` as the README runs it (NODE_ENV=development unless told otherwise). */
+async function seed(nodeEnv = 'development') {
+  const { stdout, stderr } = await run('npm', ['run', '--silent', 'seed'], { env: seedEnv(nodeEnv) });
+  return { stdout, stderr, doc: JSON.parse(stdout) };
+}
+
+// Each `npm run seed` starts npm and tsx: seconds, and several times that on a loaded machine.
 describe('npm run --silent seed', () => {
   it('prints exactly one JSON document of the admin-api.md shape, with keys that work', async () => {
     const { stdout, doc } = await seed();
@@ -54,7 +60,39 @@ describe('npm run --silent seed', () => {
       expect(res.status, name).toBe(200);
       expect(res.body.livemode).toBe(name.endsWith('live'));
     }
-  });
+  }, 60_000);
+
+  // Before, every environment printed it: `heroku run npm run --silent seed` put the production
+  // ADMIN_TOKEN in the terminal and in Heroku's logs.
+  it.each(['test', 'production'])(
+    'with NODE_ENV=%s it prints a placeholder string for the admin token, in the same shape',
+    async (nodeEnv) => {
+      // Compiled, as scripts/entry.mjs runs it in production (dist/scripts/seed.js): seconds faster.
+      const { stdout, stderr } = await run(process.execPath, [compiledEntry('scripts/seed.ts')], {
+        env: {
+          ...seedEnv(nodeEnv),
+          API_HOSTS: 'api.example.com',
+          PUBLIC_BASE_URL: 'https://api.example.com',
+        },
+      });
+      expect(stdout + stderr).not.toContain(ctx.config.ADMIN_TOKEN);
+      const doc = JSON.parse(stdout);
+      expect(Object.keys(doc)).toEqual([
+        'api_base_url',
+        'admin_token',
+        'brand_id',
+        'allowed_origin',
+        'keys',
+        'creators',
+      ]);
+      expect(doc).toMatchObject({
+        api_base_url: 'https://api.example.com',
+        admin_token: ADMIN_TOKEN_WITHHELD,
+      });
+      expect(Object.keys(doc.keys).sort()).toEqual(['pk_live', 'pk_test', 'sk_live', 'sk_test']);
+    },
+    30_000,
+  );
 
   it('is idempotent: a second run keeps the brand, codes and keys, and adds only fresh clicks', async () => {
     const first = (await seed()).doc;
@@ -72,5 +110,5 @@ describe('npm run --silent seed', () => {
               (select count(*) from api_keys where revoked_at is null)::int as active_keys`,
     );
     expect(counts).toEqual({ brands: 1, creators: 2, codes: 2, active_keys: 4 });
-  });
+  }, 90_000);
 });

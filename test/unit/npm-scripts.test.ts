@@ -30,8 +30,18 @@ describe('npm scripts', () => {
     expect(named).toEqual(expect.arrayContaining(['dev', 'migrate', 'seed', 'start', 'test', 'worker']));
     for (const name of named) {
       expect(scripts[name], `npm run ${name}`).toBeDefined();
-      expect(scripts[name], `npm run ${name}`).toMatch(/^bash scripts\/run\.sh /);
+      expect(scripts[name], `npm run ${name}`).toMatch(/^(exec )?bash scripts\/run\.sh /);
     }
+  });
+
+  // npm forwards SIGTERM/SIGINT to its child only, and sh -c does not pass them on: without exec
+  // the command outlived `kill <npm's pid>` (test/integration/process-signals.test.ts).
+  it('every script of one command execs it, so the process npm signals is the command itself', () => {
+    for (const [name, script] of Object.entries(scripts)) {
+      if (name === 'preinstall' || /&&|\|\||;/.test(script)) continue;
+      expect(script, `npm run ${name}`).toMatch(/^exec bash scripts\/run\.sh /);
+    }
+    expect(scripts.start).toBe('exec bash scripts/run.sh node dist/src/server.js');
   });
 
   it("a workspace's scripts the README names go through scripts/run.sh too (sdk's build on a fresh clone)", () => {
@@ -64,7 +74,8 @@ describe('npm scripts', () => {
 
   it('installs go through npm ci from the lockfile, with no npm install fallback (Dockerfile, scripts)', () => {
     const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^RUN npm ci$/m);
+    // With the devDependencies, which NODE_ENV=production would skip: the build needs them (issue 38).
+    expect(dockerfile).toMatch(/^RUN bash scripts\/run\.sh npm ci --include=dev$/m);
     const ensureNode = readFileSync(join(root, 'scripts/ensure-node.sh'), 'utf8');
     expect(ensureNode).toContain('npm ci --no-audit --no-fund');
     for (const [name, text] of [

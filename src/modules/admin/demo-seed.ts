@@ -11,6 +11,14 @@ import { installKeys } from '../keys/keys.service.js';
 export const DEMO_BRAND_ID = 'brand_demo';
 export const DEMO_ORIGIN = 'http://localhost:5173';
 
+/**
+ * What the seed prints as `admin_token` outside NODE_ENV=development: its output lands in
+ * terminals and `heroku run` logs, and the deploy's ADMIN_TOKEN is the operator's already. A
+ * string, not null or nothing, so the document keeps admin-api.md's shape for its clients.
+ */
+export const ADMIN_TOKEN_WITHHELD =
+  '(not printed outside NODE_ENV=development: it is the ADMIN_TOKEN you configured)';
+
 /** The demo brand's commission terms. */
 export const demoTerms = { confirmPeriodDays: 14, recurringCommissionCycles: 12, defaultCommissionBps: 1000 };
 
@@ -101,7 +109,7 @@ export async function seedDemo(em: EntityManager, config: Config) {
   }
   return {
     api_base_url: config.PUBLIC_BASE_URL,
-    admin_token: config.ADMIN_TOKEN,
+    admin_token: config.NODE_ENV === 'development' ? config.ADMIN_TOKEN : ADMIN_TOKEN_WITHHELD,
     brand_id: DEMO_BRAND_ID,
     allowed_origin: DEMO_ORIGIN,
     keys,
