@@ -280,7 +280,10 @@ async function webhooksOnly(ctx: Context): Promise<void> {
   const m = machine(ctx.pgVersion);
   writeFileSync(
     options.webhooksFile,
-    `# Benchmarks: webhook delivery (\`npm run bench -- --webhooks\`)\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; ${ctx.redisDescription}; load average at the start ${phases[0]!.load} (at each phase: ${phases.slice(1).map((p) => p.load).join('; ')}).\n\n${renderWebhooks(result)}`,
+    `# Benchmarks: webhook delivery (\`npm run bench -- --webhooks\`)\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; ${ctx.redisDescription}; load average at the start ${phases[0]!.load} (at each phase: ${phases
+      .slice(1)
+      .map((p) => p.load)
+      .join('; ')}).\n\n${renderWebhooks(result)}`,
   );
   log(`wrote ${relative(root, options.webhooksFile)}`);
 }

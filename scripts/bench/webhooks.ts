@@ -72,6 +72,8 @@ async function startWorker(env: NodeJS.ProcessEnv, logFile: string): Promise<Chi
     stdio: ['ignore', fd, fd],
   });
   closeSync(fd);
+  // No worker outlives the bench (Ctrl-C, a failure before stopWorker).
+  process.once('exit', () => child.kill('SIGKILL'));
   const deadline = Date.now() + 30_000;
   while (!readFileSync(logFile, 'utf8').includes('worker process started')) {
     if (child.exitCode !== null || Date.now() > deadline)
@@ -90,14 +92,19 @@ async function stopWorker(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function call(server: RunningServer, auth: string, path: string, body: object): Promise<any> {
+async function call(
+  server: RunningServer,
+  auth: string,
+  path: string,
+  body: object,
+): Promise<Record<string, string>> {
   const res = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   if (res.status !== 200 && res.status !== 201) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
+  return (await res.json()) as Record<string, string>;
 }
 
 /** A brand with a live key, a creator and a coupon code (the fairness run's second brand). */
@@ -107,7 +114,7 @@ async function brandWithCode(server: RunningServer, token: string, name: string)
   const creator = await call(server, token, `/admin/api/brands/${brand.id}/creators`, { name: 'Creator' });
   const code = `WH${Math.random().toString(36).slice(2, 8).toUpperCase()}`;
   await call(server, token, `/admin/api/brands/${brand.id}/coupon-codes`, { creator_id: creator.id, code });
-  return { key: keys.secret_key as string, code };
+  return { key: keys.secret_key!, code };
 }
 
 /** Sends `count` attributed order.paid events in 500-event batches, `connections` in flight; ack time per order id. */
@@ -280,7 +287,10 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
     const sendEnd = performance.now();
     await settle(receiver, () => receiver.delivered('fast') >= n);
     const after = await counters(db, redis, worker.pid!);
-    const burst = { ...deliveryStat(receiver, 'fast', acks, sendStart, sendEnd), cost: costPer(before, after, n) };
+    const burst = {
+      ...deliveryStat(receiver, 'fast', acks, sendStart, sendEnd),
+      cost: costPer(before, after, n),
+    };
     log(
       `  ${fmt(burst.delivered)} of ${fmt(n)} delivered (${burst.duplicates} twice) in ${fmt(burst.drainSeconds, 1)} s ` +
         `after the first ack (acks took ${fmt(burst.ackSeconds, 1)} s): ${fmt(burst.perS)}/s, ` +
@@ -300,7 +310,15 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
         enabled_events: ['conversion.created'],
       });
       const slowAcks = new Map<string, number>();
-      await sendBurst(server, slowBrand.key, slowBrand.code, options.webhookSlowEvents, `whs-${prefix}`, slowAcks, 1);
+      await sendBurst(
+        server,
+        slowBrand.key,
+        slowBrand.code,
+        options.webhookSlowEvents,
+        `whs-${prefix}`,
+        slowAcks,
+        1,
+      );
       const fastAcks = new Map<string, number>();
       const fastStart = performance.now();
       await sendBurst(server, key, code, n, `whf-${prefix}`, fastAcks, options.webhookConnections);
