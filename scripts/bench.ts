@@ -4,7 +4,8 @@
 // connections, 500-event batches, one-order reads and paging the whole list, then the singles at
 // 16/64 and the batches again through PgBouncer in transaction mode (a second server; BENCH_POOLED=0
 // skips it); pgbench beside each figure (the service's own SQL, a minimal three-statement transaction, the read SQL).
-// `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md).
+// `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md); `-- --webhooks` only the
+// webhook phase (docs/benchmarks-webhooks.md).
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -27,6 +28,7 @@ import { type ReportsResult, renderReports, reportsRun } from './bench/reports.j
 import { killServers, type RunningServer, serverLogTail, startServer, stopServer } from './bench/server.js';
 import { type Context, prepare, release } from './bench/setup.js';
 import { soak } from './bench/soak.js';
+import { renderWebhooks, webhooksRun } from './bench/webhooks.js';
 
 process.once('exit', killServers);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -273,6 +275,20 @@ async function reportsOnly(ctx: Context): Promise<void> {
   log(`wrote ${relative(root, options.reportsFile)}`);
 }
 
+/** `--webhooks`: the webhook phase alone, written to docs/benchmarks-webhooks.md. */
+async function webhooksOnly(ctx: Context): Promise<void> {
+  const result = await webhooksRun(ctx);
+  const m = machine(ctx.pgVersion);
+  writeFileSync(
+    options.webhooksFile,
+    `# Benchmarks: webhook delivery (\`npm run bench -- --webhooks\`)\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; ${ctx.redisDescription}; load average at the start ${phases[0]!.load} (at each phase: ${phases
+      .slice(1)
+      .map((p) => p.load)
+      .join('; ')}).\n\n${renderWebhooks(result)}`,
+  );
+  log(`wrote ${relative(root, options.webhooksFile)}`);
+}
+
 /** `--cost`: only the cost per event on a fresh database, printed (the inner loop of issue 22's work). */
 async function costOnly(ctx: Context): Promise<void> {
   const server = await startServer(ctx.env, options.webConcurrency, serverLog);
@@ -319,6 +335,7 @@ async function run(ctx: Context): Promise<void> {
   else if (options.backfillOnly) await backfillOnly(ctx);
   else if (options.reportsOnly) await reportsOnly(ctx);
   else if (options.costOnly) await costOnly(ctx);
+  else if (options.webhooksOnly) await webhooksOnly(ctx);
   else await main(ctx);
 }
 

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import { relayOutbox } from '../src/outbox/outbox.js';
+import { RELAY_BATCH, relayOutbox } from '../src/outbox/outbox.js';
 import { ThrottledWarning } from '../src/outbox/throttled-warning.js';
 
 /**
@@ -33,7 +33,13 @@ export function startOutboxRelay(
   });
   const tick = async () => {
     try {
-      const relayed = await relayOutbox(orm, queues);
+      // Full passes back to back: a backlog (Redis back after an outage) drains at Redis' pace, not a pass a second.
+      let relayed = 0;
+      let last: number;
+      do {
+        last = await relayOutbox(orm, queues);
+        relayed += last;
+      } while (last === RELAY_BATCH && !stopped);
       failures.succeeded();
       if (relayed > 0) logger.info({ relayed }, 'outbox relayed');
     } catch (err) {

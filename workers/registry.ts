@@ -119,9 +119,11 @@ function pick(value: object | undefined, keys: string[]): Record<string, unknown
 /** The worker of one queue: its options (failed and completed counts kept for `/metrics`). */
 /**
  * Jobs run one at a time per queue and process (each is a sweep), except webhook deliveries:
- * each waits on a receiver (up to 10 s), so one slow receiver must not hold up the others.
+ * each waits on a receiver (up to 10 s), so one slow receiver must not hold up the others. An
+ * endpoint takes at most 8 of them (webhooks/endpoint-slots.ts): 64 serve eight endpoints at
+ * their cap, and a burst to one fast endpoint keeps its 8 connections busy with room to spare.
  */
-const CONCURRENCY: Partial<Record<JobName, number>> = { 'webhook-delivery': 20 };
+const CONCURRENCY: Partial<Record<JobName, number>> = { 'webhook-delivery': 64 };
 
 export function workerOptions(
   connection: Redis,

@@ -8,10 +8,14 @@ import {
   retryDelayMs,
   sweepFailingEndpoints,
 } from '../src/modules/webhooks/delivery.js';
+import { EndpointSlots } from '../src/modules/webhooks/endpoint-slots.js';
 import { defineJob, type WorkerContext } from './job.js';
 
 /** What delivery needs from the configuration (workers/main.ts hands the whole of it). */
 type DeliveryConfig = Pick<Config, 'SECRET_KEY_BASE' | 'WEBHOOK_ALLOW_PRIVATE_URLS'>;
+
+/** This process's deliveries in flight per endpoint (the per-endpoint cap). */
+export const endpointSlots = new EndpointSlots();
 
 /**
  * One delivery attempt per run; a failed attempt throws, so BullMQ retries it when the
@@ -37,14 +41,27 @@ export async function deliverWebhook(
   const backoff = typeof job.opts.backoff === 'object' ? job.opts.backoff : undefined;
   const baseMs = backoff?.delay ?? jobRetry['webhook-delivery'].backoffMs;
   const jitter = backoff?.jitter ?? 0;
-  const outcome = await attemptDelivery(ctx.orm, data.delivery_id, {
-    secretKeyBase: config.SECRET_KEY_BASE,
-    // Production rules unless the configuration lifts them (never by omission).
-    policy: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS === true },
-    attempt: job.attemptsMade + 1,
-    attempts,
-    retryDelayMs: (failed) => retryDelayMs(baseMs, jitter, failed),
-  });
+  const endpoint = data.endpoint_id;
+  if (endpoint && !endpointSlots.admit(endpoint)) {
+    // Its endpoint is at its cap with a queue that will take a while: back to delayed rather
+    // than wait in a worker slot. Not an attempt (moveToDelayed skips the attempt count).
+    await job.moveToDelayed(endpointSlots.retryAt(endpoint), job.token);
+    throw new DelayedError();
+  }
+  let outcome: Awaited<ReturnType<typeof attemptDelivery>>;
+  try {
+    outcome = await attemptDelivery(ctx.orm, data.delivery_id, {
+      secretKeyBase: config.SECRET_KEY_BASE,
+      // Production rules unless the configuration lifts them (never by omission).
+      policy: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS === true },
+      attempt: job.attemptsMade + 1,
+      attempts,
+      retryDelayMs: (failed) => retryDelayMs(baseMs, jitter, failed),
+      ...(endpoint && { onSent: (ms: number) => endpointSlots.sent(endpoint, ms) }),
+    });
+  } finally {
+    if (endpoint) endpointSlots.done(endpoint);
+  }
   const fields = { delivery_id: data.delivery_id, event_id: data.event_id, ...outcome };
   if (outcome.result === 'not_due') {
     // Early (put back by the queue reconciler, or a job that outlived its attempt): it waits

@@ -138,6 +138,14 @@ export const options = {
   backfillFold: flag('BENCH_BACKFILL_FOLD', true),
   /** `--backfill`: only that backfill and its year reports, printed. */
   backfillOnly: process.argv.slice(2).includes('--backfill'),
+  /** `--webhooks`: only the webhook phase (a burst of conversions to a local receiver, then the fairness run). */
+  webhooksOnly: process.argv.slice(2).includes('--webhooks'),
+  /** The webhook burst's conversions, and the slow endpoint's backlog in the fairness run (0: no fairness run). */
+  webhookEvents: integer('BENCH_WEBHOOK_EVENTS', 5_000, 1),
+  webhookSlowEvents: integer('BENCH_WEBHOOK_SLOW_EVENTS', 500, 0),
+  /** Batches in flight while the burst is sent. */
+  webhookConnections: integer('BENCH_WEBHOOK_CONNECTIONS', 2, 1),
+  webhooksFile: resolve(root, 'docs', 'benchmarks-webhooks.md'),
 };
 
 if (options.against !== undefined && !options.costOnly)

@@ -47,8 +47,8 @@ export const lostWorkKinds: Record<
    * so the retry schedule carries on rather than starting over.
    */
   webhook_delivery: async (sql, now) => {
-    const rows = await sql.query<{ id: string; event_id: string; request_id: string }>(
-      `select id, event_id, request_id from webhook_deliveries
+    const rows = await sql.query<{ id: string; event_id: string; request_id: string; endpoint_id: string }>(
+      `select id, event_id, request_id, endpoint_id from webhook_deliveries
         where status = 'pending' and next_attempt_at <= ?
         order by next_attempt_at limit ${LIMIT}`,
       [new Date(now.getTime() - GRACE_MS)],
@@ -56,7 +56,13 @@ export const lostWorkKinds: Record<
     return rows.map((r) => ({
       queue: 'webhook-delivery',
       jobId: r.id,
-      data: { request_id: r.request_id, triggered_by: 'event', event_id: r.event_id, delivery_id: r.id },
+      data: {
+        request_id: r.request_id,
+        triggered_by: 'event',
+        event_id: r.event_id,
+        delivery_id: r.id,
+        endpoint_id: r.endpoint_id,
+      },
     }));
   },
 

@@ -60,6 +60,8 @@ const webhookPayload = z.discriminatedUnion('triggered_by', [
     triggered_by: z.literal('event'),
     event_id: z.string().min(1).max(100),
     delivery_id: z.string().min(1).max(100),
+    /** Its endpoint, for the per-endpoint cap before any database work (jobs queued before it had none). */
+    endpoint_id: z.string().min(1).max(100).optional(),
   }),
   runPayload,
 ]);
@@ -92,4 +94,5 @@ export interface JobData {
   observed?: { brand_id: string; livemode: boolean; order_id: string };
   /** webhook-delivery of one event to one endpoint (also the job's id). */
   delivery_id?: string;
+  endpoint_id?: string;
 }

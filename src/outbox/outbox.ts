@@ -53,28 +53,44 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   }
 }
 
+/** Rows per relay pass: one `addBulk` per job name (one Redis round trip) and one update. */
+export const RELAY_BATCH = 1000;
+
 /**
  * Moves committed outbox rows to BullMQ, oldest first. The row id is the job id, so a crash
  * between enqueue and marking re-enqueues nothing; SKIP LOCKED lets several relays share the
  * work. With Redis down the enqueue fails, the rows stay, and a later pass drains them. Each
- * job gets its job's retry options (attempts, backoff, retention) like any other add.
+ * job gets its job's retry options (attempts, backoff, retention) like any other add. The rows
+ * of one job name go in one `addBulk` (all or none, one round trip): a burst of 5,000 webhook
+ * deliveries was 5,000 sequential adds, 200 a pass, which held deliveries back by tens of seconds.
  */
-export async function relayOutbox(orm: MikroORM, queues: Queues, limit = 200): Promise<number> {
+export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_BATCH): Promise<number> {
   return inTransaction(orm, async (sql) => {
     const pending = await sql.query<PendingMessage>(
       `select id, job_name, data, available_at from outbox_messages
         where relayed_at is null order by id limit ? for update skip locked`,
       [limit],
     );
+    const byQueue = Map.groupBy(pending, (m) => m.job_name);
     const relayed: string[] = [];
     try {
-      for (const m of pending) {
-        const delay = Math.max(0, new Date(m.available_at).getTime() - Date.now());
+      for (const [name, messages] of byQueue) {
+        const now = Date.now();
         await withTimeout(
-          queues[m.job_name].add(m.job_name, m.data, { ...jobOptions(m.job_name), jobId: m.id, delay }),
+          queues[name].addBulk(
+            messages.map((m) => ({
+              name,
+              data: m.data,
+              opts: {
+                ...jobOptions(name),
+                jobId: m.id,
+                delay: Math.max(0, new Date(m.available_at).getTime() - now),
+              },
+            })),
+          ),
           ENQUEUE_TIMEOUT_MS,
         );
-        relayed.push(m.id);
+        relayed.push(...messages.map((m) => m.id));
       }
     } finally {
       // What reached Redis is marked even when a later enqueue failed.
@@ -130,7 +146,8 @@ export class OutboxRelay {
     do {
       this.again = false;
       try {
-        await relayOutbox(this.orm, this.queues);
+        // A full pass leaves more behind: go on rather than wait for the next commit's nudge.
+        if ((await relayOutbox(this.orm, this.queues)) === RELAY_BATCH) this.again = true;
       } catch (err) {
         this.failures.failed(err);
         return;

@@ -22,6 +22,8 @@ export interface DeliveryOptions {
   timeoutMs?: number;
   now?: () => Date;
   resolve?: Resolver;
+  /** Called with the request's time once it has its answer (or failed), before the result is recorded. */
+  onSent?: (requestMs: number) => void;
 }
 
 export type DeliveryOutcome =
@@ -43,9 +45,7 @@ interface DeliveryRow {
   id: string;
   brand_id: string;
   livemode: boolean;
-  status: string;
   attempts: number;
-  next_attempt_at: string | null;
   event_id: string;
   type: string;
   data: WebhookEventBody['data'];
@@ -60,6 +60,66 @@ interface DeliveryRow {
   secret_ciphertext: string | null;
   previous_secret_ciphertext: string | null;
   previous_secret_expires_at: string | null;
+}
+
+/**
+ * The claim and the read in one round trip: the lease is taken only on a pending delivery that is
+ * due (within the early tolerance) and not leased, and the event and endpoint come back with it.
+ * Two jobs of one delivery at once: the second waits for the first's row lock, then finds the
+ * lease taken and claims nothing.
+ */
+const claimAndRead = `with claimed as (
+    update webhook_deliveries set attempt_lease_until = now() + make_interval(secs => ?)
+     where id = ? and status = 'pending' and (next_attempt_at is null or next_attempt_at <= ?)
+       and (attempt_lease_until is null or attempt_lease_until < now())
+     returning id, brand_id, livemode, attempts, event_id, endpoint_id)
+  select c.id, c.brand_id, c.livemode, c.attempts, c.event_id,
+         e.type, e.data, e.created_at as event_created_at, e.api_version, e.request_id as event_request_id,
+         p.id as endpoint_id, p.brand_id as endpoint_brand_id, p.livemode as endpoint_livemode,
+         p.status as endpoint_status, p.url, p.secret_ciphertext, p.previous_secret_ciphertext,
+         p.previous_secret_expires_at
+    from claimed c
+    join webhook_events e on e.id = c.event_id
+    left join webhook_endpoints p on p.id = c.endpoint_id`;
+
+/**
+ * A success and the endpoint's health in one statement. The endpoint row is written only when it
+ * says something new (failing until now, or its last success over a second old): every delivery
+ * of a burst writing it made one row every delivery of that endpoint queued on.
+ */
+const recordSuccess = `with recorded as (
+    update webhook_deliveries
+       set status = 'succeeded', attempts = attempts + 1, last_status_code = ?, last_duration_ms = ?,
+           last_error = null, last_attempt_at = ?, next_attempt_at = null, delivered_at = ?,
+           attempt_lease_until = null, updated_at = now()
+     where id = ?
+     returning endpoint_id)
+  update webhook_endpoints p set failing_since = null, last_success_at = ?, updated_at = now()
+    from recorded r
+   where p.id = r.endpoint_id
+     and (p.failing_since is not null or p.last_success_at is null
+          or p.last_success_at < ?::timestamptz - interval '1 second')`;
+
+/** Why no claim was made (the rare path: a second read, only when the claim found nothing to take). */
+async function unclaimed(
+  em: ReturnType<MikroORM['em']['fork']>,
+  deliveryId: string,
+  dueBy: Date,
+): Promise<DeliveryOutcome> {
+  const [row] = await em.execute<{ status: string; next_attempt_at: string | null }[]>(
+    `select d.status, d.next_attempt_at from webhook_deliveries d
+       join webhook_events e on e.id = d.event_id
+      where d.id = ?`,
+    [deliveryId],
+  );
+  if (!row) return { result: 'gone' };
+  if (row.status === 'succeeded') return { result: 'already_delivered' };
+  if (row.status === 'canceled') return { result: 'canceled' };
+  // Every attempt used: a job put back by the queue reconciler, or a BullMQ retry after it, sends nothing.
+  if (row.status === 'failed') return { result: 'already_failed' };
+  if (row.next_attempt_at && new Date(row.next_attempt_at) > dueBy)
+    return { result: 'not_due', next_attempt_at: new Date(row.next_attempt_at) };
+  return { result: 'in_flight' };
 }
 
 /**
@@ -115,47 +175,22 @@ export async function attemptDelivery(
 ): Promise<DeliveryOutcome> {
   const now = options.now ?? (() => new Date());
   const em = orm.em.fork();
-  const [row] = await em.execute<DeliveryRow[]>(
-    `select d.id, d.brand_id, d.livemode, d.status, d.attempts, d.next_attempt_at, d.event_id,
-            e.type, e.data, e.created_at as event_created_at, e.api_version, e.request_id as event_request_id,
-            p.id as endpoint_id, p.brand_id as endpoint_brand_id, p.livemode as endpoint_livemode,
-            p.status as endpoint_status, p.url, p.secret_ciphertext, p.previous_secret_ciphertext,
-            p.previous_secret_expires_at
-       from webhook_deliveries d
-       join webhook_events e on e.id = d.event_id
-       left join webhook_endpoints p on p.id = d.endpoint_id
-      where d.id = ?`,
-    [deliveryId],
-  );
-  if (!row) return { result: 'gone' };
-  if (row.status === 'succeeded') return { result: 'already_delivered' };
-  if (row.status === 'canceled') return { result: 'canceled' };
-  // Every attempt used: a job put back by the queue reconciler, or a BullMQ retry after it, sends nothing.
-  if (row.status === 'failed') return { result: 'already_failed' };
-  if (row.next_attempt_at && new Date(row.next_attempt_at).getTime() > now().getTime() + EARLY_TOLERANCE_MS)
-    return { result: 'not_due', next_attempt_at: new Date(row.next_attempt_at) };
+  // One attempt at a time per delivery, whatever runs it (the lease outlives any attempt).
+  const leaseSeconds = Math.ceil((options.timeoutMs ?? DELIVERY_TIMEOUT_MS) / 1000) + 20;
+  const dueBy = new Date(now().getTime() + EARLY_TOLERANCE_MS);
+  const [row] = await em.execute<DeliveryRow[]>(claimAndRead, [leaseSeconds, deliveryId, dueBy]);
+  if (!row) return unclaimed(em, deliveryId, dueBy);
   const sameTenant = row.endpoint_brand_id === row.brand_id && row.endpoint_livemode === row.livemode;
   if (!row.endpoint_id || !sameTenant || row.endpoint_status !== 'enabled') {
     const why = !row.endpoint_id || !sameTenant ? 'endpoint deleted' : 'endpoint disabled';
     await em.execute(
-      `update webhook_deliveries set status = ?, last_error = ?, next_attempt_at = null, updated_at = now()
+      `update webhook_deliveries
+          set status = ?, last_error = ?, next_attempt_at = null, attempt_lease_until = null, updated_at = now()
         where id = ? and status <> ?`,
       ['canceled', why, deliveryId, 'succeeded'],
     );
     return { result: 'canceled' };
   }
-
-  // One attempt at a time per delivery, whatever runs it (the lease outlives any attempt).
-  const leaseSeconds = Math.ceil((options.timeoutMs ?? DELIVERY_TIMEOUT_MS) / 1000) + 20;
-  // Claimed only as the attempt read above (same count): two jobs that both read it send once.
-  const claimed = await em.execute(
-    `update webhook_deliveries set attempt_lease_until = now() + make_interval(secs => ?)
-      where id = ? and status = 'pending' and attempts = ?
-        and (attempt_lease_until is null or attempt_lease_until < now())
-      returning id`,
-    [leaseSeconds, deliveryId, row.attempts],
-  );
-  if (claimed.length === 0) return { result: 'in_flight' };
 
   const body = JSON.stringify(
     eventBody({
@@ -190,50 +225,48 @@ export async function attemptDelivery(
     {
       timeoutMs: options.timeoutMs ?? DELIVERY_TIMEOUT_MS,
       policy: options.policy,
+      endpoint: row.endpoint_id,
       ...(options.resolve && { resolve: options.resolve }),
     },
   );
 
+  options.onSent?.(result.durationMs);
+  if (result.ok) {
+    const doneAt = now();
+    await em.execute(recordSuccess, [
+      result.statusCode,
+      result.durationMs,
+      at,
+      doneAt,
+      deliveryId,
+      doneAt,
+      doneAt,
+    ]);
+    return { result: 'delivered', status_code: result.statusCode };
+  }
   // The delivery's own count decides, not the job's: a job the queue reconciler put back after
   // Redis lost the first one starts at attempt 1, yet the delivery has only the attempts left.
   const attempt = Math.max(options.attempt, row.attempts + 1);
-  const final = !result.ok && attempt >= options.attempts;
-  const status = result.ok ? 'succeeded' : final ? 'failed' : 'pending';
-  const next = result.ok || final ? null : new Date(now().getTime() + options.retryDelayMs(attempt));
+  const final = attempt >= options.attempts;
+  const status = final ? 'failed' : 'pending';
+  const next = final ? null : new Date(now().getTime() + options.retryDelayMs(attempt));
   await inTransaction(orm, async (sql) => {
     await sql.query(
       `update webhook_deliveries
           set status = ?, attempts = attempts + 1, last_status_code = ?, last_duration_ms = ?, last_error = ?,
-              last_attempt_at = ?, next_attempt_at = ?, delivered_at = ?, attempt_lease_until = null,
+              last_attempt_at = ?, next_attempt_at = ?, delivered_at = null, attempt_lease_until = null,
               updated_at = now()
         where id = ?`,
-      [
-        status,
-        result.statusCode,
-        result.durationMs,
-        result.error,
-        at,
-        next,
-        result.ok ? now() : null,
-        deliveryId,
-      ],
+      [status, result.statusCode, result.durationMs, result.error, at, next, deliveryId],
     );
-    if (result.ok) {
-      await sql.query(
-        `update webhook_endpoints set failing_since = null, last_success_at = ?, updated_at = now() where id = ?`,
-        [now(), row.endpoint_id],
-      );
-    } else {
-      await sql.query(
-        `update webhook_endpoints
-            set failing_since = coalesce(failing_since, ?), last_failure_at = ?, updated_at = now()
-          where id = ?`,
-        [at, at, row.endpoint_id],
-      );
-      await disableFailingEndpoints(sql, now(), row.endpoint_id!);
-    }
+    await sql.query(
+      `update webhook_endpoints
+          set failing_since = coalesce(failing_since, ?), last_failure_at = ?, updated_at = now()
+        where id = ?`,
+      [at, at, row.endpoint_id],
+    );
+    await disableFailingEndpoints(sql, now(), row.endpoint_id!);
   });
-  if (result.ok) return { result: 'delivered', status_code: result.statusCode };
   return {
     result: 'failed',
     final,

@@ -155,6 +155,7 @@ export function deliveryHandOver(deliveries: readonly WebhookDeliveryRow[]): Wri
         triggered_by: 'event' as const,
         event_id: d.event_id,
         delivery_id: d.id,
+        endpoint_id: d.endpoint_id,
       },
       availableAt: new Date(d.next_attempt_at),
     })),
