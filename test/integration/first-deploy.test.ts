@@ -4,9 +4,8 @@ import pg from 'pg';
 import request from 'supertest';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { migrateUp } from '../../src/db/orm.js';
-import { randomToken } from '../../src/shared/ids.js';
 import { compiledEntry } from '../setup/compiled.js';
-import { createTestApp, dropTestDatabase } from '../setup/test-app.js';
+import { createTestApp, dropTestDatabase, testDatabaseName } from '../setup/test-app.js';
 
 /**
  * A wrong or new database must fail loudly: nothing creates a missing database outside
@@ -53,7 +52,7 @@ async function runInProduction(entry: string, env: Record<string, string>) {
 describe('first deploy: a missing or empty database', () => {
   // Before, MikroORM's migrator created it empty, production included, and the release passed.
   it('npm run migrate against a database that does not exist fails with one line, and creates nothing', async () => {
-    const name = `lf_test_typo_${randomToken(8).toLowerCase()}`;
+    const name = testDatabaseName('typo');
     const { code, lines } = await runInProduction('scripts/migrate.ts', { DATABASE_URL: urlOf(name) });
     expect(code).not.toBe(0);
     expect(lines).toHaveLength(1);
@@ -63,7 +62,7 @@ describe('first deploy: a missing or empty database', () => {
   }, 60_000);
 
   it('/readyz answers 503 on a database that does not exist, and the web process does not create it', async () => {
-    const name = `lf_test_typo_${randomToken(8).toLowerCase()}`;
+    const name = testDatabaseName('typo');
     const ctx = await createTestApp({ DATABASE_URL: urlOf(name) });
     try {
       const res = await request(ctx.app).get('/readyz');
@@ -76,7 +75,7 @@ describe('first deploy: a missing or empty database', () => {
   });
 
   it('/readyz answers 503 naming the migrations an empty database lacks, and 200 once migrated', async () => {
-    const name = `lf_test_empty_${randomToken(8).toLowerCase()}`;
+    const name = testDatabaseName('empty');
     const admin = new pg.Client({ connectionString: urlOf('postgres') });
     await admin.connect();
     await admin.query(`create database "${name}"`);
