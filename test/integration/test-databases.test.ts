@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { sqlLiteral } from '../../src/db/sql.js';
 import { randomToken } from '../../src/shared/ids.js';
 import {
   dropDeadRunsDatabases,
@@ -37,8 +38,7 @@ async function exists(name: string): Promise<boolean> {
 async function create(name: string, comment?: string): Promise<void> {
   made.push(name);
   await admin.query(`create database "${name}"`);
-  if (comment !== undefined)
-    await admin.query(`comment on database "${name}" is ${pg.escapeLiteral(comment)}`);
+  if (comment !== undefined) await admin.query(`comment on database "${name}" is ${sqlLiteral(comment)}`);
 }
 
 describe('the databases a test run creates', () => {

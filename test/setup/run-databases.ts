@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
+import { sqlLiteral } from '../../src/db/sql.js';
 
 /**
  * The databases a test run creates, and their cleanup. Every one is named `lf_test_run<tag>_…`
@@ -84,7 +85,7 @@ export async function dropUnusedTemplates(
   now = new Date(),
 ): Promise<string[]> {
   await client.query(
-    `comment on database ${pg.escapeIdentifier(template)} is ${pg.escapeLiteral(USED + now.toISOString())}`,
+    `comment on database ${pg.escapeIdentifier(template)} is ${sqlLiteral(USED + now.toISOString())}`,
   );
   const { rows } = await client.query<{ name: string; note: string | null }>(
     `select datname as name, shobj_description(oid, 'pg_database') as note
@@ -96,7 +97,7 @@ export async function dropUnusedTemplates(
     const used = note?.startsWith(USED) ? Date.parse(note.slice(USED.length)) : Number.NaN;
     if (Number.isNaN(used)) {
       await client.query(
-        `comment on database ${pg.escapeIdentifier(name)} is ${pg.escapeLiteral(USED + now.toISOString())}`,
+        `comment on database ${pg.escapeIdentifier(name)} is ${sqlLiteral(USED + now.toISOString())}`,
       );
     } else if (now.getTime() - used > TEMPLATE_UNUSED_DAYS * 86_400_000) {
       // Without force: a template someone is connected to (creating from it) stays for next time.

@@ -1,6 +1,7 @@
 import { relative } from 'node:path';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
+import { sqlLiteral } from '../../src/db/sql.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { runDatabaseName } from './run-databases.js';
 
@@ -26,9 +27,7 @@ export async function createTestDatabase(): Promise<string> {
     // Which file made it: the run's teardown names the files that left a database behind.
     const file = expect.getState().testPath;
     if (file)
-      await client.query(
-        `comment on database "${name}" is ${pg.escapeLiteral(relative(process.cwd(), file))}`,
-      );
+      await client.query(`comment on database "${name}" is ${sqlLiteral(relative(process.cwd(), file))}`);
   } finally {
     await client.end();
   }
