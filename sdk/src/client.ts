@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { LfApiError, LfBatchError, LfError, LfRateLimitError } from './errors.js';
 import { type BackoffOptions, type RequestSpec, type RetryInfo, Transport } from './http.js';
+import { byCursor, type PagedList } from './paged-list.js';
 import type {
+  AttributionExplanation,
   ConversionReport,
   ConversionReportParams,
   Creator,
@@ -21,6 +23,7 @@ import type {
   PayoutList,
   Ping,
 } from './types.js';
+import { WebhookEndpointsResource, WebhookEventsResource } from './webhooks.js';
 
 export interface LfClientOptions {
   /** A secret key (`sk_live_…` / `sk_test_…`); publishable keys can only send browser signals. */
@@ -195,33 +198,23 @@ export class OrdersResource {
     });
   }
 
+  /** `GET /v1/orders/{order_id}/attribution`: why the order is attributed (or not), event by event. */
+  attribution(orderId: string): Promise<AttributionExplanation> {
+    return this.transport.request<AttributionExplanation>({
+      method: 'GET',
+      path: `/v1/orders/${encodeURIComponent(orderId)}/attribution`,
+    });
+  }
+
   /** One page of `GET /v1/orders`; pass the previous page's `next_cursor` as `cursor`. */
   listPage(params: ListOrdersParams & { cursor?: string | null } = {}): Promise<OrderList> {
     return this.transport.request<OrderList>({ method: 'GET', path: '/v1/orders', query: params });
   }
 
   /** Every order matching the filters, oldest first, fetching pages of `limit` as it goes. */
-  list(params: ListOrdersParams = {}): AsyncIterableIterator<Order> {
-    return everyPage((cursor) => this.listPage({ ...params, cursor }));
+  list(params: ListOrdersParams = {}): PagedList<Order> {
+    return byCursor((cursor) => this.listPage({ ...params, cursor }));
   }
-}
-
-interface Page<T> {
-  data: T[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
-
-/** Every item of a cursor-paged list, fetching the next page only when the last one is used up. */
-function everyPage<T>(listPage: (cursor: string | null) => Promise<Page<T>>): AsyncIterableIterator<T> {
-  return (async function* () {
-    let cursor: string | null = null;
-    do {
-      const page: Page<T> = await listPage(cursor);
-      yield* page.data;
-      cursor = page.has_more ? page.next_cursor : null;
-    } while (cursor);
-  })();
 }
 
 export class PayoutsResource {
@@ -241,13 +234,13 @@ export class PayoutsResource {
   }
 
   /** Every payout matching the filters (creator_id, run_key), oldest first. */
-  list(params: ListPayoutsParams = {}): AsyncIterableIterator<Payout> {
-    return everyPage((cursor) => this.listPage({ ...params, cursor }));
+  list(params: ListPayoutsParams = {}): PagedList<Payout> {
+    return byCursor((cursor) => this.listPage({ ...params, cursor }));
   }
 
   /** Every order and clawback the payout settled; their amounts sum to its `net_amount`. */
-  lines(payoutId: string, params: { limit?: number } = {}): AsyncIterableIterator<PayoutLine> {
-    return everyPage((cursor) =>
+  lines(payoutId: string, params: { limit?: number } = {}): PagedList<PayoutLine> {
+    return byCursor((cursor) =>
       this.transport.request<PayoutLineList>({
         method: 'GET',
         path: `/v1/payouts/${encodeURIComponent(payoutId)}/lines`,
@@ -269,8 +262,8 @@ export class CreatorsResource {
   }
 
   /** Every creator of the brand, in creation order, with its balance. */
-  list(params: { limit?: number } = {}): AsyncIterableIterator<Creator> {
-    return everyPage((cursor) =>
+  list(params: { limit?: number } = {}): PagedList<Creator> {
+    return byCursor((cursor) =>
       this.transport.request<CreatorList>({
         method: 'GET',
         path: '/v1/creators',
@@ -319,6 +312,8 @@ export class LfClient {
   readonly payouts: PayoutsResource;
   readonly creators: CreatorsResource;
   readonly reports: ReportsResource;
+  readonly webhookEndpoints: WebhookEndpointsResource;
+  readonly webhookEvents: WebhookEventsResource;
   private readonly transport: Transport;
 
   constructor(options: LfClientOptions) {
@@ -345,6 +340,8 @@ export class LfClient {
     this.payouts = new PayoutsResource(this.transport);
     this.creators = new CreatorsResource(this.transport);
     this.reports = new ReportsResource(this.transport);
+    this.webhookEndpoints = new WebhookEndpointsResource(this.transport);
+    this.webhookEvents = new WebhookEventsResource(this.transport);
   }
 
   /** `GET /v1/ping`: whether the key works, its brand and its mode. */

@@ -43,11 +43,17 @@ export interface TransportOptions {
 type QueryValue = string | number | boolean | null | undefined;
 
 export interface RequestSpec {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   query?: Record<string, QueryValue>;
   body?: unknown;
   idempotencyKey?: string;
+  /**
+   * A request the API cannot replay (no Idempotency-Key: creating a webhook endpoint, rolling its
+   * secret, a resend): retried only on a 429, which applied nothing. After a timeout or a 5xx the
+   * first attempt may have taken effect, so the error is thrown for the caller to look first.
+   */
+  retryOnlyRateLimited?: boolean;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -167,8 +173,9 @@ export class Transport {
    */
   async backoff(spec: RequestSpec, err: unknown, attempt: number): Promise<void> {
     if (!(err instanceof LfError)) throw err;
-    const retryable =
-      err instanceof LfApiError
+    const retryable = spec.retryOnlyRateLimited
+      ? err instanceof LfApiError && err.status === 429
+      : err instanceof LfApiError
         ? err.retryable || stillInFlight(spec, err, attempt)
         : err instanceof LfConnectionError;
     if (!retryable || attempt >= this.options.maxRetries) throw err;

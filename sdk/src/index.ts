@@ -1,10 +1,13 @@
 export {
   BATCH_LIMIT,
+  CreatorsResource,
   EventsResource,
   IntegrationResource,
   LfClient,
   type LfClientOptions,
   OrdersResource,
+  PayoutsResource,
+  ReportsResource,
   type SendOptions,
 } from './client.js';
 export {
@@ -32,7 +35,9 @@ export {
   parseCookieHeader,
 } from './lf-click.js';
 export type { components, operations, paths } from './openapi.js';
+export type { PagedList } from './paged-list.js';
 export type {
+  AttributionExplanation,
   ConversionReport,
   ConversionReportParams,
   Creator,
@@ -46,6 +51,7 @@ export type {
   LfErrorCode,
   ListOrdersParams,
   ListPayoutsParams,
+  ListWebhookDeliveriesParams,
   MissingOrder,
   MissingOrderList,
   MissingOrdersParams,
@@ -56,5 +62,16 @@ export type {
   PayoutLineList,
   PayoutList,
   Ping,
+  WebhookDelivery,
+  WebhookDeliveryList,
+  WebhookEndpoint,
+  WebhookEndpointCreate,
+  WebhookEndpointDeleted,
+  WebhookEndpointList,
+  WebhookEndpointPatch,
+  WebhookEndpointWithSecret,
+  WebhookEvent,
+  WebhookEventType,
 } from './types.js';
 export { verifyWebhook } from './verify-webhook.js';
+export { WebhookEndpointsResource, WebhookEventsResource } from './webhooks.js';

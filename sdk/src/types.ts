@@ -38,3 +38,24 @@ export type Creator = Schemas['Creator'];
 export type CreatorList = Schemas['CreatorList'];
 export type ConversionReport = Schemas['ConversionReport'];
 export type ConversionReportParams = operations['getConversionReport']['parameters']['query'];
+/** Why an order is (or is not) attributed: every event that decided it, with its candidates. */
+export type AttributionExplanation = Schemas['AttributionExplanation'];
+
+/** A webhook endpoint of the key's brand and mode. */
+export type WebhookEndpoint = Schemas['WebhookEndpoint'];
+/** An endpoint as created or after a secret roll: with its signing secret, shown this once. */
+export type WebhookEndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
+export type WebhookEndpointCreate = Schemas['WebhookEndpointCreate'];
+export type WebhookEndpointPatch = Schemas['WebhookEndpointPatch'];
+export type WebhookEndpointList = Schemas['WebhookEndpointList'];
+export type WebhookEndpointDeleted = Schemas['WebhookEndpointDeleted'];
+/** One event sent (or resent) to one endpoint: status, attempts, the last answer. */
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type WebhookDeliveryList = Schemas['WebhookDeliveryList'];
+export type ListWebhookDeliveriesParams = Omit<
+  NonNullable<operations['listWebhookDeliveries']['parameters']['query']>,
+  'starting_after'
+>;
+/** A webhook event as delivered (and as `verifyWebhook` guards): switch on `type` for its `data.object`. */
+export type WebhookEvent = Schemas['WebhookEvent'];
+export type WebhookEventType = WebhookEvent['type'];

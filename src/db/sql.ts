@@ -9,8 +9,8 @@ export interface Sql {
     values?: readonly unknown[],
   ): Promise<R[]>;
   /**
-   * The transaction's last statement, with COMMIT sent right behind it: one round trip instead
-   * of two. Resolves only once the commit succeeded; nothing may run on `sql` afterwards.
+   * The transaction's last statement, then COMMIT. Resolves only once the commit succeeded;
+   * nothing may run on `sql` afterwards.
    */
   queryAndCommit<R = Record<string, unknown>>(
     text: string | StoredStatement,
@@ -256,15 +256,18 @@ interface CopyConnection {
 }
 
 /**
- * A transaction's statements on one connection. BEGIN (with the transaction's settings) is sent
- * with the first statement and COMMIT with the last (queryAndCommit). A stored statement sent
- * first goes in the same message as BEGIN, its values written in as literals (simple protocol):
- * one network write and one wake-up of the server backend less. Only the first: PostgreSQL's SQL
- * lexer reads a literal character by character, which for a group's write (hundreds of kilobytes
- * of rows) cost more server CPU than the round trip saved (docs/benchmarks.md, "Profile notes").
- * Everything else uses the extended protocol; node-postgres sends a queued query inside the
- * socket callback that completes the previous one, so BEGIN and COMMIT then cost a round trip
- * each but no turn of a busy event loop.
+ * A transaction's statements on one connection, one query at a time: a query is sent once the
+ * one before it has answered. node-postgres never put a queued query on the wire before the
+ * previous one's ReadyForQuery anyway, and the continuation of an awaited query runs in the
+ * same socket callback's microtasks, so sending in turn costs no round trip and no turn of a
+ * busy event loop over queueing; queueing (`client.query` on a busy client) is deprecated in
+ * pg 8.19 and goes in pg 9 (docs/decisions.md). BEGIN (with the transaction's settings) goes
+ * with the first statement: a stored statement sent first goes in the same simple-protocol
+ * message as BEGIN, its values written in as literals: one round trip and one wake-up of the
+ * server backend less. Only the first: PostgreSQL's SQL lexer reads a literal character by
+ * character, which for a group's write (hundreds of kilobytes of rows) cost more server CPU
+ * than the round trip saved (docs/benchmarks.md, "Profile notes"). Everything else uses the
+ * extended protocol.
  */
 function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
   let begin: string | undefined = beginStatement(settings);
@@ -275,12 +278,8 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
     // Binary parameters have no literal form: such a statement goes by the extended protocol.
     if (opening && typeof text !== 'string' && !values.some((v) => v instanceof BinaryArray))
       return lastResult(await client.query(`${opening}; ${inlineCall(text, values)}`)).rows as R[];
-    const beginning = opening ? client.query(opening) : undefined;
-    // Awaited with the statement; marked handled now so a failure is never unhandled.
-    beginning?.catch(() => {});
-    const pending = client.query(statement(text, values));
-    const [, result] = await Promise.all([beginning, pending]);
-    return result.rows as R[];
+    if (opening) await client.query(opening);
+    return (await client.query(statement(text, values))).rows as R[];
   };
   const sql: Sql = {
     query: (text, values = []) => send(text, values),
@@ -300,28 +299,20 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
         copies.map((c) => c.data),
       );
       client.query(run as unknown as pg.Submittable);
+      // A failed COPY throws here and the transaction is rolled back: nothing else is sent.
+      await run.done;
       if (!inline) {
-        const rest = sql.queryAndCommit(last, values);
-        // A failed COPY aborts the transaction and the statement fails for that: the COPY's error is the one.
-        rest.catch(() => {});
-        await run.done;
-        await rest;
+        await sql.queryAndCommit(last, values);
         return;
       }
-      await run.done;
       if (run.lastCommand !== 'COMMIT')
         throw new Error(`the transaction ended with ${run.lastCommand}, not COMMIT`);
       committed = true;
     },
     async queryAndCommit<R>(text: string | StoredStatement, values: readonly unknown[] = []) {
-      const last = send<R>(text, values);
-      const commit = client.query('commit');
-      // A failed statement aborts the transaction: the queued COMMIT then only ends it.
-      const rows = await last.catch(async (err) => {
-        await commit.catch(() => {});
-        throw err;
-      });
-      const done = await commit;
+      // A failed statement throws here and the transaction is rolled back (inTransactionOn).
+      const rows = await send<R>(text, values);
+      const done = await client.query('commit');
       if (done.command !== 'COMMIT')
         throw new Error(`the transaction ended with ${done.command}, not COMMIT`);
       committed = true;

@@ -64,6 +64,38 @@ function sdkCalls(def: AnyRoute): string | undefined {
       return 'const status = await lf.integration.status();\nconsole.log(status.orders_24h, status.consecutive_failures);';
     case 'listMissingOrders':
       return 'const missing = await lf.integration.missingOrders();\nconsole.log(missing.data.length);';
+    case 'explainOrderAttribution':
+      return "const why = await lf.orders.attribution('A-1001');\nconsole.log(why.current.attributed_via, why.history.length);";
+    case 'listPayouts':
+      return "// A list reads page by page; toArray() reads every page at once.\nconst payouts = await lf.payouts.list({ run_key: '2026-12' }).toArray();\nconsole.log(payouts.map((p) => p.net_amount));";
+    case 'getPayout':
+      return "const payout = await lf.payouts.get('po_01kb0m3x7d2p9q4r6s8t0v1w2y');\nconsole.log(payout.net_amount);";
+    case 'listPayoutLines':
+      return "for await (const line of lf.payouts.lines('po_01kb0m3x7d2p9q4r6s8t0v1w2y')) {\n  console.log(line.kind, line.order_id, line.amount);\n}";
+    case 'listCreators':
+      return 'const creators = await lf.creators.list().toArray();\nconsole.log(creators.map((c) => [c.name, c.balance.payable]));';
+    case 'getCreator':
+      return "const creator = await lf.creators.get('cr_01kb0k9y2c3d4e5f6g7h8j9k0m');\nconsole.log(creator.name, creator.balance);";
+    case 'getConversionReport':
+      return "const report = await lf.reports.conversions({\n  from: '2026-11-01T00:00:00+09:00',\n  to: '2026-12-01T00:00:00+09:00',\n  group_by: 'creator',\n});\nconsole.log(report.totals.orders, report.totals.commission);";
+    case 'listWebhookEndpoints':
+      return 'const endpoints = await lf.webhookEndpoints.list();\nconsole.log(endpoints.map((e) => [e.id, e.status]));';
+    case 'createWebhookEndpoint':
+      return `const endpoint = await lf.webhookEndpoints.create(${body});\n// Shown only now: store it.\nconsole.log(endpoint.id, endpoint.secret.length);`;
+    case 'getWebhookEndpoint':
+      return "const endpoint = await lf.webhookEndpoints.get('we_01m85a0k1d7q3v9x2c4h6j8k0m');\nconsole.log(endpoint.status, endpoint.failing_since);";
+    case 'updateWebhookEndpoint':
+      return "await lf.webhookEndpoints.update('we_01m85a0k1d7q3v9x2c4h6j8k0m', { status: 'enabled' });";
+    case 'deleteWebhookEndpoint':
+      return "await lf.webhookEndpoints.delete('we_01m85a0k1d7q3v9x2c4h6j8k0m');";
+    case 'rollWebhookEndpointSecret':
+      return "const rolled = await lf.webhookEndpoints.rollSecret('we_01m85a0k1d7q3v9x2c4h6j8k0m');\nconsole.log(rolled.secret.length);";
+    case 'listWebhookDeliveries':
+      return "for await (const d of lf.webhookEndpoints.deliveries('we_01m85a0k1d7q3v9x2c4h6j8k0m', { limit: 20 })) {\n  console.log(d.event_type, d.status, d.attempts, d.last_status_code);\n}";
+    case 'getWebhookEvent':
+      return "const event = await lf.webhookEvents.get('whevt_01kb0m3x7d2p9q4r6s8t0v1w2y');\nconsole.log(event.type, event.data.object);";
+    case 'resendWebhookEvent':
+      return "const deliveries = await lf.webhookEvents.resend('whevt_01kb0m3x7d2p9q4r6s8t0v1w2y', {\n  endpointId: 'we_01m85a0k1d7q3v9x2c4h6j8k0m',\n});\nconsole.log(deliveries.length);";
     default:
       return undefined;
   }

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settleWrites } from '../../scripts/bench/database.js';
 import { randomToken } from '../../src/shared/ids.js';
-import { createTestDatabase } from '../setup/test-app.js';
+import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /** The bench's checkpoint before a measured stretch (scripts/bench/database.ts). */
 let url: URL;
@@ -16,8 +16,9 @@ beforeAll(async () => {
   await admin.query(`create role ${role} login`);
 });
 afterAll(async () => {
-  await admin.query(`drop role if exists ${role}`);
-  await admin.end();
+  await admin?.query(`drop role if exists ${role}`);
+  await admin?.end();
+  if (url) await dropTestDatabase(url.toString());
 });
 
 const requestedCheckpoints = async () =>

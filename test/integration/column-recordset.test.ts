@@ -2,10 +2,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { positional } from '../../src/db/sql.js';
 import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
-import { createTestDatabase } from '../setup/test-app.js';
+import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /** The hot path's rows as binary column arrays (db/write-set.ts), read by the real server. */
 let pool: pg.Pool;
+let databaseUrl: string | undefined;
 const set = columnRecordset({
   code: 'varchar(3)',
   amount: 'bigint',
@@ -19,11 +20,15 @@ const set = columnRecordset({
 });
 
 beforeAll(async () => {
-  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
+  databaseUrl = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
   await pool.query(`create table column_rows (code varchar(3), amount bigint, paid boolean, cycle int,
     rate numeric(18,8), flags text[], data json, items jsonb, at timestamptz)`);
 });
-afterAll(() => pool.end());
+afterAll(async () => {
+  await pool?.end();
+  if (databaseUrl) await dropTestDatabase(databaseUrl);
+});
 
 const insert = (rows: object[]) =>
   pool.query(

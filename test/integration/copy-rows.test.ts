@@ -4,10 +4,11 @@ import { OutOfRange } from '../../src/db/binary-array.js';
 import { copyRows, numericDigits } from '../../src/db/copy-rows.js';
 import { installStoredStatements, inTransactionOn, positional, storedStatement } from '../../src/db/sql.js';
 import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
-import { createTestDatabase } from '../setup/test-app.js';
+import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /** A big group's new rows as COPY … FROM STDIN (FORMAT binary) (db/copy-rows.ts), read by the real server. */
 let pool: pg.Pool;
+let databaseUrl: string | undefined;
 const columns = {
   id: 'text',
   code: 'varchar(3)',
@@ -34,13 +35,17 @@ const readBack = (table: string) =>
     .then((r) => r.rows);
 
 beforeAll(async () => {
-  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
+  databaseUrl = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
   for (const table of ['copied_rows', 'inserted_rows'])
     await pool.query(`create table ${table} (id text primary key, code varchar(3), amount bigint, paid boolean,
       cycle int, rate numeric(18,8), flags text[], data json, items jsonb, at timestamptz)`);
   await installStoredStatements(pool, [nothing]);
 });
-afterAll(() => pool.end());
+afterAll(async () => {
+  await pool?.end();
+  if (databaseUrl) await dropTestDatabase(databaseUrl);
+});
 
 /** A statement that writes nothing, to end a transaction of COPYs alone. */
 const nothing = storedStatement('select ?::int', 'ok int');

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
-import { dropTestDatabase } from '../setup/test-app.js';
+import { dropTestDatabase, testDatabaseName } from '../setup/test-app.js';
 
 /** The machine's own Node first on PATH (20 on ours): `npm run dev` must fetch Node 24 itself. */
 const systemPath = '/usr/local/bin:/usr/bin:/bin';
@@ -18,7 +18,7 @@ async function freePort(): Promise<number> {
 }
 
 const databaseUrl = Object.assign(new URL(inject('templateDatabaseUrl')), {
-  pathname: `/lf_test_dev_${randomToken(8).toLowerCase()}`,
+  pathname: `/${testDatabaseName('dev')}`,
 }).toString();
 let dev: ChildProcess | undefined;
 afterAll(async () => {

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { positional } from '../../src/db/sql.js';
 import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
-import { createTestDatabase } from '../setup/test-app.js';
+import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /**
  * Instants travel in the hot path's rows as milliseconds since 1970, written as binary
@@ -10,12 +10,17 @@ import { createTestDatabase } from '../setup/test-app.js';
  * exactly, with no stray microsecond, across the years an order or event can carry.
  */
 let pool: pg.Pool;
+let databaseUrl: string | undefined;
 const set = columnRecordset({ n: 'int', at: EPOCH_MS });
 
 beforeAll(async () => {
-  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 1 });
+  databaseUrl = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
 });
-afterAll(() => pool.end());
+afterAll(async () => {
+  await pool?.end();
+  if (databaseUrl) await dropTestDatabase(databaseUrl);
+});
 
 describe('instants sent as epoch milliseconds', () => {
   it('come back to the millisecond, with no microseconds, from 1970 to 2200', async () => {

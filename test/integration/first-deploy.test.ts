@@ -13,7 +13,7 @@ import { randomToken } from '../../src/shared/ids.js';
 import { watchOutput } from '../setup/child-output.js';
 import { compiledEntry } from '../setup/compiled.js';
 import { buildContext, playDockerfile, type Stage, sh } from '../setup/dockerfile.js';
-import { createTestApp, dropTestDatabase } from '../setup/test-app.js';
+import { createTestApp, dropTestDatabase, testDatabaseName } from '../setup/test-app.js';
 
 /**
  * A wrong or new database must fail loudly: nothing creates a missing database outside
@@ -60,7 +60,7 @@ async function runInProduction(entry: string, env: Record<string, string>) {
 describe('first deploy: a missing or empty database', () => {
   // Before, MikroORM's migrator created it empty, production included, and the release passed.
   it('npm run migrate against a database that does not exist fails with one line, and creates nothing', async () => {
-    const name = `lf_test_typo_${randomToken(8).toLowerCase()}`;
+    const name = testDatabaseName('typo');
     const { code, lines } = await runInProduction('scripts/migrate.ts', { DATABASE_URL: urlOf(name) });
     expect(code).not.toBe(0);
     expect(lines).toHaveLength(1);
@@ -70,7 +70,7 @@ describe('first deploy: a missing or empty database', () => {
   }, 60_000);
 
   it('/readyz answers 503 on a database that does not exist, and the web process does not create it', async () => {
-    const name = `lf_test_typo_${randomToken(8).toLowerCase()}`;
+    const name = testDatabaseName('typo');
     const ctx = await createTestApp({ DATABASE_URL: urlOf(name) });
     try {
       const res = await request(ctx.app).get('/readyz');
@@ -85,7 +85,7 @@ describe('first deploy: a missing or empty database', () => {
   });
 
   it('/readyz answers 503 naming the migrations an empty database lacks, and 200 once migrated', async () => {
-    const name = `lf_test_empty_${randomToken(8).toLowerCase()}`;
+    const name = testDatabaseName('empty');
     const admin = new pg.Client({ connectionString: urlOf('postgres') });
     await admin.connect();
     await admin.query(`create database "${name}"`);
@@ -225,7 +225,7 @@ describe('first deploy: the build', () => {
     expect(existsSync(join(image.dir, 'node_modules/@types/node'))).toBe(false);
 
     // The README's release and start commands, then the image's CMD, in the image, on an empty database.
-    const name = `lf_test_deploy_${randomToken(8).toLowerCase()}`;
+    const name = testDatabaseName('deploy');
     const admin = new pg.Client({ connectionString: urlOf('postgres') });
     await admin.connect();
     await admin.query(`create database "${name}"`);

@@ -1,8 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { randomToken } from '../../src/shared/ids.js';
-import { dropTestDatabase } from '../setup/test-app.js';
+import { dropTestDatabase, testDatabaseName } from '../setup/test-app.js';
 
 describe('a process started with a bad configuration', () => {
   it('stops at once with one line naming the variable', () => {
@@ -29,7 +28,7 @@ describe('a process started with a bad configuration', () => {
 describe('npm run migrate with its output piped', () => {
   it('works from the machine Node (20 on ours) and prints the migrator lines without colour codes', async () => {
     const url = new URL(inject('templateDatabaseUrl'));
-    const name = `lf_test_${randomToken(10).toLowerCase()}`;
+    const name = testDatabaseName('migrate');
     const admin = new pg.Client({
       connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString(),
     });

@@ -64,9 +64,9 @@ async function loseQueueData(client: Redis) {
 }
 
 describe('job registry', () => {
-  it('runs webhook deliveries 20 at a time (a slow receiver holds up no other), every other job one at a time', () => {
+  it('runs webhook deliveries 64 at a time (a slow receiver holds up no other), every other job one at a time', () => {
     const connection = {} as never;
-    expect(workerOptions(connection, 'lf', 30_000, 'webhook-delivery').concurrency).toBe(20);
+    expect(workerOptions(connection, 'lf', 30_000, 'webhook-delivery').concurrency).toBe(64);
     for (const name of jobNames.filter((n) => n !== 'webhook-delivery'))
       expect(workerOptions(connection, 'lf', 30_000, name).concurrency).toBe(1);
   });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installStoredStatements, inTransactionOn, sqlLiteral, storedStatement } from '../../src/db/sql.js';
 import { executeWrites } from '../../src/db/write-set.js';
 import { jsonArray } from '../../src/shared/json-array.js';
-import { createTestDatabase } from '../setup/test-app.js';
+import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /**
  * A stored statement sent first travels in one simple-protocol message with BEGIN, its values
@@ -13,6 +13,7 @@ import { createTestDatabase } from '../setup/test-app.js';
  * statement sent later, and last with COMMIT, goes by the extended protocol: the same answers.
  */
 let pool: pg.Pool;
+let databaseUrl: string | undefined;
 const echo = storedStatement(
   `select ?::json as doc, ?::text as text, current_setting('enable_seqscan') as seqscan`,
   'doc json, text text, seqscan text',
@@ -20,11 +21,15 @@ const echo = storedStatement(
 const divide = storedStatement(`select 10 / ?::int as quotient`, 'quotient int');
 
 beforeAll(async () => {
-  pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 2 });
+  databaseUrl = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   await pool.query('create table probe (v text)');
   await installStoredStatements(pool, [echo, divide]);
 });
-afterAll(() => pool.end());
+afterAll(async () => {
+  await pool?.end();
+  if (databaseUrl) await dropTestDatabase(databaseUrl);
+});
 
 const awkward = [
   `it's`,

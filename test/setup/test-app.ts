@@ -1,5 +1,4 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
@@ -9,6 +8,9 @@ import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { capturingLogger } from './capturing-logger.js';
 import { pooledUrl, sessionStateLeftInPool, viaPooler } from './pooler.js';
+import { createTestDatabase, dropTestDatabase } from './test-database.js';
+
+export { createTestDatabase, dropTestDatabase, testDatabaseName } from './test-database.js';
 
 export const ADMIN_TOKEN = `adm_test_${'x'.repeat(40)}`;
 
@@ -25,35 +27,6 @@ export interface TestContext {
   /** Every log line the app wrote, raw, for assertions about what reaches logs. */
   logLines: string[];
   close(): Promise<void>;
-}
-
-/** A private database cloned from the migrated template, so each test file is isolated. */
-export async function createTestDatabase(): Promise<string> {
-  const template = new URL(inject('templateDatabaseUrl'));
-  const templateName = template.pathname.slice(1);
-  const name = `lf_test_${randomToken(10).toLowerCase()}`;
-  const admin = new URL(template);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(`create database "${name}" template "${templateName}"`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(template);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-export async function dropTestDatabase(url: string): Promise<void> {
-  const admin = new URL(url);
-  const name = admin.pathname.slice(1);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  await client.query(`drop database if exists "${name}" with (force)`);
-  await client.end();
 }
 
 /**

@@ -89,7 +89,7 @@ const claimAndRead = `with claimed as (
  */
 const recordSuccess = `with recorded as (
     update webhook_deliveries
-       set status = 'succeeded', attempts = attempts + 1, last_status_code = ?, last_duration_ms = ?,
+       set status = ?, attempts = attempts + 1, last_status_code = ?, last_duration_ms = ?,
            last_error = null, last_attempt_at = ?, next_attempt_at = null, delivered_at = ?,
            attempt_lease_until = null, updated_at = now()
      where id = ?
@@ -234,6 +234,7 @@ export async function attemptDelivery(
   if (result.ok) {
     const doneAt = now();
     await em.execute(recordSuccess, [
+      'succeeded',
       result.statusCode,
       result.durationMs,
       at,

@@ -1,0 +1,47 @@
+import { relative } from 'node:path';
+import pg from 'pg';
+import { expect, inject } from 'vitest';
+import { sqlLiteral } from '../../src/db/sql.js';
+import { randomToken } from '../../src/shared/ids.js';
+import { runDatabaseName } from './run-databases.js';
+
+/**
+ * A name for a database of this test run: the run's teardown drops every one still there at the
+ * end, whatever happened to the file (test/setup/run-databases.ts). `label` says what it is for.
+ */
+export function testDatabaseName(label = ''): string {
+  return runDatabaseName(inject('testRunTag'), label, randomToken(10).toLowerCase());
+}
+
+/** A private database cloned from the migrated template, so each test file is isolated. */
+export async function createTestDatabase(): Promise<string> {
+  const template = new URL(inject('templateDatabaseUrl'));
+  const templateName = template.pathname.slice(1);
+  const name = testDatabaseName();
+  const admin = new URL(template);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`create database "${name}" template "${templateName}"`);
+    // Which file made it: the run's teardown names the files that left a database behind.
+    const file = expect.getState().testPath;
+    if (file)
+      await client.query(`comment on database "${name}" is ${sqlLiteral(relative(process.cwd(), file))}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(template);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function dropTestDatabase(url: string): Promise<void> {
+  const admin = new URL(url);
+  const name = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  await client.query(`drop database if exists "${name}" with (force)`);
+  await client.end();
+}
