@@ -148,6 +148,23 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
       order by m.id limit ${CHUNK + 1} for update of m skip locked`,
     [payee.brand_id, payee.creator_id],
   );
+  // Netting a clawback changes no column of its movement, so a pass whose snapshot predates
+  // another pass's commit still locks the movement once that pass let go, and would net it again
+  // (a payout_clawbacks key violation, failing the pass). Looked at again in a statement of its
+  // own, after the locks are held: its snapshot sees every netting committed before.
+  const netted =
+    foundClawbacks.length === 0
+      ? new Set<string>()
+      : new Set(
+          (
+            await sql.query<{ movement_id: string }>(
+              `select pc.movement_id from payout_clawbacks pc where pc.movement_id = any(?::text[])`,
+              [foundClawbacks.map((m) => m.id)],
+            )
+          ).map((r) => r.movement_id),
+        );
+  if (netted.size > 0)
+    foundClawbacks.splice(0, foundClawbacks.length, ...foundClawbacks.filter((m) => !netted.has(m.id)));
   const last = found.length <= CHUNK && foundClawbacks.length <= CHUNK;
   const orders = found.slice(0, CHUNK);
   const clawbacks = foundClawbacks.slice(0, CHUNK);
