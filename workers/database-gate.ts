@@ -1,47 +1,15 @@
 import pg from 'pg';
+import { databaseUnavailable } from '../src/db/unavailable.js';
 import type { Logger } from '../src/logger.js';
 import type { Outage } from './outage.js';
 
 /**
- * SQLSTATEs that say the database cannot be used at all right now, whatever the statement:
- * connection exceptions (08), the server shutting down or starting (57P0x), the database
- * missing (3D000), the login refused (28000, 28P01: credentials rotated), no connection slot
- * (53300). Never a statement's own failure (constraint, syntax, timeout of one query).
- */
-const UNUSABLE_SQLSTATE = /^(08...|57P0.|3D000|28000|28P01|53300)$/;
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EPIPE',
-]);
-/** node-postgres and its pool say these without a code. */
-const NETWORK_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|connection timeout|Client has encountered a connection error/i;
-
-/**
- * Whether `err` (or what it wraps: MikroORM copies the driver error's fields, others keep it as
- * `cause`) looks like the database being unusable rather than the job failing. A guess that a
- * probe confirms (DatabaseGate.confirmsOutage): a receiver's refused connection looks the same.
+ * Whether `err` looks like the database being unusable rather than the job failing (the web's
+ * classification, src/db/unavailable.ts). A guess that a probe confirms (DatabaseGate.confirmsOutage):
+ * a receiver's refused connection looks the same.
  */
 export function looksLikeDatabaseDown(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
-    const { code, message, errors, cause } = e as {
-      code?: unknown;
-      message?: unknown;
-      errors?: unknown;
-      cause?: unknown;
-    };
-    if (typeof code === 'string' && (UNUSABLE_SQLSTATE.test(code) || NETWORK_CODES.has(code))) return true;
-    if (typeof message === 'string' && NETWORK_MESSAGES.test(message)) return true;
-    if (Array.isArray(errors) && errors.some(looksLikeDatabaseDown)) return true;
-    e = cause;
-  }
-  return false;
+  return databaseUnavailable(err) !== undefined;
 }
 
 /** `select 1` on a connection of its own (not the pool's, whose waiters a dead host would pile up). */

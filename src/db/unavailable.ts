@@ -21,7 +21,7 @@ const NETWORK_CODES = new Set([
 
 /** node-postgres's and its pool's own words for a connection that could not be made or was lost. */
 const LOST_CONNECTION =
-  /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable/i;
+  /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable|Client has encountered a connection error/i;
 
 /**
  * The cause in PostgreSQL's or the socket's words (`database "x" does not exist`, `connect
