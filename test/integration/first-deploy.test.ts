@@ -2,7 +2,6 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -10,9 +9,9 @@ import request from 'supertest';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { migrateUp } from '../../src/db/orm.js';
 import { randomToken } from '../../src/shared/ids.js';
-import { watchOutput } from '../setup/child-output.js';
 import { compiledEntry } from '../setup/compiled.js';
-import { buildContext, playDockerfile, type Stage, sh } from '../setup/dockerfile.js';
+import { buildContext, playDockerfile, type Stage } from '../setup/dockerfile.js';
+import { freePort, sh, startProcess } from '../setup/processes.js';
 import { createTestApp, dropTestDatabase, testDatabaseName } from '../setup/test-app.js';
 
 /**
@@ -142,19 +141,10 @@ function readmeDeployCommands(): string[] {
     .filter(Boolean);
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
 /** Starts `command` in `cwd` as a supervisor would (no shell between), checks /readyz, SIGTERMs it. */
 async function startReadyAndStop(command: string[], cwd: string, env: Record<string, string>) {
-  const web = spawn(command[0]!, command.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output = watchOutput(web);
-  const exited = once(web, 'exit');
+  const web = startProcess(command[0]!, command.slice(1), { cwd, env });
+  const { output } = web;
   try {
     await output.until(
       'web process listening',
@@ -172,9 +162,9 @@ async function startReadyAndStop(command: string[], cwd: string, env: Record<str
       checks: { postgres: 'ok', redis: 'ok', schema: 'migrated' },
     });
   } finally {
-    web.kill('SIGTERM');
+    web.child.kill('SIGTERM');
   }
-  const [code] = await exited;
+  const [code] = await web.exited;
   expect(code, `${command.join(' ')}:\n${output.text()}`).toBe(0);
 }
 
