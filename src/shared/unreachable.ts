@@ -1,13 +1,14 @@
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { redisTls } from '../redis.js';
+import { redisClient } from '../redis.js';
+import { redisWhere } from '../redis-url.js';
 
 export type Dependency = 'PostgreSQL' | 'Redis';
 
 const variable: Record<Dependency, string> = { PostgreSQL: 'DATABASE_URL', Redis: 'REDIS_URL' };
 
-/** host:port of a connection URL, never its credentials. */
+/** host:port of a connection URL (each listed node's of a Redis Cluster), never its credentials. */
 export function whereOf(url: string): string {
+  if (/^rediss?(\+cluster)?:/i.test(url)) return redisWhere(url);
   try {
     const u = new URL(url);
     return `${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? '6379' : '5432')}`;
@@ -32,11 +33,17 @@ const causes: Record<string, string> = {
 
 function codeOf(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
-    const { code, errors, cause } = e as { code?: unknown; errors?: unknown[]; cause?: unknown };
+    const { code, errors, cause, lastNodeError } = e as {
+      code?: unknown;
+      errors?: unknown[];
+      cause?: unknown;
+      /** ioredis's Cluster: "Failed to refresh slots cache." carries the last node's own error. */
+      lastNodeError?: unknown;
+    };
     if (typeof code === 'string' && code in causes) return code;
     const inner = Array.isArray(errors) ? errors.map(codeOf).find(Boolean) : undefined;
     if (inner) return inner;
-    e = cause;
+    e = cause ?? lastNodeError;
   }
   const message = (err as Error | undefined)?.message ?? '';
   if (/self[- ]signed certificate/i.test(message)) return 'DEPTH_ZERO_SELF_SIGNED_CERT';
@@ -90,12 +97,13 @@ export async function checkDependencies(
     }
   };
   const redis = async () => {
-    const client = new Redis(urls.redisUrl, {
+    const client = redisClient(urls.redisUrl, {
       lazyConnect: true,
+      offlineQueue: true,
       connectTimeout: timeoutMs,
       maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      ...redisTls(urls.redisUrl, urls.redisTlsRejectUnauthorized),
+      retry: () => null,
+      tlsRejectUnauthorized: urls.redisTlsRejectUnauthorized,
     });
     // The connect promise only says "Connection is closed"; the cause comes as an 'error' event.
     let cause: unknown;
