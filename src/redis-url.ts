@@ -56,7 +56,9 @@ export function parseClusterUrl(url: string): ClusterUrl {
     );
   const nodes = hostList.split(',').map((node) => node.trim());
   if (nodes.some((node) => node === ''))
-    throw new Error('names a Redis Cluster but lists no node, or an empty one: redis+cluster://host1:7000,host2:7001/');
+    throw new Error(
+      'names a Redis Cluster but lists no node, or an empty one: redis+cluster://host1:7000,host2:7001/',
+    );
   const parsed = nodes.map((node) => {
     if (!URL.canParse(`redis://${node}`) || /[@/]/.test(node))
       throw new Error(`names a Redis Cluster with a node "${node}" that is not host:port`);
@@ -98,4 +100,18 @@ export function redisWhere(url: string): string {
   } catch {
     return '(an unparsable URL)';
   }
+}
+
+/**
+ * One single-server URL per node of a `redis+cluster://` URL, with its credentials and TLS: to
+ * ask each node on its own what the cluster client cannot tell (why no node answers).
+ */
+export function clusterNodeUrls(url: string): string[] {
+  const { nodes, username, password, tls } = parseClusterUrl(url);
+  return nodes.map(({ host, port }) => {
+    const u = new URL(`${tls ? 'rediss' : 'redis'}://${host.includes(':') ? `[${host}]` : host}:${port}`);
+    if (username !== undefined) u.username = encodeURIComponent(username);
+    if (password !== undefined) u.password = encodeURIComponent(password);
+    return u.toString();
+  });
 }

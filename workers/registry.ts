@@ -10,8 +10,8 @@ import {
   schedulerId,
 } from '../src/jobs/queues.js';
 import { deliveryBackoff } from '../src/modules/webhooks/delivery.js';
-import type { RedisClient } from '../src/redis.js';
 import { runAsJob } from '../src/modules/webhooks/job-cause.js';
+import type { RedisClient } from '../src/redis.js';
 import { integrationStatusJob } from './integration-status.js';
 import { dueAt, type JobModule, mirroredToJobLog, type WorkerContext } from './job.js';
 import { orderConfirmationJob } from './order-confirmation.js';

@@ -62,7 +62,11 @@ export type Queues = Record<JobName, Queue<JobData>>;
  * the plain prefix, so a deployment that is not moving to a cluster keeps its keys (a new prefix
  * would orphan every job and schedule it has). Workers must use the same (workers/main.ts).
  */
-export function queuePrefix(prefix: string, name: JobName, connection: Pick<RedisClient, 'isCluster'>): string {
+export function queuePrefix(
+  prefix: string,
+  name: JobName,
+  connection: Pick<RedisClient, 'isCluster'>,
+): string {
   return connection.isCluster ? `{${prefix}:${name}}` : prefix;
 }
 

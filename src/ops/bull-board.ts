@@ -78,7 +78,10 @@ class RedisAwareAdapter extends ExpressAdapter {
 }
 
 /** Mounted behind the ops credentials by the caller; shows every queue. */
-export function mountBullBoard(router: Router, { queues, redis }: { queues: Queues; redis: RedisClient }): void {
+export function mountBullBoard(
+  router: Router,
+  { queues, redis }: { queues: Queues; redis: RedisClient },
+): void {
   const adapter = new RedisAwareAdapter(redis);
   adapter.setBasePath('/admin/queues');
   createBullBoard({ queues: Object.values(queues).map((q) => new BullMQAdapter(q)), serverAdapter: adapter });

@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { type Job, Worker } from 'bullmq';
 import type { Cluster } from 'ioredis';
 import request from 'supertest';
@@ -12,13 +14,18 @@ import {
   type Queues,
 } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
+import { REDIS_REQUEST_TIMEOUT_MS } from '../../src/ops/needs-redis.js';
 import { createRedis, type RedisClient } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { reconcileQueues } from '../../workers/queue-reconciler.js';
 import { installSchedules, runJob, workerOptions } from '../../workers/registry.js';
 import { keepSchedules } from '../../workers/schedule-keeper.js';
 import { admin, expectEnvelope, makeBrandWithKeys, makeShop, SHOP_ORIGIN } from '../factories/index.js';
-import { clusterUnavailable, type PrivateRedisCluster, startPrivateRedisCluster } from '../setup/private-redis-cluster.js';
+import {
+  clusterUnavailable,
+  type PrivateRedisCluster,
+  startPrivateRedisCluster,
+} from '../setup/private-redis-cluster.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 import { until } from './webhooks-helpers.js';
 
@@ -26,7 +33,7 @@ import { until } from './webhooks-helpers.js';
  * The service with REDIS_URL naming a Redis Cluster of three masters (redis-server in cluster
  * mode, this file's own): queues, retries and delayed jobs, job schedules, the rate limits, the
  * queue reconciler after the cluster lost its data, the trace and Bull Board, and the answers
- * while the whole cluster is down. Without the cluster support every BullMQ call here fails
+ * while a master, or the whole cluster, is down. Without the cluster support every BullMQ call here fails
  * with CROSSSLOT (its scripts touch several keys of a queue) and REDIS_URL is refused.
  */
 const skipped = clusterUnavailable();
@@ -45,6 +52,7 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
   const lines: string[] = [];
   const logger = createLogger('info', { write: (line: string) => lines.push(line) } as never);
   const config = { PAYOUT_SCHEDULE: '0 0 10 * *' };
+  const exec = promisify(execFile);
 
   beforeAll(async () => {
     cluster = await startPrivateRedisCluster(3);
@@ -77,7 +85,8 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     const worker = new Worker<JobData>(
       name,
       processor ??
-        ((job) => runJob(name, { orm: ctx.orm, logger: silent, config: ctx.config, queues: ctx.queues }, job)),
+        ((job) =>
+          runJob(name, { orm: ctx.orm, logger: silent, config: ctx.config, queues: ctx.queues }, job)),
       workerOptions(connection, ctx.queues[name].opts.prefix!),
     );
     worker.on('error', () => {});
@@ -175,9 +184,9 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
       keeper.stop();
     }
     for (const name of jobNames) expect(await isScheduleMissing(ctx.queues[name], name), name).toBe(false);
-    expect(lines.some((line) => line.includes('job schedules were missing from Redis: installed again'))).toBe(
-      true,
-    );
+    expect(
+      lines.some((line) => line.includes('job schedules were missing from Redis: installed again')),
+    ).toBe(true);
   });
 
   it('rate limits: 429 once the budget is spent, separate budgets per brand, mode and key kind, and per address', async () => {
@@ -255,7 +264,9 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     await cluster.flushAll();
     await ctx.orm.em
       .fork()
-      .execute(`update orders set confirm_at = now() - interval '10 minutes' where brand_id = ?`, [shop.brandId]);
+      .execute(`update orders set confirm_at = now() - interval '10 minutes' where brand_id = ?`, [
+        shop.brandId,
+      ]);
     const reconcile = () => reconcileQueues(ctx.orm, ctx.queues, ctx.config, silent);
     expect(await reconcile()).toMatchObject({ order_confirmation: 1, webhook_delivery: 0 });
     // The job is live in the cluster now: a second pass adds nothing.
@@ -271,6 +282,42 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     });
   });
 
+  it('one master lost (no replica): the cluster refuses every command, job runs answer 503 at once, events pass unmetered', async () => {
+    const { keys } = await makeBrandWithKeys(ctx.orm);
+    await stopWorkers();
+    const victim = cluster.ports[0]!;
+    await cluster.kill(victim);
+    // Redis's default (cluster-require-full-coverage yes): once the others agree the master is
+    // gone, every node answers CLUSTERDOWN, whatever the slot.
+    await until(
+      'the other masters to call the cluster down',
+      async () => {
+        const info = await exec('redis-cli', ['-p', String(cluster.ports[1]), 'cluster', 'info']);
+        return /cluster_state:fail/.test(info.stdout);
+      },
+      20_000,
+    );
+    // The client is still "ready" (two masters answer): the command's own error says why.
+    const started = Date.now();
+    const refused = await admin(ctx).post('/admin/api/jobs/integration-status/run');
+    expectEnvelope(refused, 503, 'temporary_service_error');
+    expect(refused.body.error.message).toMatch(/CLUSTERDOWN|Cluster redirections|Connection is closed/);
+    const event = await request(ctx.app)
+      .post('/v1/events')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({ type: 'order.paid', data: { order_id: 'RC-clusterdown', amount: 100 } });
+    expect(event.status).toBe(200);
+    expect(event.headers['ratelimit-limit']).toBeUndefined();
+    expect(Date.now() - started).toBeLessThan(REDIS_REQUEST_TIMEOUT_MS);
+
+    await cluster.startAll();
+    await until(
+      'job runs to be taken again',
+      async () => (await admin(ctx).post('/admin/api/jobs/integration-status/run')).status === 201,
+      30_000,
+    );
+  });
+
   it('while the whole cluster is down: /readyz and job runs answer 503, events pass unmetered; then it recovers', async () => {
     const { keys } = await makeBrandWithKeys(ctx.orm);
     await stopWorkers();
@@ -281,7 +328,11 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
       return res.status === 503 && res;
     });
     expect(readyz.body.checks.redis).toBe('unreachable');
-    expectEnvelope(await admin(ctx).post('/admin/api/jobs/integration-status/run'), 503, 'temporary_service_error');
+    expectEnvelope(
+      await admin(ctx).post('/admin/api/jobs/integration-status/run'),
+      503,
+      'temporary_service_error',
+    );
     const event = await request(ctx.app)
       .post('/v1/events')
       .set('Authorization', `Bearer ${keys.sk_live}`)
@@ -290,7 +341,11 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     expect(event.headers['ratelimit-limit']).toBeUndefined();
 
     await cluster.startAll();
-    await until('/readyz to be ready again', async () => (await request(ctx.app).get('/readyz')).status === 200, 30_000);
+    await until(
+      '/readyz to be ready again',
+      async () => (await request(ctx.app).get('/readyz')).status === 200,
+      30_000,
+    );
     expect((await admin(ctx).post('/admin/api/jobs/integration-status/run')).status).toBe(201);
   });
 });

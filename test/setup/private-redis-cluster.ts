@@ -21,6 +21,8 @@ export interface PrivateRedisCluster {
   ports: number[];
   /** FLUSHALL on every master: the cluster lost its data. */
   flushAll(): Promise<void>;
+  /** SIGKILL the node on `port`: a master lost (no replica takes over). */
+  kill(port: number): Promise<void>;
   /** SIGKILL every node: connections drop at once, like a lost cluster. */
   killAll(): Promise<void>;
   /** Starts every node again (empty) and waits for cluster_state:ok. */
@@ -90,9 +92,15 @@ export async function startPrivateRedisCluster(masters = 3): Promise<PrivateRedi
     const deadline = Date.now() + 30_000;
     for (;;) {
       const infos = await Promise.all(nodes.map((n) => cli(n.port, 'cluster', 'info').catch(() => '')));
-      if (infos.every((info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${masters}\\b`).test(info)))
+      if (
+        infos.every(
+          (info) =>
+            /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${masters}\\b`).test(info),
+        )
+      )
         return;
-      if (Date.now() > deadline) throw new Error(`the Redis Cluster did not reach cluster_state:ok:\n${infos.join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`the Redis Cluster did not reach cluster_state:ok:\n${infos.join('\n')}`);
       await sleep(100);
     }
   };
@@ -108,22 +116,26 @@ export async function startPrivateRedisCluster(masters = 3): Promise<PrivateRedi
   ]);
   await untilOk();
 
+  const killNode = async (node: (typeof nodes)[number]) => {
+    const child = node.child;
+    if (!child || !running(child)) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  };
   const killAll = async () => {
-    await Promise.all(
-      nodes.map(async (node) => {
-        const child = node.child;
-        if (!child || !running(child)) return;
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGKILL');
-        await exited;
-      }),
-    );
+    await Promise.all(nodes.map(killNode));
   };
   return {
     url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}/`,
     ports: nodes.map((n) => n.port),
     async flushAll() {
       await Promise.all(nodes.map((n) => cli(n.port, 'flushall')));
+    },
+    async kill(port) {
+      const node = nodes.find((n) => n.port === port);
+      if (!node) throw new Error(`no node of this cluster on port ${port}`);
+      await killNode(node);
     },
     killAll,
     async startAll() {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { isClusterUrl, parseClusterUrl, redisUrlProblem } from '../../src/redis-url.js';
-import { describeUnreachable, whereOf } from '../../src/shared/unreachable.js';
+import { checkDependencies, describeUnreachable, whereOf } from '../../src/shared/unreachable.js';
 
 const production = {
   NODE_ENV: 'production',
@@ -71,5 +71,46 @@ describe('REDIS_URL naming a Redis Cluster', () => {
       'Cannot use Redis at 10.0.0.1:7000,10.0.0.2:7001: connection refused: nothing listens there. Check REDIS_URL and that Redis is running, then start again.',
     );
     expect(line).not.toContain('secret');
+  });
+
+  it('is probed by the dependency check (npm run dev, the web and worker at start) node by node', async () => {
+    const { Redis } = await checkDependencies(
+      {
+        databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
+        redisUrl: 'redis+cluster://127.0.0.1:1,127.0.0.1:2/',
+      },
+      { timeoutMs: 1000 },
+    );
+    expect(Redis).toBe(
+      'Cannot use Redis at 127.0.0.1:1,127.0.0.1:2: connection refused: nothing listens there. Check REDIS_URL and that Redis is running, then start again.',
+    );
+    // The test run's own Redis is a single server: named as a cluster, it says so.
+    const single = await checkDependencies(
+      {
+        databaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
+        redisUrl: 'redis+cluster://127.0.0.1:6379/',
+      },
+      { timeoutMs: 1000 },
+    );
+    expect(single.Redis).toBe(
+      'Cannot use Redis at 127.0.0.1:6379: it is a single Redis, not a cluster (name it redis:// or rediss://, without +cluster). Check REDIS_URL and that Redis is running, then start again.',
+    );
+  });
+
+  it('a cluster that no node answers for, or that is down, is said so in the outage line', () => {
+    const url = 'redis+cluster://h1:7000,h2:7000/';
+    const allFailed = Object.assign(new Error('Failed to refresh slots cache.'), {
+      lastNodeError: new Error('Connection is closed.'),
+    });
+    expect(describeUnreachable(allFailed, 'Redis', url)).toMatch(
+      /^Cannot use Redis at h1:7000,h2:7000: no node of the cluster answers\. Check REDIS_URL/,
+    );
+    expect(
+      describeUnreachable(
+        new Error('Too many Cluster redirections. Last error: CLUSTERDOWN The cluster is down'),
+        'Redis',
+        url,
+      ),
+    ).toMatch(/: the cluster is down \(a master without a replica is lost/);
   });
 });
