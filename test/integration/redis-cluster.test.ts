@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { type Job, Worker } from 'bullmq';
 import type { Cluster } from 'ioredis';
@@ -27,6 +27,7 @@ import {
   startPrivateRedisCluster,
 } from '../setup/private-redis-cluster.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
+import { spawnWorker } from '../setup/worker-process.js';
 import { until } from './webhooks-helpers.js';
 
 /**
@@ -48,6 +49,8 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
   /** The file's queues again, every backoff cut to 10 ms. */
   let fast: Queues;
   const workers: Worker<JobData>[] = [];
+  /** Worker processes this file started: killed at the end whatever happened. */
+  const children: ChildProcess[] = [];
   const silent = createLogger('silent');
   const lines: string[] = [];
   const logger = createLogger('info', { write: (line: string) => lines.push(line) } as never);
@@ -69,6 +72,7 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     );
   });
   afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
     await stopWorkers();
     await closeQueues(fast);
     connection?.disconnect();
@@ -318,11 +322,30 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     );
   });
 
-  it('while the whole cluster is down: /readyz and job runs answer 503, events pass unmetered; then it recovers', async () => {
+  it('the worker process on the cluster runs jobs, waits out a whole-cluster outage (web: 503s, events unmetered) and resumes', async () => {
     const { keys } = await makeBrandWithKeys(ctx.orm);
     await stopWorkers();
+    const worker = spawnWorker(
+      {
+        DATABASE_URL: ctx.config.DATABASE_URL,
+        REDIS_URL: cluster.url,
+        QUEUE_PREFIX: ctx.config.QUEUE_PREFIX,
+      },
+      children,
+    );
+    await worker.started;
+    const runs = async () => {
+      const run = await admin(ctx).post('/admin/api/jobs/integration-status/run');
+      expect(run.status, JSON.stringify(run.body)).toBe(201);
+      await until(
+        'the worker process to run it',
+        async () => (await stateOf('integration-status', run.body.id)) === 'completed',
+      );
+    };
+    await runs();
+
     await cluster.killAll();
-    await until('the worker connection to notice', () => connection.status !== 'ready');
+    // A cluster client stays "ready" until a command finds every node gone: /readyz's PING does.
     const readyz = await until('/readyz to say Redis is unreachable', async () => {
       const res = await request(ctx.app).get('/readyz');
       return res.status === 503 && res;
@@ -339,6 +362,17 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
       .send({ type: 'order.paid', data: { order_id: 'RC-down', amount: 100 } });
     expect(event.status).toBe(200);
     expect(event.headers['ratelimit-limit']).toBeUndefined();
+    await worker.until(
+      'the worker to log the outage',
+      () => worker.lines().some((l) => l.dependency === 'Redis' && l.level === 'error'),
+      30_000,
+    );
+    const outage = worker.lines().find((l) => l.dependency === 'Redis' && l.level === 'error');
+    expect(outage.msg).toMatch(
+      new RegExp(
+        `^Cannot use Redis at ${cluster.ports.map((p) => `127\\.0\\.0\\.1:${p}`).join(',')}: .*The worker waits for it`,
+      ),
+    );
 
     await cluster.startAll();
     await until(
@@ -346,6 +380,22 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
       async () => (await request(ctx.app).get('/readyz')).status === 200,
       30_000,
     );
-    expect((await admin(ctx).post('/admin/api/jobs/integration-status/run')).status).toBe(201);
+    await worker.until(
+      'the worker to see Redis back',
+      () => worker.lines().some((l) => l.dependency === 'Redis' && /answers again/.test(l.msg)),
+      30_000,
+    );
+    // The cluster came back empty: the worker puts its schedules back, and runs jobs again.
+    await until(
+      'the schedules back',
+      async () => {
+        const missing = await Promise.all(jobNames.map((name) => isScheduleMissing(ctx.queues[name], name)));
+        return missing.every((m) => !m);
+      },
+      30_000,
+    );
+    await runs();
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
   });
 });
