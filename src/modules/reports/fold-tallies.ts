@@ -168,7 +168,14 @@ export async function conversionBacklog(orm: MikroORM): Promise<number> {
 export async function foldCoarse(orm: MikroORM, backlog = COARSE_FIRST_BACKLOG): Promise<number> {
   let folded = 0;
   while ((await conversionBacklog(orm)) >= backlog) {
-    const step = await foldAll(orm, 'conversion_tallies', foldConversions, fanCoarse, undefined, COARSE_BATCH);
+    const step = await foldAll(
+      orm,
+      'conversion_tallies',
+      foldConversions,
+      fanCoarse,
+      undefined,
+      COARSE_BATCH,
+    );
     // Nothing moved: another worker's fold holds the table, and goes on with it.
     if (step === 0) break;
     folded += step;
