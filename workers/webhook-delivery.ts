@@ -78,10 +78,17 @@ export async function deliverWebhook(
         // Production rules unless the configuration lifts them (never by omission).
         policy: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS === true },
         onBatch: ({ errors, failed_ids, ...counts }) => {
-          if (counts.failed === 0) logger.debug({ endpoint_id: target.endpointId, ...counts }, 'webhook batch');
+          const fields = { endpoint_id: target.endpointId, ...counts };
+          if (counts.failed === 0) logger.debug(fields, 'webhook batch');
+          // Deliveries out of attempts are errors (failed for good), as a job out of attempts was.
+          else if (counts.final > 0)
+            logger.error(
+              { ...fields, errors, failed_ids },
+              'webhook deliveries failed, some for good (no attempts left); the rest are retried on their schedule',
+            );
           else
             logger.warn(
-              { endpoint_id: target.endpointId, ...counts, errors, failed_ids },
+              { ...fields, errors, failed_ids },
               'webhook deliveries failed: each is retried on its own schedule',
             );
         },

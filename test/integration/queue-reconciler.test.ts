@@ -137,7 +137,7 @@ describe('the queue reconciler after Redis lost its data', () => {
     expect(metrics.text).toMatch(/lf_requeued_work_total\{kind="webhook_delivery"\} 1/);
   });
 
-  it('Redis lost mid-burst: the wake-ups and a dead pump\'s claims are gone, the reconciler wakes the endpoint, every delivery arrives once', async () => {
+  it("Redis lost mid-burst: the wake-ups and a dead pump's claims are gone, the reconciler wakes the endpoint, every delivery arrives once", async () => {
     const shop = await makeShop(ctx);
     const endpoint = await request(ctx.app)
       .post('/v1/webhook_endpoints')
@@ -211,7 +211,9 @@ describe('the queue reconciler after Redis lost its data', () => {
         paid.body.request_id,
       ]).then((rows) => (rows.length === 1 ? rows : null)),
     );
-    const [delivery] = await sql(`select id from webhook_deliveries where endpoint_id = ?`, [endpoint.body.id]);
+    const [delivery] = await sql(`select id from webhook_deliveries where endpoint_id = ?`, [
+      endpoint.body.id,
+    ]);
     // Another pump holds the delivery (a hanging receiver): the wake-up's pump finds nothing to claim.
     await sql(`update webhook_deliveries set attempt_lease_until = now() + interval '1 hour' where id = ?`, [
       delivery!.id,
@@ -419,7 +421,12 @@ describe('a delivery put back by the reconciler keeps to its retry schedule', ()
     // A stray wake-up (a second reconciler's, an operator's promote), at once.
     await ctx.queues['webhook-delivery'].add(
       'webhook-delivery',
-      { request_id: 'req_early', triggered_by: 'event', brand_id: d!.brand_id as string, endpoint_id: d!.endpoint_id as string },
+      {
+        request_id: 'req_early',
+        triggered_by: 'event',
+        brand_id: d!.brand_id as string,
+        endpoint_id: d!.endpoint_id as string,
+      },
       { jobId: 'wake_early' },
     );
     await until('the delivery sent', async () => {
@@ -434,7 +441,8 @@ describe('a delivery put back by the reconciler keeps to its retry schedule', ()
   it('a reconciler killed halfway, then two at once: every endpoint woken once more, no delivery sent twice', async () => {
     // Four endpoints (one wake-up each), one failed delivery each.
     const ids: string[] = [];
-    for (const k of ['K-1', 'K-2', 'K-3', 'K-4']) ids.push(...(await failingDeliveries(`/halfway-${k}`, [k])));
+    for (const k of ['K-1', 'K-2', 'K-3', 'K-4'])
+      ids.push(...(await failingDeliveries(`/halfway-${k}`, [k])));
     await control.flushdb();
     await sql(
       `update webhook_deliveries set next_attempt_at = now() - interval '2 minutes' where id in (select jsonb_array_elements_text(?::jsonb))`,

@@ -228,9 +228,10 @@ describe('a pump per endpoint', () => {
         Array.from({ length: 150 }, (_, i) => `B-${b}-${String(i).padStart(3, '0')}`),
       );
       for (const batch of orders) expect((await batchOf(shop.keys.sk_live, batch)).status).toBe(200);
-      const outbox = await sql(`select count(*)::int as n from outbox_messages where data->>'endpoint_id' = ?`, [
-        endpoint.body.id,
-      ]);
+      const outbox = await sql(
+        `select count(*)::int as n from outbox_messages where data->>'endpoint_id' = ?`,
+        [endpoint.body.id],
+      );
       expect(outbox[0].n).toBe(3);
       await until('every delivery', () => receiver.requests.length >= 450, 30_000);
       const created = await sql(

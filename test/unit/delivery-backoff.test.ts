@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EndpointPumps } from '../../src/modules/webhooks/endpoint-pumps.js';
 import { deliverySchedule, retryDelayMs } from '../../src/modules/webhooks/delivery.js';
+import { EndpointPumps } from '../../src/modules/webhooks/endpoint-pumps.js';
 
 describe('webhook delivery backoff', () => {
   it('the schedule: after the n-th failure 18 s × 2^(n-1), less up to 20 %', () => {

@@ -72,7 +72,11 @@ export interface PumpOutcome {
 }
 
 /** A session for a pump run on its own (tests; a registry gives the worker's). */
-export const soloSession = (): PumpSession => ({ claimAgain: () => false, release: () => {}, stopping: false });
+export const soloSession = (): PumpSession => ({
+  claimAgain: () => false,
+  release: () => {},
+  stopping: false,
+});
 
 /**
  * Delivers one endpoint's due deliveries in batches (issue 39): claims up to a batch of them in
@@ -286,7 +290,13 @@ async function attempt(
     attempt_at: at.toISOString(),
   };
   if (result.ok) {
-    return { ...base, status: 'succeeded', error: null, next_attempt_at: null, delivered_at: doneAt.toISOString() };
+    return {
+      ...base,
+      status: 'succeeded',
+      error: null,
+      next_attempt_at: null,
+      delivered_at: doneAt.toISOString(),
+    };
   }
   // The delivery's own count decides: its last attempt makes it failed, never sent again.
   const attemptNumber = row.attempts + 1;
@@ -306,11 +316,13 @@ async function attempt(
 /** Records a batch in one statement; with failures, in a transaction that also disables an endpoint failing for 3 days. */
 async function record(orm: MikroORM, target: PumpTarget, records: AttemptRecord[], at: Date) {
   let lastSuccess: string | null = null;
-  for (const r of records) if (r.delivered_at && (!lastSuccess || r.delivered_at > lastSuccess)) lastSuccess = r.delivered_at;
+  for (const r of records)
+    if (r.delivered_at && (!lastSuccess || r.delivered_at > lastSuccess)) lastSuccess = r.delivered_at;
   const failures = records.filter((r) => r.status !== 'succeeded');
   const after = failures.filter((r) => !lastSuccess || r.attempt_at > lastSuccess).map((r) => r.attempt_at);
   const failingFrom = after.length > 0 ? after.reduce((a, b) => (a < b ? a : b)) : null;
-  const lastFailure = failures.length > 0 ? failures.map((r) => r.attempt_at).reduce((a, b) => (a > b ? a : b)) : null;
+  const lastFailure =
+    failures.length > 0 ? failures.map((r) => r.attempt_at).reduce((a, b) => (a > b ? a : b)) : null;
   const params = [
     JSON.stringify(records),
     target.brandId,
