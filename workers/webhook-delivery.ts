@@ -4,7 +4,7 @@ import type { JobPayload, Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
 import { sweepFailingEndpoints } from '../src/modules/webhooks/delivery.js';
 import { EndpointPumps } from '../src/modules/webhooks/endpoint-pumps.js';
-import { pumpEndpoint } from '../src/modules/webhooks/pump.js';
+import { type PumpOutcome, pumpEndpoint } from '../src/modules/webhooks/pump.js';
 import { defineJob, type WorkerContext } from './job.js';
 
 /** What delivery needs from the configuration (workers/main.ts hands the whole of it). */
@@ -13,7 +13,7 @@ type DeliveryConfig = Pick<Config, 'SECRET_KEY_BASE' | 'WEBHOOK_ALLOW_PRIVATE_UR
 /** This process's endpoint pumps: one per endpoint (shutdown stops them: workers/shutdown.ts). */
 export const endpointPumps = new EndpointPumps();
 
-type WakeUp = Extract<JobPayload<'webhook-delivery'>, { triggered_by: 'event' }>;
+export type WakeUp = Extract<JobPayload<'webhook-delivery'>, { triggered_by: 'event' }>;
 
 /**
  * The id of an endpoint's wake-up at `at`: due times in whole seconds, so pumps of several
@@ -97,10 +97,21 @@ export async function deliverWebhook(
     ),
   );
   if (!outcome) return { result: 'pumping' };
-  const wakeUp = job as Job<WakeUp>;
-  if (outcome.ended !== 'drained') await wakeLater(queues, wakeUp, 'now');
-  else if (outcome.next_attempt_at) await wakeLater(queues, wakeUp, outcome.next_attempt_at.getTime());
+  await wakeAfter(queues, job as Job<WakeUp>, outcome);
   return outcome;
+}
+
+/**
+ * What wakes the endpoint next when its pump stopped: at once when it yielded or the process
+ * stops with more due; at its next retry after a drain; nothing when nothing is pending.
+ */
+export async function wakeAfter(
+  queues: Queues,
+  job: Job<WakeUp>,
+  outcome: Pick<PumpOutcome, 'ended' | 'next_attempt_at'>,
+): Promise<void> {
+  if (outcome.ended !== 'drained') await wakeLater(queues, job, 'now');
+  else if (outcome.next_attempt_at) await wakeLater(queues, job, outcome.next_attempt_at.getTime());
 }
 
 export const webhookDeliveryJob = defineJob({

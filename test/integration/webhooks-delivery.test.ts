@@ -10,7 +10,7 @@ import { DELIVERY_TIMEOUT_MS } from '../../src/modules/webhooks/delivery.js';
 import { pumpEndpoint } from '../../src/modules/webhooks/pump.js';
 import { newId } from '../../src/shared/ids.js';
 import { startOutboxRelay } from '../../workers/outbox-relay.js';
-import { deliverWebhook, wakeUpJobId } from '../../workers/webhook-delivery.js';
+import { deliverWebhook, type WakeUp, wakeAfter, wakeUpJobId } from '../../workers/webhook-delivery.js';
 import { makeShop, SHOP_ORIGIN } from '../factories/index.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
@@ -62,6 +62,23 @@ async function newEndpoint(path: string) {
   const res = await c.endpoint(receiver.url(path));
   expect(res.status).toBe(201);
   return { shop, c, endpoint: res.body as { id: string; secret: string } };
+}
+
+/** A delivery as ingestion writes it, without its outbox row: only a pump run by the test sends it. */
+async function storedDelivery(brandId: string, endpointId: string): Promise<string> {
+  const eventId = newId('whevt');
+  const id = newId('whd');
+  await sql(
+    `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
+     values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
+    [eventId, brandId],
+  );
+  await sql(
+    `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
+     values (?, ?, true, ?, ?, 'req_x')`,
+    [id, brandId, eventId, endpointId],
+  );
+  return id;
 }
 
 const deliveryOf = async (endpointId: string) =>
@@ -149,20 +166,7 @@ describe('retries', () => {
     const { shop, endpoint } = await newEndpoint('/twice');
     const options = { secretKeyBase: ctx.config.SECRET_KEY_BASE, policy: { allowPrivate: true } };
     const target = { brandId: shop.brandId, endpointId: endpoint.id };
-    // A delivery as ingestion writes it, without its outbox row: only the pumps below send it.
-    const delivery = async () => {
-      const eventId = newId('whevt');
-      await sql(
-        `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
-         values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
-        [eventId, shop.brandId],
-      );
-      await sql(
-        `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
-         values (?, ?, true, ?, ?, 'req_x')`,
-        [newId('whd'), shop.brandId, eventId, endpoint.id],
-      );
-    };
+    const delivery = () => storedDelivery(shop.brandId, endpoint.id);
     await delivery();
     expect(await pumpEndpoint(ctx.orm, target, options)).toMatchObject({ delivered: 1, ended: 'drained' });
     expect(await pumpEndpoint(ctx.orm, target, options)).toMatchObject({ batches: 0, delivered: 0 });
@@ -178,6 +182,73 @@ describe('retries', () => {
     const sent = receiver.at('/twice').map((r) => r.headers['lf-event-id']);
     expect(sent).toHaveLength(41);
     expect(new Set(sent).size).toBe(41);
+  });
+});
+
+describe('a pump', () => {
+  const options = () => ({ secretKeyBase: ctx.config.SECRET_KEY_BASE, policy: { allowPrivate: true } });
+
+  it('yields after its time with more due (a wake-up goes to the back of the queue), and the next run goes on', async () => {
+    const { shop, endpoint } = await newEndpoint('/turns');
+    const target = { brandId: shop.brandId, endpointId: endpoint.id };
+    for (let i = 0; i < 20; i++) await storedDelivery(shop.brandId, endpoint.id);
+    const first = await pumpEndpoint(ctx.orm, target, { ...options(), maxBatch: 8, maxRunMs: 0 });
+    expect(first).toMatchObject({ ended: 'yielded', batches: 1, delivered: 8 });
+    // The worker's side: a yielded pump's wake-up is added at once, under an id of its own; the
+    // file's worker runs it, and nothing else would wake the endpoint for the other 12.
+    const wakeUp = {
+      id: 'wake_turns_test',
+      data: { request_id: 'req_x', triggered_by: 'event', brand_id: shop.brandId, endpoint_id: endpoint.id },
+    } as unknown as Job<WakeUp>;
+    await wakeAfter(ctx.queues, wakeUp, first);
+    await until('the rest delivered', () => receiver.at('/turns').length === 20);
+    expect(receiver.at('/turns')).toHaveLength(20);
+    expect(new Set(receiver.at('/turns').map((r) => r.headers['lf-event-id'])).size).toBe(20);
+  });
+
+  it('stopping (worker shutdown): what it claimed and did not send goes back unsent, no attempt counted', async () => {
+    const { shop, endpoint } = await newEndpoint('/stopping');
+    const ids = [
+      await storedDelivery(shop.brandId, endpoint.id),
+      await storedDelivery(shop.brandId, endpoint.id),
+    ];
+    const outcome = await pumpEndpoint(
+      ctx.orm,
+      { brandId: shop.brandId, endpointId: endpoint.id },
+      options(),
+      { claimAgain: () => false, release: () => {}, stopping: true },
+    );
+    expect(outcome).toMatchObject({ ended: 'stopping', delivered: 0, released: 2 });
+    const rows = await sql(
+      `select status, attempts, attempt_lease_until from webhook_deliveries where id in (?, ?)`,
+      ids,
+    );
+    expect(rows).toEqual([
+      { status: 'pending', attempts: 0, attempt_lease_until: null },
+      { status: 'pending', attempts: 0, attempt_lease_until: null },
+    ]);
+    expect(receiver.at('/stopping')).toEqual([]);
+  });
+
+  it('cancels, unsent, what it claims for an endpoint disabled or deleted meanwhile', async () => {
+    const { shop, endpoint } = await newEndpoint('/gone');
+    const target = { brandId: shop.brandId, endpointId: endpoint.id };
+    // Written by a write that read the endpoint before it was disabled (ingestion does not lock it).
+    await sql(`update webhook_endpoints set status = 'disabled' where id = ?`, [endpoint.id]);
+    const disabled = await storedDelivery(shop.brandId, endpoint.id);
+    expect(await pumpEndpoint(ctx.orm, target, options())).toMatchObject({ canceled: 1, delivered: 0 });
+    await sql(`delete from webhook_endpoints where id = ?`, [endpoint.id]);
+    const deleted = await storedDelivery(shop.brandId, endpoint.id);
+    expect(await pumpEndpoint(ctx.orm, target, options())).toMatchObject({ canceled: 1, delivered: 0 });
+    const rows = await sql(
+      `select id, status, last_error from webhook_deliveries where id in (?, ?) order by id`,
+      [disabled, deleted],
+    );
+    expect(rows).toEqual([
+      { id: disabled, status: 'canceled', last_error: 'endpoint disabled' },
+      { id: deleted, status: 'canceled', last_error: 'endpoint deleted' },
+    ]);
+    expect(receiver.at('/gone')).toEqual([]);
   });
 });
 
