@@ -343,10 +343,11 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
         1,
       );
       const fastAcks = new Map<string, number>();
+      // Counted before sending: deliveries now arrive while the burst is still being sent.
+      const fastBefore = receiver.delivered('fast');
       const fastStart = performance.now();
       await sendBurst(server, key, code, n, `whf-${prefix}`, fastAcks, options.webhookConnections);
       const fastEnd = performance.now();
-      const fastBefore = receiver.delivered('fast');
       await settle(receiver, () => receiver.delivered('fast') - fastBefore >= n, 60_000);
       const fast = { ...deliveryStat(receiver, 'fast', fastAcks, fastStart, fastEnd), load: load() };
       fairness = {
