@@ -261,6 +261,7 @@ const load = () => os.loadavg()[0]!.toFixed(1);
 export interface WebhooksResult {
   burst: DeliveryStat & { cost: Cost; load: string };
   sustained?: DeliveryStat & { cost: Cost; load: string };
+  spread?: DeliveryStat & { cost: Cost; load: string; brands: number };
   fairness?: {
     fast: DeliveryStat & { load: string };
     slowDelivered: number;
@@ -308,8 +309,8 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
         `  ${fmt(stat.delivered)} of ${fmt(count)} delivered (${stat.duplicates} twice) in ${fmt(stat.drainSeconds, 1)} s ` +
           `after the first ack (acks took ${fmt(stat.ackSeconds, 1)} s): ${fmt(stat.perS)}/s, ` +
           `p50 ${ms(stat.p50)} ms, p99 ${ms(stat.p99)} ms; per delivery: worker ${ms(stat.cost.workerCpuMs)} ms CPU, ` +
-          `PostgreSQL ${ms(stat.cost.postgresCpuMs)} ms CPU, ${fmt(stat.cost.transactions, 1)} transactions, ` +
-          `${fmt(stat.cost.redisCommands, 1)} Redis commands; load average ${stat.load} at the end`,
+          `PostgreSQL ${ms(stat.cost.postgresCpuMs)} ms CPU, ${fmt(stat.cost.transactions, 2)} transactions, ` +
+          `${fmt(stat.cost.redisCommands, 2)} Redis commands; load average ${stat.load} at the end`,
       );
       return stat;
     };
@@ -320,6 +321,43 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
     if (options.webhookSustainedEvents > 0) {
       phase(`webhook sustained run: ${fmt(options.webhookSustainedEvents)} conversions to the fast endpoint`);
       sustained = await fastRun(options.webhookSustainedEvents, 'whl');
+    }
+
+    let spread: WebhooksResult['spread'];
+    if (options.webhookBrands > 0) {
+      const brandCount = options.webhookBrands;
+      phase(`webhook spread run: ${fmt(n)} conversions over ${brandCount} brands' endpoints, sent at once`);
+      const brands: { key: string; code: string }[] = [];
+      for (let i = 0; i < brandCount; i++) {
+        const brand = await brandWithCode(server, ctx.env.ADMIN_TOKEN!, `Spread ${i}`);
+        await call(server, brand.key, '/v1/webhook_endpoints', {
+          url: receiver.url(`/spread-${i}`),
+          enabled_events: ['conversion.created'],
+        });
+        brands.push(brand);
+      }
+      const acks = new Map<string, number>();
+      const already = receiver.delivered('fast');
+      const before = await counters(db, redis, worker.pid!);
+      const sendStart = performance.now();
+      const each = Math.ceil(n / brandCount);
+      await Promise.all(
+        brands.map((b, i) => sendBurst(server, b.key, b.code, each, `whm${i}-${prefix}`, acks, 1)),
+      );
+      const sendEnd = performance.now();
+      await settle(receiver, () => receiver.delivered('fast') - already >= each * brandCount);
+      const after = await counters(db, redis, worker.pid!);
+      spread = {
+        ...deliveryStat(receiver, 'fast', acks, sendStart, sendEnd),
+        cost: costPer(before, after, each * brandCount),
+        load: load(),
+        brands: brandCount,
+      };
+      log(
+        `  ${fmt(spread.delivered)} of ${fmt(spread.sent)} over ${brandCount} endpoints in ${fmt(spread.drainSeconds, 1)} s: ` +
+          `${fmt(spread.perS)}/s, p50 ${ms(spread.p50)} ms, p99 ${ms(spread.p99)} ms; worker ${ms(spread.cost.workerCpuMs)} ms CPU ` +
+          `a delivery; load average ${spread.load} at the end`,
+      );
     }
 
     let fairness: WebhooksResult['fairness'];
@@ -365,6 +403,7 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
     return {
       burst,
       sustained,
+      spread,
       fairness,
       workerConcurrencyNote: readFileSync(join(tmpDir, 'webhooks-worker.log'), 'utf8').includes('"level":50')
         ? 'the worker logged errors: see tmp/'
@@ -384,7 +423,7 @@ const row = (label: string, s: DeliveryStat & { load: string }) =>
 
 const costLine = (label: string, c: Cost) =>
   `${label}: worker ${ms(c.workerCpuMs)} ms CPU, PostgreSQL ${ms(c.postgresCpuMs)} ms CPU (all backends, ingestion
-included), ${fmt(c.transactions, 1)} PostgreSQL transactions (the bench database's, ingestion included) and ${fmt(c.redisCommands, 1)} Redis
+included), ${fmt(c.transactions, 2)} PostgreSQL transactions (the bench database's, ingestion included) and ${fmt(c.redisCommands, 2)} Redis
 commands (the whole Redis server's: exact only when no one else uses it).`;
 
 /** docs/benchmarks-webhooks.md's body. */
@@ -401,6 +440,7 @@ Load average: the 1-minute figure when the run ended (the machine is shared).
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${row('burst, one fast endpoint', r.burst)}
 ${r.sustained ? row('sustained, one fast endpoint', r.sustained) : ''}
+${r.spread ? row(`the burst over ${r.spread.brands} brands' fast endpoints`, r.spread) : ''}
 ${r.fairness ? row(`fast endpoint beside one answering after ${SLOW_MS} ms`, r.fairness.fast) : ''}
 
 ${costLine('Per delivery in the burst', r.burst.cost)}
