@@ -69,7 +69,8 @@ async function startWorker(env: NodeJS.ProcessEnv, logFile: string): Promise<Chi
   const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/workers/main.js'], {
     cwd: root,
-    env: { ...env, LOG_LEVEL: 'info' },
+    // As in production; BENCH_WORKER_LOG_LEVEL=debug shows each webhook batch's timings.
+    env: { ...env, LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'info' },
     stdio: ['ignore', fd, fd],
   });
   closeSync(fd);

@@ -56,7 +56,10 @@ export interface BatchOutcome {
   /** Distinct errors of the failed attempts with their counts, and a few of their delivery ids. */
   errors: Record<string, number>;
   failed_ids: string[];
+  /** The requests' time (the first sent to the last answered), the claim's and the record's. */
   ms: number;
+  claim_ms: number;
+  record_ms: number;
 }
 
 export interface PumpOutcome {
@@ -111,6 +114,7 @@ export async function pumpEndpoint(
   for (;;) {
     // The lease outlives the batch even if every request waits for its timeout.
     const leaseSeconds = Math.ceil(limit / inFlight) * Math.ceil(timeoutMs / 1000) + 20;
+    const claimStarted = Date.now();
     const rows = await queryOnce<ClaimedRow>(orm, claimDue, [
       target.brandId,
       target.endpointId,
@@ -123,7 +127,9 @@ export async function pumpEndpoint(
     ]);
     const claimedAll = rows.length === limit;
     if (rows.length > 0) {
+      const claimMs = Date.now() - claimStarted;
       const batch = await deliverBatch(orm, target, rows, { ...options, inFlight, timeoutMs }, session, now);
+      batch.claim_ms = claimMs;
       outcome.batches++;
       outcome.delivered += batch.delivered;
       outcome.failed += batch.failed;
@@ -180,6 +186,8 @@ async function deliverBatch(
     errors: {},
     failed_ids: [],
     ms: 0,
+    claim_ms: 0,
+    record_ms: 0,
   };
   const endpoint = rows[0]!;
   const enabled = endpoint.endpoint_id !== null && endpoint.endpoint_status === 'enabled';
@@ -222,7 +230,9 @@ async function deliverBatch(
     await queryOnce(orm, releaseClaimed, [target.brandId, JSON.stringify(unsent)]);
     outcome.released = unsent.length;
   }
+  const recordStarted = Date.now();
   if (records.length > 0) await record(orm, target, records, now());
+  outcome.record_ms = Date.now() - recordStarted;
   for (const r of records) {
     if (r.status === 'succeeded') {
       outcome.delivered++;
