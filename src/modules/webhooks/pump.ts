@@ -111,50 +111,68 @@ export async function pumpEndpoint(
   };
   // The first claim is small until the endpoint's pace is known.
   let limit = Math.min(maxBatch, inFlight * 4);
+  // The previous batch's record, running while the next claim does (its deliveries are leased:
+  // the claim cannot take them again). Every path below waits for it before the pump stops.
+  let recording: Promise<BatchOutcome> | null = null;
+  const tally = (batch: BatchOutcome) => {
+    outcome.batches++;
+    outcome.delivered += batch.delivered;
+    outcome.failed += batch.failed;
+    outcome.canceled += batch.canceled;
+    outcome.released += batch.released;
+    options.onBatch?.(batch);
+  };
+  const recorded = async () => {
+    if (!recording) return;
+    const batch = await recording;
+    recording = null;
+    tally(batch);
+  };
   for (;;) {
     // The lease outlives the batch even if every request waits for its timeout.
     const leaseSeconds = Math.ceil(limit / inFlight) * Math.ceil(timeoutMs / 1000) + 20;
     const claimStarted = Date.now();
-    const rows = await queryOnce<ClaimedRow>(orm, claimDue, [
-      target.brandId,
-      target.endpointId,
-      new Date(now().getTime() + EARLY_TOLERANCE_MS),
-      limit,
-      leaseSeconds,
-      target.brandId,
-      target.brandId,
-      target.endpointId,
+    const [rows, previous] = await Promise.all([
+      queryOnce<ClaimedRow>(orm, claimDue, [
+        target.brandId,
+        target.endpointId,
+        new Date(now().getTime() + EARLY_TOLERANCE_MS),
+        limit,
+        leaseSeconds,
+        target.brandId,
+        target.brandId,
+        target.endpointId,
+      ]),
+      recording,
     ]);
+    const claimMs = Date.now() - claimStarted;
+    recording = null;
+    if (previous) tally(previous);
     const claimedAll = rows.length === limit;
     if (rows.length > 0) {
-      const claimMs = Date.now() - claimStarted;
       const batch = await deliverBatch(orm, target, rows, { ...options, inFlight, timeoutMs }, session, now);
-      batch.claim_ms = claimMs;
-      outcome.batches++;
-      outcome.delivered += batch.delivered;
-      outcome.failed += batch.failed;
-      outcome.canceled += batch.canceled;
-      outcome.released += batch.released;
-      options.onBatch?.(batch);
-      const sent = batch.delivered + batch.failed;
+      recording = batch.recorded.then((b) => ({ ...b, claim_ms: claimMs }));
       // Sized so a batch takes about BATCH_TARGET_MS at the pace just seen.
-      if (sent > 0) {
-        const perRequest = Math.max(1, (batch.ms * Math.min(inFlight, sent)) / sent);
+      if (batch.sent > 0) {
+        const perRequest = Math.max(1, (batch.ms * Math.min(inFlight, batch.sent)) / batch.sent);
         limit = Math.max(inFlight, Math.min(maxBatch, Math.floor((inFlight * BATCH_TARGET_MS) / perRequest)));
       }
     }
     if (session.stopping) {
+      await recorded();
       session.release();
       outcome.ended = 'stopping';
       return outcome;
     }
     if (claimedAll) {
       if (Date.now() - started < (options.maxRunMs ?? MAX_PUMP_MS)) continue;
+      await recorded();
       session.release();
       outcome.ended = 'yielded';
       return outcome;
     }
-    // Nothing more was due at the claim: stop, unless a wake-up came in meanwhile.
+    // Nothing more was due at the claim: stop once recorded, unless a wake-up came in meanwhile.
+    await recorded();
     if (!session.claimAgain()) break;
   }
   const [next] = await queryOnce<{ next_attempt_at: string }>(orm, nextDue, [
@@ -166,7 +184,10 @@ export async function pumpEndpoint(
   return outcome;
 }
 
-/** Sends one claimed batch (canceling what its endpoint no longer takes) and records it. */
+/**
+ * Sends one claimed batch (canceling what its endpoint no longer takes), and starts its record:
+ * `recorded` settles once the results are in PostgreSQL. `ms`: the requests' time; `sent`: how many went.
+ */
 async function deliverBatch(
   orm: MikroORM,
   target: PumpTarget,
@@ -174,8 +195,7 @@ async function deliverBatch(
   options: PumpOptions & { inFlight: number; timeoutMs: number },
   session: PumpSession,
   now: () => Date,
-): Promise<BatchOutcome> {
-  const began = Date.now();
+): Promise<{ ms: number; sent: number; recorded: Promise<BatchOutcome> }> {
   const outcome: BatchOutcome = {
     claimed: rows.length,
     delivered: 0,
@@ -191,20 +211,19 @@ async function deliverBatch(
   };
   const endpoint = rows[0]!;
   const enabled = endpoint.endpoint_id !== null && endpoint.endpoint_status === 'enabled';
-  // A delivery of another mode than its endpoint's is one whose endpoint is gone (ids are not reused).
-  const cancel = (why: string, ids: string[]) =>
-    ids.length > 0
-      ? queryOnce(orm, cancelClaimed, [why, target.brandId, JSON.stringify(ids)]).then(() => {
-          outcome.canceled += ids.length;
-        })
-      : Promise.resolve();
+  const cancel = async (why: string, ids: string[]) => {
+    if (ids.length === 0) return;
+    await queryOnce(orm, cancelClaimed, [why, target.brandId, JSON.stringify(ids)]);
+    outcome.canceled += ids.length;
+  };
   if (!enabled) {
     await cancel(
       endpoint.endpoint_id === null ? 'endpoint deleted' : 'endpoint disabled',
       rows.map((r) => r.id),
     );
-    return { ...outcome, ms: Date.now() - began };
+    return { ms: 0, sent: 0, recorded: Promise.resolve(outcome) };
   }
+  // A delivery of another mode than its endpoint's is one whose endpoint is gone (ids are not reused).
   const sendable = rows.filter((r) => r.livemode === r.endpoint_livemode);
   await cancel(
     'endpoint deleted',
@@ -214,6 +233,7 @@ async function deliverBatch(
   const records: AttemptRecord[] = [];
   const unsent: string[] = [];
   let next = 0;
+  // `inFlight` lanes take the deliveries in claim order: at most that many requests at once.
   const lane = async () => {
     while (next < sendable.length) {
       const row = sendable[next++]!;
@@ -224,27 +244,31 @@ async function deliverBatch(
       records.push(await attempt(row, endpoint.url!, secrets, options, now));
     }
   };
+  const sendStarted = Date.now();
   await Promise.all(Array.from({ length: Math.min(options.inFlight, sendable.length) }, lane));
-  const sendMs = Date.now() - began;
-  if (unsent.length > 0) {
-    await queryOnce(orm, releaseClaimed, [target.brandId, JSON.stringify(unsent)]);
-    outcome.released = unsent.length;
-  }
-  const recordStarted = Date.now();
-  if (records.length > 0) await record(orm, target, records, now());
-  outcome.record_ms = Date.now() - recordStarted;
-  for (const r of records) {
-    if (r.status === 'succeeded') {
-      outcome.delivered++;
-      continue;
+  outcome.ms = Date.now() - sendStarted;
+  const recorded = (async () => {
+    const recordStarted = Date.now();
+    if (unsent.length > 0) {
+      await queryOnce(orm, releaseClaimed, [target.brandId, JSON.stringify(unsent)]);
+      outcome.released = unsent.length;
     }
-    outcome.failed++;
-    if (r.status === 'failed') outcome.final++;
-    const error = r.error ?? 'failed';
-    outcome.errors[error] = (outcome.errors[error] ?? 0) + 1;
-    if (outcome.failed_ids.length < 10) outcome.failed_ids.push(r.id);
-  }
-  return { ...outcome, ms: sendMs };
+    if (records.length > 0) await record(orm, target, records, now());
+    outcome.record_ms = Date.now() - recordStarted;
+    for (const r of records) {
+      if (r.status === 'succeeded') {
+        outcome.delivered++;
+        continue;
+      }
+      outcome.failed++;
+      if (r.status === 'failed') outcome.final++;
+      const error = r.error ?? 'failed';
+      outcome.errors[error] = (outcome.errors[error] ?? 0) + 1;
+      if (outcome.failed_ids.length < 10) outcome.failed_ids.push(r.id);
+    }
+    return outcome;
+  })();
+  return { ms: outcome.ms, sent: records.length, recorded };
 }
 
 /** The endpoint's secrets that sign now: its own, and the previous one while it is rolling. */
