@@ -146,7 +146,7 @@ export const options = {
   /** The sustained run's conversions to the fast endpoint (issue 39: 1,500 deliveries a second over 50,000; 0: none). */
   webhookSustainedEvents: integer('BENCH_WEBHOOK_SUSTAINED_EVENTS', 50_000, 0),
   /** The spread run: the burst's conversions over this many brands, one endpoint each, sent at once (0: none). */
-  webhookBrands: integer('BENCH_WEBHOOK_BRANDS', 0, 0),
+  webhookBrands: integer('BENCH_WEBHOOK_BRANDS', 32, 0),
   /** Batches in flight while the burst is sent. */
   webhookConnections: integer('BENCH_WEBHOOK_CONNECTIONS', 2, 1),
   webhooksFile: resolve(root, 'docs', 'benchmarks-webhooks.md'),
