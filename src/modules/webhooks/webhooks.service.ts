@@ -214,7 +214,8 @@ export async function updateEndpoint(
       [...values, id, ...scope.values],
     );
     if (!row) throw endpointNotFound(id);
-    if (patch.status === 'disabled') await cancelPendingDeliveries(tx, [id], 'endpoint disabled');
+    if (patch.status === 'disabled')
+      await cancelPendingDeliveries(tx, row.brand_id, [id], 'endpoint disabled');
     return row;
   });
 }
@@ -222,14 +223,16 @@ export async function updateEndpoint(
 /** A disabled endpoint receives nothing: its pending deliveries end now (pumps claim only pending ones). */
 export async function cancelPendingDeliveries(
   em: Pick<EntityManager, 'execute'>,
+  brandId: string,
   endpointIds: readonly string[],
   reason: string,
 ): Promise<void> {
   if (endpointIds.length === 0) return;
+  // By brand and endpoint: the pending deliveries' own index, not the endpoint's whole history.
   await em.execute(
     `update webhook_deliveries set status = ?, last_error = ?, next_attempt_at = null, updated_at = now()
-      where endpoint_id in (select jsonb_array_elements_text(?::jsonb)) and status = ?`,
-    ['canceled', reason, JSON.stringify(endpointIds), 'pending'],
+      where brand_id = ? and endpoint_id in (select jsonb_array_elements_text(?::jsonb)) and status = ?`,
+    ['canceled', reason, brandId, JSON.stringify(endpointIds), 'pending'],
   );
 }
 
