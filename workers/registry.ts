@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
 import { type Job, MetricsTime, UnrecoverableError, type WorkerOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../src/config.js';
 import {
   isScheduleMissing,
@@ -11,6 +10,7 @@ import {
   schedulerId,
 } from '../src/jobs/queues.js';
 import { runAsJob } from '../src/modules/webhooks/job-cause.js';
+import type { RedisClient } from '../src/redis.js';
 import { integrationStatusJob } from './integration-status.js';
 import { dueAt, type JobModule, mirroredToJobLog, type WorkerContext } from './job.js';
 import { orderConfirmationJob } from './order-confirmation.js';
@@ -125,7 +125,8 @@ function pick(value: object | undefined, keys: string[]): Record<string, unknown
 const CONCURRENCY: Partial<Record<JobName, number>> = { 'webhook-delivery': 64 };
 
 export function workerOptions(
-  connection: Redis,
+  connection: RedisClient,
+  /** The queue's own prefix (src/jobs/queues.ts `queuePrefix`): a hash tag on a Redis Cluster. */
   prefix: string,
   lockMs = 30_000,
   name?: JobName,

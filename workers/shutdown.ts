@@ -1,13 +1,13 @@
 import type { Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { closeQueues, type JobData, type Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
+import type { RedisClient } from '../src/redis.js';
 import { endpointPumps } from './webhook-delivery.js';
 
 /** What the worker process holds; workers, relay and keeper exist only once it has started. */
 export interface WorkerProcess {
   logger: Logger;
-  connection: Redis;
+  connection: RedisClient;
   queues: Queues;
   closeOrm: () => Promise<void>;
   graceMs: number;

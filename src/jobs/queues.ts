@@ -1,5 +1,5 @@
 import { type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { type JobData, type JobName, jobNames } from './payloads.js';
 
 export { isJobName, type JobData, type JobName, type JobPayload, jobNames, jobPayloads } from './payloads.js';
@@ -53,9 +53,28 @@ export function jobOptions(name: JobName, overrides: { backoffMs?: number } = {}
 
 export type Queues = Record<JobName, Queue<JobData>>;
 
-/** `prefix` isolates test runs that share one Redis; `backoffMs` shortens every backoff (tests). */
+/**
+ * The BullMQ key prefix of queue `name`. BullMQ's scripts touch several keys of a queue at once,
+ * which a Redis Cluster allows only within one hash slot: on a cluster the prefix is a hash tag
+ * of its own per queue, `{lf:webhook-delivery}`, so a queue's keys share a slot and the queues
+ * spread over the masters (none of our BullMQ calls spans two queues). On a single Redis it stays
+ * the plain prefix, so a deployment that is not moving to a cluster keeps its keys (a new prefix
+ * would orphan every job and schedule it has). Workers must use the same (workers/main.ts).
+ */
+export function queuePrefix(
+  prefix: string,
+  name: JobName,
+  connection: Pick<RedisClient, 'isCluster'>,
+): string {
+  return connection.isCluster ? `{${prefix}:${name}}` : prefix;
+}
+
+/**
+ * `prefix` (QUEUE_PREFIX, see queuePrefix) isolates test runs that share one Redis; `backoffMs`
+ * shortens every backoff (tests).
+ */
 export function createQueues(
-  connection: Redis,
+  connection: RedisClient,
   prefix = 'lf',
   overrides: { backoffMs?: number } = {},
 ): Queues {
@@ -63,7 +82,7 @@ export function createQueues(
     jobNames.map((name) => {
       const queue = new Queue<JobData>(name, {
         connection,
-        prefix,
+        prefix: queuePrefix(prefix, name, connection),
         defaultJobOptions: jobOptions(name, overrides),
       });
       // Connection errors are logged once by the connection's owner; unheard they would crash the process.

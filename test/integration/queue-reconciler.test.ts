@@ -1,10 +1,9 @@
 import { type Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { JobData, JobName } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import { reconcileQueues } from '../../workers/queue-reconciler.js';
 import { runJob, workerOptions } from '../../workers/registry.js';
 import { wakeUpJobId } from '../../workers/webhook-delivery.js';
@@ -22,8 +21,8 @@ import { type Receiver, startReceiver, until } from './webhooks-helpers.js';
 let redis: PrivateRedis;
 let ctx: TestContext;
 let receiver: Receiver;
-let control: Redis;
-const workers: { worker: Worker; connection: Redis }[] = [];
+let control: RedisClient;
+const workers: { worker: Worker; connection: RedisClient }[] = [];
 
 beforeAll(async () => {
   redis = await startPrivateRedis();

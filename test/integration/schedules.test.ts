@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   closeQueues,
@@ -11,7 +10,7 @@ import {
 } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/ops/metrics.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import type { JobModule } from '../../workers/job.js';
 import { checkRegistry, installSchedules, jobModules, workerOptions } from '../../workers/registry.js';
@@ -19,7 +18,7 @@ import { keepSchedules } from '../../workers/schedule-keeper.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 
 let queues: Queues;
-let connection: Redis;
+let connection: RedisClient;
 let prefix: string;
 const config = { PAYOUT_SCHEDULE: '0 0 10 * *' };
 const lines: string[] = [];
@@ -54,7 +53,7 @@ async function missing(of: Queues): Promise<string[]> {
 }
 
 /** Deletes every key of this file's prefix: Redis losing its data, for this file only. */
-async function loseQueueData(client: Redis) {
+async function loseQueueData(client: RedisClient) {
   let cursor = '0';
   do {
     const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
@@ -164,7 +163,7 @@ describe('job schedules', () => {
 describe('Redis restarted empty', () => {
   let redis: PrivateRedis;
   let own: Queues;
-  let ownConnection: Redis;
+  let ownConnection: RedisClient;
   beforeAll(async () => {
     redis = await startPrivateRedis();
     ownConnection = createRedis(redis.url, { worker: true });
