@@ -22,10 +22,10 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number; ji
   'payout-run': { attempts: 8, backoffMs: 60_000 },
   // Hourly and only housekeeping: two retries, the next hour does the rest.
   'outbox-prune': { attempts: 3, backoffMs: 60_000 },
-  // A receiver may be down for days: 14 retries, the n-th after 18 s × 2^(n-1) less up to 20 %
-  // jitter (first within 15-18 s, the last about 1.7 days later): about 3 days in all (2.7 to
-  // 3.4), after which an endpoint still failing is disabled (webhooks/delivery.ts).
-  'webhook-delivery': { attempts: 15, backoffMs: 18_000, jitter: 0.2 },
+  // A wake-up of an endpoint's pump: it fails only when its statements do (a PostgreSQL outage
+  // postpones it without an attempt): 5, 10, 20, 40 s, then the queue reconciler wakes the
+  // endpoint. A delivery's own retry schedule (about 3 days) is the delivery's: webhooks/delivery.ts.
+  'webhook-delivery': { attempts: 5, backoffMs: 5_000 },
   // Every minute, and each pass redoes the whole check: one retry, the next minute does the rest.
   'queue-reconciler': { attempts: 2, backoffMs: 10_000 },
   // Every minute, and each run folds whatever is there: one retry, the next minute does the rest.
@@ -42,8 +42,7 @@ export function jobOptions(name: JobName, overrides: { backoffMs?: number } = {}
   return {
     attempts,
     backoff: {
-      // A delivery retries when the delivery's own schedule says (workers/registry.ts).
-      type: name === 'webhook-delivery' ? 'delivery' : 'exponential',
+      type: 'exponential',
       delay: overrides.backoffMs ?? backoffMs,
       ...(jitter !== undefined && { jitter }),
     },

@@ -74,11 +74,8 @@ describe('retry policy', () => {
     for (const name of jobNames) {
       expect(ctx.queues[name].defaultJobOptions).toMatchObject({
         attempts: jobRetry[name].attempts,
-        // A delivery's retry waits for the delivery's own next attempt (workers/registry.ts).
-        backoff: {
-          type: name === 'webhook-delivery' ? 'delivery' : 'exponential',
-          delay: jobRetry[name].backoffMs,
-        },
+        // A webhook delivery's own retries are the delivery's, not its wake-up's (webhooks/delivery.ts).
+        backoff: { type: 'exponential', delay: jobRetry[name].backoffMs },
       });
     }
     expect(jobRetry['payout-run']).toEqual({ attempts: 8, backoffMs: 60_000 });

@@ -63,7 +63,7 @@ async function loseQueueData(client: RedisClient) {
 }
 
 describe('job registry', () => {
-  it('runs webhook deliveries 64 at a time (a slow receiver holds up no other), every other job one at a time', () => {
+  it('runs 64 webhook endpoint pumps at a time (a slow receiver holds up no other), every other job one at a time', () => {
     const connection = {} as never;
     expect(workerOptions(connection, 'lf', 30_000, 'webhook-delivery').concurrency).toBe(64);
     for (const name of jobNames.filter((n) => n !== 'webhook-delivery'))
@@ -100,10 +100,7 @@ describe('job schedules', () => {
       expect(schedulers[0]).toMatchObject({ key: `${name}-schedule`, tz: 'Asia/Seoul' });
       expect(schedulers[0]!.template?.opts).toMatchObject({
         attempts: jobRetry[name].attempts,
-        backoff: {
-          type: name === 'webhook-delivery' ? 'delivery' : 'exponential',
-          delay: jobRetry[name].backoffMs,
-        },
+        backoff: { type: 'exponential', delay: jobRetry[name].backoffMs },
       });
     }
     const [payout] = await queues['payout-run'].getJobSchedulers();

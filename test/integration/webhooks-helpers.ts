@@ -67,7 +67,8 @@ export function startDeliveryWorker(
   const outcomes: { id: string; state: 'completed' | 'failed'; reason?: string }[] = [];
   const worker = new Worker<JobData>(
     'webhook-delivery',
-    (job: Job<JobData>) => runJob('webhook-delivery', { orm: deps.orm, logger, config: deps.config }, job),
+    (job: Job<JobData>) =>
+      runJob('webhook-delivery', { orm: deps.orm, logger, config: deps.config, queues: deps.queues }, job),
     { ...workerOptions(connection, prefix), concurrency: 4 },
   );
   worker.on('error', () => {});
