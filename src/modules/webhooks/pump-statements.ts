@@ -100,9 +100,9 @@ export const recordBatch = `with recorded as (
      and (?::timestamptz is not null or p.failing_since is not null or p.last_success_at is null
           or p.last_success_at < ?::timestamptz - interval '1 second')`;
 
-/** Claimed deliveries canceled (their endpoint is gone, disabled, or of another mode). Params: reason, brand, ids. */
+/** Claimed deliveries canceled (their endpoint is gone, disabled, or of another mode). Params: 'canceled', reason, brand, ids. */
 export const cancelClaimed = `update webhook_deliveries
-    set status = 'canceled', last_error = ?, next_attempt_at = null, attempt_lease_until = null, updated_at = now()
+    set status = ?, last_error = ?, next_attempt_at = null, attempt_lease_until = null, updated_at = now()
   where brand_id = ? and id in (select jsonb_array_elements_text(?::jsonb)) and status <> 'succeeded'`;
 
 /** Claimed deliveries handed back unsent (the process is stopping): no attempt counted. Params: brand, ids. */

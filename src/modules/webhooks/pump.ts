@@ -213,7 +213,7 @@ async function deliverBatch(
   const enabled = endpoint.endpoint_id !== null && endpoint.endpoint_status === 'enabled';
   const cancel = async (why: string, ids: string[]) => {
     if (ids.length === 0) return;
-    await queryOnce(orm, cancelClaimed, [why, target.brandId, JSON.stringify(ids)]);
+    await queryOnce(orm, cancelClaimed, ['canceled', why, target.brandId, JSON.stringify(ids)]);
     outcome.canceled += ids.length;
   };
   if (!enabled) {
