@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { redisUrlProblem } from './redis-url.js';
 
 const hostList = z.string().transform((s) =>
   s
@@ -10,10 +11,11 @@ const hostList = z.string().transform((s) =>
     .filter(Boolean),
 );
 
-const redisUrl = z
-  .string()
-  .refine((s) => /^rediss?:\/\//.test(s), 'must start with redis:// or rediss://')
-  .refine((s) => URL.canParse(s), 'is not a valid URL');
+/** A single Redis (`redis://`, `rediss://`) or a Redis Cluster (`redis+cluster://h1:7000,h2:7001/`): src/redis-url.ts. */
+const redisUrl = z.string().superRefine((s, ctx) => {
+  const problem = redisUrlProblem(s);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
 const postgresUrl = z
   .string()
@@ -73,7 +75,10 @@ const schema = z.object({
   WORKER_DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(4),
   /** HTTP workers of the web process (node:cluster, the Heroku convention); 1 is one plain process. */
   WEB_CONCURRENCY: z.coerce.number().int().min(1).max(32).default(1),
-  /** BullMQ key prefix: several environments can share one Redis. */
+  /**
+   * BullMQ key prefix: several environments can share one Redis. On a Redis Cluster each queue's
+   * keys start with the hash tag `{<prefix>:<queue>}` instead (src/jobs/queues.ts, queuePrefix).
+   */
   QUEUE_PREFIX: z
     .string()
     .regex(/^[a-z0-9_-]{1,40}$/i, 'must be 1 to 40 letters, digits, - or _')

@@ -1,6 +1,13 @@
-import { Redis } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis } from 'ioredis';
 import type { Logger } from './logger.js';
 import { ThrottledWarning } from './outbox/throttled-warning.js';
+import { isClusterUrl, parseClusterUrl } from './redis-url.js';
+
+/**
+ * What REDIS_URL gives: a single Redis, or a Redis Cluster for a `redis+cluster://` URL
+ * (src/redis-url.ts). BullMQ takes either as its connection; `isCluster` tells them apart.
+ */
+export type RedisClient = Redis | Cluster;
 
 /**
  * A web command Redis has not answered in this long fails (a hung or partitioned Redis keeps the
@@ -15,21 +22,77 @@ export const WEB_COMMAND_TIMEOUT_MS = 2000;
  * and turn of the event loop, and ioredis built a pipeline object per turn, copying every
  * command onto it (4% of the web process's CPU under single events). Workers pass
  * `{ worker: true }` (`maxRetriesPerRequest: null`, as BullMQ requires, and no command
- * timeout: their blocking commands wait on purpose).
+ * timeout: their blocking commands wait on purpose). The same settings for a cluster, on each
+ * of its node connections.
  */
 export function createRedis(
   url: string,
   options: { worker?: boolean; tlsRejectUnauthorized?: boolean } = {},
-): Redis {
-  return new Redis(url, {
-    ...redisTls(url, options.tlsRejectUnauthorized),
+): RedisClient {
+  return redisClient(url, {
     lazyConnect: false,
-    enableOfflineQueue: !!options.worker,
+    offlineQueue: !!options.worker,
     maxRetriesPerRequest: options.worker ? null : 1,
     ...(!options.worker && { commandTimeout: WEB_COMMAND_TIMEOUT_MS }),
     connectTimeout: 2000,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 5000),
+    retry: (attempt) => Math.min(attempt * 200, 5000),
+    tlsRejectUnauthorized: options.tlsRejectUnauthorized,
   });
+}
+
+export interface ClientSettings {
+  lazyConnect: boolean;
+  offlineQueue: boolean;
+  maxRetriesPerRequest: number | null;
+  commandTimeout?: number;
+  connectTimeout: number;
+  /** Delay before reconnect attempt `attempt`; null gives up. */
+  retry: (attempt: number) => number | null;
+  tlsRejectUnauthorized?: boolean;
+}
+
+/**
+ * A client for `url` with these settings: a `Redis`, or a `Cluster` of the URL's nodes. On a
+ * cluster `retry` paces the reconnects from the URL's nodes once every node is lost; a single
+ * lost node is dropped, as ioredis does by default, and found again by the slot refresh every
+ * 5 s (which also follows a failover or a resharding without waiting for a redirected command).
+ * Not `clusterNodeRetryStrategy`: nodes that reconnect for ever are never all lost, so the
+ * cluster would stay "ready" through a whole outage and nothing would answer 503 at once.
+ */
+export function redisClient(url: string, settings: ClientSettings): RedisClient {
+  const perConnection = {
+    connectTimeout: settings.connectTimeout,
+    maxRetriesPerRequest: settings.maxRetriesPerRequest,
+    ...(settings.commandTimeout !== undefined && { commandTimeout: settings.commandTimeout }),
+  };
+  if (!isClusterUrl(url)) {
+    return new Redis(url, {
+      ...redisTls(url, settings.tlsRejectUnauthorized),
+      ...perConnection,
+      lazyConnect: settings.lazyConnect,
+      enableOfflineQueue: settings.offlineQueue,
+      retryStrategy: settings.retry,
+    });
+  }
+  const { nodes, username, password, tls } = parseClusterUrl(url);
+  const options: ClusterOptions = {
+    lazyConnect: settings.lazyConnect,
+    enableOfflineQueue: settings.offlineQueue,
+    // "ready" only once CLUSTER INFO says cluster_state:ok, as BullMQ expects of a cluster.
+    enableReadyCheck: true,
+    clusterRetryStrategy: settings.retry,
+    slotsRefreshInterval: 5000,
+    redisOptions: {
+      ...perConnection,
+      ...(username !== undefined && { username }),
+      ...(password !== undefined && { password }),
+      ...(tls && { tls: { rejectUnauthorized: settings.tlsRejectUnauthorized ?? true } }),
+    },
+    // With TLS the certificate names the host: connect by the name given, not the address it
+    // resolves to, or verification fails (AWS ElastiCache's advice for clusters with TLS).
+    ...(tls && { dnsLookup: (address, callback) => callback(null, address) }),
+  };
+  return new Cluster(nodes, options);
 }
 
 /**
@@ -38,7 +101,7 @@ export function createRedis(
  * ioredis reports every reconnect attempt (every 5 s), which made 175 identical lines of a
  * 13-minute outage.
  */
-export function logWebRedisConnection(redis: Redis, logger: Logger): void {
+export function logWebRedisConnection(redis: RedisClient, logger: Logger): void {
   const trouble = new ThrottledWarning(
     logger,
     'redis connection problem: admin job runs, traces and Bull Board answer 503 until it is back (ingestion goes on); check REDIS_URL and that Redis is running',

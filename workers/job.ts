@@ -30,12 +30,15 @@ export interface JobModule<N extends JobName = JobName> {
   options: JobsOptions;
   schedule: (config: Pick<Config, 'PAYOUT_SCHEDULE'>) => string;
   handler: JobHandler<N>;
+  /** Runs often (webhook wake-ups): "job started" and "job finished" at debug, not info. */
+  quiet?: boolean;
 }
 
 export function defineJob<N extends JobName>(job: {
   name: N;
   schedule: JobModule<N>['schedule'];
   handler: JobHandler<N>;
+  quiet?: boolean;
 }): JobModule<N> {
   return { ...job, payload: jobPayloads[job.name], options: jobOptions(job.name) };
 }

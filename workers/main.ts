@@ -1,13 +1,12 @@
 import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { loadConfigOrExit } from '../src/config.js';
 import { logConnectionBudget, workerConnectionBudget } from '../src/db/connections.js';
 import { initOrm } from '../src/db/orm.js';
 import { useNamedStatements } from '../src/db/sql.js';
-import { createQueues, type JobData, type JobName, jobNames } from '../src/jobs/queues.js';
+import { createQueues, type JobData, type JobName, jobNames, queuePrefix } from '../src/jobs/queues.js';
 import { createLogger } from '../src/logger.js';
 import { logWebhookUrlPolicy } from '../src/modules/webhooks/url-guard.js';
-import { createRedis } from '../src/redis.js';
+import { createRedis, type RedisClient } from '../src/redis.js';
 import { onStopSignal } from '../src/shared/stop-signals.js';
 import { DatabaseGate, probeDatabase } from './database-gate.js';
 import { Outage } from './outage.js';
@@ -77,7 +76,7 @@ onStopSignal(
 );
 
 /** Resolves when Redis is ready, or when the process is asked to stop first. */
-function redisReady(redis: Redis): Promise<void> {
+function redisReady(redis: RedisClient): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return Promise.race([new Promise<void>((resolve) => redis.once('ready', () => resolve())), stopped]);
 }
@@ -104,7 +103,7 @@ function startWorker(name: JobName, ctx: Parameters<typeof runJob>[1]): Worker<J
         worker.running.delete(key);
       }
     },
-    workerOptions(connection, config.QUEUE_PREFIX, config.JOB_LOCK_MS, name),
+    workerOptions(connection, queuePrefix(config.QUEUE_PREFIX, name, connection), config.JOB_LOCK_MS, name),
   );
   // Its connections fail with the main one; once that is ready again, what is left is BullMQ's own.
   w.on('error', (err) => {

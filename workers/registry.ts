@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
 import { type Job, MetricsTime, UnrecoverableError, type WorkerOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../src/config.js';
 import {
   isScheduleMissing,
@@ -10,8 +9,8 @@ import {
   type Queues,
   schedulerId,
 } from '../src/jobs/queues.js';
-import { deliveryBackoff } from '../src/modules/webhooks/delivery.js';
 import { runAsJob } from '../src/modules/webhooks/job-cause.js';
+import type { RedisClient } from '../src/redis.js';
 import { integrationStatusJob } from './integration-status.js';
 import { dueAt, type JobModule, mirroredToJobLog, type WorkerContext } from './job.js';
 import { orderConfirmationJob } from './order-confirmation.js';
@@ -116,17 +115,18 @@ function pick(value: object | undefined, keys: string[]): Record<string, unknown
   return Object.fromEntries(keys.filter((k) => from[k] !== undefined).map((k) => [k, from[k]]));
 }
 
-/** The worker of one queue: its options (failed and completed counts kept for `/metrics`). */
 /**
- * Jobs run one at a time per queue and process (each is a sweep), except webhook deliveries:
- * each waits on a receiver (up to 10 s), so one slow receiver must not hold up the others. An
- * endpoint takes at most 8 of them (webhooks/endpoint-slots.ts): 64 serve eight endpoints at
- * their cap, and a burst to one fast endpoint keeps its 8 connections busy with room to spare.
+ * Jobs run one at a time per queue and process (each is a sweep), except webhook-delivery: its
+ * jobs are endpoint pumps (webhooks/pump.ts), each holding its slot while it drains one
+ * endpoint (8 requests at once at most), so a slow receiver holds its own slot and never
+ * another's; a wake-up for an endpoint already pumping returns at once. 64 endpoints pump at
+ * once per process; more take turns (a pump yields its slot after 30 s).
  */
 const CONCURRENCY: Partial<Record<JobName, number>> = { 'webhook-delivery': 64 };
 
 export function workerOptions(
-  connection: Redis,
+  connection: RedisClient,
+  /** The queue's own prefix (src/jobs/queues.ts `queuePrefix`): a hash tag on a Redis Cluster. */
   prefix: string,
   lockMs = 30_000,
   name?: JobName,
@@ -139,14 +139,6 @@ export function workerOptions(
     // A dead worker's job is found stalled and rerun (every job is idempotent) within 2 × lockMs.
     lockDuration: lockMs,
     stalledInterval: lockMs,
-    // The `delivery` backoff (webhook-delivery): until the delivery's next attempt, which the
-    // failed attempt wrote in PostgreSQL and carries on its error.
-    settings: {
-      backoffStrategy: (attemptsMade, _type, err, job) => {
-        const backoff = job?.opts.backoff;
-        return deliveryBackoff(err, attemptsMade, typeof backoff === 'object' ? backoff.delay : undefined);
-      },
-    },
   };
 }
 
@@ -181,10 +173,12 @@ export async function runJob(name: JobName, ctx: WorkerContext, job: Job<JobData
     ...(data.event_id && { event_id: data.event_id }),
   });
   const logger = mirroredToJobLog(processLogger, job);
-  logger.info('job started');
+  // A frequent job's start and end are debug lines, kept out of its job log in Redis too.
+  const level = module.quiet ? 'debug' : 'info';
+  logger[level]('job started');
   const started = Date.now();
   // Changes the job records (and their webhook events) name this run's request_id as their cause.
   const result = await runAsJob(data.request_id, () => module.handler(ctx, job as never, logger));
-  logger.info({ duration_ms: Date.now() - started }, 'job finished');
+  logger[level]({ duration_ms: Date.now() - started }, 'job finished');
   return result;
 }

@@ -1,17 +1,17 @@
-import { foldCoarse, foldTallies } from '../src/modules/reports/fold-tallies.js';
+import { COARSE_STEP_SECONDS, foldCoarse, foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { defineJob, dueAt } from './job.js';
 
 /**
  * Every minute: the tallies ingestion appends (one row per group commit, so it never waits on
  * another request) are folded into the counts reports (per quarter hour) and integration status
  * (per minute) read, and into creators' balances. In the seconds between, only a backlog of
- * conversion tallies (a backfill) is folded, into its days, months and years, so a report of
- * whole days stops reading it within seconds (fold-tallies.ts). Safe to run twice or at once: a
+ * conversion tallies (a backfill) is folded, every 2 s, into its days, months and years, so a
+ * report of whole days stops reading it within seconds (fold-tallies.ts). Safe to run twice or at once: a
  * tally is deleted in the statement that adds it to its count.
  */
 export const reportRollupJob = defineJob({
   name: 'report-rollup',
-  schedule: () => '*/10 * * * * *',
+  schedule: () => `*/${COARSE_STEP_SECONDS} * * * * *`,
   handler: async (ctx, job, logger) => {
     // A run asked for by hand (admin API) folds everything, as the minute's does.
     const minute = !job.repeatJobKey || dueAt(job).getUTCSeconds() === 0;

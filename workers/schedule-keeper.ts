@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../src/config.js';
 import { jobOptions, type Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
+import type { RedisClient } from '../src/redis.js';
 import { installSchedules } from './registry.js';
 
 /** A check never holds up shutdown or the next check for longer than this. */
@@ -17,7 +17,7 @@ const CHECK_TIMEOUT_MS = 10_000;
  */
 export function keepSchedules(options: {
   queues: Queues;
-  connection: Redis;
+  connection: RedisClient;
   config: Pick<Config, 'PAYOUT_SCHEDULE'>;
   logger: Logger;
   intervalMs: number;

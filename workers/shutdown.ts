@@ -1,12 +1,13 @@
 import type { Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { closeQueues, type JobData, type Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
+import type { RedisClient } from '../src/redis.js';
+import { endpointPumps } from './webhook-delivery.js';
 
 /** What the worker process holds; workers, relay and keeper exist only once it has started. */
 export interface WorkerProcess {
   logger: Logger;
-  connection: Redis;
+  connection: RedisClient;
   queues: Queues;
   closeOrm: () => Promise<void>;
   graceMs: number;
@@ -39,6 +40,8 @@ export async function shutdown(p: WorkerProcess, signal: string): Promise<never>
     process.exit(1);
   }, p.graceMs + 2_500).unref();
   p.scheduleKeeper?.stop();
+  // Webhook pumps send what is in flight and hand the rest of their claims back.
+  endpointPumps.stop();
   const relayStopped = p.stopRelay?.() ?? Promise.resolve();
   const closed = Promise.all(p.workers.map((w) => w.close())).then(() => 'closed' as const);
   const outcome = await Promise.race([

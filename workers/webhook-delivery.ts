@@ -1,27 +1,51 @@
-import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { Config } from '../src/config.js';
-import { type JobPayload, jobRetry } from '../src/jobs/queues.js';
+import type { JobPayload, Queues } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import {
-  attemptDelivery,
-  DeliveryFailed,
-  retryDelayMs,
-  sweepFailingEndpoints,
-} from '../src/modules/webhooks/delivery.js';
-import { EndpointSlots } from '../src/modules/webhooks/endpoint-slots.js';
+import { sweepFailingEndpoints } from '../src/modules/webhooks/delivery.js';
+import { EndpointPumps } from '../src/modules/webhooks/endpoint-pumps.js';
+import { type PumpOutcome, pumpEndpoint } from '../src/modules/webhooks/pump.js';
 import { defineJob, type WorkerContext } from './job.js';
 
 /** What delivery needs from the configuration (workers/main.ts hands the whole of it). */
 type DeliveryConfig = Pick<Config, 'SECRET_KEY_BASE' | 'WEBHOOK_ALLOW_PRIVATE_URLS'>;
 
-/** This process's deliveries in flight per endpoint (the per-endpoint cap). */
-export const endpointSlots = new EndpointSlots();
+/** This process's endpoint pumps: one per endpoint (shutdown stops them: workers/shutdown.ts). */
+export const endpointPumps = new EndpointPumps();
+
+export type WakeUp = Extract<JobPayload<'webhook-delivery'>, { triggered_by: 'event' }>;
 
 /**
- * One delivery attempt per run; a failed attempt throws, so BullMQ retries it when the
- * delivery's next attempt is due (its `delivery` backoff: src/jobs/queues.ts, about 3 days). Idempotency key: the delivery id, which is
- * the job id: a delivered or canceled delivery is never sent again. Scheduled runs (hourly)
- * disable endpoints that have failed for 3 days, which is idempotent by its condition.
+ * The id of an endpoint's wake-up at `at`: due times in whole seconds, so pumps of several
+ * processes stopping with the same next retry add it once (BullMQ ignores an id it holds).
+ */
+export const wakeUpJobId = (endpointId: string, at: number) => `wake_${endpointId}_${Math.ceil(at / 1000)}`;
+
+/** Adds a wake-up of the job's endpoint at `at` (now: at once, with an id of its own). */
+async function wakeLater(queues: Queues, job: Job<WakeUp>, at: number | 'now') {
+  const data = job.data;
+  let jobId = at === 'now' ? `wake_${data.endpoint_id}_${Date.now()}` : wakeUpJobId(data.endpoint_id!, at);
+  // Its own id (a worker's clock behind another's): BullMQ would ignore the add while this job runs.
+  if (jobId === job.id) jobId = `${jobId}_again`;
+  await queues['webhook-delivery'].add(
+    'webhook-delivery',
+    {
+      request_id: data.request_id,
+      triggered_by: 'event',
+      brand_id: data.brand_id,
+      ...(data.livemode !== undefined && { livemode: data.livemode }),
+      endpoint_id: data.endpoint_id,
+    },
+    { jobId, delay: at === 'now' ? 0 : Math.max(0, at - Date.now()) },
+  );
+}
+
+/**
+ * A wake-up runs its endpoint's pump (webhooks/pump.ts) unless one runs in this process already,
+ * which it tells to claim again before it stops. After a drain the pump's next retry gets one
+ * delayed wake-up; a pump that yields its slot (30 s) or stops with the process gets one at once.
+ * Scheduled runs (hourly) disable endpoints that have failed for 3 days, idempotent by their
+ * condition. One log line per batch (debug), failures at warn with their errors counted.
  */
 export async function deliverWebhook(
   ctx: WorkerContext,
@@ -34,54 +58,65 @@ export async function deliverWebhook(
     logger.info(swept, 'failing webhook endpoints swept');
     return swept;
   }
+  if (!data.brand_id || !data.endpoint_id) {
+    // A job of one delivery, queued before pumps: its delivery waits in PostgreSQL for the reconciler.
+    logger.info('webhook job of the previous version: its endpoint is woken by the queue reconciler');
+    return { result: 'previous version' };
+  }
   const config = ctx.config as Partial<DeliveryConfig>;
   if (!config.SECRET_KEY_BASE)
     throw new Error('webhook delivery needs SECRET_KEY_BASE in the worker context');
-  const attempts = job.opts.attempts ?? jobRetry['webhook-delivery'].attempts;
-  const backoff = typeof job.opts.backoff === 'object' ? job.opts.backoff : undefined;
-  const baseMs = backoff?.delay ?? jobRetry['webhook-delivery'].backoffMs;
-  const jitter = backoff?.jitter ?? 0;
-  const endpoint = data.endpoint_id;
-  if (endpoint && !endpointSlots.admit(endpoint)) {
-    // Its endpoint is at its cap with a queue that will take a while: back to delayed rather
-    // than wait in a worker slot. Not an attempt (moveToDelayed skips the attempt count).
-    await job.moveToDelayed(endpointSlots.retryAt(endpoint), job.token);
-    throw new DelayedError();
-  }
-  let outcome: Awaited<ReturnType<typeof attemptDelivery>>;
-  try {
-    outcome = await attemptDelivery(ctx.orm, data.delivery_id, {
-      secretKeyBase: config.SECRET_KEY_BASE,
-      // Production rules unless the configuration lifts them (never by omission).
-      policy: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS === true },
-      attempt: job.attemptsMade + 1,
-      attempts,
-      retryDelayMs: (failed) => retryDelayMs(baseMs, jitter, failed),
-      ...(endpoint && { onSent: (ms: number) => endpointSlots.sent(endpoint, ms) }),
-    });
-  } finally {
-    if (endpoint) endpointSlots.done(endpoint);
-  }
-  const fields = { delivery_id: data.delivery_id, event_id: data.event_id, ...outcome };
-  if (outcome.result === 'not_due') {
-    // Early (put back by the queue reconciler, or a job that outlived its attempt): it waits
-    // for the delivery's own next attempt rather than sending ahead of the schedule.
-    logger.info(fields, 'webhook attempt not due yet: the job waits for it');
-    await job.moveToDelayed(outcome.next_attempt_at.getTime(), job.token);
-    throw new DelayedError();
-  }
-  if (outcome.result !== 'failed') {
-    logger.info(fields, `webhook ${outcome.result}`);
-    return outcome;
-  }
-  const message = `webhook delivery failed (${outcome.error})`;
-  // Its last attempt: the job fails with it, without a retry that could only find it failed.
-  if (outcome.final) throw new UnrecoverableError(`${message}; no attempts left`);
-  throw new DeliveryFailed(message, outcome.next_attempt_at);
+  if (!ctx.queues) throw new Error('webhook delivery needs the queues in the worker context');
+  const queues = ctx.queues;
+  const target = { brandId: data.brand_id, endpointId: data.endpoint_id };
+  const outcome = await endpointPumps.wake(`${target.brandId}/${target.endpointId}`, (session) =>
+    pumpEndpoint(
+      ctx.orm,
+      target,
+      {
+        secretKeyBase: config.SECRET_KEY_BASE!,
+        // Production rules unless the configuration lifts them (never by omission).
+        policy: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS === true },
+        onBatch: ({ errors, failed_ids, ...counts }) => {
+          const fields = { endpoint_id: target.endpointId, ...counts };
+          if (counts.failed === 0) logger.debug(fields, 'webhook batch');
+          // Deliveries out of attempts are errors (failed for good), as a job out of attempts was.
+          else if (counts.final > 0)
+            logger.error(
+              { ...fields, errors, failed_ids },
+              'webhook deliveries failed, some for good (no attempts left); the rest are retried on their schedule',
+            );
+          else
+            logger.warn(
+              { ...fields, errors, failed_ids },
+              'webhook deliveries failed: each is retried on its own schedule',
+            );
+        },
+      },
+      session,
+    ),
+  );
+  if (!outcome) return { result: 'pumping' };
+  await wakeAfter(queues, job as Job<WakeUp>, outcome);
+  return outcome;
+}
+
+/**
+ * What wakes the endpoint next when its pump stopped: at once when it yielded or the process
+ * stops with more due; at its next retry after a drain; nothing when nothing is pending.
+ */
+export async function wakeAfter(
+  queues: Queues,
+  job: Job<WakeUp>,
+  outcome: Pick<PumpOutcome, 'ended' | 'next_attempt_at'>,
+): Promise<void> {
+  if (outcome.ended !== 'drained') await wakeLater(queues, job, 'now');
+  else if (outcome.next_attempt_at) await wakeLater(queues, job, outcome.next_attempt_at.getTime());
 }
 
 export const webhookDeliveryJob = defineJob({
   name: 'webhook-delivery',
   schedule: () => '43 * * * *',
   handler: deliverWebhook,
+  quiet: true,
 });

@@ -3,6 +3,7 @@
 // its year report is read by day, creator and product at 16 connections right after the last
 // batch is acknowledged, with no worker running: what the unfolded tallies cost a report.
 import type pg from 'pg';
+import { COARSE_STEP_SECONDS } from '../../src/modules/reports/fold-tallies.js';
 import { type LoadStat, load } from './load.js';
 import { fmt, log, ms, options, phase, phases } from './options.js';
 import type { RunningServer } from './server.js';
@@ -47,7 +48,7 @@ export async function unfoldedTallies(db: pg.Client): Promise<[number, number]> 
 
 /** `tallies`: how many conversion tallies wait, read by the caller (a database client of its own). */
 /**
- * `fold`: what report-rollup does between its minutes (every 10 s: a backlog's coarse grains),
+ * `fold`: what report-rollup does between its minutes (every COARSE_STEP_SECONDS: a backlog's coarse grains),
  * run on that cadence from the first batch to the last report, as the worker would; undefined
  * (BENCH_BACKFILL_FOLD=0): nothing folded, as before issue 39.
  */
@@ -64,7 +65,7 @@ export async function backfillRun(
         step = step.then(async () => {
           if (folding) await fold();
         });
-      }, 10_000)
+      }, COARSE_STEP_SECONDS * 1000)
     : undefined;
   try {
     return await measured(server, adminToken, tallies, fold !== undefined);
@@ -208,7 +209,7 @@ A fresh brand resent ${fmt(r.orders)} orders spread at random over the last ${r.
 code, 70 % attributed; 1 to 3 lines among ${r.skus} SKUs) in 500-event batches, ${options.batchConnections} in flight, through
 \`POST /v1/events/batch\`: ${fmt(r.seconds, 1)} s (${fmt(r.eventsPerS)} events/s), ${r.failedBatches} failed batches. ${
     r.folding
-      ? `The bench runs \`report-rollup\`'s 10-second step (a backlog's coarse grains first) on that cadence from the first batch
+      ? `The bench runs \`report-rollup\`'s ${COARSE_STEP_SECONDS}-second step (a backlog's coarse grains first) on that cadence from the first batch
 to the last report, as the worker would, and never its minute's fold: ${fmt(r.tallies)} conversion tallies and ${fmt(r.fineTallies)} fine
 tallies waited when the reports started.`
       : `Nothing was folded (\`BENCH_BACKFILL_FOLD=0\`, as before issue 39): ${fmt(r.tallies)} conversion tallies waited.`

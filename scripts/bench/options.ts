@@ -143,6 +143,10 @@ export const options = {
   /** The webhook burst's conversions, and the slow endpoint's backlog in the fairness run (0: no fairness run). */
   webhookEvents: integer('BENCH_WEBHOOK_EVENTS', 5_000, 1),
   webhookSlowEvents: integer('BENCH_WEBHOOK_SLOW_EVENTS', 500, 0),
+  /** The sustained run's conversions to the fast endpoint (issue 39: 1,500 deliveries a second over 50,000; 0: none). */
+  webhookSustainedEvents: integer('BENCH_WEBHOOK_SUSTAINED_EVENTS', 50_000, 0),
+  /** The spread run: the burst's conversions over this many brands, one endpoint each, sent at once (0: none). */
+  webhookBrands: integer('BENCH_WEBHOOK_BRANDS', 32, 0),
   /** Batches in flight while the burst is sent. */
   webhookConnections: integer('BENCH_WEBHOOK_CONNECTIONS', 2, 1),
   webhooksFile: resolve(root, 'docs', 'benchmarks-webhooks.md'),

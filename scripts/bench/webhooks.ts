@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -68,7 +69,8 @@ async function startWorker(env: NodeJS.ProcessEnv, logFile: string): Promise<Chi
   const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/workers/main.js'], {
     cwd: root,
-    env: { ...env, LOG_LEVEL: 'info' },
+    // As in production; BENCH_WORKER_LOG_LEVEL=debug shows each webhook batch's timings.
+    env: { ...env, LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'info' },
     stdio: ['ignore', fd, fd],
   });
   closeSync(fd);
@@ -254,9 +256,19 @@ function costPer(a: Counters, b: Counters, n: number): Cost {
   };
 }
 
+/** The 1-minute load average, when a run ends (the machine is shared: read every figure beside it). */
+const load = () => os.loadavg()[0]!.toFixed(1);
+
 export interface WebhooksResult {
-  burst: DeliveryStat & { cost: Cost };
-  fairness?: { fast: DeliveryStat; slowDelivered: number; slowSent: number; slowMostInFlight: number };
+  burst: DeliveryStat & { cost: Cost; load: string };
+  sustained?: DeliveryStat & { cost: Cost; load: string };
+  spread?: DeliveryStat & { cost: Cost; load: string; brands: number };
+  fairness?: {
+    fast: DeliveryStat & { load: string };
+    slowDelivered: number;
+    slowSent: number;
+    slowMostInFlight: number;
+  };
   workerConcurrencyNote: string;
 }
 
@@ -279,25 +291,75 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
     });
     const code = ctx.seed.creators[0]!.coupon_code;
 
-    phase(`webhook phase: ${fmt(n)} conversions in ${options.batchSize}-event batches to one fast endpoint`);
-    const acks = new Map<string, number>();
-    const before = await counters(db, redis, worker.pid!);
-    const sendStart = performance.now();
-    await sendBurst(server, key, code, n, `whb-${prefix}`, acks, options.webhookConnections);
-    const sendEnd = performance.now();
-    await settle(receiver, () => receiver.delivered('fast') >= n);
-    const after = await counters(db, redis, worker.pid!);
-    const burst = {
-      ...deliveryStat(receiver, 'fast', acks, sendStart, sendEnd),
-      cost: costPer(before, after, n),
+    /** `count` conversions to the fast endpoint, sent as the burst is; what arrived, when, and at what cost. */
+    const fastRun = async (count: number, tag: string) => {
+      const acks = new Map<string, number>();
+      const already = receiver.delivered('fast');
+      const before = await counters(db, redis, worker!.pid!);
+      const sendStart = performance.now();
+      await sendBurst(server, key, code, count, `${tag}-${prefix}`, acks, options.webhookConnections);
+      const sendEnd = performance.now();
+      await settle(receiver, () => receiver.delivered('fast') - already >= count);
+      const after = await counters(db, redis, worker!.pid!);
+      const stat = {
+        ...deliveryStat(receiver, 'fast', acks, sendStart, sendEnd),
+        cost: costPer(before, after, count),
+        load: load(),
+      };
+      log(
+        `  ${fmt(stat.delivered)} of ${fmt(count)} delivered (${stat.duplicates} twice) in ${fmt(stat.drainSeconds, 1)} s ` +
+          `after the first ack (acks took ${fmt(stat.ackSeconds, 1)} s): ${fmt(stat.perS)}/s, ` +
+          `p50 ${ms(stat.p50)} ms, p99 ${ms(stat.p99)} ms; per delivery: worker ${ms(stat.cost.workerCpuMs)} ms CPU, ` +
+          `PostgreSQL ${ms(stat.cost.postgresCpuMs)} ms CPU, ${fmt(stat.cost.transactions, 2)} transactions, ` +
+          `${fmt(stat.cost.redisCommands, 2)} Redis commands; load average ${stat.load} at the end`,
+      );
+      return stat;
     };
-    log(
-      `  ${fmt(burst.delivered)} of ${fmt(n)} delivered (${burst.duplicates} twice) in ${fmt(burst.drainSeconds, 1)} s ` +
-        `after the first ack (acks took ${fmt(burst.ackSeconds, 1)} s): ${fmt(burst.perS)}/s, ` +
-        `p50 ${ms(burst.p50)} ms, p99 ${ms(burst.p99)} ms; per delivery: worker ${ms(burst.cost.workerCpuMs)} ms CPU, ` +
-        `PostgreSQL ${ms(burst.cost.postgresCpuMs)} ms CPU, ${fmt(burst.cost.transactions, 1)} transactions, ` +
-        `${fmt(burst.cost.redisCommands, 1)} Redis commands`,
-    );
+
+    phase(`webhook phase: ${fmt(n)} conversions in ${options.batchSize}-event batches to one fast endpoint`);
+    const burst = await fastRun(n, 'whb');
+    let sustained: WebhooksResult['sustained'];
+    if (options.webhookSustainedEvents > 0) {
+      phase(`webhook sustained run: ${fmt(options.webhookSustainedEvents)} conversions to the fast endpoint`);
+      sustained = await fastRun(options.webhookSustainedEvents, 'whl');
+    }
+
+    let spread: WebhooksResult['spread'];
+    if (options.webhookBrands > 0) {
+      const brandCount = options.webhookBrands;
+      phase(`webhook spread run: ${fmt(n)} conversions over ${brandCount} brands' endpoints, sent at once`);
+      const brands: { key: string; code: string }[] = [];
+      for (let i = 0; i < brandCount; i++) {
+        const brand = await brandWithCode(server, ctx.env.ADMIN_TOKEN!, `Spread ${i}`);
+        await call(server, brand.key, '/v1/webhook_endpoints', {
+          url: receiver.url(`/spread-${i}`),
+          enabled_events: ['conversion.created'],
+        });
+        brands.push(brand);
+      }
+      const acks = new Map<string, number>();
+      const already = receiver.delivered('fast');
+      const before = await counters(db, redis, worker.pid!);
+      const sendStart = performance.now();
+      const each = Math.ceil(n / brandCount);
+      await Promise.all(
+        brands.map((b, i) => sendBurst(server, b.key, b.code, each, `whm${i}-${prefix}`, acks, 1)),
+      );
+      const sendEnd = performance.now();
+      await settle(receiver, () => receiver.delivered('fast') - already >= each * brandCount);
+      const after = await counters(db, redis, worker.pid!);
+      spread = {
+        ...deliveryStat(receiver, 'fast', acks, sendStart, sendEnd),
+        cost: costPer(before, after, each * brandCount),
+        load: load(),
+        brands: brandCount,
+      };
+      log(
+        `  ${fmt(spread.delivered)} of ${fmt(spread.sent)} over ${brandCount} endpoints in ${fmt(spread.drainSeconds, 1)} s: ` +
+          `${fmt(spread.perS)}/s, p50 ${ms(spread.p50)} ms, p99 ${ms(spread.p99)} ms; worker ${ms(spread.cost.workerCpuMs)} ms CPU ` +
+          `a delivery; load average ${spread.load} at the end`,
+      );
+    }
 
     let fairness: WebhooksResult['fairness'];
     if (options.webhookSlowEvents > 0) {
@@ -320,12 +382,13 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
         1,
       );
       const fastAcks = new Map<string, number>();
+      // Counted before sending: deliveries now arrive while the burst is still being sent.
+      const fastBefore = receiver.delivered('fast');
       const fastStart = performance.now();
       await sendBurst(server, key, code, n, `whf-${prefix}`, fastAcks, options.webhookConnections);
       const fastEnd = performance.now();
-      const fastBefore = receiver.delivered('fast');
       await settle(receiver, () => receiver.delivered('fast') - fastBefore >= n, 60_000);
-      const fast = deliveryStat(receiver, 'fast', fastAcks, fastStart, fastEnd);
+      const fast = { ...deliveryStat(receiver, 'fast', fastAcks, fastStart, fastEnd), load: load() };
       fairness = {
         fast,
         slowSent: slowAcks.size,
@@ -335,11 +398,13 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
       log(
         `  fast endpoint: ${fmt(fast.delivered)} of ${fmt(n)} in ${fmt(fast.drainSeconds, 1)} s, p50 ${ms(fast.p50)} ms, ` +
           `p99 ${ms(fast.p99)} ms; slow endpoint: ${fmt(fairness.slowDelivered)} of ${fmt(fairness.slowSent)} delivered meanwhile, ` +
-          `at most ${fairness.slowMostInFlight} requests at once`,
+          `at most ${fairness.slowMostInFlight} requests at once; load average ${fast.load} at the end`,
       );
     }
     return {
       burst,
+      sustained,
+      spread,
       fairness,
       workerConcurrencyNote: readFileSync(join(tmpDir, 'webhooks-worker.log'), 'utf8').includes('"level":50')
         ? 'the worker logged errors: see tmp/'
@@ -354,28 +419,33 @@ export async function webhooksRun(ctx: Context): Promise<WebhooksResult> {
   }
 }
 
-const row = (label: string, s: DeliveryStat) =>
-  `| ${label} | ${fmt(s.delivered)} / ${fmt(s.sent)} | ${s.duplicates} | ${fmt(s.ackSeconds, 1)} | ${fmt(s.drainSeconds, 1)} | ${fmt(s.perS)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} |`;
+const row = (label: string, s: DeliveryStat & { load: string }) =>
+  `| ${label} | ${fmt(s.delivered)} / ${fmt(s.sent)} | ${s.duplicates} | ${fmt(s.ackSeconds, 1)} | ${fmt(s.drainSeconds, 1)} | ${fmt(s.perS)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} | ${s.load} |`;
+
+const costLine = (label: string, c: Cost) =>
+  `${label}: worker ${ms(c.workerCpuMs)} ms CPU, PostgreSQL ${ms(c.postgresCpuMs)} ms CPU (all backends, ingestion
+included), ${fmt(c.transactions, 2)} PostgreSQL transactions (the bench database's, ingestion included) and ${fmt(c.redisCommands, 2)} Redis
+commands (the whole Redis server's: exact only when no one else uses it).`;
 
 /** docs/benchmarks-webhooks.md's body. */
 export function renderWebhooks(r: WebhooksResult): string {
-  const c = r.burst.cost;
   return `## Webhook delivery: a burst of conversions to a local receiver
 
 The compiled server and worker process (\`dist/\`), the demo brand with one endpoint subscribed to
 \`conversion.created\` on a receiver that answers 200 at once; attributed order.paid events sent in
 ${options.batchSize}-event batches, ${options.webhookConnections} in flight. Latency: from the batch's acknowledgement to the event's
 arrival at the receiver. Rate: deliveries over the time from the first acknowledgement to the last delivery.
+Load average: the 1-minute figure when the run ended (the machine is shared).
 
-| run | delivered | twice | acks s | drain s | deliveries/s | p50 ms | p99 ms | max ms |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| run | delivered | twice | acks s | drain s | deliveries/s | p50 ms | p99 ms | max ms | load avg |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${row('burst, one fast endpoint', r.burst)}
+${r.sustained ? row('sustained, one fast endpoint', r.sustained) : ''}
+${r.spread ? row(`the burst over ${r.spread.brands} brands' fast endpoints`, r.spread) : ''}
 ${r.fairness ? row(`fast endpoint beside one answering after ${SLOW_MS} ms`, r.fairness.fast) : ''}
 
-Per delivery in the burst: worker ${ms(c.workerCpuMs)} ms CPU, PostgreSQL ${ms(c.postgresCpuMs)} ms CPU (all backends, ingestion
-included), ${fmt(c.transactions, 1)} PostgreSQL transactions (the bench database's, ingestion included) and ${fmt(c.redisCommands, 1)} Redis
-commands (the whole Redis server's: exact only when no one else uses it).
-${
+${costLine('Per delivery in the burst', r.burst.cost)}
+${r.sustained ? `\n${costLine('Per delivery in the sustained run', r.sustained.cost)}\n` : ''}${
   r.fairness
     ? `
 Fairness: ${fmt(r.fairness.slowSent)} conversions of another brand to an endpoint answering after ${SLOW_MS} ms were sent first;

@@ -1496,7 +1496,7 @@ export interface components {
       has_more: boolean;
     };
     WebhookDelivery: {
-      /** @description Prefix `whd_`; also its job id in Bull Board. */
+      /** @description Prefix `whd_`. */
       id: string;
       /** @constant */
       object: 'webhook_delivery';

@@ -35,7 +35,8 @@ function originNotAllowed(origin: string | undefined, registeredBy: string): App
  *
  * Requests without a valid key are limited per client address (`limits`, kind `invalid_key`):
  * past its limit an address is refused with 429 before a key the cache does not know is looked
- * up; a cached valid key from it still passes (a brand's server may share an address).
+ * up; a key cached, or read as existing in the last 15 minutes, still passes (a brand's server
+ * may share an address).
  */
 export function authenticateApiKey(
   keys: KeyCache,
@@ -45,7 +46,7 @@ export function authenticateApiKey(
   const lookup = (secretHash: string) => keys.lookup(secretHash);
   /** A key the cache does not know costs a query: not for an address refused lately. */
   const guardedLookup = (req: IncomingMessage) => (secretHash: string) => {
-    if (keys.cached(secretHash) === undefined) {
+    if (keys.cached(secretHash) === undefined && !keys.readLately(secretHash)) {
       const wait = limits.refusedFor('invalid_key', clientAddress(req));
       if (wait > 0) throw tooManyInvalidKeys(wait);
     }

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import type { ApiCaller } from '../modules/keys/caller.js';
+import type { RedisClient } from '../redis.js';
 import { AppError } from '../shared/errors.js';
 
 /**
@@ -157,7 +157,7 @@ export class EventRateLimiter {
   private failOpenSinceLog = 0;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly logger: Logger,
     options: EventRateLimiterOptions = {},
   ) {

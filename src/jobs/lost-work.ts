@@ -16,7 +16,7 @@ export interface DueWork {
   queue: JobName;
   jobId: string;
   data: JobData;
-  /** When the work is due, if later than now (a delivery's next attempt). */
+  /** When the work is due, if later than now. */
   runAt?: Date;
   /** The job's creation time: a payout run's run key is taken from it (workers/job.ts `dueAt`). */
   timestamp?: number;
@@ -41,26 +41,45 @@ export const lostWorkKinds: Record<
   (sql: Sql, now: Date, config: ReconcilerConfig) => Promise<DueWork[]>
 > = {
   /**
-   * A webhook delivery is due when it is `pending` and its next attempt is over a minute past;
-   * finished once `succeeded`, `failed` or `canceled`. Its job id is the delivery id (the
-   * outbox hands it over so), and the job numbers its attempt from the delivery's own count,
-   * so the retry schedule carries on rather than starting over.
+   * A webhook endpoint needs waking when a pending delivery of it is over a minute past its next
+   * attempt and none of its deliveries is out with a pump (a pump at work holds leases on the
+   * batch it sends; one waiting that long for its turn is late too); finished once its
+   * deliveries are `succeeded`, `failed`, `canceled` or due later. One wake-up per endpoint,
+   * whatever the number of its deliveries, under an id of its own per minute (a finished
+   * wake-up's id never hides the next); its pump numbers each attempt from the delivery's own
+   * count, so the retry schedule carries on rather than starting over.
    */
   webhook_delivery: async (sql, now) => {
-    const rows = await sql.query<{ id: string; event_id: string; request_id: string; endpoint_id: string }>(
-      `select id, event_id, request_id, endpoint_id from webhook_deliveries
-        where status = 'pending' and next_attempt_at <= ?
-        order by next_attempt_at limit ${LIMIT}`,
-      [new Date(now.getTime() - GRACE_MS)],
+    const minute = Math.floor(now.getTime() / 60_000) * 60_000;
+    const rows = await sql.query<{
+      brand_id: string;
+      livemode: boolean;
+      endpoint_id: string;
+      request_id: string;
+    }>(
+      // Each side once, over the pending deliveries' index: one row per endpoint each.
+      `with overdue as materialized (
+         select distinct on (brand_id, endpoint_id) brand_id, livemode, endpoint_id, request_id
+           from webhook_deliveries
+          where status = 'pending' and next_attempt_at <= ?
+          order by brand_id, endpoint_id, next_attempt_at, id),
+       busy as materialized (
+         select distinct brand_id, endpoint_id from webhook_deliveries
+          where status = 'pending' and attempt_lease_until > ?)
+       select o.brand_id, o.livemode, o.endpoint_id, o.request_id from overdue o
+        where not exists (select 1 from busy b where b.brand_id = o.brand_id and b.endpoint_id = o.endpoint_id)
+        limit ${LIMIT}`,
+      [new Date(now.getTime() - GRACE_MS), now],
     );
     return rows.map((r) => ({
       queue: 'webhook-delivery',
-      jobId: r.id,
+      jobId: `requeued_webhook-delivery_${r.endpoint_id}_${minute}`,
+      // Traced under the request of its endpoint's oldest overdue delivery.
       data: {
         request_id: r.request_id,
         triggered_by: 'event',
-        event_id: r.event_id,
-        delivery_id: r.id,
+        brand_id: r.brand_id,
+        livemode: r.livemode,
         endpoint_id: r.endpoint_id,
       },
     }));
@@ -189,8 +208,8 @@ async function enqueueUnlessLive(queues: Queues, work: DueWork, now: Date): Prom
   const existing = await queue.getJob(work.jobId);
   if (existing) {
     // Waiting, delayed or running: live, leave it. Finished in Redis yet due in PostgreSQL (a
-    // delivery's job that found another attempt in flight, which then failed with its own job
-    // lost): remove it, or its id would block the work for as long as Redis keeps it.
+    // run that found nothing to do, its work made due again later with no job): remove it, or
+    // its id would block the work for as long as Redis keeps it.
     // A job that finished this past minute may simply not show in PostgreSQL's answer yet.
     const state = await existing.getState();
     if (state !== 'completed' && state !== 'failed') return false;

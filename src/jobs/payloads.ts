@@ -50,17 +50,19 @@ const gapPayload = z.discriminatedUnion('triggered_by', [
 ]);
 
 /**
- * webhook-delivery: one delivery (one event to one endpoint), handed over through the outbox by
- * the transaction that wrote the event, under the job id of the delivery; or the sweep that
- * disables endpoints failing for 3 days (schedule, admin).
+ * webhook-delivery: a wake-up of one endpoint's pump (webhooks/pump.ts), handed over through the
+ * outbox by the write that gave the endpoint deliveries (one per endpoint and write, whatever
+ * the number of deliveries), added delayed by a pump for its endpoint's next retry, or by the
+ * queue reconciler; or the sweep that disables endpoints failing for 3 days (schedule, admin).
+ * The deliveries themselves are in PostgreSQL. Jobs of one delivery each, queued before pumps,
+ * have no brand: they do nothing, and the reconciler wakes their endpoints a minute after due.
  */
 const webhookPayload = z.discriminatedUnion('triggered_by', [
   z.object({
     request_id: requestId,
     triggered_by: z.literal('event'),
-    event_id: z.string().min(1).max(100),
-    delivery_id: z.string().min(1).max(100),
-    /** Its endpoint, for the per-endpoint cap before any database work (jobs queued before it had none). */
+    brand_id: z.string().min(1).max(100).optional(),
+    livemode: z.boolean().optional(),
     endpoint_id: z.string().min(1).max(100).optional(),
   }),
   runPayload,
@@ -92,7 +94,8 @@ export interface JobData {
   event_id?: string;
   /** order-gap-detection for one observed order; without it the job sweeps every brand. */
   observed?: { brand_id: string; livemode: boolean; order_id: string };
-  /** webhook-delivery of one event to one endpoint (also the job's id). */
-  delivery_id?: string;
+  /** webhook-delivery: the endpoint to wake (its brand and mode). */
+  brand_id?: string;
+  livemode?: boolean;
   endpoint_id?: string;
 }

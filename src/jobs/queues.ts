@@ -1,5 +1,5 @@
 import { type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { type JobData, type JobName, jobNames } from './payloads.js';
 
 export { isJobName, type JobData, type JobName, type JobPayload, jobNames, jobPayloads } from './payloads.js';
@@ -22,10 +22,10 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number; ji
   'payout-run': { attempts: 8, backoffMs: 60_000 },
   // Hourly and only housekeeping: two retries, the next hour does the rest.
   'outbox-prune': { attempts: 3, backoffMs: 60_000 },
-  // A receiver may be down for days: 14 retries, the n-th after 18 s × 2^(n-1) less up to 20 %
-  // jitter (first within 15-18 s, the last about 1.7 days later): about 3 days in all (2.7 to
-  // 3.4), after which an endpoint still failing is disabled (webhooks/delivery.ts).
-  'webhook-delivery': { attempts: 15, backoffMs: 18_000, jitter: 0.2 },
+  // A wake-up of an endpoint's pump: it fails only when its statements do (a PostgreSQL outage
+  // postpones it without an attempt): 5, 10, 20, 40 s, then the queue reconciler wakes the
+  // endpoint. A delivery's own retry schedule (about 3 days) is the delivery's: webhooks/delivery.ts.
+  'webhook-delivery': { attempts: 5, backoffMs: 5_000 },
   // Every minute, and each pass redoes the whole check: one retry, the next minute does the rest.
   'queue-reconciler': { attempts: 2, backoffMs: 10_000 },
   // Every minute, and each run folds whatever is there: one retry, the next minute does the rest.
@@ -42,8 +42,7 @@ export function jobOptions(name: JobName, overrides: { backoffMs?: number } = {}
   return {
     attempts,
     backoff: {
-      // A delivery retries when the delivery's own schedule says (workers/registry.ts).
-      type: name === 'webhook-delivery' ? 'delivery' : 'exponential',
+      type: 'exponential',
       delay: overrides.backoffMs ?? backoffMs,
       ...(jitter !== undefined && { jitter }),
     },
@@ -54,9 +53,28 @@ export function jobOptions(name: JobName, overrides: { backoffMs?: number } = {}
 
 export type Queues = Record<JobName, Queue<JobData>>;
 
-/** `prefix` isolates test runs that share one Redis; `backoffMs` shortens every backoff (tests). */
+/**
+ * The BullMQ key prefix of queue `name`. BullMQ's scripts touch several keys of a queue at once,
+ * which a Redis Cluster allows only within one hash slot: on a cluster the prefix is a hash tag
+ * of its own per queue, `{lf:webhook-delivery}`, so a queue's keys share a slot and the queues
+ * spread over the masters (none of our BullMQ calls spans two queues). On a single Redis it stays
+ * the plain prefix, so a deployment that is not moving to a cluster keeps its keys (a new prefix
+ * would orphan every job and schedule it has). Workers must use the same (workers/main.ts).
+ */
+export function queuePrefix(
+  prefix: string,
+  name: JobName,
+  connection: Pick<RedisClient, 'isCluster'>,
+): string {
+  return connection.isCluster ? `{${prefix}:${name}}` : prefix;
+}
+
+/**
+ * `prefix` (QUEUE_PREFIX, see queuePrefix) isolates test runs that share one Redis; `backoffMs`
+ * shortens every backoff (tests).
+ */
 export function createQueues(
-  connection: Redis,
+  connection: RedisClient,
   prefix = 'lf',
   overrides: { backoffMs?: number } = {},
 ): Queues {
@@ -64,7 +82,7 @@ export function createQueues(
     jobNames.map((name) => {
       const queue = new Queue<JobData>(name, {
         connection,
-        prefix,
+        prefix: queuePrefix(prefix, name, connection),
         defaultJobOptions: jobOptions(name, overrides),
       });
       // Connection errors are logged once by the connection's owner; unheard they would crash the process.

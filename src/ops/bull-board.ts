@@ -3,8 +3,8 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Express, RequestHandler, Router } from 'express';
 import helmet from 'helmet';
-import type { Redis } from 'ioredis';
 import type { Queues } from '../jobs/queues.js';
+import type { RedisClient } from '../redis.js';
 import { isRedisUnavailable, redisReady, redisUnanswered } from './needs-redis.js';
 
 /**
@@ -46,7 +46,7 @@ This page reloads every 15 seconds.</p>
  * its JSON API answers 503 in the service's envelope and its page says why, at once. Its scripts
  * and styles need no Redis.
  */
-function whileRedisDown(redis: Redis): RequestHandler {
+function whileRedisDown(redis: RedisClient): RequestHandler {
   return async (req, res, next) => {
     if (req.path.startsWith('/static/')) return next();
     try {
@@ -64,7 +64,7 @@ function whileRedisDown(redis: Redis): RequestHandler {
  * answering (commands time out, src/redis.ts) is passed on instead as the service's 503.
  */
 class RedisAwareAdapter extends ExpressAdapter {
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly redis: RedisClient) {
     super();
   }
 
@@ -78,7 +78,10 @@ class RedisAwareAdapter extends ExpressAdapter {
 }
 
 /** Mounted behind the ops credentials by the caller; shows every queue. */
-export function mountBullBoard(router: Router, { queues, redis }: { queues: Queues; redis: Redis }): void {
+export function mountBullBoard(
+  router: Router,
+  { queues, redis }: { queues: Queues; redis: RedisClient },
+): void {
   const adapter = new RedisAwareAdapter(redis);
   adapter.setBasePath('/admin/queues');
   createBullBoard({ queues: Object.values(queues).map((q) => new BullMQAdapter(q)), serverAdapter: adapter });

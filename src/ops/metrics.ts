@@ -170,8 +170,8 @@ export type Metrics = ReturnType<typeof createMetrics>;
  * Webhook deliveries, read from PostgreSQL at scrape time (the worker delivers; the web process
  * is scraped): deliveries of the last 24 hours by result, and the pending ones with the age of
  * the oldest (growing while receivers fail or the queue is stuck). Each query uses an index;
- * a scrape never waits for one longer than SCRAPE_TIMEOUT_MS. The queue's own depth is
- * `lf_queue_jobs{queue="webhook-delivery"}`.
+ * a scrape never waits for one longer than SCRAPE_TIMEOUT_MS. The backlog is the pending count:
+ * `lf_queue_jobs{queue="webhook-delivery"}` counts endpoint wake-ups, not deliveries.
  */
 /** Kept in PostgreSQL by the queue reconciler (src/jobs/lost-work.ts): Redis is what lost the work. */
 function requeuedWorkMetric(registry: Registry, orm: MikroORM) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { AppError } from '../shared/errors.js';
 
 /**
@@ -9,17 +9,22 @@ export const REDIS_REQUEST_TIMEOUT_MS = 3000;
 
 const OPS_HINT = 'GET /readyz shows whether Redis answers; check REDIS_URL and that Redis is running.';
 
-/** What ioredis says when a command could not be sent or was not answered. */
+/**
+ * What ioredis says when a command could not be sent or was not answered; on a Redis Cluster
+ * also a cluster not ready (no offline queue in the web process), every node lost, a slot
+ * without its master (CLUSTERDOWN) and a failover under way (TRYAGAIN, endless redirections).
+ * A CROSSSLOT error is none of these: it is a bug, and stays a 500.
+ */
 const CONNECTION_FAILURE =
-  /Command timed out|Connection is closed|Stream isn't writeable|max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE/i;
+  /Command timed out|Connection is closed|Stream isn't writeable|max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections/i;
 
-export function isRedisUnavailable(err: unknown, redis: Redis): boolean {
+export function isRedisUnavailable(err: unknown, redis: RedisClient): boolean {
   if (err instanceof AppError) return false;
   return redis.status !== 'ready' || CONNECTION_FAILURE.test(String((err as Error | undefined)?.message));
 }
 
 /** 503, retryable: Redis is known to be down, so the request was not tried. */
-export function redisDown(redis: Redis): AppError {
+export function redisDown(redis: RedisClient): AppError {
   return new AppError(
     'temporary_service_error',
     `Redis (the job queue) is unreachable right now (connection ${redis.status}), so nothing was sent to it. Retry in a minute; it answers once Redis is back, without a restart.`,
@@ -40,9 +45,9 @@ export function redisUnanswered(reason: string, unsure?: string): AppError {
 }
 
 /** The attempt in progress per connection: every request waiting on it shares one pair of listeners. */
-const attempts = new WeakMap<Redis, Promise<boolean>>();
+const attempts = new WeakMap<RedisClient, Promise<boolean>>();
 
-function attemptOutcome(redis: Redis): Promise<boolean> {
+function attemptOutcome(redis: RedisClient): Promise<boolean> {
   let outcome = attempts.get(redis);
   if (!outcome) {
     outcome = new Promise<boolean>((resolve) => {
@@ -68,7 +73,7 @@ function attemptOutcome(redis: Redis): Promise<boolean> {
  * `timeoutMs`. Rejects with a 503 at once when the connection is known to be down (waiting
  * for its next attempt, or closed), or when the attempt in progress fails.
  */
-export async function redisReady(redis: Redis, timeoutMs = REDIS_REQUEST_TIMEOUT_MS): Promise<void> {
+export async function redisReady(redis: RedisClient, timeoutMs = REDIS_REQUEST_TIMEOUT_MS): Promise<void> {
   if (redis.status === 'ready') return;
   if (redis.status !== 'connecting' && redis.status !== 'connect') throw redisDown(redis);
   let timer: NodeJS.Timeout | undefined;
@@ -88,7 +93,7 @@ export async function redisReady(redis: Redis, timeoutMs = REDIS_REQUEST_TIMEOUT
  * wait for it forever), a 503 when Redis fails or does not answer in time. `unsure` names what
  * a late answer may still have done (an enqueue that lands after the timeout).
  */
-export async function needsRedis<T>(redis: Redis, work: () => Promise<T>, unsure?: string): Promise<T> {
+export async function needsRedis<T>(redis: RedisClient, work: () => Promise<T>, unsure?: string): Promise<T> {
   const started = Date.now();
   await redisReady(redis);
   let timer: NodeJS.Timeout | undefined;

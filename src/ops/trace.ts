@@ -52,7 +52,8 @@ export function requestRecordsSql(requestId: string) {
 
 /**
  * Reads what one request left behind: stored events, journal movements, the jobs it caused and
- * the webhook deliveries of the events it caused (their jobs, id = delivery id, are among `jobs`).
+ * the webhook deliveries of the events it caused (their endpoints' wake-up jobs are among `jobs`:
+ * the one the request's write handed over, named by the write's first request).
  * The jobs are read from Redis within a bound (ops/needs-redis.ts): 503 while it is unreachable.
  */
 export async function traceRequest(

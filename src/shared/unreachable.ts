@@ -1,13 +1,14 @@
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { redisTls } from '../redis.js';
+import { redisClient } from '../redis.js';
+import { clusterNodeUrls, isClusterUrl, redisWhere } from '../redis-url.js';
 
 export type Dependency = 'PostgreSQL' | 'Redis';
 
 const variable: Record<Dependency, string> = { PostgreSQL: 'DATABASE_URL', Redis: 'REDIS_URL' };
 
-/** host:port of a connection URL, never its credentials. */
+/** host:port of a connection URL (each listed node's of a Redis Cluster), never its credentials. */
 export function whereOf(url: string): string {
+  if (/^rediss?(\+cluster)?:/i.test(url)) return redisWhere(url);
   try {
     const u = new URL(url);
     return `${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? '6379' : '5432')}`;
@@ -28,20 +29,42 @@ const causes: Record<string, string> = {
   '28P01': 'it refused the password',
   '28000': 'it refused the login',
   '3D000': 'the database does not exist',
+  NOT_A_CLUSTER: 'it is a single Redis, not a cluster (name it redis:// or rediss://, without +cluster)',
+  CLUSTER_DOWN:
+    'the cluster is down (a master without a replica is lost, or the nodes do not reach each other)',
+  CLUSTER_UNREACHABLE: 'no node of the cluster answers',
 };
 
+/** What an error's own words say when it carries no code; the cluster's generic one last. */
+function codeOfMessage(message: string): string | undefined {
+  if (/self[- ]signed certificate/i.test(message)) return 'DEPTH_ZERO_SELF_SIGNED_CERT';
+  if (/does not support SSL|no pg_hba.conf entry/i.test(message)) return '28000';
+  if (/cluster support disabled/i.test(message)) return 'NOT_A_CLUSTER';
+  if (/CLUSTERDOWN|cluster_state:fail/i.test(message)) return 'CLUSTER_DOWN';
+  if (/Failed to refresh slots cache|None of startup nodes is available/i.test(message))
+    return 'CLUSTER_UNREACHABLE';
+  return undefined;
+}
+
 function codeOf(err: unknown): string | undefined {
+  let fromMessage: string | undefined;
   for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
-    const { code, errors, cause } = e as { code?: unknown; errors?: unknown[]; cause?: unknown };
+    const { code, errors, cause, lastNodeError, message } = e as {
+      code?: unknown;
+      errors?: unknown[];
+      cause?: unknown;
+      /** ioredis's Cluster: "Failed to refresh slots cache." carries the last node's own error. */
+      lastNodeError?: unknown;
+      message?: unknown;
+    };
     if (typeof code === 'string' && code in causes) return code;
     const inner = Array.isArray(errors) ? errors.map(codeOf).find(Boolean) : undefined;
     if (inner) return inner;
-    e = cause;
+    if (!fromMessage || fromMessage === 'CLUSTER_UNREACHABLE')
+      fromMessage = codeOfMessage(String(message ?? '')) ?? fromMessage;
+    e = cause ?? lastNodeError;
   }
-  const message = (err as Error | undefined)?.message ?? '';
-  if (/self[- ]signed certificate/i.test(message)) return 'DEPTH_ZERO_SELF_SIGNED_CERT';
-  if (/does not support SSL|no pg_hba.conf entry/i.test(message)) return '28000';
-  return undefined;
+  return fromMessage;
 }
 
 /**
@@ -89,13 +112,15 @@ export async function checkDependencies(
       await client.end().catch(() => {});
     }
   };
-  const redis = async () => {
-    const client = new Redis(urls.redisUrl, {
+  /** Undefined when `url` answers PING, else the error that says why (the cause, when one came). */
+  const pingFails = async (url: string): Promise<unknown> => {
+    const client = redisClient(url, {
       lazyConnect: true,
+      offlineQueue: true,
       connectTimeout: timeoutMs,
       maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      ...redisTls(urls.redisUrl, urls.redisTlsRejectUnauthorized),
+      retry: () => null,
+      tlsRejectUnauthorized: urls.redisTlsRejectUnauthorized,
     });
     // The connect promise only says "Connection is closed"; the cause comes as an 'error' event.
     let cause: unknown;
@@ -107,13 +132,29 @@ export async function checkDependencies(
       await client.ping();
       return undefined;
     } catch (err) {
-      return (
-        describeUnreachable(cause ?? err, 'Redis', urls.redisUrl) ??
-        `Redis at ${whereOf(urls.redisUrl)} failed: ${(err as Error).message}. Check REDIS_URL.`
-      );
+      return cause ?? err;
     } finally {
       client.disconnect();
     }
+  };
+  const redis = async () => {
+    let failure = await pingFails(urls.redisUrl);
+    if (failure === undefined) return undefined;
+    // A cluster client swallows its nodes' socket errors ("Connection is closed."): ask each
+    // node on its own why, and take the first cause that says more.
+    if (isClusterUrl(urls.redisUrl) && codeOf(failure) === 'CLUSTER_UNREACHABLE') {
+      for (const node of clusterNodeUrls(urls.redisUrl)) {
+        const own = await pingFails(node);
+        if (own !== undefined && codeOf(own) !== undefined) {
+          failure = own;
+          break;
+        }
+      }
+    }
+    return (
+      describeUnreachable(failure, 'Redis', urls.redisUrl) ??
+      `Redis at ${whereOf(urls.redisUrl)} failed: ${(failure as Error)?.message ?? String(failure)}. Check REDIS_URL.`
+    );
   };
   const [p, r] = await Promise.all([postgres(), redis()]);
   return { PostgreSQL: p, Redis: r };

@@ -1,6 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { type Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../src/db/orm.js';
@@ -17,7 +16,7 @@ import {
 import { createLogger } from '../../src/logger.js';
 import { payoutRunKey } from '../../src/modules/payouts/payouts.service.js';
 import { relayOutbox } from '../../src/outbox/outbox.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import type { WorkerContext } from '../../workers/job.js';
 import { installSchedules, runJob, workerOptions } from '../../workers/registry.js';
 import { admin, makeBrandWithKeys, sendEvent } from '../factories/index.js';
@@ -29,7 +28,7 @@ import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.
  * that can never succeed fails at once, and a scheduled run carries its own request_id.
  */
 let ctx: TestContext;
-let connection: Redis;
+let connection: RedisClient;
 /** The file's queues again, with every backoff cut to 10 ms so a run of eight attempts takes a second. */
 let fast: Queues;
 let prefix: string;
@@ -75,11 +74,8 @@ describe('retry policy', () => {
     for (const name of jobNames) {
       expect(ctx.queues[name].defaultJobOptions).toMatchObject({
         attempts: jobRetry[name].attempts,
-        // A delivery's retry waits for the delivery's own next attempt (workers/registry.ts).
-        backoff: {
-          type: name === 'webhook-delivery' ? 'delivery' : 'exponential',
-          delay: jobRetry[name].backoffMs,
-        },
+        // A webhook delivery's own retries are the delivery's, not its wake-up's (webhooks/delivery.ts).
+        backoff: { type: 'exponential', delay: jobRetry[name].backoffMs },
       });
     }
     expect(jobRetry['payout-run']).toEqual({ attempts: 8, backoffMs: 60_000 });

@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initOrm } from '../../src/db/orm.js';
@@ -10,7 +9,7 @@ import {
   jobNames,
   type Queues,
 } from '../../src/jobs/queues.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { makeBrand } from '../factories/index.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
@@ -25,7 +24,7 @@ import { spawnWorker } from '../setup/worker-process.js';
 let redis: PrivateRedis;
 let databaseUrl: string;
 const children: ChildProcess[] = [];
-const opened: { queues: Queues; connection: Redis }[] = [];
+const opened: { queues: Queues; connection: RedisClient }[] = [];
 
 beforeAll(async () => {
   redis = await startPrivateRedis();

@@ -134,6 +134,11 @@ describe('requests without a valid key', () => {
     expectEnvelope(await ping(unknownKey(), guessing), 429, 'rate_limit_exceeded');
     expectEnvelope(await ping(unknownKey(), anAddress()), 401, 'invalid_api_key');
     expect((await ping(keys.sk_live, guessing)).status).toBe(200);
+    // Still once the cache has forgotten it (any key change empties it, and entries last 10 s):
+    // the key was read as existing lately, so it is looked up rather than refused.
+    await makeBrandWithKeys(ctx.orm);
+    expect((await ping(keys.sk_live, guessing)).status).toBe(200);
+    expectEnvelope(await ping(unknownKey(), guessing), 429, 'rate_limit_exceeded');
   });
 
   /** As untilRefused, for 401s. */

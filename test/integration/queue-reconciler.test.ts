@@ -1,12 +1,12 @@
 import { type Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { JobData, JobName } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import { reconcileQueues } from '../../workers/queue-reconciler.js';
 import { runJob, workerOptions } from '../../workers/registry.js';
+import { wakeUpJobId } from '../../workers/webhook-delivery.js';
 import { makeShop, SHOP_ORIGIN } from '../factories/index.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
@@ -21,8 +21,8 @@ import { type Receiver, startReceiver, until } from './webhooks-helpers.js';
 let redis: PrivateRedis;
 let ctx: TestContext;
 let receiver: Receiver;
-let control: Redis;
-const workers: { worker: Worker; connection: Redis }[] = [];
+let control: RedisClient;
+const workers: { worker: Worker; connection: RedisClient }[] = [];
 
 beforeAll(async () => {
   redis = await startPrivateRedis();
@@ -110,8 +110,9 @@ describe('the queue reconciler after Redis lost its data', () => {
       `update webhook_deliveries set next_attempt_at = now() - interval '2 minutes' where endpoint_id = ?`,
       [endpoint.body.id],
     );
-    expect((await reconcile()).webhook_delivery).toBe(3);
-    // Run again, or by a second worker at once: the jobs are there, nothing is added twice.
+    // One wake-up of their endpoint, whatever the number of its deliveries.
+    expect((await reconcile()).webhook_delivery).toBe(1);
+    // Run again, or by a second worker at once: the job is there, nothing is added twice.
     const again = await Promise.all([reconcile(), reconcile()]);
     expect(again.map((r) => r.webhook_delivery)).toEqual([0, 0]);
 
@@ -132,54 +133,114 @@ describe('the queue reconciler after Redis lost its data', () => {
     expect(rows.map((r) => r.attempts)).toEqual([2, 2, 2]);
 
     const metrics = await request(ctx.app).get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`);
-    expect(metrics.text).toMatch(/lf_requeued_work_total\{kind="webhook_delivery"\} 3/);
+    expect(metrics.text).toMatch(/lf_requeued_work_total\{kind="webhook_delivery"\} 1/);
   });
 
-  it('replaces a delivery job that finished in Redis while PostgreSQL still has the delivery due', async () => {
+  it("Redis lost mid-burst: the wake-ups and a dead pump's claims are gone, the reconciler wakes the endpoint, every delivery arrives once", async () => {
+    const shop = await makeShop(ctx);
+    const endpoint = await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url: receiver.url('/burst'), enabled_events: ['conversion.created'] });
+    expect(endpoint.status).toBe(201);
+    startWorker('webhook-delivery');
+    const batch = (prefix: string) =>
+      request(ctx.app)
+        .post('/v1/events/batch')
+        .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+        .send({
+          events: Array.from({ length: 100 }, (_, i) => ({
+            type: 'order.paid',
+            data: { order_id: `${prefix}-${i}`, amount: 1_000, coupon_code: 'MINA20' },
+          })),
+        });
+    const succeeded = async () =>
+      (
+        await sql(
+          `select count(*)::int as n from webhook_deliveries where endpoint_id = ? and status = 'succeeded'`,
+          [endpoint.body.id],
+        )
+      )[0]!.n as number;
+    expect((await batch('A')).status).toBe(200);
+    await until('the first part delivered', async () => (await succeeded()) === 100);
+    // The rest of the burst is written while no worker takes its wake-ups; then Redis loses them.
+    await ctx.queues['webhook-delivery'].pause();
+    for (const prefix of ['B', 'C']) expect((await batch(prefix)).status).toBe(200);
+    await until('the wake-ups handed to Redis', async () => {
+      const rows = await sql(
+        `select 1 from outbox_messages where data->>'endpoint_id' = ? and relayed_at is null`,
+        [endpoint.body.id],
+      );
+      return rows.length === 0;
+    });
+    await control.flushdb();
+    // A minute on: the rest is overdue, and half of it was claimed by a pump whose process died (its lease ran out).
+    await sql(
+      `update webhook_deliveries set next_attempt_at = now() - interval '2 minutes',
+              attempt_lease_until = case when random() < 0.5 then now() - interval '1 second' end
+        where endpoint_id = ? and status = 'pending'`,
+      [endpoint.body.id],
+    );
+    expect((await reconcile()).webhook_delivery).toBe(1);
+    await until('every delivery', async () => (await succeeded()) === 300, 30_000);
+    await settled('webhook-delivery');
+    const sent = receiver.at('/burst').map((r) => JSON.parse(r.body).id as string);
+    expect(sent).toHaveLength(300);
+    expect(new Set(sent).size).toBe(300);
+    expect((await reconcile()).webhook_delivery).toBe(0);
+  });
+
+  it('wakes an endpoint whose wake-up finished in Redis while PostgreSQL still has its delivery due, and none that a pump is working on', async () => {
     const shop = await makeShop(ctx);
     const endpoint = await request(ctx.app)
       .post('/v1/webhook_endpoints')
       .set('Authorization', `Bearer ${shop.keys.sk_live}`)
       .send({ url: receiver.url('/late'), enabled_events: ['conversion.created'] });
-    // Another attempt holds the delivery (a hanging receiver): its job finds it in flight and completes.
     await control.flushdb();
-    // Paused queue: the job waits until the lease below is in place.
+    // Paused queue: the wake-up waits until the lease below is in place.
     await ctx.queues['webhook-delivery'].pause();
-    expect(
-      (await send(shop.keys.sk_live, 'order.paid', { order_id: 'F-1', amount: 1_000, coupon_code: 'MINA20' }))
-        .status,
-    ).toBe(200);
-    const [delivery] = await until('the delivery handed to Redis', () =>
-      sql(
-        `select d.id from webhook_deliveries d join outbox_messages o on o.id = d.id
-          where d.endpoint_id = ? and o.relayed_at is not null`,
-        [endpoint.body.id],
-      ).then((rows) => (rows.length === 1 ? rows : null)),
+    const paid = await send(shop.keys.sk_live, 'order.paid', {
+      order_id: 'F-1',
+      amount: 1_000,
+      coupon_code: 'MINA20',
+    });
+    expect(paid.status).toBe(200);
+    const [handedOver] = await until('the wake-up handed to Redis', () =>
+      sql(`select id from outbox_messages where request_id = ? and relayed_at is not null`, [
+        paid.body.request_id,
+      ]).then((rows) => (rows.length === 1 ? rows : null)),
     );
+    const [delivery] = await sql(`select id from webhook_deliveries where endpoint_id = ?`, [
+      endpoint.body.id,
+    ]);
+    // Another pump holds the delivery (a hanging receiver): the wake-up's pump finds nothing to claim.
     await sql(`update webhook_deliveries set attempt_lease_until = now() + interval '1 hour' where id = ?`, [
       delivery!.id,
     ]);
+    startWorker('webhook-delivery');
     await ctx.queues['webhook-delivery'].resume();
-    await until('its job completed', async () => {
-      const job = await ctx.queues['webhook-delivery'].getJob(delivery!.id as string);
+    await until('the wake-up completed', async () => {
+      const job = await ctx.queues['webhook-delivery'].getJob(handedOver!.id as string);
       return (await job?.getState()) === 'completed';
     });
-    // That attempt then failed, its own job lost with Redis: the retry is due and has no live job.
+    expect(receiver.at('/late')).toHaveLength(0);
+    const later = new Date(Date.now() + 2 * 60_000);
+    // Out with a pump (leased): no wake-up, however overdue.
+    expect(
+      (await reconcileQueues(ctx.orm, ctx.queues, ctx.config, silentLogger, later)).webhook_delivery,
+    ).toBe(0);
+    // That attempt then failed, its pump's process gone with its wake-up: the retry is due and has no job.
     await sql(
       `update webhook_deliveries set attempt_lease_until = null, attempts = 1, next_attempt_at = now() - interval '2 minutes' where id = ?`,
       [delivery!.id],
     );
-    // A job finished this past minute may not show in PostgreSQL yet: left alone until then.
-    expect((await reconcile()).webhook_delivery).toBe(0);
-    const later = new Date(Date.now() + 2 * 60_000);
-    expect(
-      (await reconcileQueues(ctx.orm, ctx.queues, ctx.config, silentLogger, later)).webhook_delivery,
-    ).toBe(1);
+    expect((await reconcile()).webhook_delivery).toBe(1);
     await until('the delivery sent', async () => {
-      const [row] = await sql(`select status from webhook_deliveries where id = ?`, [delivery!.id]);
-      return row?.status === 'succeeded';
+      const [row] = await sql(`select status, attempts from webhook_deliveries where id = ?`, [delivery!.id]);
+      return row?.status === 'succeeded' && row.attempts === 2;
     });
     expect(receiver.at('/late')).toHaveLength(1);
+    expect((await reconcile()).webhook_delivery).toBe(0);
   });
 
   it('confirms orders whose confirm_at passed while the confirmation schedule was lost, once', async () => {
@@ -334,31 +395,38 @@ describe('a delivery put back by the reconciler keeps to its retry schedule', ()
       const [d] = await sql(`select * from webhook_deliveries where id = ? and attempts = 5`, [id]);
       return d;
     });
-    const wait =
-      new Date(failed.next_attempt_at as string).getTime() -
-      new Date(failed.last_attempt_at as string).getTime();
+    const due = new Date(failed.next_attempt_at as string).getTime();
+    const wait = due - new Date(failed.last_attempt_at as string).getTime();
+    // Counted from the attempt's end, so from its start add the attempt's own time.
     expect(wait).toBeGreaterThanOrEqual(0.8 * 18_000 * 2 ** 4);
-    expect(wait).toBeLessThanOrEqual(18_000 * 2 ** 4);
-    // BullMQ holds the job's retry until then, though the job itself failed only once.
-    const job = await until('the delayed retry', async () =>
-      (await ctx.queues['webhook-delivery'].getJobs(['delayed'])).find((j) => j.id === id),
+    expect(wait).toBeLessThanOrEqual(18_000 * 2 ** 4 + (failed.last_duration_ms as number) + 500);
+    // The endpoint's pump is woken then: one delayed wake-up, due with the retry.
+    const job = await until('the delayed wake-up', async () =>
+      (await ctx.queues['webhook-delivery'].getJobs(['delayed'])).find(
+        (j) => j.id === wakeUpJobId(failed.endpoint_id as string, due),
+      ),
     );
-    expect(job.attemptsMade).toBe(1);
-    expect(job.delay).toBeGreaterThan(wait - 2_000);
-    expect(job.delay).toBeLessThanOrEqual(wait);
+    expect(job.timestamp + job.delay).toBeGreaterThanOrEqual(due - 5);
+    expect(job.timestamp + job.delay).toBeLessThanOrEqual(due + 1_000);
     await job.remove();
   });
 
-  it('a job run before the delivery is due sends nothing until then, then sends once', async () => {
+  it('a wake-up before the delivery is due sends nothing until then, then sends once', async () => {
     const [id] = await failingDeliveries('/early', ['E-1']);
     await control.flushdb();
     const due = Date.now() + 1_500;
     await sql(`update webhook_deliveries set next_attempt_at = ? where id = ?`, [new Date(due), id]);
-    // A stray job (a second reconciler's, an operator's promote) under the delivery's id, at once.
+    const [d] = await sql(`select brand_id, endpoint_id from webhook_deliveries where id = ?`, [id]);
+    // A stray wake-up (a second reconciler's, an operator's promote), at once.
     await ctx.queues['webhook-delivery'].add(
       'webhook-delivery',
-      { request_id: 'req_early', triggered_by: 'event', event_id: 'evt_x', delivery_id: id! },
-      { jobId: id },
+      {
+        request_id: 'req_early',
+        triggered_by: 'event',
+        brand_id: d!.brand_id as string,
+        endpoint_id: d!.endpoint_id as string,
+      },
+      { jobId: 'wake_early' },
     );
     await until('the delivery sent', async () => {
       const [d] = await sql(`select status from webhook_deliveries where id = ?`, [id]);
@@ -369,14 +437,17 @@ describe('a delivery put back by the reconciler keeps to its retry schedule', ()
     expect(sent[1]!.at).toBeGreaterThanOrEqual(due - 1_000);
   });
 
-  it('a reconciler killed halfway, then two at once: every delivery attempted once more, none twice', async () => {
-    const ids = await failingDeliveries('/halfway', ['K-1', 'K-2', 'K-3', 'K-4']);
+  it('a reconciler killed halfway, then two at once: every endpoint woken once more, no delivery sent twice', async () => {
+    // Four endpoints (one wake-up each), one failed delivery each.
+    const ids: string[] = [];
+    for (const k of ['K-1', 'K-2', 'K-3', 'K-4'])
+      ids.push(...(await failingDeliveries(`/halfway-${k}`, [k])));
     await control.flushdb();
     await sql(
       `update webhook_deliveries set next_attempt_at = now() - interval '2 minutes' where id in (select jsonb_array_elements_text(?::jsonb))`,
       [JSON.stringify(ids)],
     );
-    // Its process dies after putting back the first delivery (its Redis adds fail from then on).
+    // Its process dies after waking the first endpoint (its Redis adds fail from then on).
     let adds = 0;
     const dying = new Proxy(ctx.queues, {
       get: (queues, name: string) =>
@@ -402,7 +473,9 @@ describe('a delivery put back by the reconciler keeps to its retry schedule', ()
       return rows.length === 4;
     });
     await settled('webhook-delivery');
-    const perOrder = receiver.at('/halfway').map((r) => JSON.parse(r.body).data.object.order_id);
+    const perOrder = receiver.received
+      .filter((r) => r.path.startsWith('/halfway-'))
+      .map((r) => JSON.parse(r.body).data.object.order_id);
     expect(perOrder.sort()).toEqual(['K-1', 'K-1', 'K-2', 'K-2', 'K-3', 'K-3', 'K-4', 'K-4']);
   });
 });

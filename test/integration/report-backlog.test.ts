@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldCoarse, foldTallies } from '../../src/modules/reports/fold-tallies.js';
-import { makeShop } from '../factories/index.js';
+import { makeBrandWithKeys, makeCreators } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -11,7 +11,7 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * and the report once everything is folded; the fold is idempotent and safe beside ingestion.
  */
 let ctx: TestContext;
-let shop: Awaited<ReturnType<typeof makeShop>>;
+let shop: { brandId: string; keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys']; fixture: unknown };
 const now = Date.now();
 const DAY = 86_400_000;
 const skus = ['SERUM-30', 'CREAM-50', 'TONER-10', ''];
@@ -19,7 +19,12 @@ let sent = 0;
 
 beforeAll(async () => {
   ctx = await createTestApp();
-  shop = await makeShop(ctx);
+  // Lifted rate limit: 1,200 orders in 16 batches within a second or two (the default budget 429s them on a quick machine).
+  const { brand, keys } = await makeBrandWithKeys(ctx.orm, {
+    rate_limit_per_s: 100_000,
+    rate_limit_burst: 100_000,
+  });
+  shop = { brandId: brand.id, keys, fixture: await makeCreators(ctx, brand.id, []) };
 });
 afterAll(() => ctx?.close());
 

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   closeQueues,
@@ -11,7 +10,7 @@ import {
 } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/ops/metrics.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import type { JobModule } from '../../workers/job.js';
 import { checkRegistry, installSchedules, jobModules, workerOptions } from '../../workers/registry.js';
@@ -19,7 +18,7 @@ import { keepSchedules } from '../../workers/schedule-keeper.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 
 let queues: Queues;
-let connection: Redis;
+let connection: RedisClient;
 let prefix: string;
 const config = { PAYOUT_SCHEDULE: '0 0 10 * *' };
 const lines: string[] = [];
@@ -54,7 +53,7 @@ async function missing(of: Queues): Promise<string[]> {
 }
 
 /** Deletes every key of this file's prefix: Redis losing its data, for this file only. */
-async function loseQueueData(client: Redis) {
+async function loseQueueData(client: RedisClient) {
   let cursor = '0';
   do {
     const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
@@ -64,7 +63,7 @@ async function loseQueueData(client: Redis) {
 }
 
 describe('job registry', () => {
-  it('runs webhook deliveries 64 at a time (a slow receiver holds up no other), every other job one at a time', () => {
+  it('runs 64 webhook endpoint pumps at a time (a slow receiver holds up no other), every other job one at a time', () => {
     const connection = {} as never;
     expect(workerOptions(connection, 'lf', 30_000, 'webhook-delivery').concurrency).toBe(64);
     for (const name of jobNames.filter((n) => n !== 'webhook-delivery'))
@@ -101,10 +100,7 @@ describe('job schedules', () => {
       expect(schedulers[0]).toMatchObject({ key: `${name}-schedule`, tz: 'Asia/Seoul' });
       expect(schedulers[0]!.template?.opts).toMatchObject({
         attempts: jobRetry[name].attempts,
-        backoff: {
-          type: name === 'webhook-delivery' ? 'delivery' : 'exponential',
-          delay: jobRetry[name].backoffMs,
-        },
+        backoff: { type: 'exponential', delay: jobRetry[name].backoffMs },
       });
     }
     const [payout] = await queues['payout-run'].getJobSchedulers();
@@ -167,7 +163,7 @@ describe('job schedules', () => {
 describe('Redis restarted empty', () => {
   let redis: PrivateRedis;
   let own: Queues;
-  let ownConnection: Redis;
+  let ownConnection: RedisClient;
   beforeAll(async () => {
     redis = await startPrivateRedis();
     ownConnection = createRedis(redis.url, { worker: true });

@@ -2,11 +2,10 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { type Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../../src/config.js';
 import type { JobData, Queues } from '../../src/jobs/queues.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import { runJob, workerOptions } from '../../workers/registry.js';
 
 /** A request the receiver got: the raw body as sent (what the signature covers). */
@@ -62,13 +61,14 @@ export function startDeliveryWorker(
   deps: { orm: MikroORM; config: Config; queues: Queues },
   logger: Logger = createLogger('silent'),
 ) {
-  const connection: Redis = createRedis(deps.config.REDIS_URL, { worker: true });
+  const connection: RedisClient = createRedis(deps.config.REDIS_URL, { worker: true });
   connection.on('error', () => {});
   const prefix = deps.queues['webhook-delivery'].opts.prefix!;
   const outcomes: { id: string; state: 'completed' | 'failed'; reason?: string }[] = [];
   const worker = new Worker<JobData>(
     'webhook-delivery',
-    (job: Job<JobData>) => runJob('webhook-delivery', { orm: deps.orm, logger, config: deps.config }, job),
+    (job: Job<JobData>) =>
+      runJob('webhook-delivery', { orm: deps.orm, logger, config: deps.config, queues: deps.queues }, job),
     { ...workerOptions(connection, prefix), concurrency: 4 },
   );
   worker.on('error', () => {});

@@ -2,9 +2,8 @@ import type { Job } from 'bullmq';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobPayload } from '../../src/jobs/queues.js';
-import { jobOptions } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
-import { attemptDelivery } from '../../src/modules/webhooks/delivery.js';
+import { pumpEndpoint } from '../../src/modules/webhooks/pump.js';
 import { encryptSecret, newSigningSecret } from '../../src/modules/webhooks/secrets.js';
 import { newId } from '../../src/shared/ids.js';
 import { deliverWebhook } from '../../workers/webhook-delivery.js';
@@ -120,7 +119,7 @@ describe('a configuration without WEBHOOK_ALLOW_PRIVATE_URLS, outside production
 
   it('the delivery job does not contact an endpoint saved at a loopback or metadata address', async () => {
     const shop = await makeShop(ctx);
-    const workerCtx = { orm: ctx.orm, logger: silent, config: ctx.config };
+    const workerCtx = { orm: ctx.orm, logger: silent, config: ctx.config, queues: ctx.queues };
     const targets = [
       [receiver.url('/saved-earlier'), /^url refused: The URL must use https\.$/],
       [
@@ -133,13 +132,16 @@ describe('a configuration without WEBHOOK_ALLOW_PRIVATE_URLS, outside production
       ],
     ] as const;
     for (const [url, error] of targets) {
-      const deliveryId = await pendingDelivery(shop.brandId, await storedEndpoint(shop.brandId, url));
+      const endpointId = await storedEndpoint(shop.brandId, url);
+      const deliveryId = await pendingDelivery(shop.brandId, endpointId);
+      // The endpoint's wake-up, as the worker runs it.
       const job = {
-        data: { request_id: 'req_x', triggered_by: 'event', event_id: 'whevt_x', delivery_id: deliveryId },
+        id: `wake_test_${endpointId}`,
+        data: { request_id: 'req_x', triggered_by: 'event', brand_id: shop.brandId, endpoint_id: endpointId },
         attemptsMade: 0,
-        opts: jobOptions('webhook-delivery'),
+        opts: {},
       } as unknown as Job<JobPayload<'webhook-delivery'>>;
-      await expect(deliverWebhook(workerCtx, job, silent), url).rejects.toThrow(/url refused/);
+      expect(await deliverWebhook(workerCtx, job, silent), url).toMatchObject({ delivered: 0, failed: 1 });
       const [delivery] = await sql(
         'select status, attempts, last_error from webhook_deliveries where id = ?',
         [deliveryId],
@@ -157,16 +159,22 @@ describe('a configuration without WEBHOOK_ALLOW_PRIVATE_URLS, outside production
       `https://rebinding.example:${receiver.port}/rebound`,
     );
     const deliveryId = await pendingDelivery(shop.brandId, endpointId);
-    const outcome = await attemptDelivery(ctx.orm, deliveryId, {
-      secretKeyBase: ctx.config.SECRET_KEY_BASE,
-      policy: { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS },
-      resolve: async () => [{ address: '127.0.0.1', family: 4 }],
-      attempt: 1,
-      attempts: 15,
-      retryDelayMs: () => 18_000,
-    });
-    expect(outcome).toMatchObject({ result: 'failed', final: false, status_code: null });
-    expect((outcome as { error: string }).error).toBe(
+    const outcome = await pumpEndpoint(
+      ctx.orm,
+      { brandId: shop.brandId, endpointId },
+      {
+        secretKeyBase: ctx.config.SECRET_KEY_BASE,
+        policy: { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS },
+        resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+      },
+    );
+    expect(outcome).toMatchObject({ delivered: 0, failed: 1 });
+    const [delivery] = await sql(
+      'select status, last_status_code, last_error from webhook_deliveries where id = ?',
+      [deliveryId],
+    );
+    expect(delivery).toMatchObject({ status: 'pending', last_status_code: null });
+    expect(delivery.last_error).toBe(
       'url refused: The host rebinding.example resolves to 127.0.0.1, which is not public (loopback); use a host on the public internet.',
     );
     expect(receiver.at('/rebound')).toEqual([]);

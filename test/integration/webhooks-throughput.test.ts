@@ -5,8 +5,8 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobData } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
-import { attemptDelivery } from '../../src/modules/webhooks/delivery.js';
 import { MAX_SOCKETS_PER_ENDPOINT, postWebhook } from '../../src/modules/webhooks/http-post.js';
+import { pumpEndpoint } from '../../src/modules/webhooks/pump.js';
 import { encryptSecret, newSigningSecret } from '../../src/modules/webhooks/secrets.js';
 import { createRedis } from '../../src/redis.js';
 import { newId } from '../../src/shared/ids.js';
@@ -16,8 +16,9 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
 import { until } from './webhooks-helpers.js';
 
 /**
- * Delivery keeps pace (issue 39): connections kept alive per endpoint and checked address, and
- * a per-endpoint cap that keeps a slow receiver from taking the worker's slots.
+ * Delivery keeps pace (issue 39): a pump per endpoint sends its deliveries in batches, in order,
+ * at most 8 at once, over connections kept alive per endpoint and checked address; a slow
+ * receiver holds its own pump, never another brand's.
  */
 let ctx: TestContext;
 const silent = createLogger('silent');
@@ -116,17 +117,21 @@ describe('connections kept alive per endpoint and checked address', () => {
       // A host name, so the address comes from the resolver (the test's DNS).
       const endpointId = await storedEndpoint(shop.brandId, `http://hooks.test:${receiver.port}/kept`);
       let answer = '127.0.0.1';
-      const attempt = async () =>
-        attemptDelivery(ctx.orm, await pendingDelivery(shop.brandId, endpointId), {
-          secretKeyBase: ctx.config.SECRET_KEY_BASE,
-          policy: { allowPrivate: true },
-          resolve: async () => [{ address: answer, family: 4 }],
-          attempt: 1,
-          attempts: 15,
-          retryDelayMs: () => 18_000,
-        });
-      expect(await attempt()).toMatchObject({ result: 'delivered' });
-      expect(await attempt()).toMatchObject({ result: 'delivered' });
+      const attempt = async () => {
+        const id = await pendingDelivery(shop.brandId, endpointId);
+        await pumpEndpoint(
+          ctx.orm,
+          { brandId: shop.brandId, endpointId },
+          {
+            secretKeyBase: ctx.config.SECRET_KEY_BASE,
+            policy: { allowPrivate: true },
+            resolve: async () => [{ address: answer, family: 4 }],
+          },
+        );
+        return (await sql('select status, last_error from webhook_deliveries where id = ?', [id]))[0];
+      };
+      expect(await attempt()).toMatchObject({ status: 'succeeded' });
+      expect(await attempt()).toMatchObject({ status: 'succeeded' });
       expect(receiver.requests).toHaveLength(2);
       expect(receiver.connections).toHaveLength(1);
       expect(receiver.requests[1]!.port).toBe(receiver.requests[0]!.port);
@@ -134,7 +139,7 @@ describe('connections kept alive per endpoint and checked address', () => {
       // The host now resolves elsewhere (nothing listens on 127.0.0.2 at that port): the attempt
       // connects there and fails, rather than riding the open socket to 127.0.0.1.
       answer = '127.0.0.2';
-      expect(await attempt()).toMatchObject({ result: 'failed', error: 'ECONNREFUSED' });
+      expect(await attempt()).toMatchObject({ status: 'pending', last_error: 'ECONNREFUSED' });
       expect(receiver.requests).toHaveLength(2);
       expect(receiver.connections).toHaveLength(1);
     } finally {
@@ -170,54 +175,162 @@ describe('connections kept alive per endpoint and checked address', () => {
   });
 });
 
+/** The worker as workers/main.ts runs it: runJob, the queue's own options (concurrency 64). */
+function startWorker() {
+  const connection = createRedis(ctx.config.REDIS_URL, { worker: true });
+  connection.on('error', () => {});
+  const worker = new Worker<JobData>(
+    'webhook-delivery',
+    (job: Job<JobData>) =>
+      runJob(
+        'webhook-delivery',
+        { orm: ctx.orm, logger: silent, config: ctx.config, queues: ctx.queues },
+        job,
+      ),
+    workerOptions(connection, ctx.queues['webhook-delivery'].opts.prefix!, 30_000, 'webhook-delivery'),
+  );
+  worker.on('error', () => {});
+  return {
+    worker,
+    async close() {
+      await worker.close(true).catch(() => {});
+      connection.disconnect();
+    },
+  };
+}
+
+const endpointOf = (key: string, port: number, path: string) =>
+  request(ctx.app)
+    .post('/v1/webhook_endpoints')
+    .set('Authorization', `Bearer ${key}`)
+    .send({ url: `http://127.0.0.1:${port}${path}`, enabled_events: ['conversion.created'] });
+
+const batchOf = (key: string, orders: string[]) =>
+  request(ctx.app)
+    .post('/v1/events/batch')
+    .set('Authorization', `Bearer ${key}`)
+    .send({
+      events: orders.map((order_id) => ({
+        type: 'order.paid',
+        data: { order_id, amount: 1_000, coupon_code: 'MINA20' },
+      })),
+    });
+
+describe('a pump per endpoint', () => {
+  it('a burst to one endpoint: one wake-up per write, each delivery sent once, in order of creation', async () => {
+    const receiver = await startCountingReceiver();
+    const worker = startWorker();
+    try {
+      const shop = await makeShop(ctx);
+      const endpoint = await endpointOf(shop.keys.sk_live, receiver.port, '/burst');
+      expect(endpoint.status).toBe(201);
+      const orders = Array.from({ length: 3 }, (_, b) =>
+        Array.from({ length: 150 }, (_, i) => `B-${b}-${String(i).padStart(3, '0')}`),
+      );
+      for (const batch of orders) expect((await batchOf(shop.keys.sk_live, batch)).status).toBe(200);
+      const outbox = await sql(
+        `select count(*)::int as n from outbox_messages where data->>'endpoint_id' = ?`,
+        [endpoint.body.id],
+      );
+      expect(outbox[0].n).toBe(3);
+      // Recorded once the batch is done: after the receiver has it.
+      const created = await until(
+        'every delivery recorded',
+        async () => {
+          const rows = await sql(
+            `select event_id, status, last_attempt_at from webhook_deliveries where endpoint_id = ? order by id`,
+            [endpoint.body.id],
+          );
+          return rows.length === 450 && rows.every((r) => r.status === 'succeeded') && rows;
+        },
+        30_000,
+      );
+      const arrived = receiver.requests.map((r) => r.eventId);
+      expect(arrived).toHaveLength(450);
+      expect(new Set(arrived).size).toBe(450);
+      expect(new Set(arrived)).toEqual(new Set(created.map((d) => d.event_id)));
+      // Sent in order of creation, 8 at a time: each attempt started no earlier than the one
+      // created before it (arrivals may cross among the 8 in flight).
+      const started = created.map((d) => new Date(d.last_attempt_at).getTime());
+      expect(started.every((at, i) => i === 0 || at >= started[i - 1]!)).toBe(true);
+      expect(receiver.mostInFlight('/burst')).toBeLessThanOrEqual(MAX_SOCKETS_PER_ENDPOINT);
+    } finally {
+      await worker.close();
+      await receiver.close();
+    }
+  }, 60_000);
+
+  it('a wake-up while the pump drains returns at once, and the pump claims again before it stops', async () => {
+    const receiver = await startCountingReceiver();
+    const worker = startWorker();
+    try {
+      const shop = await makeShop(ctx);
+      const endpoint = await endpointOf(shop.keys.sk_live, receiver.port, '/race');
+      expect(endpoint.status).toBe(201);
+      receiver.hold('/race');
+      expect((await batchOf(shop.keys.sk_live, ['R-1'])).status).toBe(200);
+      await until('the first delivery out, its answer held', () => receiver.held.length === 1);
+      // A second write while the pump waits on its batch of one: its wake-up finds the pump running.
+      const second = await batchOf(shop.keys.sk_live, ['R-2']);
+      expect(second.status).toBe(200);
+      const [row] = await until('the second wake-up handed over', async () => {
+        const rows = await sql(
+          `select id from outbox_messages where request_id = ? and relayed_at is not null`,
+          [second.headers['request-id']],
+        );
+        return rows.length === 1 && rows;
+      });
+      const wakeUp = await until('the second wake-up done', async () => {
+        const job = await ctx.queues['webhook-delivery'].getJob(row!.id);
+        return (await job?.getState()) === 'completed' && job;
+      });
+      expect(wakeUp.returnvalue).toEqual({ result: 'pumping' });
+      expect(receiver.held.length).toBe(1);
+      expect(receiver.requests).toHaveLength(1);
+      // No other wake-up is coming: only the flag makes the pump claim R-2 after its batch.
+      receiver.release('/race');
+      await until('the second delivery', () => receiver.requests.length === 2);
+      const done = await sql(
+        `select count(*)::int as n from webhook_deliveries where endpoint_id = ? and status = 'succeeded'`,
+        [endpoint.body.id],
+      );
+      expect(done[0].n).toBe(2);
+    } finally {
+      receiver.release('/race');
+      await worker.close();
+      await receiver.close();
+    }
+  }, 60_000);
+});
+
 describe('a slow endpoint is capped and does not hold the worker', () => {
   it(`at most ${MAX_SOCKETS_PER_ENDPOINT} requests at once to an endpoint that holds them, and another brand's delivery goes meanwhile`, async () => {
     const receiver = await startCountingReceiver();
-    const connection = createRedis(ctx.config.REDIS_URL, { worker: true });
-    connection.on('error', () => {});
-    // The worker as workers/main.ts runs it: the queue's own concurrency (64).
-    const worker = new Worker<JobData>(
-      'webhook-delivery',
-      (job: Job<JobData>) =>
-        runJob('webhook-delivery', { orm: ctx.orm, logger: silent, config: ctx.config }, job),
-      workerOptions(connection, ctx.queues['webhook-delivery'].opts.prefix!, 30_000, 'webhook-delivery'),
-    );
-    worker.on('error', () => {});
+    const worker = startWorker();
     try {
-      expect(worker.opts.concurrency).toBeGreaterThan(MAX_SOCKETS_PER_ENDPOINT);
+      expect(worker.worker.opts.concurrency).toBeGreaterThan(MAX_SOCKETS_PER_ENDPOINT);
       receiver.hold('/slow');
       const slowShop = await makeShop(ctx);
       const fastShop = await makeShop(ctx);
-      const endpoint = (key: string, path: string) =>
-        request(ctx.app)
-          .post('/v1/webhook_endpoints')
-          .set('Authorization', `Bearer ${key}`)
-          .send({ url: `http://127.0.0.1:${receiver.port}${path}`, enabled_events: ['conversion.created'] });
-      expect((await endpoint(slowShop.keys.sk_live, '/slow')).status).toBe(201);
-      expect((await endpoint(fastShop.keys.sk_live, '/fast')).status).toBe(201);
+      expect((await endpointOf(slowShop.keys.sk_live, receiver.port, '/slow')).status).toBe(201);
+      expect((await endpointOf(fastShop.keys.sk_live, receiver.port, '/fast')).status).toBe(201);
       // More deliveries to the slow endpoint than the worker has slots.
       const backlog = 80;
-      const batch = await request(ctx.app)
-        .post('/v1/events/batch')
-        .set('Authorization', `Bearer ${slowShop.keys.sk_live}`)
-        .send({
-          events: Array.from({ length: backlog }, (_, i) => ({
-            type: 'order.paid',
-            data: { order_id: `S-${i}`, amount: 1_000, coupon_code: 'MINA20' },
-          })),
-        });
+      const batch = await batchOf(
+        slowShop.keys.sk_live,
+        Array.from({ length: backlog }, (_, i) => `S-${i}`),
+      );
       expect(batch.status).toBe(200);
       await until('the slow endpoint at its cap', () => receiver.held.length === MAX_SOCKETS_PER_ENDPOINT);
-      await until(
-        'turned-away deliveries waiting in the delayed set',
-        async () => (await ctx.queues['webhook-delivery'].getDelayedCount()) > 0,
-      );
+      const sentAt = Date.now();
       const fast = await request(ctx.app)
         .post('/v1/events')
         .set('Authorization', `Bearer ${fastShop.keys.sk_live}`)
         .send({ type: 'order.paid', data: { order_id: 'F-1', amount: 1_000, coupon_code: 'MINA20' } });
       expect(fast.status).toBe(200);
       await until('the other brand delivered', () => receiver.requests.some((r) => r.path === '/fast'));
+      // Promptly: its own pump, not a turn behind the slow one's backlog.
+      expect(Date.now() - sentAt).toBeLessThan(5_000);
       expect(receiver.held.length).toBe(MAX_SOCKETS_PER_ENDPOINT);
 
       receiver.release('/slow');
@@ -238,8 +351,7 @@ describe('a slow endpoint is capped and does not hold the worker', () => {
       expect(new Set(slow.map((r) => r.eventId)).size).toBe(backlog);
     } finally {
       receiver.release('/slow');
-      await worker.close(true).catch(() => {});
-      connection.disconnect();
+      await worker.close();
       await receiver.close();
     }
   }, 60_000);

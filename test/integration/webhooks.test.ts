@@ -469,20 +469,24 @@ describe('every event type, once per change', () => {
     expect((await k.get(`/v1/webhook_events/${event.id}`)).body).toEqual(event);
     expect(JSON.stringify((await k.get(`/v1/webhook_events/${event.id}`)).body)).toBe(all[0]!.body);
     const firstEvent = bodies('/all')[0];
-    const trace = await until('the delivery job to complete', async () => {
+    // The wake-up of the endpoint's pump that the request's write handed over, among its jobs.
+    const trace = await until('the wake-up job to complete', async () => {
       const res = await admin(ctx).get(`/admin/api/trace/${paid.body.request_id}`);
-      return res.body.jobs.some((j: { state: string }) => j.state === 'completed') && res;
+      const handedOver = res.body.outbox.filter(
+        (m: { job_name: string }) => m.job_name === 'webhook-delivery',
+      );
+      const jobs = res.body.jobs.filter(
+        (j: { id: string; state: string }) =>
+          j.state === 'completed' && handedOver.some((m: { id: string }) => m.id === j.id),
+      );
+      return handedOver.length === 1 && jobs.length === 1 && res;
     });
+    expect(trace.body.jobs).toContainEqual(
+      expect.objectContaining({ queue: 'webhook-delivery', name: 'webhook-delivery', state: 'completed' }),
+    );
     expect(trace.body.webhook_deliveries).toEqual([
       expect.objectContaining({ event_id: firstEvent.id, endpoint_id: endpoint.id, status: 'succeeded' }),
     ]);
-    expect(trace.body.jobs).toContainEqual(
-      expect.objectContaining({
-        queue: 'webhook-delivery',
-        id: trace.body.webhook_deliveries[0].id,
-        state: 'completed',
-      }),
-    );
   }, 60_000);
 
   it('order.confirmed, once, for an order paid or attributed after its confirm_at had passed', async () => {

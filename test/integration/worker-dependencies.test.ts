@@ -1,9 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
-import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeQueues, createQueues, jobNames, type Queues } from '../../src/jobs/queues.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 import { dropTestDatabase } from '../setup/test-app.js';
@@ -15,7 +14,7 @@ import { spawnWorker } from '../setup/worker-process.js';
  * stops with exit 0 on SIGTERM at any point.
  */
 const children: ChildProcess[] = [];
-const opened: { queues: Queues; connection: Redis }[] = [];
+const opened: { queues: Queues; connection: RedisClient }[] = [];
 const databases: string[] = [];
 let redis: PrivateRedis;
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Level } from '../../src/modules/reports/count-grains.js';
-import { type PeriodParts, periodParts } from '../../src/modules/reports/period.js';
+import { netCoverage, type PeriodParts, periodParts } from '../../src/modules/reports/period.js';
 
 const at = (iso: string) => new Date(iso);
 const show = (parts: PeriodParts) => ({
@@ -32,6 +32,19 @@ const coverage = (parts: PeriodParts, t: number) =>
     .filter((p) => p.start.getTime() <= t && t < p.end.getTime())
     .reduce((n, p) => n + p.sign, 0);
 
+/** Every chain of levels a reading may sum (count-grains.ts, report-readings.ts grainsOf). */
+const chains: Level[][] = [
+  [0, 3, 1, 2, 4],
+  [3, 1, 2, 4],
+  [1, 2, 4],
+  [0, 3, 1, 2],
+  [0, 3, 1],
+  [0, 3],
+  [3, 1],
+  [0],
+  [],
+];
+
 describe('report period', () => {
   it('a year between two instants: the nearest whole months, then days, hours and quarter hours added or taken away at each end', () => {
     // 2025-11-24T13:07Z is 22:07 KST: nearest the next KST midnight, and the month's end is 6 days on.
@@ -52,17 +65,6 @@ describe('report period', () => {
   });
 
   it('covers every instant of [from, to) exactly once and nothing else, each bucket on its own grain, whatever the instants and grains', () => {
-    const chains: Level[][] = [
-      [0, 3, 1, 2, 4],
-      [3, 1, 2, 4],
-      [1, 2, 4],
-      [0, 3, 1, 2],
-      [0, 3, 1],
-      [0, 3],
-      [3, 1],
-      [0],
-      [],
-    ];
     const start = Date.UTC(2024, 0, 1);
     const instant = fc.integer({ min: 0, max: 800 * 86_400_000 }).map((n) => start + n);
     fc.assert(
@@ -88,6 +90,35 @@ describe('report period', () => {
         const finestEdge = Math.max(0, ...parts.edges.map((e) => e.end.getTime() - e.start.getTime()));
         if (chain[0] === 0) expect(finestEdge).toBeLessThanOrEqual(QUARTER / 2);
         if (chain[0] === 3) expect(finestEdge).toBeLessThanOrEqual(HOUR / 2);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("nets a period's signed spans to the stretches where they do not cancel, with the same sum at every instant", () => {
+    const start = Date.UTC(2024, 0, 1);
+    const instant = fc.integer({ min: 0, max: 800 * 86_400_000 }).map((n) => start + n);
+    fc.assert(
+      fc.property(instant, instant, fc.constantFrom(...chains), fc.boolean(), (a, b, chain, fineOnly) => {
+        const [from, to] = a <= b ? [a, b] : [b, a];
+        const { spans } = periodParts(new Date(from), new Date(to), chain);
+        // The fine tallies' reading nets only the spans of levels finer than a day.
+        const pieces = fineOnly ? spans.filter((s) => s.level === 0 || s.level === 3) : spans;
+        const net = netCoverage(pieces);
+        const sum = (list: readonly { start: Date; end: Date; sign: number }[], t: number) =>
+          list.filter((p) => p.start.getTime() <= t && t < p.end.getTime()).reduce((n, p) => n + p.sign, 0);
+        for (const t of pieces
+          .flatMap((p) => [p.start.getTime(), p.end.getTime()])
+          .flatMap((m) => [m - 1, m, m + 1]))
+          expect(sum(net, t)).toBe(sum(pieces, t));
+        // Disjoint, in order, none of them empty or cancelling out.
+        for (const [i, p] of net.entries()) {
+          expect(p.start.getTime()).toBeLessThan(p.end.getTime());
+          expect(p.sign).not.toBe(0);
+          if (i > 0) expect(net[i - 1]!.end.getTime()).toBeLessThanOrEqual(p.start.getTime());
+        }
+        // All spans of a period net to at most one stretch: one index range of tallies.
+        if (!fineOnly) expect(net.length).toBeLessThanOrEqual(1);
       }),
       { numRuns: 500 },
     );

@@ -176,8 +176,8 @@ export function groupWrites(
   const writtenOrders = new Set(rows.map((o) => o.id));
   if (journal.lineMoves(writtenOrders).length > 0)
     throw new Error("an order's settlement line moved without its order being written");
-  // Webhook events of the changes, with their deliveries and the outbox rows that hand those to
-  // the webhook-delivery queue (the same outbox part as other jobs: one statement text).
+  // Webhook events of the changes, with their deliveries and one outbox row per endpoint that
+  // wakes its pump (the same outbox part as other jobs: one statement text).
   const webhookEvents = all.flatMap((book) => book.webhooks?.events ?? []);
   const deliveries = all.flatMap((book) => book.webhooks?.deliveries ?? []);
   const outbox = outboxWrite(handOver);

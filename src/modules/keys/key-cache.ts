@@ -17,6 +17,14 @@ const DEAF_RETRY_MS = 60_000;
 const UNKNOWN_TTL_MS = 5_000;
 /** ...and boundedly: random keys cannot fill memory, only push out older unknown ones. */
 const UNKNOWN_MAX = 10_000;
+/**
+ * How long a key read as existing keeps its address's requests from being refused before a
+ * lookup (api-auth.ts): the cache forgets rows every 10 s and at every key change, and a brand's
+ * server sharing an address with a client sending wrong keys was then refused its own key
+ * (seen: 429 for the valid key once its entry lapsed). Only whether to look it up depends on
+ * it, never whether it authenticates: a revoked key is still looked up and refused as such.
+ */
+const RECENTLY_READ_MS = 15 * 60_000;
 
 /** Every active brand's registered origins: what a CORS preflight, which carries no key, is checked against. */
 const allowedOriginsSql = `select distinct o.origin from brands b cross join lateral unnest(b.allowed_origins) o(origin) where b.status = 'active'`;
@@ -67,6 +75,8 @@ export class KeyCache {
   private readonly entries = new Map<string, { row: KeyRow; expiresAt: number }>();
   /** Key hashes no key has, by when that stops being trusted (insertion order: oldest first). */
   private readonly unknown = new Map<string, number>();
+  /** Hashes of keys read as existing lately, with until when; kept through clear(). */
+  private readonly existing = new Map<string, number>();
   private origins: { set: Promise<Set<string>>; expiresAt: number } | undefined;
   /** Reads in flight, by key hash: concurrent misses of one key share one. */
   private readonly reading = new Map<string, Promise<KeyRow | undefined>>();
@@ -94,9 +104,15 @@ export class KeyCache {
 
   constructor(private readonly options: KeyCacheOptions) {
     const read = readKey(options.orm);
-    this.read = (secretHash) => {
+    this.read = async (secretHash) => {
       this.reads++;
-      return read(secretHash);
+      const row = await read(secretHash);
+      if (row) {
+        this.existing.delete(secretHash);
+        if (this.existing.size >= UNKNOWN_MAX) this.existing.delete(this.existing.keys().next().value!);
+        this.existing.set(secretHash, Date.now() + RECENTLY_READ_MS);
+      }
+      return row;
     };
     this.ttlMs = options.ttlMs ?? 10_000;
     this.probeIntervalMs = options.probeIntervalMs ?? 30_000;
@@ -123,6 +139,11 @@ export class KeyCache {
     if (hit && hit.expiresAt > now) return hit.row;
     const unknownUntil = this.unknown.get(secretHash);
     return unknownUntil !== undefined && unknownUntil > now ? null : undefined;
+  }
+
+  /** Whether a key with this hash was read as existing within RECENTLY_READ_MS (not a guess). */
+  readLately(secretHash: string): boolean {
+    return (this.existing.get(secretHash) ?? 0) > Date.now();
   }
 
   /** The row of `keyLookupSql` for this key hash, or undefined when no key has it. */

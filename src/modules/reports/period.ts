@@ -93,3 +93,26 @@ export function periodParts(from: Date, to: Date, chain: readonly Level[]): Peri
   cover(from.getTime(), to.getTime(), 1, chain.length - 1);
   return parts;
 }
+
+/**
+ * What signed pieces add up to, point by point: the stretches where their signs do not cancel,
+ * each with its net sign (a period's spans net to one stretch of whole quarter hours or hours;
+ * a tally counts there once, instead of being matched against every span).
+ */
+export function netCoverage(pieces: readonly Piece[]): { start: Date; end: Date; sign: number }[] {
+  const change = new Map<number, number>();
+  for (const p of pieces) {
+    change.set(p.start.getTime(), (change.get(p.start.getTime()) ?? 0) + p.sign);
+    change.set(p.end.getTime(), (change.get(p.end.getTime()) ?? 0) - p.sign);
+  }
+  const net: { start: Date; end: Date; sign: number }[] = [];
+  let sign = 0;
+  let from = 0;
+  for (const at of [...change.keys()].sort((a, b) => a - b)) {
+    const next = sign + change.get(at)!;
+    if (next === sign) continue;
+    if (sign !== 0) net.push({ start: new Date(from), end: new Date(at), sign });
+    [sign, from] = [next, at];
+  }
+  return net;
+}

@@ -7,7 +7,7 @@ import {
   type OrderFactRow,
 } from './conversion-facts.js';
 import { countedLevels, type Dim, isCoarse, type Level } from './count-grains.js';
-import { type PeriodParts, periodParts, type Sign } from './period.js';
+import { netCoverage, type PeriodParts, periodParts, type Sign } from './period.js';
 import type { ReportQuery } from './reports.schemas.js';
 
 // How a report reads its figures: the running totals of its period's pieces (period.ts) and
@@ -90,51 +90,31 @@ export function countsStatement(caller: Caller, planned: Planned[], timeZone: st
               from conversion_counts c
              where c.brand_id = ? and c.livemode = ? and c.dim = ? and c.level = ? and c.bucket_start >= ? and c.bucket_start < ?${keyCondition(reading, 'c.key', params)}`);
     }
-    // Tallies are quarter hours and every span starts and ends on one: each tally counts with the
-    // signs of the spans holding it.
     const key = tallyKey(reading.dim, 't');
     const orders = tallyOrders(reading.dim, 't');
-    // `values`: the join's, then the brand, mode and bounds, as their placeholders stand.
-    const tallies = (table: string, sign: string, join: string, values: unknown[]) => {
-      const g = group('t.bucket_start', key);
-      params.push(...values);
-      return `select ${r}, ${g}, ${sign} * ${orders}, ${sign} * case when t.creator_id = '' then 0 else ${orders} end,
-              ${sign} * t.amount, ${sign} * t.commission, ${sign} * t.refunded_amount, ${sign} * t.reversed_commission
-         from ${table} t${join}
-        where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}`;
+    // Summed by bucket (or key) first: one local day per bucket, not one per tally (3 times
+    // faster by day over the 600,000 tallies of a backfill).
+    const by = { key: key, day: 't.bucket_start', all: "''" }[reading.groupBy];
+    const tallies = (table: string, net: { start: Date; end: Date; sign: number }) => {
+      const g = group('t.at', 't.at');
+      params.push(caller.brandId, caller.livemode, net.start, net.end);
+      const sign = net.sign;
+      return `select ${r}, ${g}, ${sign} * t.orders, ${sign} * t.attributed, ${sign} * t.amount, ${sign} * t.commission,
+              ${sign} * t.refunded_amount, ${sign} * t.reversed_commission
+         from (select ${by} as at, sum(${orders}) as orders, sum(case when t.creator_id = '' then 0 else ${orders} end) as attributed,
+                      sum(t.amount) as amount, sum(t.commission) as commission, sum(t.refunded_amount) as refunded_amount,
+                      sum(t.reversed_commission) as reversed_commission
+                 from ${table} t
+                where t.brand_id = ? and t.livemode = ? and t.bucket_start >= ? and t.bucket_start < ?${keyCondition(reading, key, params)}
+                group by 1) t`;
     };
-    const bounds = parts.spans.flatMap((s) => [s.start.getTime(), s.end.getTime()]);
-    const spans = JSON.stringify(
-      parts.spans.map((s) => ({ a: s.start.toISOString(), b: s.end.toISOString(), sign: s.sign })),
-    );
-    selects.push(
-      tallies(
-        'conversion_tallies',
-        's.sign',
-        `
-         join jsonb_to_recordset(?::jsonb) s(a timestamptz, b timestamptz, sign int)
-           on t.bucket_start >= s.a and t.bucket_start < s.b`,
-        [
-          spans,
-          caller.brandId,
-          caller.livemode,
-          new Date(Math.min(...bounds)),
-          new Date(Math.max(...bounds)),
-        ],
-      ),
-    );
-    // A fine tally's coarse grains are counted already: it counts in the other spans only, which
-    // in a period of whole KST days lie at its ends (one range each, never the whole period).
-    for (const span of parts.spans.filter((s) => !isCoarse(reading.dim, s.level))) {
-      selects.push(
-        tallies('conversion_fine_tallies', String(span.sign), '', [
-          caller.brandId,
-          caller.livemode,
-          span.start,
-          span.end,
-        ]),
-      );
-    }
+    // Tallies are quarter hours and every span starts and ends on one: the spans' signs net to a
+    // stretch or two (period.ts netCoverage), where each tally counts once. A fine tally's coarse
+    // grains are counted already: it counts in the other spans only, which in a period of whole
+    // KST days lie at its ends (a range each, never the whole period).
+    for (const net of netCoverage(parts.spans)) selects.push(tallies('conversion_tallies', net));
+    const fine = parts.spans.filter((s) => !isCoarse(reading.dim, s.level));
+    for (const net of netCoverage(fine)) selects.push(tallies('conversion_fine_tallies', net));
   }
   if (selects.length === 0) return undefined;
   // Index scans whatever the planner knows: each partition's rows are estimated from its size

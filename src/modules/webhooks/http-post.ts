@@ -20,9 +20,9 @@ export interface PostResult {
 }
 
 /**
- * Requests at once to one endpoint (per worker process): a receiver answering in 2 s gets at most
- * this many, the rest of its deliveries wait (webhooks/endpoint-slots.ts keeps them out of the
- * worker's slots).
+ * Requests at once to one endpoint (per worker process): its pump sends at most this many
+ * (webhooks/pump.ts), and its connection pool holds as many sockets. A receiver answering in 2 s
+ * gets at most this many; the rest of its deliveries wait in PostgreSQL, not in worker slots.
  */
 export const MAX_SOCKETS_PER_ENDPOINT = 8;
 /** An idle connection is closed after this long: under Node's own server default (5 s), so we close first. */

@@ -142,25 +142,31 @@ export function webhookWrites(events: WebhookEventRow[], deliveries: WebhookDeli
 }
 
 /**
- * The outbox rows that hand deliveries to the `webhook-delivery` queue. The relay enqueues each
- * row under its row id, so the row takes the delivery's id: one job per delivery, however often
- * it is relayed, and the delivery's job is found by its id (Bull Board, trace).
+ * The outbox rows that wake the pumps of the endpoints `deliveries` go to (webhooks/pump.ts):
+ * one per endpoint, whatever the number of its deliveries (a 500-event batch to one endpoint is
+ * one row and one job, not 500), written in the same transaction as the deliveries. It names the
+ * first request among them (the trace finds its wake-up by it); the deliveries themselves are
+ * the work, in PostgreSQL.
  */
 export function deliveryHandOver(deliveries: readonly WebhookDeliveryRow[]): WritePart {
-  const part = outboxWrite(
-    deliveries.map((d) => ({
+  const first = new Map<string, WebhookDeliveryRow>();
+  for (const d of deliveries) {
+    const key = `${d.brand_id}/${d.endpoint_id}`;
+    if (!first.has(key)) first.set(key, d);
+  }
+  return outboxWrite(
+    [...first.values()].map((d) => ({
       jobName: 'webhook-delivery' as const,
       data: {
         request_id: d.request_id,
         triggered_by: 'event' as const,
-        event_id: d.event_id,
-        delivery_id: d.id,
+        brand_id: d.brand_id,
+        livemode: d.livemode,
         endpoint_id: d.endpoint_id,
       },
       availableAt: new Date(d.next_attempt_at),
     })),
   );
-  return { ...part, rows: part.rows.map((row, i) => ({ ...row, id: deliveries[i]!.id })) };
 }
 
 /** Enabled endpoints of the given brands and modes (jobs; ingestion reads them with its load). */

@@ -84,10 +84,9 @@ export const WebhookEvent = defineEntity({
 export type WebhookEvent = InferEntity<typeof WebhookEvent>;
 
 /**
- * One event to one endpoint: its BullMQ job has this id (relayed from the outbox row of the same
- * id), so however often it is relayed it is one job. A resend is a new delivery. No foreign keys
- * (written in the ingestion statement): a delivery whose endpoint is gone is canceled when its
- * job runs.
+ * One event to one endpoint, sent by its endpoint's pump (webhooks/pump.ts) when due: PostgreSQL
+ * holds the work, Redis only the wake-ups. A resend is a new delivery. No foreign keys (written
+ * in the ingestion statement): a delivery whose endpoint is gone is canceled when it is claimed.
  */
 export const WebhookDelivery = defineEntity({
   name: 'WebhookDelivery',
@@ -104,9 +103,9 @@ export const WebhookDelivery = defineEntity({
     lastDurationMs: p.integer().nullable(),
     lastError: p.string().length(200).nullable(),
     lastAttemptAt: p.datetime().nullable(),
-    /** At the latest: BullMQ picks the retry time within its jitter. Null once final. */
-    nextAttemptAt: p.datetime().nullable(),
-    /** Set while an attempt runs: a second job of the same delivery (never expected) sends nothing. */
+    /** When the delivery is due (its creation, then each retry's time, jitter included); null once final. */
+    nextAttemptAt: p.datetime().nullable().defaultRaw('now()'),
+    /** Set while a pump has it claimed (webhooks/pump.ts): no other pump sends it meanwhile. */
     attemptLeaseUntil: p.datetime().nullable(),
     deliveredAt: p.datetime().nullable(),
     /** The request that asked for this delivery: the event's, or the resend's. */
@@ -119,7 +118,12 @@ export const WebhookDelivery = defineEntity({
     { name: 'webhook_deliveries_event_index', properties: ['eventId'] },
     { name: 'webhook_deliveries_request_id_index', properties: ['requestId'] },
     { name: 'webhook_deliveries_created_at_index', properties: ['createdAt'] },
-    { name: 'webhook_deliveries_pending_index', properties: ['createdAt'], where: "status = 'pending'" },
+    // An endpoint's due deliveries in order, brand first: the pump's claim, the reconciler, disabling.
+    {
+      name: 'webhook_deliveries_due_index',
+      properties: ['brand', 'endpointId', 'nextAttemptAt', 'id'],
+      where: "status = 'pending'",
+    },
   ],
 });
 export type WebhookDelivery = InferEntity<typeof WebhookDelivery>;

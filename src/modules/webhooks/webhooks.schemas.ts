@@ -88,7 +88,7 @@ export const WebhookEndpointDeleted = z
 
 export const WebhookDeliveryOut = z
   .object({
-    id: z.string().meta({ description: 'Prefix `whd_`; also its job id in Bull Board.' }),
+    id: z.string().meta({ description: 'Prefix `whd_`.' }),
     object: z.literal('webhook_delivery'),
     livemode: z.boolean(),
     event_id: z.string(),

@@ -167,8 +167,8 @@ export async function listEndpoints(em: EntityManager, owner: Owner): Promise<En
 }
 
 /**
- * Changes an endpoint. Disabling stops its deliveries (each pending one is canceled when its job
- * runs); enabling clears the reason and the failure clock, so a fixed receiver starts afresh.
+ * Changes an endpoint. Disabling stops its deliveries (its pending ones are canceled at once, and
+ * a pump's batch in flight is canceled when claimed again); enabling clears the reason and the failure clock, so a fixed receiver starts afresh.
  */
 export async function updateEndpoint(
   deps: WebhookDeps,
@@ -214,26 +214,29 @@ export async function updateEndpoint(
       [...values, id, ...scope.values],
     );
     if (!row) throw endpointNotFound(id);
-    if (patch.status === 'disabled') await cancelPendingDeliveries(tx, [id], 'endpoint disabled');
+    if (patch.status === 'disabled')
+      await cancelPendingDeliveries(tx, row.brand_id, [id], 'endpoint disabled');
     return row;
   });
 }
 
-/** A disabled endpoint receives nothing: its pending deliveries end now (their jobs then skip them). */
+/** A disabled endpoint receives nothing: its pending deliveries end now (pumps claim only pending ones). */
 export async function cancelPendingDeliveries(
   em: Pick<EntityManager, 'execute'>,
+  brandId: string,
   endpointIds: readonly string[],
   reason: string,
 ): Promise<void> {
   if (endpointIds.length === 0) return;
+  // By brand and endpoint: the pending deliveries' own index, not the endpoint's whole history.
   await em.execute(
     `update webhook_deliveries set status = ?, last_error = ?, next_attempt_at = null, updated_at = now()
-      where endpoint_id in (select jsonb_array_elements_text(?::jsonb)) and status = ?`,
-    ['canceled', reason, JSON.stringify(endpointIds), 'pending'],
+      where brand_id = ? and endpoint_id in (select jsonb_array_elements_text(?::jsonb)) and status = ?`,
+    ['canceled', reason, brandId, JSON.stringify(endpointIds), 'pending'],
   );
 }
 
-/** Deletes an endpoint and its delivery history; jobs still queued for it find nothing to send. */
+/** Deletes an endpoint and its delivery history; wake-ups still queued for it find nothing to send. */
 export async function deleteEndpoint(orm: MikroORM, owner: Owner, id: string): Promise<void> {
   const scope = ownedBy(owner);
   await orm.em.fork().transactional(async (tx) => {
@@ -357,9 +360,9 @@ export async function getEvent(
 }
 
 /**
- * Sends an event again as new deliveries (new ids, so new jobs, with the full retry schedule):
- * to one endpoint, or to every enabled endpoint it went to. Written with their outbox rows in one
- * transaction; `requestId` (the resend's) names them in the trace.
+ * Sends an event again as new deliveries (new ids, with the full retry schedule): to one
+ * endpoint, or to every enabled endpoint it went to. Written with the outbox rows that wake their
+ * endpoints' pumps in one transaction; `requestId` (the resend's) names them in the trace.
  */
 export async function resendEvent(
   orm: MikroORM,
