@@ -6,21 +6,25 @@ import type { Logger } from '../logger.js';
 import { newId } from '../shared/ids.js';
 import { ThrottledWarning } from './throttled-warning.js';
 
-/** Work handed to a job: its name and that job's own payload. */
+/**
+ * Work handed to a job: its name and that job's own payload, and the brand whose transaction
+ * wrote it (outbox rows live on the brand's shard, written by that brand's ingestion).
+ */
 export type OutboxEntry = {
-  [N in JobName]: { jobName: N; data: JobPayload<N>; availableAt: Date };
+  [N in JobName]: { brandId: string; jobName: N; data: JobPayload<N>; availableAt: Date };
 }[JobName];
 
 /** The outbox insert, built once: every group commit writes it. */
-const outboxInsert = `insert into outbox_messages (id, job_name, data, request_id, event_id, available_at)
-          select x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
-            from ${recordset({ id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`;
+const outboxInsert = `insert into outbox_messages (brand_id, id, job_name, data, request_id, event_id, available_at)
+          select x.brand_id, x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
+            from ${recordset({ brand_id: 'text', id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`;
 
 /** The outbox rows of an ingestion, written in the same statement (and transaction) as its ledger changes. */
 export function outboxWrite(entries: OutboxEntry[]): WritePart {
   return {
     sql: outboxInsert,
     rows: entries.map((e) => ({
+      brand_id: e.brandId,
       id: newId('obx'),
       job_name: e.jobName,
       data: e.data,
@@ -32,6 +36,7 @@ export function outboxWrite(entries: OutboxEntry[]): WritePart {
 }
 
 interface PendingMessage {
+  brand_id: string;
   id: string;
   job_name: JobName;
   data: JobData;
@@ -67,12 +72,12 @@ export const RELAY_BATCH = 1000;
 export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_BATCH): Promise<number> {
   return inTransaction(orm, async (sql) => {
     const pending = await sql.query<PendingMessage>(
-      `select id, job_name, data, available_at from outbox_messages
+      `select brand_id, id, job_name, data, available_at from outbox_messages
         where relayed_at is null order by id limit ? for update skip locked`,
       [limit],
     );
     const byQueue = Map.groupBy(pending, (m) => m.job_name);
-    const relayed: string[] = [];
+    const relayed: { brand_id: string; id: string }[] = [];
     try {
       for (const [name, messages] of byQueue) {
         const now = Date.now();
@@ -90,14 +95,15 @@ export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_B
           ),
           ENQUEUE_TIMEOUT_MS,
         );
-        relayed.push(...messages.map((m) => m.id));
+        relayed.push(...messages.map((m) => ({ brand_id: m.brand_id, id: m.id })));
       }
     } finally {
       // What reached Redis is marked even when a later enqueue failed.
       if (relayed.length > 0) {
         await sql.query(
-          `update outbox_messages set relayed_at = now()
-            where id in (select jsonb_array_elements_text(?::jsonb))`,
+          `update outbox_messages o set relayed_at = now()
+             from jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
+            where o.brand_id = x.brand_id and o.id = x.id`,
           [JSON.stringify(relayed)],
         );
       }

@@ -54,6 +54,9 @@ function demoKey(secretKeyBase: string, prefix: string): string {
   return `${prefix}_${out}`;
 }
 
+/** A brand's rows are keyed by (brand_id, id): the upsert's conflict target. */
+const brandKey = { onConflictFields: ['brand', 'id'] as ['brand', 'id'] };
+
 /** Creates (or brings back to its demo state) a ready brand; only the clicks are new each run. */
 export async function seedDemo(em: EntityManager, config: Config) {
   await em.upsert(Brand, {
@@ -87,14 +90,14 @@ export async function seedDemo(em: EntityManager, config: Config) {
       attributionWindowDays: c.window,
       commissionBps: null,
       createdAt: new Date(),
-    });
+    }, brandKey);
     await em.upsert(Creator, {
       id: c.creatorId,
       brand: DEMO_BRAND_ID,
       name: c.name,
       customerHashes: [],
       createdAt: new Date(),
-    });
+    }, brandKey);
     await em.upsert(CouponCode, {
       id: `code_demo_${c.code.toLowerCase()}`,
       brand: DEMO_BRAND_ID,
@@ -103,7 +106,7 @@ export async function seedDemo(em: EntityManager, config: Config) {
       code: c.code,
       codeKey: couponCodeKey(c.code),
       createdAt: new Date(),
-    });
+    }, brandKey);
     const click = await createClick(em, DEMO_BRAND_ID, { creator_id: c.creatorId, offer_id: c.offerId });
     creators.push({ creator_id: c.creatorId, coupon_code: c.code, offer_id: c.offerId, click_ref: click.id });
   }

@@ -149,12 +149,12 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
     em.execute<MovementRow[]>(
       `select ${movementEventIdSql('m')} as event_id, m.payout_id, m.request_id, m.kind, m.creator_id, m.amount, m.created_at
          from ledger_movements m
-        where m.order_id = ? order by m.created_at, m.id`,
-      [order.id],
+        where m.brand_id = ? and m.order_id = ? order by m.created_at, m.id`,
+      [scope.brandId, order.id],
     ),
     em.execute<RefundRow[]>(
-      `select event_id, kind, refund_id, amount, commission_reversed from refunds where order_id = ?`,
-      [order.id],
+      `select event_id, kind, refund_id, amount, commission_reversed from refunds where brand_id = ? and order_id = ?`,
+      [scope.brandId, order.id],
     ),
   ]);
   const movementsOf = (eventId: string) => moves.filter((m) => m.event_id === eventId);

@@ -46,7 +46,8 @@ interface LoadShape {
 
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
 // probe with LIMIT 1 on a column set that exactly one index guaranteeing uniqueness covers
-// (orders by lookup_key, the hash index of its exclusion constraint; clicks by primary key;
+// (orders by lookup_key, the hash index of its exclusion constraint; clicks, offers and
+// creators by primary key, brand first;
 // codes by (brand_id, code_key); refunds by (order, refund_id); idempotency records by
 // primary key), and the engine's
 // connections plan with seq scans disabled (ingestion.ts): whatever the statistics say, each
@@ -70,7 +71,7 @@ codes as (
     from json_to_recordset(?::json) as want(brand_id text, code_key text)
     cross join lateral (
       select c.brand_id, c.code_key, c.creator_id, c.offer_id, f.commission_bps
-        from coupon_codes c left join offers f on f.id = c.offer_id
+        from coupon_codes c left join offers f on f.brand_id = c.brand_id and f.id = c.offer_id
        where c.brand_id = want.brand_id and c.code_key = want.code_key
        limit 1
     ) c
@@ -79,19 +80,23 @@ codes as (
       ? `
 clicks as (
   select k.*
-    from json_array_elements_text(?::json) as want(id)
+    from json_to_recordset(?::json) as want(brand_id text, id text)
     cross join lateral (
       select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
-        from clicks k join offers f on f.id = k.offer_id
-       where k.id = want.id
+        from clicks k join offers f on f.brand_id = k.brand_id and f.id = k.offer_id
+       where k.brand_id = want.brand_id and k.id = want.id
        limit 1
     ) k
 ),`
       : ''
   }
 creators as (
-  select id, customer_hashes from creators
-   where id = any(array(select creator_id from locked union select creator_id from codes${shape.clicks ? ' union select creator_id from clicks' : ''}))
+  select c.brand_id, c.id, c.customer_hashes
+    from (select brand_id, creator_id from locked union select brand_id, creator_id from codes${shape.clicks ? ' union select brand_id, creator_id from clicks' : ''}) want
+    cross join lateral (
+      select c.brand_id, c.id, c.customer_hashes from creators c
+       where c.brand_id = want.brand_id and c.id = want.creator_id
+    ) c
 ),${
     shape.refunds
       ? `
@@ -100,7 +105,8 @@ refunds as (
     from json_to_recordset(?::json) as want(lookup_key text, refund_id text)
     join locked l on l.lookup_key = want.lookup_key
     cross join lateral (
-      select r.refund_id from refunds r where r.order_id = l.id and r.refund_id = want.refund_id limit 1
+      select r.refund_id from refunds r
+       where r.brand_id = l.brand_id and r.order_id = l.id and r.refund_id = want.refund_id limit 1
     ) r
 ),`
       : ''
@@ -160,7 +166,7 @@ type Rows = any[];
 function needsOf(requests: readonly BookRequest[]) {
   const orders = new Set<string>();
   const codes = new Map<string, { brand_id: string; code_key: string }>();
-  const clicks = new Set<string>();
+  const clicks = new Map<string, { brand_id: string; id: string }>();
   const refunds: { lookup_key: string; refund_id: string }[] = [];
   // The code of the event before, most often the same: named once.
   let lastCode: { brandId: string; code: string } | undefined;
@@ -174,12 +180,13 @@ function needsOf(requests: readonly BookRequest[]) {
         const code_key = couponCodeKey(data.couponCode);
         codes.set(`${scope.brandId}/${code_key}`, { brand_id: scope.brandId, code_key });
       }
-      if (data.clickRef) clicks.add(data.clickRef);
+      if (data.clickRef)
+        clicks.set(`${scope.brandId}/${data.clickRef}`, { brand_id: scope.brandId, id: data.clickRef });
       if (data.refundId)
         refunds.push({ lookup_key: orderLookupKey(scope, data.orderId), refund_id: data.refundId });
     }
   }
-  return { orders: [...orders].sort(), codes: [...codes.values()], clicks: [...clicks], refunds };
+  return { orders: [...orders].sort(), codes: [...codes.values()], clicks: [...clicks.values()], refunds };
 }
 
 /** Every brand and mode of the group, once: their enabled webhook endpoints come with the load. */

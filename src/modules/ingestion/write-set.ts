@@ -85,7 +85,7 @@ const partSql = {
   changedOrders: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset.sql}
-            on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
+            on conflict (brand_id, id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
                commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = now()`,
   refunds: `insert into refunds (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
                                  commission_reversed, reason, event_id, request_id)

@@ -294,8 +294,8 @@ async function recordMissingOrders(em: EntityManager, where: string, values: unk
  * Gap check of one observed order, due `ORDER_GAP_DELAY_MINUTES` after it was seen: recorded
  * missing unless its order.paid arrived. Idempotent: missing_orders' key is (brand, mode, order_id).
  */
-export async function checkObservedOrder(em: EntityManager, eventId: string): Promise<boolean> {
-  return (await recordMissingOrders(em, 'e.id = ?', [eventId])) > 0;
+export async function checkObservedOrder(em: EntityManager, brandId: string, eventId: string): Promise<boolean> {
+  return (await recordMissingOrders(em, 'e.brand_id = ? and e.id = ?', [brandId, eventId])) > 0;
 }
 
 /**

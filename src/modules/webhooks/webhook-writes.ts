@@ -124,7 +124,7 @@ const fromX = (columns: object) =>
 
 const insertEvents = `insert into webhook_events (${names(eventColumns)})
   select ${fromX(eventColumns)} from ${recordset(eventColumns)}
-  on conflict (dedup_key) do nothing`;
+  on conflict (brand_id, dedup_key) do nothing`;
 
 /** The deliveries insert, built once (as `insertEvents`). */
 const insertDeliveries = `insert into webhook_deliveries (${names(deliveryColumns)})
@@ -149,6 +149,7 @@ export function webhookWrites(events: WebhookEventRow[], deliveries: WebhookDeli
 export function deliveryHandOver(deliveries: readonly WebhookDeliveryRow[]): WritePart {
   const part = outboxWrite(
     deliveries.map((d) => ({
+      brandId: d.brand_id,
       jobName: 'webhook-delivery' as const,
       data: {
         request_id: d.request_id,
