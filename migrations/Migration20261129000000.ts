@@ -7,12 +7,13 @@ import { Migration } from '@mikro-orm/migrations';
  * so they must live on the brand's shard; clawbacks netted: beside their payout), and a slug's
  * brand is kept in `link_slugs` (the click redirect knows only the slug). On Citus (the
  * extension is present) the same migration also distributes every brand table by `brand_id`,
- * co-located, makes the small global tables reference tables, and keeps two triggers only
- * where they can still work (docs/decisions.md, "Citus"). The keys' order also lets a brand's
- * rows of one table be read as one index range.
+ * co-located, makes the small global tables reference tables, and drops the key cache's two
+ * NOTIFY triggers, which would fire where nobody listens (docs/decisions.md, "Citus"). The keys'
+ * order also lets a brand's rows of one table be read as one index range. Tally tables keep id
+ * first (queues folded in id order) and include the brand.
  *
  * Rewrites no row; rebuilds each re-keyed table's primary key under a lock that holds its
- * writes (a populated database migrates: test/integration/citus-migration.test.ts).
+ * writes (a populated database migrates: test/integration/brand-keys-migration.test.ts).
  */
 
 /** Foreign keys between brand tables, re-created with the brand: [table, name, definition]. */
@@ -178,9 +179,8 @@ export class Migration20261129000000 extends Migration {
   }
 
   /**
-   * Citus: reference tables first (brand tables' foreign keys point at brands), then the brand
-   * tables in foreign-key order, each co-located with creators (all shards of a brand on one
-   * worker), then the coordinator's own. Sequential mode: one connection per worker for the
+   * Citus: the reference tables, then the brand tables, each co-located with creators (all
+   * shards of a brand on one worker); the coordinator's own stay plain tables. Sequential mode: one connection per worker for the
    * whole migration's transaction, so later DDL on a table sees the shards it created.
    */
   private async distribute(): Promise<void> {
@@ -201,20 +201,22 @@ export class Migration20261129000000 extends Migration {
       `alter table "orders" add constraint "orders_brand_order_unique" unique ("brand_id", "livemode", "order_id");`,
     );
     await this.execute(
-      `create index "orders_lookup_key_unique" on "orders" using hash (${LOOKUP_KEY}) with (fillfactor = 100);`,
+      `create index "orders_lookup_key_index" on "orders" using hash (${LOOKUP_KEY}) with (fillfactor = 100);`,
     );
-    // A foreign key to brands needs brands distributed first, and brands cannot become a
-    // reference table while local tables point at it: set aside, put back once all are distributed.
-    const toBrands = await this.execute(`select conrelid::regclass::text as "table", conname as name,
+    // Citus checks every foreign key as a table is distributed against the other table's kind
+    // then: all are set aside and put back once every table has its kind (each is then
+    // reference → reference, distributed → reference, or between co-located tables through
+    // brand_id, all of which Citus allows).
+    const foreignKeys = await this.execute(`select conrelid::regclass::text as "table", conname as name,
         pg_get_constraintdef(oid) as definition from pg_constraint
-       where contype = 'f' and confrelid = 'brands'::regclass and conrelid <> 'brands'::regclass`);
-    for (const fk of toBrands) await this.execute(`alter table ${fk.table} drop constraint "${fk.name}";`);
+       where contype = 'f' and connamespace = 'public'::regnamespace order by conrelid, conname`);
+    for (const fk of foreignKeys) await this.execute(`alter table ${fk.table} drop constraint "${fk.name}";`);
     for (const table of referenceTables) await this.execute(`select create_reference_table('${table}');`);
     const [first, ...rest] = distributedTables;
     await this.execute(`select create_distributed_table('${first}', 'brand_id');`);
     for (const table of rest)
       await this.execute(`select create_distributed_table('${table}', 'brand_id', colocate_with => '${first}');`);
-    for (const fk of toBrands)
+    for (const fk of foreignKeys)
       await this.execute(`alter table ${fk.table} add constraint "${fk.name}" ${fk.definition};`);
   }
 
