@@ -18,16 +18,66 @@ import { Migration } from '@mikro-orm/migrations';
 
 /** Foreign keys between brand tables, re-created with the brand: [table, name, definition]. */
 const brandForeignKeys = [
-  ['coupon_codes', 'coupon_codes_creator_id_foreign', '("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade', 'foreign key ("creator_id") references "creators" ("id") on delete cascade'],
-  ['coupon_codes', 'coupon_codes_offer_id_foreign', '("brand_id", "offer_id") references "offers" ("brand_id", "id") on delete set null ("offer_id")', 'foreign key ("offer_id") references "offers" ("id") on delete set null'],
-  ['tracking_links', 'tracking_links_creator_id_foreign', '("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade', 'foreign key ("creator_id") references "creators" ("id") on delete cascade'],
-  ['tracking_links', 'tracking_links_offer_id_foreign', '("brand_id", "offer_id") references "offers" ("brand_id", "id") on delete cascade', 'foreign key ("offer_id") references "offers" ("id") on delete cascade'],
-  ['clicks', 'clicks_creator_id_foreign', '("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade', 'foreign key ("creator_id") references "creators" ("id") on delete cascade'],
-  ['clicks', 'clicks_offer_id_foreign', '("brand_id", "offer_id") references "offers" ("brand_id", "id") on delete cascade', 'foreign key ("offer_id") references "offers" ("id") on delete cascade'],
-  ['clicks', 'clicks_link_id_foreign', '("brand_id", "link_id") references "tracking_links" ("brand_id", "id") on delete set null ("link_id")', 'foreign key ("link_id") references "tracking_links" ("id") on delete set null'],
-  ['payouts', 'payouts_creator_id_foreign', '("brand_id", "creator_id") references "creators" ("brand_id", "id")', 'foreign key ("creator_id") references "creators" ("id")'],
-  ['refunds', 'refunds_order_id_foreign', '("brand_id", "order_id") references "orders" ("brand_id", "id") on delete cascade', 'foreign key ("order_id") references "orders" ("id") on delete cascade'],
-  ['payout_clawbacks', 'payout_clawbacks_payout_id_foreign', '("brand_id", "payout_id") references "payouts" ("brand_id", "id")', 'foreign key ("payout_id") references "payouts" ("id")'],
+  [
+    'coupon_codes',
+    'coupon_codes_creator_id_foreign',
+    '("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade',
+    'foreign key ("creator_id") references "creators" ("id") on delete cascade',
+  ],
+  [
+    'coupon_codes',
+    'coupon_codes_offer_id_foreign',
+    '("brand_id", "offer_id") references "offers" ("brand_id", "id") on delete set null ("offer_id")',
+    'foreign key ("offer_id") references "offers" ("id") on delete set null',
+  ],
+  [
+    'tracking_links',
+    'tracking_links_creator_id_foreign',
+    '("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade',
+    'foreign key ("creator_id") references "creators" ("id") on delete cascade',
+  ],
+  [
+    'tracking_links',
+    'tracking_links_offer_id_foreign',
+    '("brand_id", "offer_id") references "offers" ("brand_id", "id") on delete cascade',
+    'foreign key ("offer_id") references "offers" ("id") on delete cascade',
+  ],
+  [
+    'clicks',
+    'clicks_creator_id_foreign',
+    '("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade',
+    'foreign key ("creator_id") references "creators" ("id") on delete cascade',
+  ],
+  [
+    'clicks',
+    'clicks_offer_id_foreign',
+    '("brand_id", "offer_id") references "offers" ("brand_id", "id") on delete cascade',
+    'foreign key ("offer_id") references "offers" ("id") on delete cascade',
+  ],
+  [
+    'clicks',
+    'clicks_link_id_foreign',
+    '("brand_id", "link_id") references "tracking_links" ("brand_id", "id") on delete set null ("link_id")',
+    'foreign key ("link_id") references "tracking_links" ("id") on delete set null',
+  ],
+  [
+    'payouts',
+    'payouts_creator_id_foreign',
+    '("brand_id", "creator_id") references "creators" ("brand_id", "id")',
+    'foreign key ("creator_id") references "creators" ("id")',
+  ],
+  [
+    'refunds',
+    'refunds_order_id_foreign',
+    '("brand_id", "order_id") references "orders" ("brand_id", "id") on delete cascade',
+    'foreign key ("order_id") references "orders" ("id") on delete cascade',
+  ],
+  [
+    'payout_clawbacks',
+    'payout_clawbacks_payout_id_foreign',
+    '("brand_id", "payout_id") references "payouts" ("brand_id", "id")',
+    'foreign key ("payout_id") references "payouts" ("id")',
+  ],
 ] as const;
 
 /** Primary keys re-keyed: [table, old columns, new columns, index options]. */
@@ -60,9 +110,19 @@ const primaryKeys = [
 
 /** Unique keys re-keyed: [table, name, new definition, old definition]. */
 const uniqueKeys = [
-  ['refunds', 'refunds_order_refund_id_unique', 'unique ("brand_id", "order_id", "refund_id")', 'unique ("order_id", "refund_id")'],
+  [
+    'refunds',
+    'refunds_order_refund_id_unique',
+    'unique ("brand_id", "order_id", "refund_id")',
+    'unique ("order_id", "refund_id")',
+  ],
   ['tracking_links', 'tracking_links_slug_unique', 'unique ("brand_id", "slug")', 'unique ("slug")'],
-  ['webhook_events', 'webhook_events_dedup_key_unique', 'unique ("brand_id", "dedup_key")', 'unique ("dedup_key")'],
+  [
+    'webhook_events',
+    'webhook_events_dedup_key_unique',
+    'unique ("brand_id", "dedup_key")',
+    'unique ("dedup_key")',
+  ],
 ] as const;
 
 /** Small, global, rarely written, read before the brand is known: replicated to every node on Citus. */
@@ -138,7 +198,9 @@ export class Migration20261129000000 extends Migration {
     await this.execute(`update "outbox_messages" m set "brand_id" = coalesce(
         (select d.brand_id from webhook_deliveries d where d.id = m.data->>'delivery_id'),
         m.data->'observed'->>'brand_id');`);
-    await this.execute(`delete from "outbox_messages" where "brand_id" is null and "relayed_at" is not null;`);
+    await this.execute(
+      `delete from "outbox_messages" where "brand_id" is null and "relayed_at" is not null;`,
+    );
     await this.execute(`do $$ begin
       if exists (select 1 from outbox_messages where brand_id is null) then
         raise exception 'a pending outbox row names no brand: let the relay drain it (worker running), then migrate again (nothing was changed)';
@@ -173,7 +235,9 @@ export class Migration20261129000000 extends Migration {
     await this.execute(
       `alter table "link_slugs" add constraint "link_slugs_brand_id_foreign" foreign key ("brand_id") references "brands" ("id") on delete cascade;`,
     );
-    await this.execute(`insert into "link_slugs" ("slug", "brand_id") select slug, brand_id from tracking_links;`);
+    await this.execute(
+      `insert into "link_slugs" ("slug", "brand_id") select slug, brand_id from tracking_links;`,
+    );
 
     if (citus) await this.distribute();
   }
@@ -215,9 +279,16 @@ export class Migration20261129000000 extends Migration {
     const [first, ...rest] = distributedTables;
     await this.execute(`select create_distributed_table('${first}', 'brand_id');`);
     for (const table of rest)
-      await this.execute(`select create_distributed_table('${table}', 'brand_id', colocate_with => '${first}');`);
+      await this.execute(
+        `select create_distributed_table('${table}', 'brand_id', colocate_with => '${first}');`,
+      );
+    // Citus refuses SET NULL on a key that includes the distribution column, even for named
+    // columns: a code's offer and a click's link (never deleted: no path deletes offers or
+    // links) are kept by a plain foreign key there.
     for (const fk of foreignKeys)
-      await this.execute(`alter table ${fk.table} add constraint "${fk.name}" ${fk.definition};`);
+      await this.execute(
+        `alter table ${fk.table} add constraint "${fk.name}" ${fk.definition.replace(/ ON DELETE SET NULL \([^)]*\)/, '')};`,
+      );
   }
 
   override async down(): Promise<void> {
@@ -235,10 +306,13 @@ export class Migration20261129000000 extends Migration {
     }
     for (const [table, old, , options] of primaryKeys) {
       await this.execute(`alter table "${table}" drop constraint "${table}_pkey";`);
-      await this.execute(`alter table "${table}" add constraint "${table}_pkey" primary key (${old})${options};`);
+      await this.execute(
+        `alter table "${table}" add constraint "${table}_pkey" primary key (${old})${options};`,
+      );
     }
     for (const [table, name, , old] of brandForeignKeys)
-      if (table !== 'payout_clawbacks') await this.execute(`alter table "${table}" add constraint "${name}" ${old};`);
+      if (table !== 'payout_clawbacks')
+        await this.execute(`alter table "${table}" add constraint "${name}" ${old};`);
     await this.execute(`alter table "payout_clawbacks" drop column "brand_id";`);
     await this.execute(
       `alter table "payout_clawbacks" add constraint "payout_clawbacks_payout_id_foreign" foreign key ("payout_id") references "payouts" ("id");`,

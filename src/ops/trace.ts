@@ -12,7 +12,8 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
 
 /**
  * A request's events and journal movements as two statements. Its events: the key range of the
- * ids derived from its id (shared/ids.ts; they store no request id), and those whose id is not
+ * ids derived from its id (shared/ids.ts; they store no request id) within each brand's part of
+ * the key, and those whose id is not
  * derived from it, by the partial request-id index. An event's movements through its order (a
  * LATERAL probe each of the order and of its range of the journal's key, so no plan can turn them
  * into a join over all orders and movements: one did, 2.2 s for a 500-event batch on a
@@ -21,7 +22,10 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
  */
 export function requestRecordsSql(requestId: string) {
   const range = eventIdRange(requestId) ?? ['', ''];
-  const eventsOf = `select * from received_events where id between ? and ? and request_id is null
+  // Events are keyed by brand first and a request id does not say its brand: one range probe per
+  // brand (a trace is support's tool; brands are few next to events).
+  const eventsOf = `select e.* from brands b cross join lateral (
+      select * from received_events r where r.brand_id = b.id and r.id between ? and ? and r.request_id is null) e
     union all
     select * from received_events where request_id = ?`;
   const eventParams = [...range, requestId];

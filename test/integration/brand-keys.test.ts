@@ -59,10 +59,13 @@ describe('keys of the brand tables', () => {
       }
     }
     // Unique indexes that are not constraints (partial ones) too.
-    const indexes = await sql(`select indexrelid::regclass::text as name, indrelid::regclass::text as "table",
+    const indexes = await sql(
+      `select indexrelid::regclass::text as name, indrelid::regclass::text as "table",
         pg_get_indexdef(indexrelid) as definition from pg_index
        where indisunique and not exists (select 1 from pg_constraint where conindid = indexrelid)
-         and indrelid::regclass::text = any(?::text[])`, [distributedTables]);
+         and indrelid::regclass::text = any(?::text[])`,
+      [distributedTables],
+    );
     for (const index of indexes) expect(index.definition, index.name).toMatch(/\(brand_id[,)]/);
   });
 

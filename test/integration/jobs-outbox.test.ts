@@ -102,6 +102,7 @@ describe('outbox-prune', () => {
     const sql = (text: string, params: unknown[] = []) => ctx.orm.em.fork().execute(text, params);
     await sql(`delete from outbox_messages`);
     const entry = (i: number) => ({
+      brandId: 'brand_prune',
       jobName: 'order-gap-detection' as const,
       data: { request_id: `req_prune_${i}`, triggered_by: 'admin' as const },
       availableAt: new Date(),

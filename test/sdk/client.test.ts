@@ -107,7 +107,7 @@ describe('LfClient round trips against the service', () => {
   });
 
   it('orders.list walks every page following next_cursor', async () => {
-    const { brandId, keys } = await makeShop(service.ctx);
+    const { keys } = await makeShop(service.ctx);
     const own = client(keys.sk_live);
     const ids = Array.from({ length: 7 }, () => orderId('LIST'));
     const sent: EventOut[] = await own.events.sendBatch(

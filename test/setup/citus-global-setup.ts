@@ -37,8 +37,11 @@ export default async function setup(project: TestProject) {
     const { dropCitusDatabases } = await import('./citus.js');
     const { runDatabaseName } = await import('./run-databases.js');
     const prefix = runDatabaseName(tag, '', '');
-    const left = await dropCitusDatabases(cluster.url, prefix).catch((err: Error) => [`none: ${err.message}`]);
-    if (left.length > 0) process.stderr.write(`dropped ${left.length} databases test files left behind on the cluster\n`);
+    const left = await dropCitusDatabases(cluster.url, prefix).catch((err: Error) => [
+      `none: ${err.message}`,
+    ]);
+    if (left.length > 0)
+      process.stderr.write(`dropped ${left.length} databases test files left behind on the cluster\n`);
     await client.end().catch(() => {});
     await redis.stop();
     await cluster.stop();

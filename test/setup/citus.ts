@@ -104,7 +104,8 @@ async function onNode<T>(url: string, work: (client: pg.Client) => Promise<T>): 
   }
 }
 
-const withDatabase = (url: string, name: string) => Object.assign(new URL(url), { pathname: `/${name}` }).toString();
+const withDatabase = (url: string, name: string) =>
+  Object.assign(new URL(url), { pathname: `/${name}` }).toString();
 
 /** The coordinator (first) and its workers, as URLs of their `postgres` databases. */
 export async function clusterNodes(coordinatorUrl: string): Promise<string[]> {
@@ -132,7 +133,11 @@ export async function clusterNodes(coordinatorUrl: string): Promise<string[]> {
  * per table (4, not 32): a test file's database is small, and each shard is a table on a worker
  * that every migration's DDL touches.
  */
-export async function createCitusDatabase(coordinatorUrl: string, name: string, comment?: string): Promise<string> {
+export async function createCitusDatabase(
+  coordinatorUrl: string,
+  name: string,
+  comment?: string,
+): Promise<string> {
   const nodes = await clusterNodes(coordinatorUrl);
   for (const node of nodes)
     await onNode(node, async (c) => {
@@ -147,7 +152,10 @@ export async function createCitusDatabase(coordinatorUrl: string, name: string, 
   await onNode(url, async (c) => {
     await c.query('create extension citus');
     await c.query(`alter database ${pg.escapeIdentifier(name)} set citus.shard_count = 4`);
-    await c.query('select citus_set_coordinator_host($1, $2)', [coordinator.hostname, Number(coordinator.port)]);
+    await c.query('select citus_set_coordinator_host($1, $2)', [
+      coordinator.hostname,
+      Number(coordinator.port),
+    ]);
     for (const node of nodes.slice(1)) {
       const w = new URL(node);
       await c.query('select citus_add_node($1, $2)', [w.hostname, Number(w.port)]);

@@ -294,7 +294,11 @@ async function recordMissingOrders(em: EntityManager, where: string, values: unk
  * Gap check of one observed order, due `ORDER_GAP_DELAY_MINUTES` after it was seen: recorded
  * missing unless its order.paid arrived. Idempotent: missing_orders' key is (brand, mode, order_id).
  */
-export async function checkObservedOrder(em: EntityManager, brandId: string, eventId: string): Promise<boolean> {
+export async function checkObservedOrder(
+  em: EntityManager,
+  brandId: string,
+  eventId: string,
+): Promise<boolean> {
   return (await recordMissingOrders(em, 'e.brand_id = ? and e.id = ?', [brandId, eventId])) > 0;
 }
 

@@ -214,7 +214,8 @@ export async function updateEndpoint(
       [...values, id, ...scope.values],
     );
     if (!row) throw endpointNotFound(id);
-    if (patch.status === 'disabled') await cancelPendingDeliveries(tx, owner.brandId, [id], 'endpoint disabled');
+    if (patch.status === 'disabled')
+      await cancelPendingDeliveries(tx, owner.brandId, [id], 'endpoint disabled');
     return row;
   });
 }
@@ -243,7 +244,10 @@ export async function deleteEndpoint(orm: MikroORM, owner: Owner, id: string): P
       [id, ...scope.values],
     );
     if (gone.length === 0) throw endpointNotFound(id);
-    await tx.execute('delete from webhook_deliveries where brand_id = ? and endpoint_id = ?', [owner.brandId, id]);
+    await tx.execute('delete from webhook_deliveries where brand_id = ? and endpoint_id = ?', [
+      owner.brandId,
+      id,
+    ]);
   });
 }
 
