@@ -23,9 +23,11 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
 export function requestRecordsSql(requestId: string) {
   const range = eventIdRange(requestId) ?? ['', ''];
   // Events are keyed by brand first and a request id does not say its brand: one range probe per
-  // brand (a trace is support's tool; brands are few next to events).
+  // brand (a trace is support's tool; brands are few next to events). OFFSET 0 keeps the probe a
+  // subquery per brand, which the planner cannot turn into one scan of every event.
   const eventsOf = `select e.* from brands b cross join lateral (
-      select * from received_events r where r.brand_id = b.id and r.id between ? and ? and r.request_id is null) e
+      select * from received_events r where r.brand_id = b.id and r.id between ? and ? and r.request_id is null
+      offset 0) e
     union all
     select * from received_events where request_id = ?`;
   const eventParams = [...range, requestId];

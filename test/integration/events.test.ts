@@ -636,8 +636,8 @@ describe('keys, batches and idempotency', () => {
     const rows = await ctx.orm.em.fork().execute(
       `select o.commission_balance::int as balance, coalesce(sum(m.amount), 0)::int as total,
               (o.commission_amount - o.refunded_commission_amount)::int as net
-         from orders o left join ledger_movements m on m.order_id = o.id
-        group by o.id`,
+         from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id
+        group by o.brand_id, o.id`,
     );
     expect(rows.length).toBeGreaterThan(10);
     for (const r of rows) {
