@@ -171,6 +171,49 @@ export const coordinatorLocalTables = ['requeued_work', 'mikro_orm_migrations'];
 
 const LOOKUP_KEY = `(brand_id || '/' || case when livemode then 'live' else 'test' end || '/' || order_id)`;
 
+/** An order row's open line by the creators' balance kind it counts for (Migration20261126020000). */
+const kinds = (sign: string) => `
+  ${sign} * case when status = 'pending' and commission_balance > 0 then commission_balance else 0 end as pending,
+  ${sign} * case when status <> 'pending' and commission_balance > 0 then commission_balance else 0 end as payable,
+  ${sign} * least(commission_balance, 0) as clawback_pending`;
+const open = `creator_id is not null and commission_balance <> 0`;
+const summed = (moved: string) => `select brand_id, livemode, creator_id, sum(pending) as pending,
+      sum(payable) as payable, sum(clawback_pending) as clawback_pending
+    from (${moved}) moved group by brand_id, livemode, creator_id
+   having sum(pending) <> 0 or sum(payable) <> 0 or sum(clawback_pending) <> 0`;
+
+/**
+ * Orders' balance tallies on Citus. The trigger runs on a worker, on the orders shard the
+ * statement wrote, and a statement there naming the distributed balance_tallies would be a
+ * distributed query from inside a shard's (which Citus refuses, and which cannot see the
+ * transition tables): the moved sums are taken from the transition tables first, then appended
+ * to the co-located balance_tallies shard (the same hash range, on the same worker), directly.
+ */
+const tallyBalancesOnShard = `create or replace function orders_tally_balances() returns trigger language plpgsql as $$
+declare
+  moved json;
+  shard text;
+begin
+  if tg_op = 'INSERT' then
+    select json_agg(t) into moved from (${summed(`select brand_id, livemode, creator_id, ${kinds('1')} from new_orders where ${open}`)}) t;
+  elsif tg_op = 'UPDATE' then
+    select json_agg(t) into moved from (${summed(`select brand_id, livemode, creator_id, ${kinds('1')} from new_orders where ${open}
+      union all
+      select brand_id, livemode, creator_id, ${kinds('-1')} from old_orders where ${open}`)}) t;
+  else
+    select json_agg(t) into moved from (${summed(`select brand_id, livemode, creator_id, ${kinds('-1')} from old_orders where ${open}`)}) t;
+  end if;
+  if moved is null then return null; end if;
+  shard := shard_name('balance_tallies'::regclass,
+    get_shard_id_for_distribution_column('balance_tallies', (moved->0)->>'brand_id'));
+  -- A shard has no default for the id: it is taken from the table's sequence, as the table's own would.
+  execute format('insert into %s (id, brand_id, livemode, creator_id, pending, payable, clawback_pending)
+      select nextval(%L), x.* from json_to_recordset($1) as x(brand_id varchar, livemode boolean, creator_id varchar,
+        pending bigint, payable bigint, clawback_pending bigint)', shard, pg_get_serial_sequence('balance_tallies', 'id'))
+    using moved;
+  return null;
+end $$;`;
+
 /** The delete guard of orders (Migration20261125220000), probing the journal by its new key. */
 const keepMovements = (brandFirst: boolean) => `
   create or replace function orders_keep_movements() returns trigger language plpgsql as $$
@@ -285,6 +328,7 @@ export class Migration20261129000000 extends Migration {
     // Citus refuses SET NULL on a key that includes the distribution column, even for named
     // columns: a code's offer and a click's link (never deleted: no path deletes offers or
     // links) are kept by a plain foreign key there.
+    await this.execute(tallyBalancesOnShard);
     for (const fk of foreignKeys)
       await this.execute(
         `alter table ${fk.table} add constraint "${fk.name}" ${fk.definition.replace(/ ON DELETE SET NULL \([^)]*\)/, '')};`,
