@@ -11,7 +11,14 @@ export const citusFiles = [
   'test/integration/events.test.ts',
   'test/integration/orders-read.test.ts',
   'test/integration/ledger-properties.test.ts',
+  'test/integration/brand-keys.test.ts',
+  'test/integration/key-cache.test.ts',
+  'test/integration/click-redirect.test.ts',
 ];
+// Not yet (docs/scale-out.md, "Tests on a real cluster"): work across brands still runs as
+// statements Citus cannot spread over shards (issue 37, point 3): reports, payouts,
+// payouts-api, creators-api, settlement-properties, attribution-explanation (its payout case),
+// integration, jobs-outbox, test-data-deletion, webhooks.
 
 const unavailable = citusUnavailable();
 if (unavailable)

@@ -139,6 +139,27 @@ export async function createCitusDatabase(
   comment?: string,
 ): Promise<string> {
   const nodes = await clusterNodes(coordinatorUrl);
+  // One file's set-up at a time: registering the workers of two new databases at once updates
+  // the same rows of the workers' shared catalogs ("tuple concurrently updated").
+  const url = await onNode(nodes[0]!, async (lock) => {
+    await lock.query('select pg_advisory_lock(4244)');
+    try {
+      return await registered(nodes, coordinatorUrl, name, comment);
+    } finally {
+      await lock.query('select pg_advisory_unlock(4244)');
+    }
+  });
+  await migrateUp(url);
+  return url;
+}
+
+/** `name` made on every node, with the extension, its workers registered on the coordinator. */
+async function registered(
+  nodes: string[],
+  coordinatorUrl: string,
+  name: string,
+  comment?: string,
+): Promise<string> {
   for (const node of nodes)
     await onNode(node, async (c) => {
       await c.query(`create database ${pg.escapeIdentifier(name)}`);
@@ -161,7 +182,6 @@ export async function createCitusDatabase(
       await c.query('select citus_add_node($1, $2)', [w.hostname, Number(w.port)]);
     }
   });
-  await migrateUp(url);
   return url;
 }
 
