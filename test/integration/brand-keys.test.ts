@@ -40,8 +40,15 @@ const tallies = [
   'conversion_fine_tallies',
 ];
 
+/** The keys of the tables every event writes, brand first on Citus only (`hotPrimaryKeys`). */
+const narrowOnPostgres: Record<string, string[]> = {
+  orders_pkey: ['id'],
+  received_events_pkey: ['id'],
+  ledger_movements_pkey: ['order_id', 'id'],
+};
+
 describe('keys of the brand tables', () => {
-  it('every primary and unique key of a brand table starts with brand_id (tallies: includes it)', async () => {
+  it('every primary and unique key of a brand table starts with brand_id (tallies: includes it; the three hot tables: on Citus)', async () => {
     const keys = await sql(`select c.conrelid::regclass::text as "table", c.conname as name,
         array(select a.attname::text from unnest(c.conkey) with ordinality k(n, i)
                 join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.i) as columns
@@ -53,6 +60,9 @@ describe('keys of the brand tables', () => {
       expect(own.length, `${table} has a primary key`).toBeGreaterThan(0);
       for (const key of own) {
         if (tallies.includes(table)) expect(key.columns, `${key.name}`).toContain('brand_id');
+        // Narrow on plain PostgreSQL: 33 bytes an entry less where nothing needs the brand in it.
+        else if (!onCitus && narrowOnPostgres[key.name] !== undefined)
+          expect(key.columns, key.name).toEqual(narrowOnPostgres[key.name]);
         // The order lookup key's hash exclusion is an expression over the brand (plain PostgreSQL only).
         else if (key.name === 'orders_lookup_key_unique') expect(onCitus).toBe(false);
         else expect(key.columns[0], `${key.name} (${key.columns})`).toBe('brand_id');

@@ -220,8 +220,7 @@ describe("issue 22's migrations", () => {
       order_index: 'hash',
       lookup_index: 'hash',
       journal_index_options: '{fillfactor=100}',
-      // Issue 37's migration (after issue 22's) puts the brand first.
-      journal_key: 'PRIMARY KEY (brand_id, order_id, id)',
+      journal_key: 'PRIMARY KEY (order_id, id)',
       hash_options: ['{fillfactor=100}', '{fillfactor=100}'],
     });
     // A decision written now is kept as the compact text it was sent as, not re-printed.

@@ -18,9 +18,8 @@ import { sqlLiteral } from '../../src/db/sql.js';
 
 /** Where the Citus build for this machine's PostgreSQL lives, if anywhere (`../shared/citus`). */
 export function citusBuildDir(root = process.cwd()): string | undefined {
-  for (const dir of [resolve(root, '../shared/citus'), '/work/shared/citus'])
-    if (existsSync(join(dir, 'cluster.sh')) && existsSync(join(dir, 'install.sh'))) return dir;
-  return undefined;
+  const dir = resolve(root, '../shared/citus');
+  return existsSync(join(dir, 'cluster.sh')) && existsSync(join(dir, 'install.sh')) ? dir : undefined;
 }
 
 function pgLibDir(): string {
