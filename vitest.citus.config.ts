@@ -14,6 +14,7 @@ export const citusFiles = [
   'test/integration/brand-keys.test.ts',
   'test/integration/key-cache.test.ts',
   'test/integration/click-redirect.test.ts',
+  'test/integration/single-shard.test.ts',
 ];
 // Not yet (docs/scale-out.md, "Tests on a real cluster"): work across brands still runs as
 // statements Citus cannot spread over shards (issue 37, point 3): reports, payouts,

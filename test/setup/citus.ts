@@ -173,6 +173,8 @@ async function registered(
   await onNode(url, async (c) => {
     await c.query('create extension citus');
     await c.query(`alter database ${pg.escapeIdentifier(name)} set citus.shard_count = 4`);
+    // Counts single- and multi-shard statements per database (test/integration/single-shard.test.ts).
+    await c.query(`alter database ${pg.escapeIdentifier(name)} set citus.enable_stat_counters = on`);
     await c.query('select citus_set_coordinator_host($1, $2)', [
       coordinator.hostname,
       Number(coordinator.port),

@@ -133,8 +133,8 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
   const [order] = await em.execute<OrderRow[]>(
     `select id, order_id, status, attributed_via, creator_id, offer_id, conversion_id, commission_bps,
             commission_amount, refunded_commission_amount, flags
-       from orders o where ${orderLookupKeySql('o')} = ?`,
-    [orderLookupKey(scope, orderId)],
+       from orders o where ${orderLookupKeySql('o')} = ? and o.brand_id = ?`,
+    [orderLookupKey(scope, orderId), scope.brandId],
   );
   if (!order) throw notFound(orderId, scope);
   const [events, moves, refunds] = await Promise.all([
