@@ -15,6 +15,7 @@ export const citusFiles = [
   'test/integration/key-cache.test.ts',
   'test/integration/click-redirect.test.ts',
   'test/integration/single-shard.test.ts',
+  'test/integration/citus-migration.test.ts',
 ];
 // Not yet (docs/scale-out.md, "Tests on a real cluster"): work across brands still runs as
 // statements Citus cannot spread over shards (issue 37, point 3): reports, payouts,

@@ -186,6 +186,22 @@ const summed = (moved: string) => `select brand_id, livemode, creator_id, sum(pe
     from (${moved}) moved group by brand_id, livemode, creator_id
    having sum(pending) <> 0 or sum(payable) <> 0 or sum(clawback_pending) <> 0`;
 
+/** Orders' statement triggers appending balance tallies (Migration20261126020000). */
+const tallyTriggers = [
+  [
+    'orders_tally_balances_insert',
+    'after insert on "orders" referencing new table as new_orders for each statement execute function orders_tally_balances()',
+  ],
+  [
+    'orders_tally_balances_update',
+    'after update on "orders" referencing old table as old_orders new table as new_orders for each statement execute function orders_tally_balances()',
+  ],
+  [
+    'orders_tally_balances_delete',
+    'after delete on "orders" referencing old table as old_orders for each statement execute function orders_tally_balances()',
+  ],
+] as const;
+
 /**
  * Orders' balance tallies on Citus. The trigger runs on a worker, on the orders shard the
  * statement wrote, and a statement there naming the distributed balance_tallies would be a
@@ -331,6 +347,10 @@ export class Migration20261129000000 extends Migration {
         pg_get_constraintdef(oid) as definition from pg_constraint
        where contype = 'f' and connamespace = 'public'::regnamespace order by conrelid, conname`);
     for (const fk of foreignKeys) await this.execute(`alter table ${fk.table} drop constraint "${fk.name}";`);
+    // Distributing copies the stored orders into their shards, which would fire the balance
+    // tallies' insert trigger there and count every stored balance twice: the triggers go, and
+    // come back once the orders are in place.
+    for (const [name] of tallyTriggers) await this.execute(`drop trigger ${name} on "orders";`);
     for (const table of referenceTables) await this.execute(`select create_reference_table('${table}');`);
     const [first, ...rest] = distributedTables;
     await this.execute(`select create_distributed_table('${first}', 'brand_id');`);
@@ -342,6 +362,8 @@ export class Migration20261129000000 extends Migration {
     // columns: a code's offer and a click's link (never deleted: no path deletes offers or
     // links) are kept by a plain foreign key there.
     await this.execute(tallyBalancesOnShard);
+    for (const [name, definition] of tallyTriggers)
+      await this.execute(`create trigger ${name} ${definition};`);
     for (const fk of foreignKeys)
       await this.execute(
         `alter table ${fk.table} add constraint "${fk.name}" ${fk.definition.replace(/ ON DELETE SET NULL \([^)]*\)/, '')};`,

@@ -138,10 +138,21 @@ export async function createCitusDatabase(
   name: string,
   comment?: string,
 ): Promise<string> {
+  const url = await createEmptyCitusDatabase(coordinatorUrl, name, comment);
+  await migrateUp(url);
+  return url;
+}
+
+/** As `createCitusDatabase`, not migrated (a migration's test on a populated database). */
+export async function createEmptyCitusDatabase(
+  coordinatorUrl: string,
+  name: string,
+  comment?: string,
+): Promise<string> {
   const nodes = await clusterNodes(coordinatorUrl);
   // One file's set-up at a time: registering the workers of two new databases at once updates
   // the same rows of the workers' shared catalogs ("tuple concurrently updated").
-  const url = await onNode(nodes[0]!, async (lock) => {
+  return onNode(nodes[0]!, async (lock) => {
     await lock.query('select pg_advisory_lock(4244)');
     try {
       return await registered(nodes, coordinatorUrl, name, comment);
@@ -149,8 +160,6 @@ export async function createCitusDatabase(
       await lock.query('select pg_advisory_unlock(4244)');
     }
   });
-  await migrateUp(url);
-  return url;
 }
 
 /** `name` made on every node, with the extension, its workers registered on the coordinator. */
