@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { onCitus } from '../db/citus.js';
 import { inTransaction } from '../db/sql.js';
 import { recordset, type WritePart } from '../db/write-set.js';
 import { type JobData, type JobName, type JobPayload, jobOptions, type Queues } from '../jobs/queues.js';
@@ -70,11 +71,31 @@ export const RELAY_BATCH = 1000;
  * deliveries was 5,000 sequential adds, 200 a pass, which held deliveries back by tens of seconds.
  */
 export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_BATCH): Promise<number> {
+  if (!(await onCitus(orm))) return relayPass(orm, queues, limit);
+  // Citus refuses a locking read over every brand's shards: the brands with rows waiting (a read
+  // that locks nothing), then each brand's rows as their own pass, on the brand's worker.
+  const brands = await orm.em
+    .fork()
+    .execute<{ brand_id: string }[]>(
+      `select distinct brand_id from outbox_messages where relayed_at is null limit ?`,
+      [limit],
+    );
+  let relayed = 0;
+  for (const { brand_id } of brands) {
+    if (relayed >= limit) break;
+    relayed += await relayPass(orm, queues, limit - relayed, brand_id);
+  }
+  return relayed;
+}
+
+/** One pass: up to `limit` rows waiting (of one brand: Citus), enqueued and marked in one transaction. */
+async function relayPass(orm: MikroORM, queues: Queues, limit: number, brandId?: string): Promise<number> {
   return inTransaction(orm, async (sql) => {
     const pending = await sql.query<PendingMessage>(
       `select brand_id, id, job_name, data, available_at from outbox_messages
-        where relayed_at is null order by id limit ? for update skip locked`,
-      [limit],
+        where relayed_at is null${brandId === undefined ? '' : ' and brand_id = ?'}
+        order by id limit ? for update skip locked`,
+      brandId === undefined ? [limit] : [brandId, limit],
     );
     const byQueue = Map.groupBy(pending, (m) => m.job_name);
     const relayed: { brand_id: string; id: string }[] = [];
@@ -103,8 +124,8 @@ export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_B
         await sql.query(
           `update outbox_messages o set relayed_at = now()
              from jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
-            where o.brand_id = x.brand_id and o.id = x.id`,
-          [JSON.stringify(relayed)],
+            where o.brand_id = x.brand_id and o.id = x.id${brandId === undefined ? '' : ' and o.brand_id = ?'}`,
+          brandId === undefined ? [JSON.stringify(relayed)] : [JSON.stringify(relayed), brandId],
         );
       }
     }
