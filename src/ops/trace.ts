@@ -12,8 +12,7 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
 
 /**
  * A request's events and journal movements as two statements. Its events: the key range of the
- * ids derived from its id (shared/ids.ts; they store no request id) within each brand's part of
- * the key, and those whose id is not
+ * ids derived from its id (shared/ids.ts; they store no request id), and those whose id is not
  * derived from it, by the partial request-id index. An event's movements through its order (a
  * LATERAL probe each of the order and of its range of the journal's key, so no plan can turn them
  * into a join over all orders and movements: one did, 2.2 s for a 500-event batch on a
@@ -22,12 +21,7 @@ const JOB_STATES = ['active', 'waiting', 'delayed', 'completed', 'failed'] as co
  */
 export function requestRecordsSql(requestId: string) {
   const range = eventIdRange(requestId) ?? ['', ''];
-  // Events are keyed by brand first and a request id does not say its brand: one range probe per
-  // brand (a trace is support's tool; brands are few next to events). OFFSET 0 keeps the probe a
-  // subquery per brand, which the planner cannot turn into one scan of every event.
-  const eventsOf = `select e.* from brands b cross join lateral (
-      select * from received_events r where r.brand_id = b.id and r.id between ? and ? and r.request_id is null
-      offset 0) e
+  const eventsOf = `select * from received_events where id between ? and ? and request_id is null
     union all
     select * from received_events where request_id = ?`;
   const eventParams = [...range, requestId];
@@ -40,7 +34,7 @@ export function requestRecordsSql(requestId: string) {
       sql: `select m.id, m.kind, m.amount, m.creator_id, m.caused_by as event_id, m.livemode, m.created_at, o.order_id
               from (${eventsOf}) e
               cross join lateral (
-                select o.brand_id, o.id, o.order_id from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')} limit 1
+                select o.brand_id, o.id, o.order_id from orders o where o.brand_id = e.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')} limit 1
               ) o
               cross join lateral (
                 select m.*, ${movementEventIdSql('m')} as caused_by from ledger_movements m where m.brand_id = o.brand_id and m.order_id = o.id

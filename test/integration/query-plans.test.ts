@@ -277,13 +277,7 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
         const text = positional(q.sql);
         const { rows } = await reader.query(`explain (analyze, format json) ${text}`, q.params);
         const plan = rows[0]['QUERY PLAN'][0].Plan as PlanNode;
-        // Events are keyed by brand first, and a request id does not say its brand: the brands
-        // are read whole (one row each), each a range probe of its events (issue 37).
-        const brandsRead = /^Seq Scan on brands: sequential scan$/;
-        expect(
-          wastefulSteps(plan).filter((step) => !brandsRead.test(step)),
-          name,
-        ).toEqual([]);
+        expect(wastefulSteps(plan), name).toEqual([]);
         const found = await reader.query(text, q.params);
         // Every grown batch: 500 events, half of them attributed (one accrual each).
         expect(found.rows.length, name).toBe(name === 'events' ? 500 : 250);
