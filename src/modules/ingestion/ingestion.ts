@@ -217,7 +217,9 @@ export class Ingestion {
       const answers = new Map<IngestRequest, IngestAnswer>();
       for (const part of brands.values()) {
         const partAnswers = await this.commit(part);
-        part.forEach((r, i) => answers.set(r, partAnswers[i]!));
+        part.forEach((r, i) => {
+          answers.set(r, partAnswers[i]!);
+        });
       }
       return group.map((r) => answers.get(r)!);
     }
