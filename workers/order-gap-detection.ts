@@ -19,7 +19,7 @@ export async function detectOrderGaps(
   const em = orm.em.fork();
   const data = job?.data;
   if (data?.triggered_by === 'event') {
-    const missing = await checkObservedOrder(em, data.event_id);
+    const missing = await checkObservedOrder(em, data.observed.brand_id, data.event_id);
     logger.info(
       {
         event_id: data.event_id,

@@ -110,7 +110,7 @@ export const lostWorkKinds: Record<
       `select count(*)::int as n from (
          select 1 from received_events e
           where e.type = 'order.observed' and e.received_at > ? and e.received_at <= ?
-            and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')})
+            and not exists (select 1 from orders o where o.brand_id = e.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')})
             and not exists (select 1 from missing_orders m where m.brand_id = e.brand_id and m.livemode = e.livemode and m.order_id = e.order_id)
           limit 1) x`,
       [new Date(now.getTime() - 86_400_000), before],

@@ -34,15 +34,15 @@ export function requestRecordsSql(requestId: string) {
       sql: `select m.id, m.kind, m.amount, m.creator_id, m.caused_by as event_id, m.livemode, m.created_at, o.order_id
               from (${eventsOf}) e
               cross join lateral (
-                select o.id, o.order_id from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')} limit 1
+                select o.brand_id, o.id, o.order_id from orders o where o.brand_id = e.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')} limit 1
               ) o
               cross join lateral (
-                select m.*, ${movementEventIdSql('m')} as caused_by from ledger_movements m where m.order_id = o.id
+                select m.*, ${movementEventIdSql('m')} as caused_by from ledger_movements m where m.brand_id = o.brand_id and m.order_id = o.id
               ) m
              where e.order_id is not null and m.caused_by = e.id
             union all
             select m.id, m.kind, m.amount, m.creator_id, m.event_id, m.livemode, m.created_at, o.order_id
-              from ledger_movements m join orders o on o.id = m.order_id
+              from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
              where m.request_id = ? and m.event_id is null
             order by id`,
       params: [...eventParams, requestId],

@@ -6,6 +6,8 @@ export const OutboxMessage = defineEntity({
   name: 'OutboxMessage',
   tableName: 'outbox_messages',
   properties: {
+    /** The brand whose transaction wrote it: the key starts with it, so the row lives on the brand's shard (Citus). */
+    brandId: p.string().length(255),
     /** Also the BullMQ job id, so relaying twice enqueues once. */
     id: p.string().length(40).primary(),
     jobName: p.string().length(60),

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { onCitus } from '../db/citus.js';
 import { inTransaction } from '../db/sql.js';
 import { recordset, type WritePart } from '../db/write-set.js';
 import { type JobData, type JobName, type JobPayload, jobOptions, type Queues } from '../jobs/queues.js';
@@ -6,21 +7,25 @@ import type { Logger } from '../logger.js';
 import { newId } from '../shared/ids.js';
 import { ThrottledWarning } from './throttled-warning.js';
 
-/** Work handed to a job: its name and that job's own payload. */
+/**
+ * Work handed to a job: its name and that job's own payload, and the brand whose transaction
+ * wrote it (outbox rows live on the brand's shard, written by that brand's ingestion).
+ */
 export type OutboxEntry = {
-  [N in JobName]: { jobName: N; data: JobPayload<N>; availableAt: Date };
+  [N in JobName]: { brandId: string; jobName: N; data: JobPayload<N>; availableAt: Date };
 }[JobName];
 
 /** The outbox insert, built once: every group commit writes it. */
-const outboxInsert = `insert into outbox_messages (id, job_name, data, request_id, event_id, available_at)
-          select x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
-            from ${recordset({ id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`;
+const outboxInsert = `insert into outbox_messages (brand_id, id, job_name, data, request_id, event_id, available_at)
+          select x.brand_id, x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
+            from ${recordset({ brand_id: 'text', id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`;
 
 /** The outbox rows of an ingestion, written in the same statement (and transaction) as its ledger changes. */
 export function outboxWrite(entries: OutboxEntry[]): WritePart {
   return {
     sql: outboxInsert,
     rows: entries.map((e) => ({
+      brand_id: e.brandId,
       id: newId('obx'),
       job_name: e.jobName,
       data: e.data,
@@ -32,6 +37,7 @@ export function outboxWrite(entries: OutboxEntry[]): WritePart {
 }
 
 interface PendingMessage {
+  brand_id: string;
   id: string;
   job_name: JobName;
   data: JobData;
@@ -65,14 +71,34 @@ export const RELAY_BATCH = 1000;
  * deliveries was 5,000 sequential adds, 200 a pass, which held deliveries back by tens of seconds.
  */
 export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_BATCH): Promise<number> {
-  return inTransaction(orm, async (sql) => {
-    const pending = await sql.query<PendingMessage>(
-      `select id, job_name, data, available_at from outbox_messages
-        where relayed_at is null order by id limit ? for update skip locked`,
+  if (!(await onCitus(orm))) return relayPass(orm, queues, limit);
+  // Citus refuses a locking read over every brand's shards: the brands with rows waiting (a read
+  // that locks nothing), then each brand's rows as their own pass, on the brand's worker.
+  const brands = await orm.em
+    .fork()
+    .execute<{ brand_id: string }[]>(
+      `select distinct brand_id from outbox_messages where relayed_at is null limit ?`,
       [limit],
     );
+  let relayed = 0;
+  for (const { brand_id } of brands) {
+    if (relayed >= limit) break;
+    relayed += await relayPass(orm, queues, limit - relayed, brand_id);
+  }
+  return relayed;
+}
+
+/** One pass: up to `limit` rows waiting (of one brand: Citus), enqueued and marked in one transaction. */
+async function relayPass(orm: MikroORM, queues: Queues, limit: number, brandId?: string): Promise<number> {
+  return inTransaction(orm, async (sql) => {
+    const pending = await sql.query<PendingMessage>(
+      `select brand_id, id, job_name, data, available_at from outbox_messages
+        where relayed_at is null${brandId === undefined ? '' : ' and brand_id = ?'}
+        order by id limit ? for update skip locked`,
+      brandId === undefined ? [limit] : [brandId, limit],
+    );
     const byQueue = Map.groupBy(pending, (m) => m.job_name);
-    const relayed: string[] = [];
+    const relayed: { brand_id: string; id: string }[] = [];
     try {
       for (const [name, messages] of byQueue) {
         const now = Date.now();
@@ -90,15 +116,16 @@ export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_B
           ),
           ENQUEUE_TIMEOUT_MS,
         );
-        relayed.push(...messages.map((m) => m.id));
+        relayed.push(...messages.map((m) => ({ brand_id: m.brand_id, id: m.id })));
       }
     } finally {
       // What reached Redis is marked even when a later enqueue failed.
       if (relayed.length > 0) {
         await sql.query(
-          `update outbox_messages set relayed_at = now()
-            where id in (select jsonb_array_elements_text(?::jsonb))`,
-          [JSON.stringify(relayed)],
+          `update outbox_messages o set relayed_at = now()
+             from jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
+            where o.brand_id = x.brand_id and o.id = x.id${brandId === undefined ? '' : ' and o.brand_id = ?'}`,
+          brandId === undefined ? [JSON.stringify(relayed)] : [JSON.stringify(relayed), brandId],
         );
       }
     }

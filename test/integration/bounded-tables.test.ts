@@ -24,12 +24,16 @@ const prune = () => pruneBoundedTables(ctx.orm, 30);
 describe('bounded tables', () => {
   it('outbox_messages: relayed over 7 days ago go, in batches of 1000; recent and unrelayed ones stay', async () => {
     await sql(
-      `insert into outbox_messages (id, job_name, data, available_at, relayed_at)
-       select 'obx_old_' || g, 'order-gap-detection', '{}', now(), now() - interval '8 days' from generate_series(1, 2500) g`,
+      `insert into outbox_messages (brand_id, id, job_name, data, available_at, relayed_at)
+       select ?, 'obx_old_' || g, 'order-gap-detection', '{}', now(), now() - interval '8 days' from generate_series(1, 2500) g`,
+      [brandId],
     );
-    await sql(`insert into outbox_messages (id, job_name, data, available_at, relayed_at) values
-      ('obx_recent', 'order-gap-detection', '{}', now(), now() - interval '6 days'),
-      ('obx_pending', 'order-gap-detection', '{}', now() - interval '30 days', null)`);
+    await sql(
+      `insert into outbox_messages (brand_id, id, job_name, data, available_at, relayed_at) values
+      (?, 'obx_recent', 'order-gap-detection', '{}', now(), now() - interval '6 days'),
+      (?, 'obx_pending', 'order-gap-detection', '{}', now() - interval '30 days', null)`,
+      [brandId, brandId],
+    );
     expect((await prune()).outbox_messages).toBe(2500);
     expect(await ids('outbox_messages')).toEqual(['obx_pending', 'obx_recent']);
   });
@@ -144,6 +148,7 @@ describe('bounded tables', () => {
       'creators',
       'coupon_codes',
       'tracking_links',
+      'link_slugs',
       'webhook_endpoints',
       'integration_status',
       'requeued_work',

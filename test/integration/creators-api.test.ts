@@ -74,8 +74,8 @@ async function journalBalance(creatorId: string, livemode: boolean) {
   const [row] = await sql(
     `with lines as (
        select o.status, o.creator_id, coalesce(sum(m.amount), 0) as balance
-         from orders o left join ledger_movements m on m.order_id = o.id
-        where o.brand_id = ? and o.livemode = ? group by o.id)
+         from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id
+        where o.brand_id = ? and o.livemode = ? group by o.brand_id, o.id)
      select
        coalesce((select sum(balance) from lines where creator_id = ? and status = 'pending'), 0)::int as pending,
        coalesce((select sum(balance) from lines where creator_id = ? and status = 'confirmed'), 0)::int as payable,

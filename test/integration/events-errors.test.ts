@@ -201,7 +201,7 @@ describe('states', () => {
     const moves = await ctx.orm.em
       .fork()
       .execute(
-        `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.id = m.order_id where o.order_id = 'po-1' order by m.id`,
+        `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id where o.order_id = 'po-1' order by m.id`,
       );
     expect(moves).toEqual([
       { kind: 'accrual', amount: 1000 },

@@ -65,7 +65,7 @@ async function order(orderId: string, livemode = true): Promise<any> {
 async function journal(orderId: string) {
   return ctx.orm.em.fork().execute(
     `select m.kind, m.amount::int as amount, m.creator_id, o.commission_balance::int as balance
-       from ledger_movements m join orders o on o.id = m.order_id
+       from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
       where o.brand_id = ? and o.order_id = ? order by m.id`,
     [brandId, orderId],
   );
@@ -226,7 +226,7 @@ describe('order.paid', () => {
     // One order row, whose line the three moves sum to.
     const [line] = await ctx.orm.em.fork().execute(
       `select count(distinct o.id)::int as orders, sum(m.amount)::int as total, min(o.commission_balance)::int as balance
-         from orders o join ledger_movements m on m.order_id = o.id where o.order_id = ?`,
+         from orders o join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id where o.order_id = ?`,
       [id],
     );
     expect(line).toEqual({ orders: 1, total: 4000, balance: 4000 });
@@ -465,7 +465,7 @@ describe('refunds, cancellations and confirmations', () => {
       order: (await get(`/v1/orders/${orderId}`)).body,
       balance: (await get(`/v1/creators/${creator.creatorId}`)).body.balance,
       movements: await ctx.orm.em.fork().execute(
-        `select m.id, m.kind, m.amount::int as amount from ledger_movements m join orders o on o.id = m.order_id
+        `select m.id, m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
             where o.brand_id = ? and o.order_id = ? order by m.id`,
         [shop.brand.id, orderId],
       ),
@@ -636,8 +636,8 @@ describe('keys, batches and idempotency', () => {
     const rows = await ctx.orm.em.fork().execute(
       `select o.commission_balance::int as balance, coalesce(sum(m.amount), 0)::int as total,
               (o.commission_amount - o.refunded_commission_amount)::int as net
-         from orders o left join ledger_movements m on m.order_id = o.id
-        group by o.id`,
+         from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id
+        group by o.brand_id, o.id`,
     );
     expect(rows.length).toBeGreaterThan(10);
     for (const r of rows) {

@@ -174,8 +174,8 @@ describe('PostgreSQL connections killed mid-request', () => {
     );
     expect(accrued).toEqual({ n: N, total: N * 2000 });
     const off = await sql(
-      `select o.id from orders o left join ledger_movements m on m.order_id = o.id
-        group by o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
+      `select o.id from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id
+        group by o.brand_id, o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
     );
     expect(off).toEqual([]);
   }, 60_000);

@@ -219,8 +219,8 @@ describe('the worker process', () => {
       );
       expect(moves).toEqual({ n: CREATORS * PER_CREATOR, lines: CREATORS * PER_CREATOR });
       const off = await sql(
-        `select o.id from orders o left join ledger_movements m on m.order_id = o.id where o.id like 'ord_kill_%'
-          group by o.id, o.commission_balance having o.commission_balance <> 0 or coalesce(sum(m.amount), 0) <> 0`,
+        `select o.id from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id where o.id like 'ord_kill_%'
+          group by o.brand_id, o.id, o.commission_balance having o.commission_balance <> 0 or coalesce(sum(m.amount), 0) <> 0`,
       );
       expect(off).toEqual([]);
     } finally {

@@ -141,8 +141,8 @@ async function expectEverythingOwedPaid(shop: Shop, announced: { creator_id: str
   for (const row of owed) expect(paidTo(row.creator_id), `paid to ${row.creator_id}`).toBe(row.owed);
   const open = await sql(
     `select o.order_id, o.commission_balance::int as balance, coalesce(sum(m.amount), 0)::int as journal
-       from orders o left join ledger_movements m on m.order_id = o.id
-      where o.brand_id = ? and o.livemode group by o.id
+       from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id
+      where o.brand_id = ? and o.livemode group by o.brand_id, o.id
      having o.commission_balance <> 0 or o.commission_balance <> coalesce(sum(m.amount), 0)`,
     [shop.brandId],
   );
@@ -256,7 +256,7 @@ describe('a refund racing a payout run', () => {
 
     // The refund came after the payout: a clawback, not a reversal before payout.
     const moves = await sql(
-      `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.id = m.order_id
+      `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
         where o.brand_id = ? and o.order_id = ?`,
       [shop.brandId, racing],
     );
@@ -306,7 +306,7 @@ describe('a refund racing a payout run', () => {
       [1, 2_000, 0, 2_000],
     ]);
     const moves = await sql(
-      `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.id = m.order_id
+      `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
         where o.brand_id = ? and o.order_id = ?`,
       [shop.brandId, racing],
     );

@@ -52,8 +52,8 @@ const payouts = () =>
 /** Every settlement line equals the sum of its journal. */
 async function expectJournalBalanced() {
   const off = await sql(
-    `select o.id from orders o left join ledger_movements m on m.order_id = o.id
-      group by o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
+    `select o.id from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id
+      group by o.brand_id, o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
   );
   expect(off).toEqual([]);
 }
@@ -133,7 +133,7 @@ describe('payout run', () => {
     // Each payout movement names its payout and the run's request, and no event.
     const moves = await sql(
       `select m.payout_id, m.request_id, m.event_id, m.amount::int as amount from ledger_movements m
-         join orders o on o.id = m.order_id
+         join orders o on o.brand_id = m.brand_id and o.id = m.order_id
         where o.order_id = ? and m.kind = 'payout'`,
       [minaA],
     );
@@ -164,7 +164,7 @@ describe('payout run', () => {
     expect(refund.status).toBe(200);
     const [claw] = await sql(
       `select m.amount::int as amount from ledger_movements m
-         join orders o on o.id = m.order_id where o.order_id = ? and m.kind = 'clawback'`,
+         join orders o on o.brand_id = m.brand_id and o.id = m.order_id where o.order_id = ? and m.kind = 'clawback'`,
       [minaPaid.order_id],
     );
     expect(claw.amount).toBe(-1000);

@@ -477,8 +477,8 @@ async function expectAgreement(shop: Shop) {
   // Ledger: every line is the sum of its journal.
   expect(
     await sql(
-      `select o.id from orders o left join ledger_movements m on m.order_id = o.id where o.brand_id = ?
-        group by o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
+      `select o.id from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id where o.brand_id = ?
+        group by o.brand_id, o.id, o.commission_balance having o.commission_balance <> coalesce(sum(m.amount), 0)`,
       [shop.brandId],
     ),
   ).toEqual([]);
@@ -490,8 +490,8 @@ async function expectAgreement(shop: Shop) {
   for (const c of creators) {
     const [j] = await sql(
       `with lines as (select o.status, o.creator_id, coalesce(sum(m.amount), 0) as balance
-                        from orders o left join ledger_movements m on m.order_id = o.id
-                       where o.brand_id = ? and o.livemode group by o.id)
+                        from orders o left join ledger_movements m on m.brand_id = o.brand_id and m.order_id = o.id
+                       where o.brand_id = ? and o.livemode group by o.brand_id, o.id)
        select coalesce((select sum(balance) from lines where creator_id = ? and status = 'pending' and balance > 0), 0)::int as pending,
               coalesce((select sum(balance) from lines where creator_id = ? and status <> 'pending' and balance > 0), 0)::int as payable,
               coalesce((select -sum(amount) from ledger_movements where brand_id = ? and kind = 'payout' and creator_id = ?), 0)::int as paid_out,

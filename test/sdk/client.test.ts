@@ -170,7 +170,7 @@ describe('LfClient round trips against the service', () => {
   });
 
   it('integration.status and integration.missingOrders', async () => {
-    const { keys } = await makeShop(service.ctx);
+    const { brandId, keys } = await makeShop(service.ctx);
     const own = client(keys.sk_test);
     await own.events.send({ type: 'order.paid', data: { order_id: orderId(), amount: 1 } });
     const missingId = orderId('OBS');
@@ -179,7 +179,7 @@ describe('LfClient round trips against the service', () => {
       data: { order_id: missingId, amount: 25_000, currency: 'KRW' },
     });
     // What the order-gap-detection job does once the delay has passed.
-    expect(await checkObservedOrder(service.ctx.orm.em.fork(), observed.id)).toBe(true);
+    expect(await checkObservedOrder(service.ctx.orm.em.fork(), brandId, observed.id)).toBe(true);
 
     const status = await own.integration.status();
     expect(status).toMatchObject({

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { sqlLiteral } from '../../src/db/sql.js';
 import { randomToken } from '../../src/shared/ids.js';
+import { createCitusDatabase, dropCitusDatabase } from './citus.js';
 import { closeRunDatabase, ofRun, runDatabaseName } from './run-databases.js';
 
 /**
@@ -13,8 +14,16 @@ export function testDatabaseName(label = ''): string {
   return runDatabaseName(inject('testRunTag'), label, randomToken(10).toLowerCase());
 }
 
-/** A private database cloned from the migrated template, so each test file is isolated. */
+/**
+ * A private database cloned from the migrated template, so each test file is isolated; under
+ * `npm run test:citus`, one made and migrated on every node of the cluster instead.
+ */
 export async function createTestDatabase(): Promise<string> {
+  const citus = inject('citusUrl');
+  if (citus) {
+    const file = expect.getState().testPath;
+    return createCitusDatabase(citus, testDatabaseName(), file ? relative(process.cwd(), file) : undefined);
+  }
   const template = new URL(inject('templateDatabaseUrl'));
   const templateName = template.pathname.slice(1);
   const name = testDatabaseName();
@@ -39,11 +48,13 @@ export async function createTestDatabase(): Promise<string> {
 /**
  * Done with a test database. One of this run (testDatabaseName) is closed (its connections ended)
  * and dropped by the run's teardown with the others, which is quicker (closeRunDatabase says why);
- * any other is dropped now.
+ * any other, and under `npm run test:citus` every one (on each node), is dropped now.
  */
 export async function dropTestDatabase(url: string): Promise<void> {
   const admin = new URL(url);
   const name = admin.pathname.slice(1);
+  const citus = inject('citusUrl');
+  if (citus) return dropCitusDatabase(citus, name);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();

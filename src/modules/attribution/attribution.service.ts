@@ -113,15 +113,20 @@ async function brandCreatorAndOffer(
 
 export async function createLink(em: EntityManager, brandId: string, input: z.output<typeof LinkCreate>) {
   await brandCreatorAndOffer(em, brandId, input);
-  const link = em.create(TrackingLink, {
-    id: newId('lnk'),
-    brand: brandId,
-    creator: input.creator_id,
-    offer: input.offer_id,
-    slug: randomToken(10),
+  return em.transactional(async (tx) => {
+    const link = tx.create(TrackingLink, {
+      id: newId('lnk'),
+      brand: brandId,
+      creator: input.creator_id,
+      offer: input.offer_id,
+      slug: randomToken(10),
+    });
+    // The redirect knows only the slug: link_slugs gives it the brand (and keeps slugs unique
+    // across brands, which the link's own key, brand first, no longer does).
+    await tx.execute('insert into link_slugs (slug, brand_id) values (?, ?)', [link.slug, brandId]);
+    await tx.flush();
+    return link;
   });
-  await em.flush();
-  return link;
 }
 
 export async function createClick(em: EntityManager, brandId: string, input: z.output<typeof ClickCreate>) {
@@ -156,14 +161,19 @@ export async function followLink(
     record
       ? `with link as (
        select l.id, l.brand_id, l.creator_id, l.offer_id, o.landing_url
-         from tracking_links l join offers o on o.id = l.offer_id
-        where l.slug = ?
+         from link_slugs s
+         join tracking_links l on l.brand_id = s.brand_id and l.slug = s.slug
+         join offers o on o.brand_id = l.brand_id and o.id = l.offer_id
+        where s.slug = ?
      ), recorded as (
        insert into clicks (id, brand_id, creator_id, offer_id, link_id, clicked_at)
        select ?, brand_id, creator_id, offer_id, id, now() from link
      )
      select landing_url from link`
-      : `select o.landing_url from tracking_links l join offers o on o.id = l.offer_id where l.slug = ?`,
+      : `select o.landing_url from link_slugs s
+           join tracking_links l on l.brand_id = s.brand_id and l.slug = s.slug
+           join offers o on o.brand_id = l.brand_id and o.id = l.offer_id
+          where s.slug = ?`,
     record ? [slug, clickRef] : [slug],
   );
   const row = rows[0];

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
+import { notifyAuthChanged } from '../keys/keys.service.js';
 import { Brand } from './brand.entity.js';
 import type { BrandCreate, BrandOut, BrandPatch } from './brands.schemas.js';
 
@@ -57,8 +58,11 @@ export async function findBrand(em: EntityManager, brandId: string): Promise<Bra
 }
 
 export async function updateBrand(em: EntityManager, brandId: string, input: Settings): Promise<Brand> {
-  const brand = await findBrand(em, brandId);
-  em.assign(brand, toColumns(input));
-  await em.flush();
-  return brand;
+  return em.transactional(async (tx) => {
+    const brand = await findBrand(tx, brandId);
+    tx.assign(brand, toColumns(input));
+    await tx.flush();
+    await notifyAuthChanged(tx, brandId);
+    return brand;
+  });
 }

@@ -133,8 +133,8 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
   const [order] = await em.execute<OrderRow[]>(
     `select id, order_id, status, attributed_via, creator_id, offer_id, conversion_id, commission_bps,
             commission_amount, refunded_commission_amount, flags
-       from orders o where ${orderLookupKeySql('o')} = ?`,
-    [orderLookupKey(scope, orderId)],
+       from orders o where ${orderLookupKeySql('o')} = ? and o.brand_id = ?`,
+    [orderLookupKey(scope, orderId), scope.brandId],
   );
   if (!order) throw notFound(orderId, scope);
   const [events, moves, refunds] = await Promise.all([
@@ -149,12 +149,12 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
     em.execute<MovementRow[]>(
       `select ${movementEventIdSql('m')} as event_id, m.payout_id, m.request_id, m.kind, m.creator_id, m.amount, m.created_at
          from ledger_movements m
-        where m.order_id = ? order by m.created_at, m.id`,
-      [order.id],
+        where m.brand_id = ? and m.order_id = ? order by m.created_at, m.id`,
+      [scope.brandId, order.id],
     ),
     em.execute<RefundRow[]>(
-      `select event_id, kind, refund_id, amount, commission_reversed from refunds where order_id = ?`,
-      [order.id],
+      `select event_id, kind, refund_id, amount, commission_reversed from refunds where brand_id = ? and order_id = ?`,
+      [scope.brandId, order.id],
     ),
   ]);
   const movementsOf = (eventId: string) => moves.filter((m) => m.event_id === eventId);

@@ -124,7 +124,8 @@ interface GroupPlan {
 }
 
 /**
- * Plans a group of requests, of any brands and modes, without writing: lock their
+ * Plans a group of requests, of any brands and modes (of one brand with `oneBrand`: Citus,
+ * ingestion.ts), without writing: lock their
  * Idempotency-Keys, load and lock every row they name in one query, plan each request in
  * arrival order (its error stays its own). A dry run takes no lock and reads its snapshot: it
  * answers what a real send would at this moment and leaves no trace.
@@ -132,7 +133,7 @@ interface GroupPlan {
 async function planGroup(
   sql: Sql,
   requests: readonly IngestRequest[],
-  options: { now: Date; gapDelayMinutes: number; dryRun?: boolean },
+  options: { now: Date; gapDelayMinutes: number; dryRun?: boolean; oneBrand?: boolean },
 ): Promise<GroupPlan> {
   const lock = !options.dryRun;
   const answers: (IngestAnswer | undefined)[] = requests.map(() => undefined);
@@ -155,7 +156,7 @@ async function planGroup(
     live.map((r) => ({ scope: scopeOf(r), terms: r.caller.terms, events: r.events })),
     probes,
     options.now,
-    { lock },
+    { lock, ...(options.oneBrand && requests[0] ? { oneBrand: requests[0].caller.brandId } : {}) },
   );
   for (const stored of responses) {
     const r = requests[stored.i]!;
@@ -213,7 +214,7 @@ async function planGroup(
 export async function commitGroup(
   sql: Sql,
   requests: readonly IngestRequest[],
-  options: { now: Date; gapDelayMinutes: number },
+  options: { now: Date; gapDelayMinutes: number; oneBrand?: boolean },
 ): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
   const shape = writeShapeOf(writes);
@@ -230,7 +231,7 @@ export async function commitGroup(
 export async function dryRunRequest(
   sql: Sql,
   request: IngestRequest,
-  options: { now: Date; gapDelayMinutes: number },
+  options: { now: Date; gapDelayMinutes: number; oneBrand?: boolean },
 ): Promise<IngestAnswer> {
   const { answers } = await planGroup(sql, [request], { ...options, dryRun: true });
   return answers[0]!;

@@ -64,6 +64,11 @@ export class Ingestion {
   private pool: pg.Pool | undefined;
   /** The stored statements' installation, once per process (again after a failure). */
   private installed: Promise<void> | undefined;
+  /**
+   * The database is a Citus coordinator (found with the statements' installation): a group's
+   * transaction then holds one brand's requests, so it runs on one worker (docs/scale-out.md).
+   */
+  private onCitus = false;
   private readonly relay: OutboxRelay;
   private readonly lane: GroupCommit<IngestRequest, IngestAnswer>;
   private readonly keyWaitMs: number;
@@ -116,6 +121,7 @@ export class Ingestion {
         return dryRunRequest(sql, request, {
           now: new Date(),
           gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES,
+          oneBrand: this.onCitus,
         });
       },
       ENGINE_TRANSACTION_SETTINGS,
@@ -188,7 +194,13 @@ export class Ingestion {
   }
 
   private statementsInstalled(): Promise<void> {
-    this.installed ??= installStoredStatements(this.connections(), ingestionStatements).catch((err) => {
+    this.installed ??= (async () => {
+      await installStoredStatements(this.connections(), ingestionStatements);
+      const { rows } = await this.connections().query<{ citus: boolean }>(
+        `select exists (select 1 from pg_extension where extname = 'citus') as citus`,
+      );
+      this.onCitus = rows[0]!.citus;
+    })().catch((err) => {
       this.installed = undefined;
       throw err;
     });
@@ -197,13 +209,31 @@ export class Ingestion {
 
   private async commit(group: IngestRequest[]): Promise<IngestAnswer[]> {
     await this.statementsInstalled();
+    // On Citus one transaction per brand: a group spanning brands would be a distributed
+    // transaction over several workers (two-phase commit). Grouping by brand before the group
+    // forms, so that each brand's requests still share one, is issue 37's next step.
+    const brands = this.onCitus ? Map.groupBy(group, (r) => r.caller.brandId) : undefined;
+    if (brands && brands.size > 1) {
+      const answers = new Map<IngestRequest, IngestAnswer>();
+      for (const part of brands.values()) {
+        const partAnswers = await this.commit(part);
+        part.forEach((r, i) => {
+          answers.set(r, partAnswers[i]!);
+        });
+      }
+      return group.map((r) => answers.get(r)!);
+    }
     for (let attempt = 1; ; attempt++) {
       try {
         const now = new Date();
         const { answers, handedOver, copied } = await inTransactionOn(
           this.connections(),
           (sql) =>
-            commitGroup(sql, group, { now, gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES }),
+            commitGroup(sql, group, {
+              now,
+              gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES,
+              oneBrand: this.onCitus,
+            }),
           ENGINE_TRANSACTION_SETTINGS,
         );
         this.stats.groups++;

@@ -1,4 +1,4 @@
-import { type Sql, storedStatement } from '../../db/sql.js';
+import { type Sql, type StoredStatement, storedStatement } from '../../db/sql.js';
 import { couponCodeKey } from '../attribution/coupon-code.entity.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
@@ -46,7 +46,8 @@ interface LoadShape {
 
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
 // probe with LIMIT 1 on a column set that exactly one index guaranteeing uniqueness covers
-// (orders by lookup_key, the hash index of its exclusion constraint; clicks by primary key;
+// (orders by lookup_key, the hash index of its exclusion constraint; clicks, offers and
+// creators by primary key, brand first;
 // codes by (brand_id, code_key); refunds by (order, refund_id); idempotency records by
 // primary key), and the engine's
 // connections plan with seq scans disabled (ingestion.ts): whatever the statistics say, each
@@ -56,13 +57,19 @@ interface LoadShape {
 // transaction collides with a unique index on write, and the group is rerun. The enabled
 // webhook endpoints of each brand and mode come from one partial-index scan (few rows, not
 // locked: an endpoint disabled or deleted meanwhile is checked again when its delivery runs).
-function loadSql(shape: LoadShape, lock: boolean): string {
+//
+// On Citus (`oneBrand`) a group holds one brand's requests (ingestion.ts), and every table the
+// load reads is also filtered by that brand, the same parameter each time: Citus then routes the
+// whole statement to the brand's shards on one worker, where it runs as written (a lateral probe
+// with LIMIT that reads a json array is not something it can spread over shards).
+function loadSql(shape: LoadShape, lock: boolean, oneBrand: boolean): string {
+  const b = (alias: string) => (oneBrand ? ` and ${alias}.brand_id = ${BRAND}` : '');
   return `
 with locked as (
   select o.*
     from json_array_elements_text(?::json) with ordinality as want(lookup_key, n)
     cross join lateral (
-      select ${orderFields} from orders o where ${orderLookupKeySql('o')} = want.lookup_key limit 1${lock ? ' for update' : ''}
+      select ${orderFields} from orders o where ${orderLookupKeySql('o')} = want.lookup_key${b('o')} limit 1${lock ? ' for update' : ''}
     ) o
 ),
 codes as (
@@ -70,8 +77,8 @@ codes as (
     from json_to_recordset(?::json) as want(brand_id text, code_key text)
     cross join lateral (
       select c.brand_id, c.code_key, c.creator_id, c.offer_id, f.commission_bps
-        from coupon_codes c left join offers f on f.id = c.offer_id
-       where c.brand_id = want.brand_id and c.code_key = want.code_key
+        from coupon_codes c left join offers f on f.brand_id = c.brand_id and f.id = c.offer_id${b('f')}
+       where c.brand_id = want.brand_id and c.code_key = want.code_key${b('c')}
        limit 1
     ) c
 ),${
@@ -79,19 +86,23 @@ codes as (
       ? `
 clicks as (
   select k.*
-    from json_array_elements_text(?::json) as want(id)
+    from json_to_recordset(?::json) as want(brand_id text, id text)
     cross join lateral (
       select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
-        from clicks k join offers f on f.id = k.offer_id
-       where k.id = want.id
+        from clicks k join offers f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
+       where k.brand_id = want.brand_id and k.id = want.id${b('k')}
        limit 1
     ) k
 ),`
       : ''
   }
 creators as (
-  select id, customer_hashes from creators
-   where id = any(array(select creator_id from locked union select creator_id from codes${shape.clicks ? ' union select creator_id from clicks' : ''}))
+  select c.brand_id, c.id, c.customer_hashes
+    from (select brand_id, creator_id from locked union select brand_id, creator_id from codes${shape.clicks ? ' union select brand_id, creator_id from clicks' : ''}) want
+    cross join lateral (
+      select c.brand_id, c.id, c.customer_hashes from creators c
+       where c.brand_id = want.brand_id and c.id = want.creator_id${b('c')}
+    ) c
 ),${
     shape.refunds
       ? `
@@ -100,7 +111,8 @@ refunds as (
     from json_to_recordset(?::json) as want(lookup_key text, refund_id text)
     join locked l on l.lookup_key = want.lookup_key
     cross join lateral (
-      select r.refund_id from refunds r where r.order_id = l.id and r.refund_id = want.refund_id limit 1
+      select r.refund_id from refunds r
+       where r.brand_id = l.brand_id and r.order_id = l.id and r.refund_id = want.refund_id${b('r')} limit 1
     ) r
 ),`
       : ''
@@ -112,7 +124,7 @@ responses as (
     from json_to_recordset(?::json) as want(i int, brand_id text, livemode boolean, key text)
     cross join lateral (
       select r.request_hash, r.response_status, r.response_body, r.created_at from idempotency_records r
-       where r.brand_id = want.brand_id and r.livemode = want.livemode and r.key = want.key
+       where r.brand_id = want.brand_id and r.livemode = want.livemode and r.key = want.key${b('r')}
        limit 1
     ) r
    where r.created_at > now() - interval '24 hours'
@@ -124,7 +136,7 @@ endpoints as (
     from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
     cross join lateral (
       select e.id, e.brand_id, e.livemode, e.enabled_events from webhook_endpoints e
-       where e.brand_id = want.brand_id and e.livemode = want.livemode and e.status = 'enabled'
+       where e.brand_id = want.brand_id and e.livemode = want.livemode and e.status = 'enabled'${b('e')}
     ) e
 )
 select (select coalesce(json_agg(locked), '[]') from locked) as orders,
@@ -146,12 +158,42 @@ const loaded =
  */
 const whole: LoadShape = { clicks: true, refunds: true, responses: true };
 const lean: LoadShape = { clicks: false, refunds: false, responses: false };
-const loadShapes = [lean, whole].map((shape) => ({
-  shape,
-  lock: storedStatement(loadSql(shape, true), loaded),
-  peek: storedStatement(loadSql(shape, false), loaded),
-}));
-export const loadStatements = loadShapes.flatMap((s) => [s.lock, s.peek]);
+
+/** Where a one-brand load names its brand: a parameter like the others, at each place it is named. */
+const BRAND = '{brand}';
+
+interface LoadStatement {
+  stored: StoredStatement;
+  /** The brand's positions among the parameters (none unless one brand's). */
+  brandAt: number[];
+}
+
+function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): LoadStatement {
+  const text = loadSql(shape, lock, oneBrand);
+  const brandAt: number[] = [];
+  let n = 0;
+  for (const [token] of text.matchAll(/\?|\{brand\}/g)) {
+    if (token === BRAND) brandAt.push(n);
+    n++;
+  }
+  return { stored: storedStatement(text.replaceAll(BRAND, '?::text'), loaded), brandAt };
+}
+
+/** The load's values with the brand put in at each of its places. */
+function withBrand(values: unknown[], brandAt: readonly number[], brandId: string | undefined): unknown[] {
+  const out = [...values];
+  for (const at of brandAt) out.splice(at, 0, brandId);
+  return out;
+}
+
+const loadShapes = [false, true].map((oneBrand) =>
+  [lean, whole].map((shape) => ({
+    shape,
+    lock: loadStatement(shape, true, oneBrand),
+    peek: loadStatement(shape, false, oneBrand),
+  })),
+);
+export const loadStatements = loadShapes.flat().flatMap((s) => [s.lock.stored, s.peek.stored]);
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
@@ -160,7 +202,7 @@ type Rows = any[];
 function needsOf(requests: readonly BookRequest[]) {
   const orders = new Set<string>();
   const codes = new Map<string, { brand_id: string; code_key: string }>();
-  const clicks = new Set<string>();
+  const clicks = new Map<string, { brand_id: string; id: string }>();
   const refunds: { lookup_key: string; refund_id: string }[] = [];
   // The code of the event before, most often the same: named once.
   let lastCode: { brandId: string; code: string } | undefined;
@@ -174,12 +216,13 @@ function needsOf(requests: readonly BookRequest[]) {
         const code_key = couponCodeKey(data.couponCode);
         codes.set(`${scope.brandId}/${code_key}`, { brand_id: scope.brandId, code_key });
       }
-      if (data.clickRef) clicks.add(data.clickRef);
+      if (data.clickRef)
+        clicks.set(`${scope.brandId}/${data.clickRef}`, { brand_id: scope.brandId, id: data.clickRef });
       if (data.refundId)
         refunds.push({ lookup_key: orderLookupKey(scope, data.orderId), refund_id: data.refundId });
     }
   }
-  return { orders: [...orders].sort(), codes: [...codes.values()], clicks: [...clicks], refunds };
+  return { orders: [...orders].sort(), codes: [...codes.values()], clicks: [...clicks.values()], refunds };
 }
 
 /** Every brand and mode of the group, once: their enabled webhook endpoints come with the load. */
@@ -200,19 +243,25 @@ export async function loadOrderBooks(
   requests: readonly BookRequest[],
   keys: readonly KeyProbe[],
   now: Date,
-  options: { lock: boolean } = { lock: true },
+  options: { lock: boolean; oneBrand?: string } = { lock: true },
 ): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[] }> {
   const needs = needsOf(requests);
+  const shapes = loadShapes[options.oneBrand === undefined ? 0 : 1]!;
   const { shape, lock, peek } =
-    needs.clicks.length + needs.refunds.length + keys.length === 0 ? loadShapes[0]! : loadShapes[1]!;
-  const [row] = await sql.query<Record<string, Rows>>(options.lock ? lock : peek, [
+    needs.clicks.length + needs.refunds.length + keys.length === 0 ? shapes[0]! : shapes[1]!;
+  const load = options.lock ? lock : peek;
+  const values = [
     JSON.stringify(needs.orders),
     JSON.stringify(needs.codes),
     ...(shape.clicks ? [JSON.stringify(needs.clicks)] : []),
     ...(shape.refunds ? [JSON.stringify(needs.refunds)] : []),
     ...(shape.responses ? [JSON.stringify(keys)] : []),
     JSON.stringify(scopesOf(requests)),
-  ]);
+  ];
+  const [row] = await sql.query<Record<string, Rows>>(
+    load.stored,
+    withBrand(values, load.brandAt, options.oneBrand),
+  );
   const r = row!;
   const journal = new Journal();
   const newRefunds: NewRefund[] = [];

@@ -113,6 +113,7 @@ export function planRequest(
     });
     if (event.type === 'order.observed') {
       plan.handOver.push({
+        brandId: scope.brandId,
         jobName: 'order-gap-detection',
         data: {
           request_id: request.requestId,

@@ -82,11 +82,14 @@ const partSql = {
   newOrders: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset.sql}`,
-  changedOrders: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
-            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
+  // updated_at comes in with the row (now(), the transaction's start, as before): Citus takes no
+  // function but an immutable one in DO UPDATE SET. The key by name: (id) on PostgreSQL,
+  // (brand_id, id) on Citus (Migration20261129000000).
+  changedOrders: `insert into orders (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance, updated_at)
+            select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance, now()
               from ${orderRecordset.sql}
-            on conflict (id) do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
-               commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = now()`,
+            on conflict on constraint orders_pkey do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
+               commission_balance = orders.commission_balance + excluded.commission_balance, updated_at = excluded.updated_at`,
   refunds: `insert into refunds (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
                                  commission_reversed, reason, event_id, request_id)
             select x.id, x.brand_id, x.livemode, x.order_id, x.refund_id, x.kind, x.amount, x.original_amount,

@@ -30,7 +30,7 @@ select s.brand_id, s.livemode,
   day.unattributed,
   (select count(*) from missing_orders m where m.brand_id = s.brand_id and m.livemode = s.livemode
       and m.observed_at > now() - ${DAY}
-      and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})),
+      and not exists (select 1 from orders o where o.brand_id = m.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})),
   last.received_at,
   (select f.code from ingestion_failures f where f.brand_id = s.brand_id and f.livemode = s.livemode
       and f.failed_at > now() - ${DAY} order by f.failed_at desc limit 1),
@@ -228,7 +228,7 @@ export async function listMissingOrders(
     `select m.order_id, m.observed_at, m.amount, m.currency, m.observed_event_id, m.request_id, m.detected_at
        from missing_orders m
       where m.brand_id = ? and m.livemode = ? and m.observed_at > now() - ${DAY}
-        and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})
+        and not exists (select 1 from orders o where o.brand_id = m.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})
       order by m.observed_at, m.order_id
       limit ?`,
     [scope.brandId, scope.livemode, limit],
@@ -241,7 +241,7 @@ select distinct on (e.brand_id, e.livemode, e.order_id)
        e.brand_id, e.livemode, e.order_id, e.occurred_at, e.id, ${eventRequestIdSql('e')}, (e.data->>'amount')::bigint, e.data->>'currency'
   from received_events e
  where e.type = 'order.observed' and ${where}
-   and not exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')})
+   and not exists (select 1 from orders o where o.brand_id = e.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('e')})
  order by e.brand_id, e.livemode, e.order_id, e.received_at
 on conflict do nothing
 returning brand_id, livemode, order_id, observed_at, observed_event_id, request_id, amount, currency`;
@@ -294,8 +294,12 @@ async function recordMissingOrders(em: EntityManager, where: string, values: unk
  * Gap check of one observed order, due `ORDER_GAP_DELAY_MINUTES` after it was seen: recorded
  * missing unless its order.paid arrived. Idempotent: missing_orders' key is (brand, mode, order_id).
  */
-export async function checkObservedOrder(em: EntityManager, eventId: string): Promise<boolean> {
-  return (await recordMissingOrders(em, 'e.id = ?', [eventId])) > 0;
+export async function checkObservedOrder(
+  em: EntityManager,
+  brandId: string,
+  eventId: string,
+): Promise<boolean> {
+  return (await recordMissingOrders(em, 'e.brand_id = ? and e.id = ?', [brandId, eventId])) > 0;
 }
 
 /**
@@ -314,7 +318,7 @@ export async function detectGaps(
   const cleared = await em.execute(
     `delete from missing_orders m
       where m.observed_at < now() - interval '30 days'
-         or exists (select 1 from orders o where ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})`,
+         or exists (select 1 from orders o where o.brand_id = m.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})`,
     [],
     'run',
   );

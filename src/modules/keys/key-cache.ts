@@ -4,10 +4,13 @@ import { queryOnce } from '../../db/sql.js';
 import type { Logger } from '../../logger.js';
 import { ThrottledWarning } from '../../outbox/throttled-warning.js';
 import { randomToken } from '../../shared/ids.js';
-import { type KeyRow, readKey } from './keys.service.js';
+import { AUTH_CHANGED_CHANNEL, type KeyRow, readKey } from './keys.service.js';
 
-/** Sent by the triggers of migrations/Migration20261123100000.ts, at commit, with the brand id. */
-const CHANNEL = 'lf_auth_changed';
+/**
+ * Sent at commit with the brand id, by the writers of keys and brands (`notifyAuthChanged`) and,
+ * on plain PostgreSQL, by the triggers of migrations/Migration20261123100000.ts.
+ */
+const CHANNEL = AUTH_CHANGED_CHANNEL;
 /** Payloads of this cache's own probes; the triggers send brand ids, which never start so. */
 const PROBE_PREFIX = 'probe:';
 const FIRST_RETRY_MS = 100;

@@ -8,6 +8,20 @@ import type { KeyKind } from './api-key.entity.js';
 
 const KEY_PATTERN = /^(sk|pk)_(live|test)_[0-9A-Za-z]{32}$/;
 
+/** What every web process's key cache LISTENs on (key-cache.ts); the payload is the brand id. */
+export const AUTH_CHANGED_CHANNEL = 'lf_auth_changed';
+
+/**
+ * Tells every key cache, when the caller's transaction commits, that the brand's keys or
+ * settings changed. Sent by the writers themselves: on Citus a trigger would fire on the node
+ * holding the row's shard, where no web process listens (docs/decisions.md, "Citus"). On plain
+ * PostgreSQL the triggers still send it too, for changes made elsewhere (psql); PostgreSQL
+ * delivers a transaction's identical notifications once.
+ */
+export async function notifyAuthChanged(em: Pick<EntityManager, 'execute'>, brandId: string): Promise<void> {
+  await em.execute('select pg_notify(?, ?)', [AUTH_CHANGED_CHANNEL, brandId]);
+}
+
 export interface KeyPair {
   secret_key: string;
   publishable_key: string;
@@ -138,6 +152,7 @@ export async function installKeys(
   return em.transactional(async (tx) => {
     const brand = await tx.execute('select id from brands where id = ? for update', [brandId]);
     if (brand.length === 0) throw new AppError('brand_not_found', `No brand has the id '${brandId}'.`);
+    await notifyAuthChanged(tx, brandId);
     const hashes = [hashKey(keys.secret_key), hashKey(keys.publishable_key)];
     await tx.execute(
       'update api_keys set revoked_at = now() where brand_id = ? and livemode = ? and revoked_at is null and secret_hash not in (?, ?)',

@@ -49,6 +49,8 @@ export interface MovementRow {
  */
 export class Journal {
   private readonly deltas = new Map<string, number>();
+  /** Each moved order's brand: its row is found by (brand_id, id). */
+  private readonly brands = new Map<string, string>();
   /** Movements recorded per event: the next one's index in its derived id. */
   private readonly perEvent = new Map<string, number>();
   readonly movements: MovementRow[] = [];
@@ -57,6 +59,7 @@ export class Journal {
     for (const m of movements) {
       if (m.amount === 0) continue;
       this.deltas.set(orderPk, (this.deltas.get(orderPk) ?? 0) + m.amount);
+      this.brands.set(orderPk, cause.brandId);
       const derived = 'eventId' in cause ? this.nextIdOf(cause.eventId) : null;
       this.movements.push({
         id: derived ?? newId('mv'),
@@ -88,7 +91,7 @@ export class Journal {
   lineMoves(writtenWithOrder: ReadonlySet<string>) {
     return [...this.deltas]
       .filter(([id, delta]) => delta !== 0 && !writtenWithOrder.has(id))
-      .map(([id, delta]) => ({ id, delta }));
+      .map(([id, delta]) => ({ brand_id: this.brands.get(id)!, id, delta }));
   }
 }
 
@@ -151,7 +154,8 @@ export function movementWrite(journal: Journal): WritePart {
 export function lineMoveWrite(journal: Journal, writtenWithOrder: ReadonlySet<string>): WritePart {
   return {
     sql: `update orders o set commission_balance = o.commission_balance + x.delta, updated_at = now()
-            from ${recordset({ id: 'text', delta: 'bigint' })} where o.id = x.id`,
+            from ${recordset({ brand_id: 'text', id: 'text', delta: 'bigint' })}
+           where o.brand_id = x.brand_id and o.id = x.id`,
     rows: journal.lineMoves(writtenWithOrder),
   };
 }
@@ -161,10 +165,14 @@ export function lineMoveWrite(journal: Journal, writtenWithOrder: ReadonlySet<st
  * left with movements that no longer sum to its line. Live movements cannot be erased: the
  * journal's append-only trigger refuses, whatever the caller asks.
  */
-export async function eraseTestMovements(sql: Sql, orderPks: readonly string[]): Promise<void> {
+export async function eraseTestMovements(
+  sql: Sql,
+  orderPks: readonly { brand_id: string; id: string }[],
+): Promise<void> {
   if (orderPks.length === 0) return;
   await sql.query(
-    `delete from ledger_movements where order_id in (select jsonb_array_elements_text(?::jsonb)) and not livemode`,
+    `delete from ledger_movements m using jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
+      where m.brand_id = x.brand_id and m.order_id = x.id and not m.livemode`,
     [JSON.stringify(orderPks)],
   );
 }

@@ -9,10 +9,11 @@ import { type OrderOutput, type RawOrderRow, toOrderOut } from './order-out.js';
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
 
 export async function getOrder(em: EntityManager, caller: Caller, orderId: string): Promise<OrderOutput> {
-  // By lookup_key: the one unique index that can serve it, whatever the statistics say.
+  // By lookup_key: the one unique index that can serve it, whatever the statistics say. The
+  // brand named too, so Citus sends it to the brand's shard alone.
   const [row] = await em.execute<RawOrderRow[]>(
-    `select * from orders o where ${orderLookupKeySql('o')} = ?`,
-    [orderLookupKey(caller, orderId)],
+    `select * from orders o where ${orderLookupKeySql('o')} = ? and o.brand_id = ?`,
+    [orderLookupKey(caller, orderId), caller.brandId],
   );
   if (!row) {
     throw new AppError(

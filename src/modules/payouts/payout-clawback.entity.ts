@@ -12,6 +12,8 @@ export const PayoutClawback = defineEntity({
   name: 'PayoutClawback',
   tableName: 'payout_clawbacks',
   properties: {
+    /** The payout's brand: the key starts with it (Migration20261129000000), as every brand table's. */
+    brandId: p.string().length(255),
     movementId: p.string().primary(),
     payout: () => p.manyToOne(Payout).mapToPk(),
     createdAt: createdAt(),

@@ -153,7 +153,7 @@ export async function listPayoutLines(
   const rows = await em.execute<LineRow[]>(
     `select m.id, m.amount, o.order_id, o.id as order_pk, o.creator_id, o.conversion_id
        from ledger_movements m
-       join orders o on o.id = m.order_id
+       join orders o on o.brand_id = m.brand_id and o.id = m.order_id
       where m.payout_id = ? and m.kind = 'payout' and m.brand_id = ? and m.livemode = ? ${after ? 'and m.id > ?' : ''}
       order by m.id limit ?`,
     [payoutId, caller.brandId, caller.livemode, ...(after ? [after.i] : []), input.limit + 1],

@@ -57,7 +57,7 @@ export async function confirmDueOrders(
     const rows = await inTransactionOn(pool, async (sql) => {
       const moved = await sql.query<OrderRow>(
         `update orders o set status = ${sqlLiteral(confirmation.to)}, confirmed_at = now(), updated_at = now()
-          where o.id in (select id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
+          where (o.brand_id, o.id) in (select brand_id, id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
                         order by confirm_at limit ${CHUNK} for update skip locked)
          returning ${orderOutColumns('o')}`,
         [now],
@@ -144,7 +144,7 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
     `select m.id, m.order_id as order_pk, m.amount
        from ledger_movements m
       where m.brand_id = ? and m.creator_id = ? and m.kind = 'clawback' and m.livemode
-        and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)
+        and not exists (select 1 from payout_clawbacks pc where pc.brand_id = m.brand_id and pc.movement_id = m.id)
       order by m.id limit ${CHUNK + 1} for update of m skip locked`,
     [payee.brand_id, payee.creator_id],
   );
@@ -158,8 +158,8 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
       : new Set(
           (
             await sql.query<{ movement_id: string }>(
-              `select pc.movement_id from payout_clawbacks pc where pc.movement_id = any(?::text[])`,
-              [foundClawbacks.map((m) => m.id)],
+              `select pc.movement_id from payout_clawbacks pc where pc.brand_id = ? and pc.movement_id = any(?::text[])`,
+              [payee.brand_id, foundClawbacks.map((m) => m.id)],
             )
           ).map((r) => r.movement_id),
         );
@@ -229,14 +229,16 @@ async function payLines(
     {
       sql: `update orders o set status = ${sqlLiteral(paying.to)}, payout_id = ?, updated_at = now(),
                    commission_balance = o.commission_balance + x.delta
-              from ${recordset({ id: 'text', delta: 'bigint' })} where o.id = x.id`,
+              from ${recordset({ brand_id: 'text', id: 'text', delta: 'bigint' })}
+             where o.brand_id = x.brand_id and o.id = x.id`,
       params: [payoutId],
-      rows: orders.map((o) => ({ id: o.id, delta: journal.delta(o.id) })),
+      rows: orders.map((o) => ({ brand_id: payee.brand_id, id: o.id, delta: journal.delta(o.id) })),
     },
     {
-      sql: `insert into payout_clawbacks (movement_id, payout_id) select x.id, ? from ${recordset({ id: 'text' })}`,
+      sql: `insert into payout_clawbacks (brand_id, movement_id, payout_id)
+            select x.brand_id, x.id, ? from ${recordset({ brand_id: 'text', id: 'text' })}`,
       params: [payoutId],
-      rows: clawbacks.map((m) => ({ id: m.id })),
+      rows: clawbacks.map((m) => ({ brand_id: payee.brand_id, id: m.id })),
     },
     lineMoveWrite(journal, new Set(orders.map((o) => o.id))),
     movementWrite(journal),
@@ -292,7 +294,7 @@ export async function runPayouts(
        union
        select distinct m.brand_id, m.creator_id, false from ledger_movements m
         where m.kind = 'clawback' and m.livemode and m.creator_id is not null
-          and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)
+          and not exists (select 1 from payout_clawbacks pc where pc.brand_id = m.brand_id and pc.movement_id = m.id)
        union
        select distinct brand_id, creator_id, run_key <> ? from payouts where finalized_at is null
      ) due group by brand_id, creator_id`,
@@ -346,7 +348,8 @@ async function recordRun(orm: MikroORM, runKey: string, requestId: string) {
     await sql.query(
       `update payout_runs r set finished_at = now(),
          payees = (select count(distinct (p.brand_id, p.creator_id)) from payouts p where p.run_key = r.run_key),
-         items = (select count(*) from payouts p join ledger_movements m on m.payout_id = p.id and m.kind = 'payout'
+         items = (select count(*) from payouts p join ledger_movements m
+                     on m.brand_id = p.brand_id and m.payout_id = p.id and m.kind = 'payout'
                    where p.run_key = r.run_key)
        where r.run_key = ?`,
       [runKey],

@@ -14,22 +14,22 @@ const BATCH = 1000;
  */
 export const boundedTables = {
   /** Relayed to Redis over 7 days ago (as long as finished jobs are kept, for the trace endpoint). */
-  outbox_messages: `delete from outbox_messages where id in (
-      select id from outbox_messages where relayed_at < now() - interval '7 days' limit ${BATCH} for update skip locked)`,
+  outbox_messages: `delete from outbox_messages where (brand_id, id) in (
+      select brand_id, id from outbox_messages where relayed_at < now() - interval '7 days' limit ${BATCH} for update skip locked)`,
   /** A key is honoured for 24 hours (api-v1.md; load-book.ts reads no older record). Keyed by (brand, mode, key): by ctid. */
   idempotency_records: `delete from idempotency_records where ctid in (
       select ctid from idempotency_records where created_at < now() - interval '24 hours' limit ${BATCH} for update skip locked)`,
   /** Integration status reads failures back to the last success, at most a day; a week is kept. */
-  ingestion_failures: `delete from ingestion_failures where id in (
-      select id from ingestion_failures where failed_at < now() - interval '7 days' limit ${BATCH} for update skip locked)`,
+  ingestion_failures: `delete from ingestion_failures where (brand_id, id) in (
+      select brand_id, id from ingestion_failures where failed_at < now() - interval '7 days' limit ${BATCH} for update skip locked)`,
   /** Deliveries of live events past WEBHOOK_EVENT_RETENTION_DAYS (finished long since: retries end after 3 days). */
-  webhook_deliveries: `delete from webhook_deliveries where id in (
-      select id from webhook_deliveries where created_at < now() - make_interval(days => ?) and status <> 'pending'
+  webhook_deliveries: `delete from webhook_deliveries where (brand_id, id) in (
+      select brand_id, id from webhook_deliveries where created_at < now() - make_interval(days => ?) and status <> 'pending'
        limit ${BATCH} for update skip locked)`,
   /** Live events past WEBHOOK_EVENT_RETENTION_DAYS with no delivery left (deliveries go first). */
-  webhook_events: `delete from webhook_events where id in (
-      select e.id from webhook_events e where e.created_at < now() - make_interval(days => ?)
-         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
+  webhook_events: `delete from webhook_events where (brand_id, id) in (
+      select e.brand_id, e.id from webhook_events e where e.created_at < now() - make_interval(days => ?)
+         and not exists (select 1 from webhook_deliveries d where d.brand_id = e.brand_id and d.event_id = e.id)
        limit ${BATCH} for update skip locked)`,
   /**
    * Integration status reads a day of them, refunds a week: 8 days are kept. Per brand and mode,
@@ -45,17 +45,17 @@ export const boundedTables = {
    * Browser signals past 30 days: gap detection and integration status read a day of them,
    * missing orders go after 30 days; the report's funnel reads browser_signal_counts instead.
    */
-  received_events: `delete from received_events where id in (
-      select id from received_events where received_at < now() - interval '30 days'
+  received_events: `delete from received_events where (brand_id, id) in (
+      select brand_id, id from received_events where received_at < now() - interval '30 days'
          and type in (${browserEventTypes.map(sqlLiteral).join(', ')})
        limit ${BATCH} for update skip locked)`,
   /**
    * Clicks past 180 days: an order may be dated 90 days back and a click counts for at most 60
    * days before it, so an older click can never attribute. Per brand, on (brand_id, clicked_at).
    */
-  clicks: `delete from clicks where id in (
-      select k.id from brands b cross join lateral (
-        select c.id from clicks c where c.brand_id = b.id and c.clicked_at < now() - interval '180 days'
+  clicks: `delete from clicks where (brand_id, id) in (
+      select k.brand_id, k.id from brands b cross join lateral (
+        select c.brand_id, c.id from clicks c where c.brand_id = b.id and c.clicked_at < now() - interval '180 days'
          limit ${BATCH} for update skip locked) k
        limit ${BATCH})`,
 } as const;

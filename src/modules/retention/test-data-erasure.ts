@@ -43,24 +43,24 @@ export interface ErasedTestData {
 const webhookErasures = [
   {
     table: 'webhook_endpoints',
-    sql: `with gone as (delete from webhook_endpoints where id in (
-            select id from webhook_endpoints where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
-          returning id),
-          deliveries as (delete from webhook_deliveries where endpoint_id in (select id from gone) returning 1)
+    sql: `with gone as (delete from webhook_endpoints where (brand_id, id) in (
+            select brand_id, id from webhook_endpoints where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
+          returning brand_id, id),
+          deliveries as (delete from webhook_deliveries where (brand_id, endpoint_id) in (select brand_id, id from gone) returning 1)
           select (select count(*)::int from gone) as n, (select count(*)::int from deliveries) as deliveries`,
   },
   {
     table: 'webhook_events',
-    sql: `with gone as (delete from webhook_events where id in (
-            select id from webhook_events where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
-          returning id),
-          deliveries as (delete from webhook_deliveries where event_id in (select id from gone) returning 1)
+    sql: `with gone as (delete from webhook_events where (brand_id, id) in (
+            select brand_id, id from webhook_events where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
+          returning brand_id, id),
+          deliveries as (delete from webhook_deliveries where (brand_id, event_id) in (select brand_id, id from gone) returning 1)
           select (select count(*)::int from gone) as n, (select count(*)::int from deliveries) as deliveries`,
   },
   {
     table: 'webhook_deliveries',
-    sql: `with gone as (delete from webhook_deliveries where id in (
-            select id from webhook_deliveries where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
+    sql: `with gone as (delete from webhook_deliveries where (brand_id, id) in (
+            select brand_id, id from webhook_deliveries where livemode = false and created_at < ? limit ${BATCH} for update skip locked)
           returning 1)
           select (select count(*)::int from gone) as n, 0 as deliveries`,
   },
@@ -88,19 +88,24 @@ export async function eraseExpiredTestData(
 
   for (;;) {
     const count = await inTransaction(orm, async (sql) => {
-      const rows = await sql.query<{ id: string }>(
-        `select id from orders where livemode = false and created_at < ? limit ${BATCH} for update skip locked`,
+      const ids = await sql.query<{ brand_id: string; id: string }>(
+        `select brand_id, id from orders where livemode = false and created_at < ? limit ${BATCH} for update skip locked`,
         [cutoff],
       );
-      const ids = rows.map((r) => r.id);
       if (ids.length === 0) return 0;
       await eraseTestMovements(sql, ids);
       const list = JSON.stringify(ids);
-      await sql.query(`delete from refunds where order_id in (select jsonb_array_elements_text(?::jsonb))`, [
-        list,
-      ]);
+      await sql.query(
+        `delete from refunds r using jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
+          where r.brand_id = x.brand_id and r.order_id = x.id`,
+        [list],
+      );
       const gone = await sql.query<OrderFactRow & { brand_id: string }>(
-        `delete from orders where id in (select jsonb_array_elements_text(?::jsonb)) returning brand_id, ${factColumns}`,
+        `delete from orders o using jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
+          where o.brand_id = x.brand_id and o.id = x.id returning o.brand_id, ${factColumns
+            .split(', ')
+            .map((c) => `o.${c}`)
+            .join(', ')}`,
         [list],
       );
       // The report forgets them in the same transaction: their counts, taken back as tallies.
@@ -114,7 +119,7 @@ export async function eraseExpiredTestData(
 
   // Intake records outlive nothing they explain once the orders are gone.
   const intake = [
-    { table: 'received_events', column: 'received_at', key: 'id' },
+    { table: 'received_events', column: 'received_at', key: '(brand_id, id)' },
     { table: 'idempotency_records', column: 'created_at', key: 'ctid' },
     { table: 'browser_signal_counts', column: 'bucket_start', key: 'ctid' },
   ] as const;
@@ -123,7 +128,7 @@ export async function eraseExpiredTestData(
       const count = await inTransaction(orm, async (sql) => {
         const res = await sql.query<{ n: number }>(
           `with gone as (delete from ${table} where ${key} in (
-             select ${key} from ${table} where livemode = false and ${column} < ? limit ${BATCH} for update skip locked)
+             select ${key === 'ctid' ? key : 'brand_id, id'} from ${table} where livemode = false and ${column} < ? limit ${BATCH} for update skip locked)
            returning 1) select count(*)::int as n from gone`,
           [cutoff],
         );

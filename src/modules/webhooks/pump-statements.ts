@@ -40,13 +40,13 @@ export const claimDue = `with due as (
     update webhook_deliveries d set attempt_lease_until = now() + make_interval(secs => ?)
       from due
      where d.brand_id = ? and d.id = due.id
-    returning d.id, d.livemode, d.attempts, d.event_id, d.next_attempt_at)
+    returning d.brand_id, d.id, d.livemode, d.attempts, d.event_id, d.next_attempt_at)
   select c.id, c.livemode, c.attempts, c.event_id,
          e.type, e.data, e.created_at as event_created_at, e.api_version, e.request_id as event_request_id,
          p.id as endpoint_id, p.livemode as endpoint_livemode, p.status as endpoint_status, p.url,
          p.secret_ciphertext, p.previous_secret_ciphertext, p.previous_secret_expires_at
     from claimed c
-    join webhook_events e on e.id = c.event_id
+    join webhook_events e on e.brand_id = c.brand_id and e.id = c.event_id
     left join webhook_endpoints p on p.brand_id = ? and p.id = ?
    order by c.next_attempt_at, c.id`;
 

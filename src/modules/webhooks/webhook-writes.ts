@@ -124,7 +124,7 @@ const fromX = (columns: object) =>
 
 const insertEvents = `insert into webhook_events (${names(eventColumns)})
   select ${fromX(eventColumns)} from ${recordset(eventColumns)}
-  on conflict (dedup_key) do nothing`;
+  on conflict (brand_id, dedup_key) do nothing`;
 
 /** The deliveries insert, built once (as `insertEvents`). */
 const insertDeliveries = `insert into webhook_deliveries (${names(deliveryColumns)})
@@ -156,6 +156,7 @@ export function deliveryHandOver(deliveries: readonly WebhookDeliveryRow[]): Wri
   }
   return outboxWrite(
     [...first.values()].map((d) => ({
+      brandId: d.brand_id,
       jobName: 'webhook-delivery' as const,
       data: {
         request_id: d.request_id,

@@ -245,7 +245,10 @@ export async function deleteEndpoint(orm: MikroORM, owner: Owner, id: string): P
       [id, ...scope.values],
     );
     if (gone.length === 0) throw endpointNotFound(id);
-    await tx.execute('delete from webhook_deliveries where endpoint_id = ?', [id]);
+    await tx.execute('delete from webhook_deliveries where brand_id = ? and endpoint_id = ?', [
+      owner.brandId,
+      id,
+    ]);
   });
 }
 
@@ -330,7 +333,7 @@ export async function listDeliveries(
     `select d.id, d.livemode, d.event_id, e.type as event_type, d.endpoint_id, d.status, d.attempts,
             d.last_status_code, d.last_duration_ms, d.last_error, d.last_attempt_at, d.next_attempt_at,
             d.delivered_at, d.request_id, d.created_at
-       from webhook_deliveries d join webhook_events e on e.id = d.event_id
+       from webhook_deliveries d join webhook_events e on e.brand_id = d.brand_id and e.id = d.event_id
       where d.endpoint_id = ? and ${scope.where} ${page.startingAfter ? 'and d.id < ?' : ''}
       order by d.id desc limit ?`,
     [endpointId, ...scope.values, ...(page.startingAfter ? [page.startingAfter] : []), page.limit + 1],
@@ -382,7 +385,8 @@ export async function resendEvent(
         ? 'select id, status from webhook_endpoints where id = ? and brand_id = ? and livemode = ?'
         : `select p.id, p.status from webhook_endpoints p
             where p.brand_id = ? and p.livemode = ?
-              and exists (select 1 from webhook_deliveries d where d.event_id = ? and d.endpoint_id = p.id)`,
+              and exists (select 1 from webhook_deliveries d
+                           where d.brand_id = p.brand_id and d.event_id = ? and d.endpoint_id = p.id)`,
       endpointId ? [endpointId, owner.brandId, owner.livemode] : [owner.brandId, owner.livemode, eventId],
     );
     if (endpointId && targets.length === 0) throw endpointNotFound(endpointId);
@@ -456,9 +460,9 @@ export async function deliveriesOfRequest(em: EntityManager, requestId: string) 
     `select d.id, d.brand_id, d.livemode, d.event_id, e.type as event_type, d.endpoint_id, d.status, d.attempts,
             d.last_status_code, d.last_duration_ms, d.last_error, d.last_attempt_at, d.next_attempt_at,
             d.delivered_at, d.request_id, d.created_at
-       from webhook_deliveries d join webhook_events e on e.id = d.event_id
+       from webhook_deliveries d join webhook_events e on e.brand_id = d.brand_id and e.id = d.event_id
       where d.request_id = ?
-         or d.event_id in (select id from webhook_events where request_id = ?)
+         or (d.brand_id, d.event_id) in (select brand_id, id from webhook_events where request_id = ?)
       order by d.id`,
     [requestId, requestId],
   );
