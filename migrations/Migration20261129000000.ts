@@ -254,11 +254,12 @@ export class Migration20261129000000 extends Migration {
 
   override async up(): Promise<void> {
     const citus = await this.onCitus();
-    // Outbox rows name their brand: a delivery's from the delivery, a gap check's from its
-    // observation. A relayed row no brand can be found for is history only (the trace) and goes;
+    // Outbox rows name their brand: an endpoint's wake-up names it already, a delivery's (before
+    // the pumps) comes from the delivery, a gap check's from its observation. A relayed row no brand can be found for is history only (the trace) and goes;
     // a pending one stops the migration, which changed nothing then.
     await this.execute(`alter table "outbox_messages" add column "brand_id" varchar(255) null;`);
     await this.execute(`update "outbox_messages" m set "brand_id" = coalesce(
+        m.data->>'brand_id',
         (select d.brand_id from webhook_deliveries d where d.id = m.data->>'delivery_id'),
         m.data->'observed'->>'brand_id');`);
     await this.execute(

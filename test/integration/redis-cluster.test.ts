@@ -305,7 +305,10 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     const started = Date.now();
     const refused = await admin(ctx).post('/admin/api/jobs/integration-status/run');
     expectEnvelope(refused, 503, 'temporary_service_error');
-    expect(refused.body.error.message).toMatch(/CLUSTERDOWN|Cluster redirections|Connection is closed/);
+    // The cluster's own refusal, or (on a loaded machine) the request's 2 s bound on Redis running out first.
+    expect(refused.body.error.message).toMatch(
+      /CLUSTERDOWN|Cluster redirections|Connection is closed|did not answer/,
+    );
     const event = await request(ctx.app)
       .post('/v1/events')
       .set('Authorization', `Bearer ${keys.sk_live}`)
@@ -320,7 +323,7 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
       async () => (await admin(ctx).post('/admin/api/jobs/integration-status/run')).status === 201,
       30_000,
     );
-  });
+  }, 90_000);
 
   it('the worker process on the cluster runs jobs, waits out a whole-cluster outage (web: 503s, events unmetered) and resumes', async () => {
     const { keys } = await makeBrandWithKeys(ctx.orm);
@@ -397,5 +400,6 @@ describe.skipIf(!!skipped)('on a 3-master Redis Cluster', () => {
     await runs();
     worker.child.kill('SIGTERM');
     expect((await worker.exited).code).toBe(0);
-  });
+    // Waits on a worker process, an outage and a cluster's restart: over a minute on a loaded machine.
+  }, 120_000);
 });
