@@ -1,37 +1,25 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
+import { freePort, startProcess } from '../setup/processes.js';
 import { dropTestDatabase, testDatabaseName } from '../setup/test-app.js';
 
 /** The machine's own Node first on PATH (20 on ours): `npm run dev` must fetch Node 24 itself. */
 const systemPath = '/usr/local/bin:/usr/bin:/bin';
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
 const databaseUrl = Object.assign(new URL(inject('templateDatabaseUrl')), {
   pathname: `/${testDatabaseName('dev')}`,
 }).toString();
-let dev: ChildProcess | undefined;
-afterAll(async () => {
-  if (dev?.pid && dev.exitCode === null && dev.signalCode === null) process.kill(-dev.pid, 'SIGKILL');
-  await dropTestDatabase(databaseUrl);
-});
+afterAll(() => dropTestDatabase(databaseUrl));
 
 describe('npm run dev, as the README starts it', () => {
   it('comes up from a machine Node older than 22 with keys that work, and stops quietly on Ctrl-C', async () => {
     const port = await freePort();
-    dev = spawn('npm', ['run', 'dev'], {
+    const dev = startProcess('npm', ['run', 'dev'], {
       // Its own process group, like a terminal's foreground job: Ctrl-C reaches every process in it.
-      detached: true,
+      group: true,
       env: {
         HOME: process.env.HOME,
         PATH: `${systemPath}:${process.env.PATH}`,
@@ -42,21 +30,8 @@ describe('npm run dev, as the README starts it', () => {
         NO_COLOR: '1',
       },
     });
-    let output = '';
-    dev.stdout?.on('data', (chunk) => {
-      output += chunk;
-    });
-    dev.stderr?.on('data', (chunk) => {
-      output += chunk;
-    });
-    const exited = once(dev, 'exit');
-
-    const deadline = Date.now() + 150_000;
-    while (!/Try it:/.test(output)) {
-      if (dev.exitCode !== null || Date.now() > deadline)
-        throw new Error(`npm run dev did not come up:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    await dev.output.until('npm run dev to come up', () => /Try it:/.test(dev.output.text()), 150_000);
+    const output = dev.output.text();
     // DATABASE_URL's database as given, created, migrated and seeded (never lf_development).
     expect(output).toContain(`database ${new URL(databaseUrl).pathname.slice(1)}`);
     const given = new pg.Client({ connectionString: databaseUrl });
@@ -85,10 +60,11 @@ describe('npm run dev, as the README starts it', () => {
     expect(hook.status, await hook.clone().text()).toBe(201);
     expect(output).toContain('WEBHOOK_ALLOW_PRIVATE_URLS=true: webhook endpoints may use http');
 
-    const stopFrom = output.length;
-    process.kill(-(dev.pid as number), 'SIGINT');
-    const [code, signal] = await exited;
-    const stopping = output.slice(stopFrom);
+    const stopFrom = dev.output.text().length;
+    process.kill(-dev.pid, 'SIGINT');
+    // 'close': the exit, and the output to its last line.
+    const [code, signal] = await once(dev.child, 'close');
+    const stopping = dev.output.text().slice(stopFrom);
     // The launcher is npm's own child (the script execs it): it stops once although the Ctrl-C
     // reaches it twice (the terminal's and npm's forwarded copy), exits 0, and npm with it.
     expect({ code, signal }, stopping).toEqual({ code: 0, signal: null });

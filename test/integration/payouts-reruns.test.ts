@@ -1,8 +1,10 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { initOrm } from '../../src/db/orm.js';
 import { createLogger } from '../../src/logger.js';
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
+import { randomToken } from '../../src/shared/ids.js';
 import { confirmOrders } from '../../workers/payouts.js';
 import { makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
@@ -113,6 +115,15 @@ async function expectAnnouncementsMatchReads(shop: Shop) {
     clawback_amount: number;
     net_amount: number;
   }[];
+}
+
+/** The brand's payouts as announced, each [orders, commission, clawbacks, net], in order; returns them. */
+async function expectPayoutTotals(shop: Shop, totals: number[][]) {
+  const announced = await expectAnnouncementsMatchReads(shop);
+  expect(announced.map((p) => [p.order_count, p.commission_amount, p.clawback_amount, p.net_amount])).toEqual(
+    totals,
+  );
+  return announced;
 }
 
 /**
@@ -255,10 +266,7 @@ describe('a refund racing a payout run', () => {
     // The same run key again (a retry, an admin run): the clawback goes into a new payout.
     await runPayouts(ctx.orm, '2027-01', 'req_race_rerun');
     await runPayouts(ctx.orm, '2027-01', 'req_race_rerun');
-    const announced = await expectAnnouncementsMatchReads(shop);
-    expect(
-      announced.map((p) => [p.order_count, p.commission_amount, p.clawback_amount, p.net_amount]),
-    ).toEqual([
+    const announced = await expectPayoutTotals(shop, [
       [1, 4_000, 0, 4_000],
       [0, 0, -2_000, -2_000],
     ]);
@@ -293,10 +301,7 @@ describe('a refund racing a payout run', () => {
     // Refunded before payout: a reversal, then the same run key pays the rest in a new payout.
     await runPayouts(ctx.orm, '2027-02', 'req_race_rerun');
     await runPayouts(ctx.orm, '2027-02', 'req_race_rerun');
-    const announced = await expectAnnouncementsMatchReads(shop);
-    expect(
-      announced.map((p) => [p.order_count, p.commission_amount, p.clawback_amount, p.net_amount]),
-    ).toEqual([
+    const announced = await expectPayoutTotals(shop, [
       [1, 2_000, 0, 2_000],
       [1, 2_000, 0, 2_000],
     ]);
@@ -312,6 +317,85 @@ describe('a refund racing a payout run', () => {
     ]);
     const owed = await expectEverythingOwedPaid(shop, announced);
     expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 4_000 }]);
+  });
+});
+
+/**
+ * A role of the test's own for the pass to hold: row-level security on ledger_movements whose
+ * policy for locking a row (SELECT … FOR UPDATE applies UPDATE policies, evaluated at the scan,
+ * before the row lock) waits for an advisory lock the test holds. Plain reads and inserts pass
+ * freely, and the service's own role (a superuser) never sees the policies. The pass then stops
+ * inside its clawback select: its snapshot taken, the clawback's row lock not yet asked for.
+ */
+async function gatedRole() {
+  const role = `lf_gate_${randomToken(8).toLowerCase()}`;
+  const key = "hashtext('lf test clawback gate')";
+  await sql(`create role ${role} login`);
+  await sql(`grant all on all tables in schema public to ${role}`);
+  await sql(`grant all on all sequences in schema public to ${role}`);
+  await sql(`create function lf_test_gate() returns boolean language plpgsql as $$
+               begin perform pg_advisory_xact_lock_shared(${key}); return true; end $$`);
+  await sql(`alter table ledger_movements enable row level security`);
+  await sql(`create policy lf_test_read on ledger_movements for select using (true)`);
+  await sql(`create policy lf_test_write on ledger_movements for insert with check (true)`);
+  await sql(`create policy lf_test_lock on ledger_movements for update using (lf_test_gate())`);
+  const url = new URL(ctx.directDatabaseUrl);
+  url.username = role;
+  url.password = '';
+  const orm = await initOrm(url.toString(), 2);
+  return {
+    orm,
+    /** Held in an open transaction: a gated pass waits at its first row lock on a movement. */
+    hold: () => holdLock(`select pg_advisory_xact_lock(${key})`),
+    async drop() {
+      await orm.close(true);
+      await sql(`alter table ledger_movements disable row level security`);
+      for (const policy of ['lf_test_read', 'lf_test_write', 'lf_test_lock'])
+        await sql(`drop policy ${policy} on ledger_movements`);
+      await sql(`drop function lf_test_gate()`);
+      await sql(`drop owned by ${role}`);
+      await sql(`drop role ${role}`);
+    },
+  };
+}
+
+describe('two passes and one clawback', () => {
+  // Netting a clawback writes payout_clawbacks and no column of the movement, so the row lock
+  // alone cannot tell a pass that the movement it waited for was netted meanwhile; before, such a
+  // pass netted it again and failed on payout_clawbacks' key (seen once in CI's concurrent rerun).
+  it('a pass whose snapshot predates the netting of a clawback it then locks leaves it to the other pass', async () => {
+    const shop = await subscribedShop();
+    const order = await paid(shop, 'MINA20', 20_000); // 4,000
+    await confirm();
+    await runPayouts(ctx.orm, '2027-07', 'req_claw_run');
+    await send(shop, 'refund.created', { order_id: order, refund_id: 'late', amount: 10_000 }); // -2,000
+
+    const gate = await gatedRole();
+    const held = await gate.hold();
+    let first: Promise<string> | undefined;
+    let outcome: string | undefined;
+    try {
+      // Pass 1: its clawback select takes its snapshot (the clawback not netted yet), then waits.
+      first = runPayouts(gate.orm, '2027-07', 'req_claw_first').then(
+        () => 'finished',
+        (err: Error) => err.message,
+      );
+      await waitingFor(`a.wait_event = 'advisory'`);
+      // Pass 2 meanwhile nets the clawback into a payout of its own, announces it and commits.
+      await runPayouts(ctx.orm, '2027-07', 'req_claw_second');
+    } finally {
+      // Pass 1 goes on with its old snapshot, and gets the row lock pass 2 let go.
+      await held.release();
+      outcome = await first;
+      await gate.drop();
+    }
+    expect(outcome).toBe('finished');
+    const announced = await expectPayoutTotals(shop, [
+      [1, 4_000, 0, 4_000],
+      [0, 0, -2_000, -2_000],
+    ]);
+    const owed = await expectEverythingOwedPaid(shop, announced);
+    expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 2_000 }]);
   });
 });
 

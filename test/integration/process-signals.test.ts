@@ -1,13 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
-import { type ChildOutput, watchOutput } from '../setup/child-output.js';
+import type { ChildOutput } from '../setup/child-output.js';
 import { compiledEntry } from '../setup/compiled.js';
+import { freePort, groupGone, startProcess } from '../setup/processes.js';
 import { ADMIN_TOKEN, createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /**
@@ -20,7 +18,6 @@ import { ADMIN_TOKEN, createTestDatabase, dropTestDatabase } from '../setup/test
 const root = join(import.meta.dirname, '..', '..');
 let project: string;
 let databaseUrl: string;
-const started: ChildProcess[] = [];
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
@@ -37,53 +34,17 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  // Only the groups this file started, in case an assertion failed with something still running.
-  for (const child of started) if (groupAlive(child.pid!)) process.kill(-child.pid!, 'SIGKILL');
   rmSync(project, { recursive: true, force: true });
   await dropTestDatabase(databaseUrl);
 });
 
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Whether the group is empty within `ms`. Polled: what is left is no child of ours to wait on, and
- * tsx's esbuild service leaves a moment after its node process (its stdin closes).
- */
-async function groupGone(pgid: number, ms = 3_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (groupAlive(pgid)) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return true;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
 /** `npm <args>` in its own process group (pgid = npm's PID), as a terminal or supervisor starts it. */
 function npm(args: string[], cwd: string, env: Record<string, string>) {
-  const child = spawn('npm', args, {
+  return startProcess('npm', args, {
     cwd,
-    detached: true,
     env: { HOME: process.env.HOME!, PATH: process.env.PATH!, NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    group: true,
   });
-  started.push(child);
-  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  return { child, pid: child.pid!, output: watchOutput(child), exited };
 }
 
 function serviceEnv(port: number): Record<string, string> {

@@ -68,6 +68,14 @@ describe('the databases a test run creates', () => {
         `dropped 1 databases test files left behind: ${name} (test/fixtures/leaves-a-database.fixture.ts)`,
       );
       expect(await exists(name)).toBe(false);
+      // The one its file closed: kept until the teardown (each drop waits for a checkpoint, the
+      // teardown's share them), then dropped without being named as left behind.
+      const closed = JSON.parse(readFileSync(`${out}.closed`, 'utf8'));
+      const closedName = new URL(closed.url).pathname.slice(1);
+      made.push(closedName);
+      expect(closed.kept).toBe(true);
+      expect(output).not.toContain(closedName);
+      expect(await exists(closedName)).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,8 +1,7 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { watchOutput } from './child-output.js';
+import { sh } from './processes.js';
 
 /**
  * The Dockerfile played without Docker (none on these machines), for the first-deploy test: each
@@ -48,13 +47,6 @@ export function buildContext(into: string): void {
     mkdirSync(dirname(join(into, file)), { recursive: true });
     copyFileSync(join(ROOT, file), join(into, file));
   }
-}
-
-export async function sh(command: string, cwd: string, env: Record<string, string>) {
-  const child = spawn('sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output = watchOutput(child);
-  const [code] = await once(child, 'exit');
-  return { code: code as number | null, output: output.text() };
 }
 
 /** COPY as Docker does it: symlinks and modes kept, a folder's contents merged into the target. */

@@ -4,7 +4,7 @@ import { expect, inject } from 'vitest';
 import { sqlLiteral } from '../../src/db/sql.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { createCitusDatabase, dropCitusDatabase } from './citus.js';
-import { runDatabaseName } from './run-databases.js';
+import { closeRunDatabase, ofRun, runDatabaseName } from './run-databases.js';
 
 /**
  * A name for a database of this test run: the run's teardown drops every one still there at the
@@ -45,6 +45,11 @@ export async function createTestDatabase(): Promise<string> {
   return url.toString();
 }
 
+/**
+ * Done with a test database. One of this run (testDatabaseName) is closed (its connections ended)
+ * and dropped by the run's teardown with the others, which is quicker (closeRunDatabase says why);
+ * any other, and under `npm run test:citus` every one (on each node), is dropped now.
+ */
 export async function dropTestDatabase(url: string): Promise<void> {
   const admin = new URL(url);
   const name = admin.pathname.slice(1);
@@ -53,6 +58,10 @@ export async function dropTestDatabase(url: string): Promise<void> {
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
-  await client.query(`drop database if exists "${name}" with (force)`);
-  await client.end();
+  try {
+    if (ofRun(inject('testRunTag'), name)) await closeRunDatabase(client, name);
+    else await client.query(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await client.end();
+  }
 }
