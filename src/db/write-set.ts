@@ -12,11 +12,6 @@ export interface WritePart {
   columns?: (rows: readonly object[]) => readonly unknown[];
   /** The same rows as a COPY into its table, for a big group (`executeWrites`' `copies`). */
   copy?: CopyRows;
-  /**
-   * A part the others read (`w0`), inlined where they name it rather than run once: on Citus,
-   * each reads the brand's row through it as its own routed query (ingestion's brand anchor).
-   */
-  inlined?: boolean;
 }
 
 /**
@@ -160,5 +155,5 @@ function checkShape(stored: StoredStatement, parts: readonly WritePart[]): void 
 
 /** The one statement `executeWrites` sends for `parts` (rows aside). */
 export function writeStatementText(parts: readonly WritePart[]): string {
-  return `with ${parts.map((p, i) => `w${i} as ${p.inlined ? 'not materialized ' : ''}(${p.sql})`).join(', ')} select 1`;
+  return `with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(', ')} select 1`;
 }

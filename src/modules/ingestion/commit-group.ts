@@ -1,5 +1,5 @@
 import { type Sql, storedStatement } from '../../db/sql.js';
-import { executeWrites, type WritePart, writeStatementText } from '../../db/write-set.js';
+import { executeWrites, writeStatementText } from '../../db/write-set.js';
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import type { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
@@ -97,77 +97,9 @@ const copyShapes = new Map(
     }),
 );
 
-/**
- * On Citus every part of the write reads its rows joined with the brand's one `brand_shards` row
- * (Migration20261130000000) and takes the brand from that row: the insert (or upsert) then reads
- * a distributed table filtered by its distribution column, and Citus pushes it down whole to the
- * brand's shard, a router plan of one task. From the parameters alone Citus runs `INSERT … SELECT`
- * through the coordinator (a COPY into the shard, or an intermediate result for ON CONFLICT),
- * which beside a routed write or an upsert in the same transaction takes a second connection to
- * the worker and a two-phase commit. The brand's row is the statement's first part, `w0`, inlined
- * into each part that names it (one brand parameter for all: a function takes 100 at most).
- */
-const brandAnchorSql = 'select brand_id from brand_shards where brand_id = ?::text';
-const brandAnchor = (brandId: string): WritePart => ({
-  sql: brandAnchorSql,
-  rows: [],
-  params: [brandId],
-  columns: () => [],
-  inlined: true,
-});
-
-const anchoredTexts = new Map<string, string>();
-/** A part's text reading its rows beside the brand's row `w0` (above), the brand taken from it. */
-export function anchoredPartSql(text: string): string {
-  let anchored = anchoredTexts.get(text);
-  if (anchored) return anchored;
-  const from = text.search(/\bfrom (?=\(select unnest|json_to_recordset)/);
-  const brand = text.indexOf('x.brand_id');
-  if (from < 0 || brand < 0 || brand > from)
-    throw new Error(`a write part Citus cannot anchor to its brand: ${text.slice(0, 80)}`);
-  let select = `${text.slice(0, brand)}s.brand_id${text.slice(brand + 'x.brand_id'.length, from)}`;
-  // A cast of a column recordset's unnest (`unnest(?::text[])::json as data`) moves to where the
-  // part reads the column (`x.data::json`): pushed down by Citus, a cast around the set-returning
-  // function fails ("set-valued function called in context that cannot accept a set").
-  const rows = text
-    .slice(from + 'from '.length)
-    .replace(/(unnest\(\?::[a-z_0-9]+\[\]\))::([a-z_0-9]+(?:\(\d+,\d+\))?(?:\[\])?) as ([a-z_0-9]+)/g, (_, unnest, cast, name) => {
-      select = select.replace(new RegExp(`\\bx\\.${name}\\b`, 'g'), `x.${name}::${cast}`);
-      return `${unnest} as ${name}`;
-    });
-  anchored = `${select}from w0 as s cross join ${rows}`;
-  anchoredTexts.set(text, anchored);
-  return anchored;
-}
-
-/** The group's write parts for Citus: the brand's row, then each part anchored to it. */
-function anchoredParts(parts: readonly WritePart[], brandId: string): WritePart[] {
-  return [brandAnchor(brandId), ...parts.map((p) => ({ ...p, sql: anchoredPartSql(p.sql) }))];
-}
-
-/**
- * Citus: the same shapes, every part anchored to the brand. No COPY: a COPY goes through the
- * coordinator on a connection of its own, and beside the routed statement the transaction would
- * commit in two phases.
- */
-const anchoredShapes = writeShapes.map((shape) => {
-  const template = groupWrites([], [], [], []);
-  return {
-    parts: shape.parts,
-    statement: storedStatement(
-      writeStatementText(anchoredParts(shape.parts.map((part) => template[part]), '')),
-      'ok int',
-    ),
-  };
-});
-
 /** The smallest shape that holds every part the group fills; its copying form for a big group. */
-function writeShapeOf(writes: GroupWrites, anchored: boolean) {
+function writeShapeOf(writes: GroupWrites) {
   const filled = everyPart.filter((part) => writes[part].rows.length > 0);
-  if (anchored) {
-    const shape = anchoredShapes.find((s) => filled.every((part) => s.parts.includes(part)))!;
-    return { ...shape, copies: [] };
-  }
   const shape = writeShapes.find((s) => filled.every((part) => s.parts.includes(part)))!;
   const copying = copyShapes.get(shape);
   return copying && writes.newOrders.rows.length >= COPY_FROM_ORDERS
@@ -180,7 +112,6 @@ export const ingestionStatements = [
   ...loadStatements,
   ...writeShapes.map((shape) => shape.statement),
   ...[...copyShapes.values()].map((shape) => shape.statement),
-  ...anchoredShapes.map((shape) => shape.statement),
 ];
 
 const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
@@ -286,14 +217,11 @@ export async function commitGroup(
   options: { now: Date; gapDelayMinutes: number; oneBrand?: boolean },
 ): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
-  // On Citus (one brand per group) every part is anchored to the brand's shard.
-  const brandId = options.oneBrand ? requests[0]?.caller.brandId : undefined;
-  const shape = writeShapeOf(writes, brandId !== undefined);
-  const parts = shape.parts.map((part) => writes[part]);
+  const shape = writeShapeOf(writes);
   // The last statement: COMMIT goes with it (db/sql.ts).
   await executeWrites(
     sql,
-    brandId === undefined ? parts : anchoredParts(parts, brandId),
+    shape.parts.map((part) => writes[part]),
     { commit: true, stored: shape.statement, copies: shape.copies.map((part) => writes[part]) },
   );
   return { answers, handedOver, copied: shape.copies.length > 0 };

@@ -211,22 +211,6 @@ export class Ingestion {
     return this.installed;
   }
 
-  /**
-   * On Citus the brand's `brand_shards` row, which every write of its groups is joined with
-   * (commit-group.ts `anchoredPartSql`): the migration wrote one for each brand there was, this
-   * adds one for a brand made since (by the API or by hand), once per brand and process. Without
-   * it the brand's writes would insert nothing. A routed single-row insert: one worker, one phase.
-   */
-  private readonly brandShards = new Set<string>();
-  private async brandShardRow(brandId: string): Promise<void> {
-    if (this.brandShards.has(brandId)) return;
-    await this.connections().query(
-      'insert into brand_shards (brand_id) values ($1) on conflict (brand_id) do nothing',
-      [brandId],
-    );
-    this.brandShards.add(brandId);
-  }
-
   private async commit(group: IngestRequest[]): Promise<IngestAnswer[]> {
     await this.statementsInstalled();
     // On Citus one transaction per brand: a group spanning brands would be a distributed
@@ -243,7 +227,6 @@ export class Ingestion {
       }
       return group.map((r) => answers.get(r)!);
     }
-    if (this.onCitus) await this.brandShardRow(group[0]!.caller.brandId);
     for (let attempt = 1; ; attempt++) {
       try {
         const now = new Date();
