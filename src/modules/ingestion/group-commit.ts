@@ -11,6 +11,11 @@ export interface GroupCommitOptions<T, R> {
   size(item: T): { events: number; bytes: number };
   /** Items with the same exclusive key never share a group or run in two groups at once. */
   exclusiveKey(item: T): string | undefined;
+  /**
+   * Items share a group only when this gives them the same value (undefined: any group). Citus
+   * gives the brand: a group's transaction then stays on the brand's worker (docs/scale-out.md).
+   */
+  groupKey?(item: T): string | undefined;
   run(group: T[]): Promise<Settled<R>[]>;
 }
 
@@ -71,6 +76,8 @@ export class GroupCommit<T, R> {
     const group: Waiting<T, R>[] = [];
     let events = 0;
     let bytes = 0;
+    // The first item taken sets the group's key; others wait, in order, for a group of their own.
+    let groupKey: string | undefined;
     for (let i = 0; i < this.waiting.length; ) {
       const next = this.waiting[i]!;
       const key = this.options.exclusiveKey(next.item);
@@ -78,6 +85,12 @@ export class GroupCommit<T, R> {
         i++;
         continue;
       }
+      const itsGroup = this.options.groupKey?.(next.item);
+      if (group.length > 0 && itsGroup !== groupKey) {
+        i++;
+        continue;
+      }
+      groupKey = itsGroup;
       const size = this.options.size(next.item);
       const fits =
         events + size.events <= this.options.maxEvents && bytes + size.bytes <= this.options.maxBytes;
