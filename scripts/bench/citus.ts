@@ -136,6 +136,13 @@ export interface SideResult {
   batchTwoPhase?: number;
   singleMultiShard?: number;
   batchMultiShard?: number;
+  /** Each round's rates (singles per second, batched events per second). */
+  rounds: { singles: number; batches: number }[];
+}
+
+interface Measured {
+  s: Awaited<ReturnType<typeof singles>>;
+  b: Awaited<ReturnType<typeof batches>>;
 }
 
 interface Side {
@@ -255,30 +262,58 @@ export async function citusRun(ctx: Context, serverLog: (name: string) => string
       };
       await warm(plain);
       await warm(citus);
-      // Interleaved, so that a slow minute of the shared machine falls on both sides alike.
-      const ps = await singles(plain);
-      const cs = await singles(citus);
-      const pb = await batches(plain);
-      const cb = await batches(citus);
-      const result = (
-        side: Side,
-        s: Awaited<ReturnType<typeof singles>>,
-        b: Awaited<ReturnType<typeof batches>>,
-      ): SideResult => ({
-        label: side.label,
-        singles: s.stat,
-        batches: b.stat,
-        batchRate: b.rate,
-        singleCpu: s.m.cpu,
-        batchCpu: b.m.cpu,
-        singleTwoPhase: s.m.twoPhase,
-        batchTwoPhase: b.m.twoPhase,
-        singleMultiShard: s.m.multi,
-        batchMultiShard: b.m.multi,
-      });
+      // Rounds in alternating order (single node first, then Citus first), so that a slow minute
+      // of the shared machine, or a side's own warming, falls on both alike; figures averaged.
+      const rounds: { plain: Measured; citus: Measured }[] = [];
+      for (let round = 0; round < options.citusRounds; round++) {
+        const order = round % 2 === 0 ? [plain, citus] : [citus, plain];
+        const s = new Map<Side, Awaited<ReturnType<typeof singles>>>();
+        const b = new Map<Side, Awaited<ReturnType<typeof batches>>>();
+        for (const side of order) s.set(side, await singles(side));
+        for (const side of order) b.set(side, await batches(side));
+        rounds.push({
+          plain: { s: s.get(plain)!, b: b.get(plain)! },
+          citus: { s: s.get(citus)!, b: b.get(citus)! },
+        });
+      }
+      const result = (side: Side, of: Measured[]): SideResult => {
+        const mean = (f: (m: Measured) => number) => of.reduce((sum, m) => sum + f(m), 0) / of.length;
+        const cpu = (kind: 's' | 'b') =>
+          Object.fromEntries(Object.keys(of[0]![kind].m.cpu).map((k) => [k, mean((m) => m[kind].m.cpu[k]!)]));
+        const counted = (f: (m: Measured) => number | undefined) =>
+          of[0] && f(of[0]) !== undefined ? mean((m) => f(m)!) : undefined;
+        return {
+          label: side.label,
+          singles: {
+            ...of[0]!.s.stat,
+            rps: mean((m) => m.s.stat.rps),
+            p99: Math.max(...of.map((m) => m.s.stat.p99)),
+            bad: of.reduce((n, m) => n + m.s.stat.bad, 0),
+          },
+          batches: {
+            ...of[0]!.b.stat,
+            p99: Math.max(...of.map((m) => m.b.stat.p99)),
+            bad: of.reduce((n, m) => n + m.b.stat.bad, 0),
+          },
+          batchRate: mean((m) => m.b.rate),
+          singleCpu: cpu('s'),
+          batchCpu: cpu('b'),
+          singleTwoPhase: counted((m) => m.s.m.twoPhase),
+          batchTwoPhase: counted((m) => m.b.m.twoPhase),
+          singleMultiShard: counted((m) => m.s.m.multi),
+          batchMultiShard: counted((m) => m.b.m.multi),
+          rounds: of.map((m) => ({ singles: m.s.stat.rps, batches: m.b.rate })),
+        };
+      };
       return {
-        plain: result(plain, ps, pb),
-        citus: result(citus, cs, cb),
+        plain: result(
+          plain,
+          rounds.map((r) => r.plain),
+        ),
+        citus: result(
+          citus,
+          rounds.map((r) => r.citus),
+        ),
         plainDescription: ctx.databaseDescription,
       };
     } finally {
@@ -317,12 +352,15 @@ Same run, same build, same load generator: the service against ${r.plainDescript
 service against the coordinator of a local Citus cluster (a coordinator and two workers, PostgreSQL
 servers of their own on this machine: all three share its cores with the service and the load).
 Each side warmed up first (5 s of singles, 5 s of batches); the loads interleaved (singles on each
-side, then batches on each side). New attributed order.paid, one brand.
+side, then batches on each side, the order alternating by round). New attributed order.paid, one brand.
 
 | load | single node | Citus (coordinator) | Citus / single node | acceptance |
 | --- | ---: | ---: | ---: | --- |
 | single events, 64 connections, ${options.seconds} s | ${fmt(plain.singles.rps)}/s (p99 ${ms(plain.singles.p99)} ms, ${plain.singles.bad} failed) | ${fmt(citus.singles.rps)}/s (p99 ${ms(citus.singles.p99)} ms, ${citus.singles.bad} failed) | ${pct(citus.singles.rps, plain.singles.rps)} | ≥ 50%: ${single >= 0.5 ? 'met' : 'NOT met'} |
 | ${options.batches} batches of ${options.batchSize}, ${options.batchConnections} in flight | ${fmt(plain.batchRate)} events/s (p99 ${ms(plain.batches.p99)} ms per batch) | ${fmt(citus.batchRate)} events/s (p99 ${ms(citus.batches.p99)} ms per batch) | ${pct(citus.batchRate, plain.batchRate)} | ≥ 50%: ${batch >= 0.5 ? 'met' : 'NOT met'} |
+
+Each round (single node / Citus; ${options.citusRounds} rounds, the order alternating, the table's rates their means, its p99 the worst):
+${plain.rounds.map((p, i) => `round ${i + 1}: singles ${fmt(p.singles)} / ${fmt(citus.rounds[i]!.singles)} per s (${pct(citus.rounds[i]!.singles, p.singles)}), batches ${fmt(p.batches)} / ${fmt(citus.rounds[i]!.batches)} events/s (${pct(citus.rounds[i]!.batches, p.batches)})`).join(';\n')}.
 
 Distributed transactions per ingested event on Citus (acceptance: 0): two-phase commits
 (pg_dist_transaction's growth, its recovery switched off for the run)

@@ -152,6 +152,8 @@ export const options = {
   webhooksFile: resolve(root, 'docs', 'benchmarks-webhooks.md'),
   /** `--citus`: only the loads through a local Citus cluster's coordinator beside the single node (bench/citus.ts). */
   citusOnly: process.argv.slice(2).includes('--citus'),
+  /** Rounds of the --citus loads, the order of the two sides alternating. */
+  citusRounds: integer('BENCH_CITUS_ROUNDS', 2, 1),
   citusFile: resolve(root, 'docs', 'benchmarks-citus.md'),
 };
 
