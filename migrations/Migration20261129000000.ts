@@ -306,69 +306,10 @@ export class Migration20261129000000 extends Migration {
     if (citus) await this.distribute();
   }
 
-  /**
-   * Citus: the reference tables, then the brand tables, each co-located with creators (all
-   * shards of a brand on one worker); the coordinator's own stay plain tables. Sequential mode: one connection per worker for the
-   * whole migration's transaction, so later DDL on a table sees the shards it created.
-   */
+  /** Citus: see distributeOnCitus below (also run by `npm run migrate` for a database migrated before it had the extension). */
   private async distribute(): Promise<void> {
-    await this.execute(`set local citus.multi_shard_modify_mode to 'sequential';`);
-    // Triggers that stay on distributed tables (each touches only its own row or its brand's
-    // co-located rows: the journal's append-only guard, orders' delete guard and balance
-    // tallies); Citus wants that said (docs/decisions.md).
-    await this.execute(`set local citus.enable_unsafe_triggers to on;`);
-    // The key cache's NOTIFY would fire on the node holding the changed row's shard, not where
-    // the web processes LISTEN: the writers of keys and brands send it themselves (keys.service,
-    // brands.service), in their transaction.
-    await this.execute(`drop trigger "api_keys_lf_auth_changed" on "api_keys";`);
-    await this.execute(`drop trigger "brands_lf_auth_changed" on "brands";`);
-    await this.execute(`alter table "refunds" drop constraint "refunds_order_id_foreign";`);
-    for (const [table, columns, options] of hotPrimaryKeys) {
-      await this.execute(`alter table "${table}" drop constraint "${table}_pkey";`);
-      await this.execute(
-        `alter table "${table}" add constraint "${table}_pkey" primary key (${columns})${options};`,
-      );
-    }
-    await this.execute(`alter table "refunds" add constraint "refunds_order_id_foreign"
-      foreign key ("brand_id", "order_id") references "orders" ("brand_id", "id") on delete cascade;`);
-    // A hash index cannot serve a unique key that includes the distribution column: the brand's
-    // order id is kept unique by a B-tree, and lookups still probe the hash of the key.
-    await this.execute(`alter table "orders" drop constraint "orders_lookup_key_unique";`);
-    await this.execute(
-      `alter table "orders" add constraint "orders_brand_order_unique" unique ("brand_id", "livemode", "order_id");`,
-    );
-    await this.execute(
-      `create index "orders_lookup_key_index" on "orders" using hash (${LOOKUP_KEY}) with (fillfactor = 100);`,
-    );
-    // Citus checks every foreign key as a table is distributed against the other table's kind
-    // then: all are set aside and put back once every table has its kind (each is then
-    // reference → reference, distributed → reference, or between co-located tables through
-    // brand_id, all of which Citus allows).
-    const foreignKeys = await this.execute(`select conrelid::regclass::text as "table", conname as name,
-        pg_get_constraintdef(oid) as definition from pg_constraint
-       where contype = 'f' and connamespace = 'public'::regnamespace order by conrelid, conname`);
-    for (const fk of foreignKeys) await this.execute(`alter table ${fk.table} drop constraint "${fk.name}";`);
-    // Distributing copies the stored orders into their shards, which would fire the balance
-    // tallies' insert trigger there and count every stored balance twice: the triggers go, and
-    // come back once the orders are in place.
-    for (const [name] of tallyTriggers) await this.execute(`drop trigger ${name} on "orders";`);
-    for (const table of referenceTables) await this.execute(`select create_reference_table('${table}');`);
-    const [first, ...rest] = distributedTables;
-    await this.execute(`select create_distributed_table('${first}', 'brand_id');`);
-    for (const table of rest)
-      await this.execute(
-        `select create_distributed_table('${table}', 'brand_id', colocate_with => '${first}');`,
-      );
-    // Citus refuses SET NULL on a key that includes the distribution column, even for named
-    // columns: a code's offer and a click's link (never deleted: no path deletes offers or
-    // links) are kept by a plain foreign key there.
-    await this.execute(tallyBalancesOnShard);
-    for (const [name, definition] of tallyTriggers)
-      await this.execute(`create trigger ${name} ${definition};`);
-    for (const fk of foreignKeys)
-      await this.execute(
-        `alter table ${fk.table} add constraint "${fk.name}" ${fk.definition.replace(/ ON DELETE SET NULL \([^)]*\)/, '')};`,
-      );
+    // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
+    await distributeOnCitus((sql) => this.execute(sql) as Promise<any[]>);
   }
 
   override async down(): Promise<void> {
@@ -399,4 +340,67 @@ export class Migration20261129000000 extends Migration {
     );
     await this.execute(`alter table "outbox_messages" drop column "brand_id";`);
   }
+}
+
+/**
+ * Citus: the reference tables, then the brand tables, each co-located with creators (all
+ * shards of a brand on one worker); the coordinator's own stay plain tables. Sequential mode: one connection per worker for the
+ * whole migration's transaction, so later DDL on a table sees the shards it created.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: raw rows.
+export async function distributeOnCitus(execute: (sql: string) => Promise<any[]>): Promise<void> {
+  await execute(`set local citus.multi_shard_modify_mode to 'sequential';`);
+  // Triggers that stay on distributed tables (each touches only its own row or its brand's
+  // co-located rows: the journal's append-only guard, orders' delete guard and balance
+  // tallies); Citus wants that said (docs/decisions.md).
+  await execute(`set local citus.enable_unsafe_triggers to on;`);
+  // The key cache's NOTIFY would fire on the node holding the changed row's shard, not where
+  // the web processes LISTEN: the writers of keys and brands send it themselves (keys.service,
+  // brands.service), in their transaction.
+  await execute(`drop trigger "api_keys_lf_auth_changed" on "api_keys";`);
+  await execute(`drop trigger "brands_lf_auth_changed" on "brands";`);
+  await execute(`alter table "refunds" drop constraint "refunds_order_id_foreign";`);
+  for (const [table, columns, options] of hotPrimaryKeys) {
+    await execute(`alter table "${table}" drop constraint "${table}_pkey";`);
+    await execute(
+      `alter table "${table}" add constraint "${table}_pkey" primary key (${columns})${options};`,
+    );
+  }
+  await execute(`alter table "refunds" add constraint "refunds_order_id_foreign"
+    foreign key ("brand_id", "order_id") references "orders" ("brand_id", "id") on delete cascade;`);
+  // A hash index cannot serve a unique key that includes the distribution column: the brand's
+  // order id is kept unique by a B-tree, and lookups still probe the hash of the key.
+  await execute(`alter table "orders" drop constraint "orders_lookup_key_unique";`);
+  await execute(
+    `alter table "orders" add constraint "orders_brand_order_unique" unique ("brand_id", "livemode", "order_id");`,
+  );
+  await execute(
+    `create index "orders_lookup_key_index" on "orders" using hash (${LOOKUP_KEY}) with (fillfactor = 100);`,
+  );
+  // Citus checks every foreign key as a table is distributed against the other table's kind
+  // then: all are set aside and put back once every table has its kind (each is then
+  // reference → reference, distributed → reference, or between co-located tables through
+  // brand_id, all of which Citus allows).
+  const foreignKeys = await execute(`select conrelid::regclass::text as "table", conname as name,
+      pg_get_constraintdef(oid) as definition from pg_constraint
+     where contype = 'f' and connamespace = 'public'::regnamespace order by conrelid, conname`);
+  for (const fk of foreignKeys) await execute(`alter table ${fk.table} drop constraint "${fk.name}";`);
+  // Distributing copies the stored orders into their shards, which would fire the balance
+  // tallies' insert trigger there and count every stored balance twice: the triggers go, and
+  // come back once the orders are in place.
+  for (const [name] of tallyTriggers) await execute(`drop trigger ${name} on "orders";`);
+  for (const table of referenceTables) await execute(`select create_reference_table('${table}');`);
+  const [first, ...rest] = distributedTables;
+  await execute(`select create_distributed_table('${first}', 'brand_id');`);
+  for (const table of rest)
+    await execute(`select create_distributed_table('${table}', 'brand_id', colocate_with => '${first}');`);
+  // Citus refuses SET NULL on a key that includes the distribution column, even for named
+  // columns: a code's offer and a click's link (never deleted: no path deletes offers or
+  // links) are kept by a plain foreign key there.
+  await execute(tallyBalancesOnShard);
+  for (const [name, definition] of tallyTriggers) await execute(`create trigger ${name} ${definition};`);
+  for (const fk of foreignKeys)
+    await execute(
+      `alter table ${fk.table} add constraint "${fk.name}" ${fk.definition.replace(/ ON DELETE SET NULL \([^)]*\)/, '')};`,
+    );
 }

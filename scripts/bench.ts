@@ -5,13 +5,15 @@
 // 16/64 and the batches again through PgBouncer in transaction mode (a second server; BENCH_POOLED=0
 // skips it); pgbench beside each figure (the service's own SQL, a minimal three-statement transaction, the read SQL).
 // `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md); `-- --webhooks` only the
-// webhook phase (docs/benchmarks-webhooks.md).
+// webhook phase (docs/benchmarks-webhooks.md); `-- --citus` only the loads through a local Citus
+// cluster's coordinator beside the single node (docs/benchmarks-citus.md).
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { initOrm } from '../src/db/orm.js';
 import { foldCoarse, foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
+import { citusRun, renderCitus } from './bench/citus.js';
 import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
@@ -289,6 +291,22 @@ async function webhooksOnly(ctx: Context): Promise<void> {
   log(`wrote ${relative(root, options.webhooksFile)}`);
 }
 
+/** `--citus`: the loads through a Citus coordinator beside the single node, written to docs/benchmarks-citus.md. */
+async function citusOnly(ctx: Context): Promise<void> {
+  const result = await citusRun(ctx, (name) => join(tmpDir, `server-${name}.log`));
+  const m = machine(ctx.pgVersion);
+  writeFileSync(
+    options.citusFile,
+    `# Benchmarks: Citus (\`npm run bench -- --citus\`, issue 37)\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; ${ctx.redisDescription}; load average at the start ${phases[0]!.load} (at each phase: ${phases
+      .slice(1)
+      .map((p) => `${p.name}: ${p.load}`)
+      .join(
+        '; ',
+      )}). The machine is shared with other engineers' work: a load average above 2 means the cores were shared during the run, alike for both sides since the loads interleave.\n\n${renderCitus(result)}`,
+  );
+  log(`wrote ${relative(root, options.citusFile)}`);
+}
+
 /** `--cost`: only the cost per event on a fresh database, printed (the inner loop of issue 22's work). */
 async function costOnly(ctx: Context): Promise<void> {
   const server = await startServer(ctx.env, options.webConcurrency, serverLog);
@@ -336,6 +354,7 @@ async function run(ctx: Context): Promise<void> {
   else if (options.reportsOnly) await reportsOnly(ctx);
   else if (options.costOnly) await costOnly(ctx);
   else if (options.webhooksOnly) await webhooksOnly(ctx);
+  else if (options.citusOnly) await citusOnly(ctx);
   else await main(ctx);
 }
 

@@ -3,6 +3,7 @@
 import { loadConfigOrExit } from '../src/config.js';
 import { sessionUrl } from '../src/db/connections.js';
 import { migrateUp } from '../src/db/orm.js';
+import { distributeIfCitus } from './citus-catch-up.js';
 import { exitIfUnreachable } from './unreachable-exit.js';
 
 const config = loadConfigOrExit();
@@ -12,6 +13,9 @@ try {
   process.stderr.write(
     applied.length ? `Applied migrations: ${applied.join(', ')}\n` : 'Database schema is up to date.\n',
   );
+  // A database migrated before it had the Citus extension: its tables distributed now.
+  const distributed = await distributeIfCitus(sessionUrl(config));
+  if (distributed) process.stderr.write(`Citus: ${distributed}\n`);
 } catch (err) {
   exitIfUnreachable(err, 'PostgreSQL', sessionUrl(config), 'No migration was applied.');
   throw err;

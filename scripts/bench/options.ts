@@ -150,6 +150,11 @@ export const options = {
   /** Batches in flight while the burst is sent. */
   webhookConnections: integer('BENCH_WEBHOOK_CONNECTIONS', 2, 1),
   webhooksFile: resolve(root, 'docs', 'benchmarks-webhooks.md'),
+  /** `--citus`: only the loads through a local Citus cluster's coordinator beside the single node (bench/citus.ts). */
+  citusOnly: process.argv.slice(2).includes('--citus'),
+  /** Rounds of the --citus loads, the order of the two sides alternating. */
+  citusRounds: integer('BENCH_CITUS_ROUNDS', 2, 1),
+  citusFile: resolve(root, 'docs', 'benchmarks-citus.md'),
 };
 
 if (options.against !== undefined && !options.costOnly)

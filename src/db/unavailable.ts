@@ -24,6 +24,17 @@ const LOST_CONNECTION =
   /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable|Client has encountered a connection error/i;
 
 /**
+ * Citus's words on the coordinator when a worker cannot be used (issue 37): a worker refusing or
+ * dropping the connection comes as 08006 (matched above by its SQLSTATE), but the same outage at
+ * COMMIT time comes as XX000 `could not commit transaction for shard N on at least one active
+ * node` (measured: a worker stopped between a single-shard INSERT and its COMMIT; nothing was
+ * kept), and a few internal paths repeat the remote error's text under XX000. Retryable: order.paid
+ * and refund_id are idempotent, so a resend after an unsure commit is counted once.
+ */
+const CITUS_NODE_DOWN =
+  /^connection to the remote node .+ failed|^could not commit transaction for shard \d+ on at least one active node|^could not establish any connections to the node|^terminating connection due to administrator command/i;
+
+/**
  * The cause in PostgreSQL's or the socket's words (`database "x" does not exist`, `connect
  * ECONNREFUSED 127.0.0.1:5432`) when `err` says the database cannot be used, so the service is
  * not ready and a retry later may succeed; undefined for any other error. Looks through
@@ -52,6 +63,8 @@ export function databaseUnavailable(err: unknown): { code: string; cause: string
     }
     const inner = visit(cause, depth + 1);
     if (inner) return inner;
+    if (CITUS_NODE_DOWN.test(text))
+      return { code: typeof code === 'string' ? code : 'citus_node_down', cause: text };
     return LOST_CONNECTION.test(text) ? { code: 'connection_lost', cause: text } : undefined;
   };
   return visit(err, 0);

@@ -52,6 +52,8 @@ export interface CitusCluster {
   /** The coordinator's `postgres` database. */
   url: string;
   stop(): Promise<void>;
+  /** A cluster started here: each node's data directory by port (a test stops and starts a node); none for CITUS_URL's. */
+  dataDir?: (port: number) => string;
 }
 
 /** Three consecutive ports nothing listens on, from a random start (several runs share a machine). */
@@ -86,7 +88,7 @@ export async function startCitus(root = process.cwd()): Promise<CitusCluster> {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
     }).trim();
-    return { url, stop };
+    return { url, stop, dataDir: (nodePort) => join(dir, `node-${nodePort}`) };
   } catch (err) {
     await stop().catch(() => {});
     throw err;

@@ -34,8 +34,12 @@ export interface TestContext {
  * via the pooler (test/pooled/): DATABASE_URL is then the pooler and DATABASE_DIRECT_URL the
  * server, as on Heroku, and closing fails the file if anything was left on a pooled connection.
  */
-export async function createTestApp(env: Record<string, string | undefined> = {}): Promise<TestContext> {
-  const directDatabaseUrl = await createTestDatabase();
+export async function createTestApp(
+  env: Record<string, string | undefined> = {},
+  /** A database the caller made and drops (a cluster of the test's own): used as it is, left in place. */
+  own?: { databaseUrl: string },
+): Promise<TestContext> {
+  const directDatabaseUrl = own?.databaseUrl ?? (await createTestDatabase());
   const pooled = viaPooler();
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -74,7 +78,7 @@ export async function createTestApp(env: Record<string, string | undefined> = {}
       redis.disconnect();
       await slowStep('orm.close()', orm.close(true));
       const left = pooled ? await sessionStateLeftInPool(config.DATABASE_URL) : [];
-      await dropTestDatabase(directDatabaseUrl);
+      if (!own) await dropTestDatabase(directDatabaseUrl);
       if (left.length > 0)
         throw new Error(
           `left on pooled server connections, where the next transaction would inherit it: ${left.join('; ')}`,

@@ -1,0 +1,41 @@
+// `npm run migrate` on a database that ran Migration20261129000000 before it had the Citus
+// extension (an existing single-node deployment moved onto Citus: docs/scale-out.md, "Moving a
+// database onto Citus"): the migration found no extension then and left every table plain, and
+// the migrator does not run it again. Once the extension is there, this distributes the tables
+// as the migration would have, in one transaction; nothing when there is no extension or the
+// tables are distributed already.
+import pg from 'pg';
+import { distributeOnCitus } from '../migrations/Migration20261129000000.js';
+
+/** What was done, or undefined when there was nothing to do. */
+export async function distributeIfCitus(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ citus: boolean; migrated: boolean; distributed: boolean }>(
+      `select exists (select 1 from pg_extension where extname = 'citus') as citus,
+              exists (select 1 from mikro_orm_migrations where name = 'Migration20261129000000') as migrated`,
+    );
+    if (!rows[0]!.citus || !rows[0]!.migrated) return undefined;
+    const state = await client.query<{ distributed: boolean; workers: number }>(
+      `select exists (select 1 from pg_dist_partition where logicalrelid = 'orders'::regclass) as distributed,
+              (select count(*) from pg_dist_node where groupid <> 0 and noderole = 'primary' and isactive)::int as workers`,
+    );
+    if (state.rows[0]!.distributed) return undefined;
+    if (state.rows[0]!.workers === 0)
+      throw new Error(
+        'the citus extension is here but the coordinator knows no worker: add them first (select citus_add_node(host, port) for each), then run npm run migrate again',
+      );
+    await client.query('begin');
+    try {
+      await distributeOnCitus(async (sql) => (await client.query(sql)).rows);
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => {});
+      throw err;
+    }
+    return `distributed the tables over ${state.rows[0]!.workers} workers (Citus found after Migration20261129000000 had run)`;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,136 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { distributeIfCitus } from '../../scripts/citus-catch-up.js';
+import { migrateUp } from '../../src/db/orm.js';
+import { makeShop, sendEvent } from '../factories/index.js';
+import { clusterNodes, dropCitusDatabase } from '../setup/citus.js';
+import { createTestApp, type TestContext, testDatabaseName } from '../setup/test-app.js';
+
+/**
+ * Moving an existing single-node database onto Citus (docs/scale-out.md): a database migrated
+ * all the way and used while it had no extension, then given the extension and its workers, and
+ * `npm run migrate` (scripts/migrate.ts) run again: every migration has run, so the distributing
+ * is done by scripts/citus-catch-up.ts, once, every row kept; the service works on it after.
+ */
+const citus = inject('citusUrl');
+const name = citus ? testDatabaseName('catchup') : '';
+let nodes: string[];
+let url: string;
+
+const at = (node: string, database: string) =>
+  Object.assign(new URL(node), { pathname: `/${database}` }).toString();
+
+async function query(target: string, text: string) {
+  const c = new pg.Client({ connectionString: target });
+  await c.connect();
+  try {
+    return (await c.query(text)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+const fingerprint = async () =>
+  (
+    await query(
+      url,
+      `select (select count(*) from orders)::int as orders, (select sum(commission_balance) from orders)::int as balance,
+        (select count(*) from ledger_movements)::int as movements, (select count(*) from received_events)::int as events,
+        (select sum(pending) from balance_tallies)::int as pending`,
+    )
+  )[0];
+
+let before: Awaited<ReturnType<typeof fingerprint>>;
+let shopKey: string;
+
+beforeAll(async () => {
+  if (!citus) return;
+  nodes = await clusterNodes(citus);
+  for (const node of nodes) await query(node, `create database ${pg.escapeIdentifier(name)}`);
+  url = at(nodes[0]!, name);
+  // A single-node deployment: no extension, every migration, orders taken.
+  await migrateUp(url);
+  const app = await createTestApp({}, { databaseUrl: url });
+  try {
+    const shop = await makeShop(app as TestContext);
+    shopKey = shop.keys.sk_live;
+    for (let i = 0; i < 5; i++)
+      expect(
+        (
+          await sendEvent(app.app, shopKey, 'order.paid', {
+            order_id: `cu-${i}`,
+            amount: 10_000,
+            coupon_code: 'MINA20',
+          })
+        ).status,
+      ).toBe(200);
+    expect(
+      (
+        await sendEvent(app.app, shopKey, 'refund.created', {
+          order_id: 'cu-0',
+          refund_id: 'r-0',
+          amount: 4_000,
+        })
+      ).status,
+    ).toBe(200);
+  } finally {
+    await app.close();
+  }
+  before = await fingerprint();
+});
+afterAll(async () => {
+  if (citus) await dropCitusDatabase(citus, name);
+});
+
+describe.runIf(citus !== undefined)('an existing database moved onto Citus', () => {
+  it('is left alone without the extension, refused without workers, then distributed once by migrate', async () => {
+    expect(await distributeIfCitus(url)).toBeUndefined();
+    for (const node of nodes.slice(1)) await query(at(node, name), 'create extension citus');
+    await query(url, 'create extension citus');
+    await expect(distributeIfCitus(url)).rejects.toThrow(/knows no worker/);
+    const coordinator = new URL(nodes[0]!);
+    await query(url, `select citus_set_coordinator_host('${coordinator.hostname}', ${coordinator.port})`);
+    for (const node of nodes.slice(1)) {
+      const w = new URL(node);
+      await query(url, `select citus_add_node('${w.hostname}', ${w.port})`);
+    }
+    expect(await distributeIfCitus(url)).toMatch(/distributed the tables over 2 workers/);
+    const [kinds] = await query(
+      url,
+      `select count(*) filter (where partmethod = 'h')::int as distributed, count(*) filter (where partmethod = 'n')::int as reference,
+        count(distinct colocationid) filter (where partmethod = 'h')::int as groups from pg_dist_partition`,
+    );
+    expect(kinds).toMatchObject({ reference: 4, groups: 1 });
+    expect(kinds!.distributed).toBeGreaterThan(20);
+    expect(await fingerprint()).toEqual(before);
+    // Run again (every later `npm run migrate`): nothing to do.
+    expect(await distributeIfCitus(url)).toBeUndefined();
+
+    const app = await createTestApp({}, { databaseUrl: url });
+    try {
+      expect(
+        (
+          await sendEvent(app.app, shopKey, 'order.paid', {
+            order_id: 'cu-9',
+            amount: 10_000,
+            coupon_code: 'MINA20',
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (
+          await sendEvent(app.app, shopKey, 'order.paid', {
+            order_id: 'cu-1',
+            amount: 10_000,
+            coupon_code: 'MINA20',
+          })
+        ).status,
+      ).toBe(200);
+    } finally {
+      await app.close();
+    }
+    const after = await fingerprint();
+    expect(after.orders).toBe(before.orders + 1);
+    expect(after.movements).toBe(before.movements + 1);
+  });
+});
