@@ -14,7 +14,13 @@ import { deliverWebhook, type WakeUp, wakeAfter, wakeUpJobId } from '../../worke
 import { makeShop, SHOP_ORIGIN } from '../factories/index.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-import { type Receiver, startDeliveryWorker, startReceiver, until } from './webhooks-helpers.js';
+import {
+  type Receiver,
+  startDeliveryWorker,
+  startReceiver,
+  storePendingDelivery,
+  until,
+} from './webhooks-helpers.js';
 
 /**
  * Delivery under failure (issue 11): retries with backoff, timeouts, redirects, disabled
@@ -64,22 +70,8 @@ async function newEndpoint(path: string) {
   return { shop, c, endpoint: res.body as { id: string; secret: string } };
 }
 
-/** A delivery as ingestion writes it, without its outbox row: only a pump run by the test sends it. */
-async function storedDelivery(brandId: string, endpointId: string): Promise<string> {
-  const eventId = newId('whevt');
-  const id = newId('whd');
-  await sql(
-    `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
-     values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
-    [eventId, brandId],
-  );
-  await sql(
-    `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
-     values (?, ?, true, ?, ?, 'req_x')`,
-    [id, brandId, eventId, endpointId],
-  );
-  return id;
-}
+const storedDelivery = (brandId: string, endpointId: string) =>
+  storePendingDelivery(ctx.orm, brandId, endpointId);
 
 const deliveryOf = async (endpointId: string) =>
   (await sql('select * from webhook_deliveries where endpoint_id = ? order by id', [endpointId]))[0];

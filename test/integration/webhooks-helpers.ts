@@ -6,6 +6,7 @@ import type { Config } from '../../src/config.js';
 import type { JobData, Queues } from '../../src/jobs/queues.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { createRedis, type RedisClient } from '../../src/redis.js';
+import { newId } from '../../src/shared/ids.js';
 import { runJob, workerOptions } from '../../workers/registry.js';
 
 /** A request the receiver got: the raw body as sent (what the signature covers). */
@@ -101,4 +102,29 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/**
+ * An event and its pending delivery to `endpointId` as ingestion writes them, without the outbox
+ * row: only a pump the test runs sends it. Returns the delivery's id.
+ */
+export async function storePendingDelivery(
+  orm: MikroORM,
+  brandId: string,
+  endpointId: string,
+): Promise<string> {
+  const eventId = newId('whevt');
+  const deliveryId = newId('whd');
+  const em = orm.em.fork();
+  await em.execute(
+    `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
+     values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
+    [eventId, brandId],
+  );
+  await em.execute(
+    `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
+     values (?, ?, true, ?, ?, 'req_x')`,
+    [deliveryId, brandId, eventId, endpointId],
+  );
+  return deliveryId;
 }

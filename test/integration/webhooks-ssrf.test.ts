@@ -9,7 +9,7 @@ import { newId } from '../../src/shared/ids.js';
 import { deliverWebhook } from '../../workers/webhook-delivery.js';
 import { admin, expectEnvelope, makeShop } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-import { type Receiver, startReceiver } from './webhooks-helpers.js';
+import { type Receiver, startReceiver, storePendingDelivery } from './webhooks-helpers.js';
 
 /**
  * The SSRF rules (issue 11, and issue 36: on by default). The app is configured as a staging
@@ -43,22 +43,8 @@ async function storedEndpoint(brandId: string, url: string): Promise<string> {
   return id;
 }
 
-/** An event and its delivery to `endpointId` as ingestion writes them (no outbox row: only the runs below send it). */
-async function pendingDelivery(brandId: string, endpointId: string): Promise<string> {
-  const eventId = newId('whevt');
-  const deliveryId = newId('whd');
-  await sql(
-    `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
-     values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
-    [eventId, brandId],
-  );
-  await sql(
-    `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
-     values (?, ?, true, ?, ?, 'req_x')`,
-    [deliveryId, brandId, eventId, endpointId],
-  );
-  return deliveryId;
-}
+const pendingDelivery = (brandId: string, endpointId: string) =>
+  storePendingDelivery(ctx.orm, brandId, endpointId);
 
 describe('a configuration without WEBHOOK_ALLOW_PRIVATE_URLS, outside production', () => {
   it('is what this file runs: NODE_ENV=test, private URLs not allowed', () => {

@@ -13,7 +13,7 @@ import { newId } from '../../src/shared/ids.js';
 import { runJob, workerOptions } from '../../workers/registry.js';
 import { makeShop } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-import { until } from './webhooks-helpers.js';
+import { storePendingDelivery, until } from './webhooks-helpers.js';
 
 /**
  * Delivery keeps pace (issue 39): a pump per endpoint sends its deliveries in batches, in order,
@@ -93,21 +93,8 @@ async function storedEndpoint(brandId: string, url: string): Promise<string> {
   return id;
 }
 
-async function pendingDelivery(brandId: string, endpointId: string): Promise<string> {
-  const eventId = newId('whevt');
-  const deliveryId = newId('whd');
-  await sql(
-    `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
-     values (?, ?, true, 'conversion.created', 'v1', 'req_x', '{"object":{}}')`,
-    [eventId, brandId],
-  );
-  await sql(
-    `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
-     values (?, ?, true, ?, ?, 'req_x')`,
-    [deliveryId, brandId, eventId, endpointId],
-  );
-  return deliveryId;
-}
+const pendingDelivery = (brandId: string, endpointId: string) =>
+  storePendingDelivery(ctx.orm, brandId, endpointId);
 
 describe('connections kept alive per endpoint and checked address', () => {
   it('a second delivery reuses the connection; a changed DNS answer gets a new one to the new address, never the old socket', async () => {
