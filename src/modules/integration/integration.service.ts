@@ -1,3 +1,4 @@
+import { onCitus } from '../../db/citus.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { NeedsPrimary } from '../../db/lag-tolerant-reads.js';
@@ -64,6 +65,7 @@ on conflict (brand_id, livemode) do update set
  * runs converge on the same rows.
  */
 export async function refreshAllStatuses(em: EntityManager): Promise<number> {
+  if (await onCitus(em)) return refreshEachStatus(em);
   const res = await em.execute(
     refreshSql(
       `select b.id as brand_id, m.livemode from brands b cross join (values (true), (false)) m(livemode) where b.status = 'active'`,
@@ -72,6 +74,26 @@ export async function refreshAllStatuses(em: EntityManager): Promise<number> {
     'run',
   );
   return (res as { affectedRows?: number }).affectedRows ?? 0;
+}
+
+/**
+ * Citus: the same upsert a brand and mode at a time, as a request's refresh does (the one over
+ * every brand joins its correlated reads in a way Citus cannot spread over shards); each is
+ * routed whole to the brand's worker. Active brands are read from the reference table.
+ */
+async function refreshEachStatus(em: EntityManager): Promise<number> {
+  const brands = await em.execute<{ id: string }[]>(`select id from brands where status = 'active' order by id`);
+  let refreshed = 0;
+  for (const { id } of brands)
+    for (const livemode of [true, false]) {
+      const res = await em.execute(
+        refreshSql(`select ?::varchar as brand_id, ?::boolean as livemode`),
+        [id, livemode],
+        'run',
+      );
+      refreshed += (res as { affectedRows?: number }).affectedRows ?? 0;
+    }
+  return refreshed;
 }
 
 export interface StatusRow {

@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
+import { brandPasses } from '../../db/citus.js';
 import { inTransaction, inTransactionOn, type Sql, sqlLiteral } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
@@ -52,25 +53,31 @@ export async function confirmDueOrders(
   requestId = jobRequestId() ?? 'order-confirmation',
 ): Promise<number> {
   const pool = (await em.getConnection().getNativeClient()) as pg.Pool;
+  const due = `status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?`;
   let confirmed = 0;
-  for (;;) {
-    const rows = await inTransactionOn(pool, async (sql) => {
-      const moved = await sql.query<OrderRow>(
-        `update orders o set status = ${sqlLiteral(confirmation.to)}, confirmed_at = now(), updated_at = now()
-          where (o.brand_id, o.id) in (select brand_id, id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
-                        order by confirm_at limit ${CHUNK} for update skip locked)
-         returning ${orderOutColumns('o')}`,
-        [now],
-      );
-      await recordWebhookEvents(
-        sql,
-        moved.map((row) => orderEvent('order.confirmed', row, requestId)),
-      );
-      return moved.length;
-    });
-    confirmed += rows;
-    if (rows < CHUNK) return confirmed;
+  // On Citus one brand at a time (a locking read over every brand's shards is refused).
+  for (const brand of await brandPasses(em, 'orders', due, [now])) {
+    const [filter, params] = brand === undefined ? ['', [now]] : ['brand_id = ? and ', [brand, brand, now]];
+    for (;;) {
+      const rows = await inTransactionOn(pool, async (sql) => {
+        const moved = await sql.query<OrderRow>(
+          `update orders o set status = ${sqlLiteral(confirmation.to)}, confirmed_at = now(), updated_at = now()
+            where ${filter}(o.brand_id, o.id) in (select brand_id, id from orders where ${filter}${due}
+                          order by confirm_at limit ${CHUNK} for update skip locked)
+           returning ${orderOutColumns('o')}`,
+          params,
+        );
+        await recordWebhookEvents(
+          sql,
+          moved.map((row) => orderEvent('order.confirmed', row, requestId)),
+        );
+        return moved.length;
+      });
+      confirmed += rows;
+      if (rows < CHUNK) break;
+    }
   }
+  return confirmed;
 }
 
 /** The payout run of a month: `2026-12` for any instant of December 2026 in Asia/Seoul. */
