@@ -118,7 +118,9 @@ describe('GET /v1/integration/status', () => {
     await ctx.orm.em
       .fork()
       .execute(
-        `update integration_counts set bucket_start = bucket_start - interval '24 hours 1 minute' where brand_id = ?`,
+        // In UTC's wall time: Citus takes only immutable expressions over a column in an UPDATE.
+        `update integration_counts set bucket_start = (bucket_start at time zone 'UTC' - interval '24 hours 1 minute') at time zone 'UTC'
+          where brand_id = ?`,
         [shop.brandId],
       );
     // The last event's time outlives the day's counts: read from the newest minute that received one

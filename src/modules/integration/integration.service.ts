@@ -1,4 +1,4 @@
-import { onCitus } from '../../db/citus.js';
+import { brandPasses, onCitus } from '../../db/citus.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { NeedsPrimary } from '../../db/lag-tolerant-reads.js';
@@ -332,18 +332,30 @@ export async function detectGaps(
   em: EntityManager,
   delayMinutes: number,
 ): Promise<{ recorded: number; cleared: number }> {
-  const recorded = await recordMissingOrders(
-    em,
-    `e.received_at > now() - ${DAY} and e.received_at <= now() - make_interval(mins => ?)`,
-    [delayMinutes],
-  );
-  const cleared = await em.execute(
-    `delete from missing_orders m
-      where m.observed_at < now() - interval '30 days'
-         or exists (select 1 from orders o where o.brand_id = m.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})`,
-    [],
-    'run',
-  );
+  const since = `e.received_at > now() - ${DAY} and e.received_at <= now() - make_interval(mins => ?)`;
+  // On Citus a brand at a time, each statement routed to the brand's worker; on PostgreSQL one
+  // statement over every brand (brandPasses: [undefined]).
+  let recorded = 0;
+  for (const brand of await brandPasses(em, 'received_events e', `e.type = 'order.observed' and ${since}`, [
+    delayMinutes,
+  ]))
+    recorded += await recordMissingOrders(
+      em,
+      brand === undefined ? since : `e.brand_id = ? and ${since}`,
+      brand === undefined ? [delayMinutes] : [brand, delayMinutes],
+    );
+  const clearSql = (f: string) => `delete from missing_orders m
+      where ${f}(m.observed_at < now() - interval '30 days'
+         or exists (select 1 from orders o where o.brand_id = m.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')}))`;
+  const cleared: unknown[] = [];
+  for (const brand of await brandPasses(em, 'missing_orders', 'true'))
+    cleared.push(
+      await em.execute(
+        clearSql(brand === undefined ? '' : 'm.brand_id = ? and '),
+        brand === undefined ? [] : [brand],
+        'run',
+      ),
+    );
   const count = (r: unknown) => (r as { affectedRows?: number }).affectedRows ?? 0;
-  return { recorded, cleared: count(cleared) };
+  return { recorded, cleared: cleared.reduce<number>((n, r) => n + count(r), 0) };
 }

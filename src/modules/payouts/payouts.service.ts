@@ -266,11 +266,18 @@ async function finalizeOpenPayouts(
   runs: { runKey: string } | { otherThan: string },
 ): Promise<(PayoutRow & { brand_id: string })[]> {
   const [op, runKey] = 'runKey' in runs ? ['=', runs.runKey] : ['<>', runs.otherThan];
-  return sql.query<PayoutRow & { brand_id: string }>(
+  const final = await sql.query<{ id: string }>(
     `update payouts set finalized_at = now()
       where brand_id = ? and creator_id = ? and run_key ${op} ? and finalized_at is null
-     returning brand_id, ${payoutColumns}`,
+     returning id`,
     [payee.brand_id, payee.creator_id, runKey],
+  );
+  if (final.length === 0) return [];
+  // Read back by a statement of its own: the API's columns format the cursor with to_char
+  // (STABLE), which Citus refuses in RETURNING. A monthly job's one more probe per payout.
+  return sql.query<PayoutRow & { brand_id: string }>(
+    `select brand_id, ${payoutColumns} from payouts where brand_id = ? and id = any(?::text[]) order by id`,
+    [payee.brand_id, final.map((p) => p.id)],
   );
 }
 

@@ -121,7 +121,7 @@ async function prunePerBrand(orm: MikroORM, table: BoundedTable, values: unknown
     .fork()
     .execute<{ brand_id: string }[]>(`select distinct brand_id from ${table} where ${where}`, values);
   const sql = `delete from ${table} where brand_id = ? and ${key} in (
-      select ${key} from ${table} where brand_id = ? and ${where} limit ${BATCH} for update skip locked)`;
+      select ${key === 'ctid' ? key : 'brand_id, id'} from ${table} where brand_id = ? and ${where} limit ${BATCH} for update skip locked)`;
   let count = 0;
   for (const { brand_id } of brands) {
     for (;;) {
