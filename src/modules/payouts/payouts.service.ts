@@ -359,14 +359,19 @@ async function recordRun(orm: MikroORM, runKey: string, requestId: string) {
        on conflict (run_key) do update set request_id = excluded.request_id`,
       [runKey, requestId],
     );
-    await sql.query(
-      `update payout_runs r set finished_at = now(),
-         payees = (select count(distinct (p.brand_id, p.creator_id)) from payouts p where p.run_key = r.run_key),
-         items = (select count(*) from payouts p join ledger_movements m
-                     on m.brand_id = p.brand_id and m.payout_id = p.id and m.kind = 'payout'
-                   where p.run_key = r.run_key)
-       where r.run_key = ?`,
-      [runKey],
+    // Counted by a read of its own, then written: payout_runs is a reference table on Citus,
+    // which refuses an UPDATE of one that reads distributed tables.
+    const [counts] = await sql.query<{ payees: string; items: string }>(
+      `select (select count(distinct (p.brand_id, p.creator_id)) from payouts p where p.run_key = ?) as payees,
+              (select count(*) from payouts p join ledger_movements m
+                  on m.brand_id = p.brand_id and m.payout_id = p.id and m.kind = 'payout'
+                where p.run_key = ?) as items`,
+      [runKey, runKey],
     );
+    await sql.query(`update payout_runs set finished_at = now(), payees = ?, items = ? where run_key = ?`, [
+      counts!.payees,
+      counts!.items,
+      runKey,
+    ]);
   });
 }
