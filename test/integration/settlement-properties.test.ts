@@ -551,7 +551,7 @@ async function expectAgreement(shop: Shop) {
   for (const r of expected.filter((e) => e.creator_id)) {
     const [j] = await sql(
       `select coalesce(sum(m.amount), 0)::int as net from ledger_movements m
-         join orders o on o.id = m.order_id
+         join orders o on o.brand_id = m.brand_id and o.id = m.order_id
         where o.brand_id = ? and o.creator_id = ? and m.creator_id = ? and m.kind <> 'payout'`,
       [shop.brandId, r.creator_id, r.creator_id],
     );
