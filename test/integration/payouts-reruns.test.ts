@@ -230,96 +230,102 @@ const waitingForRow = () => waitingFor(`a.wait_event in ('transactionid', 'tuple
 const staged = it.skipIf(inject('citusUrl') !== undefined);
 
 describe('a refund racing a payout run', () => {
-  staged('the run holds the order: paid in full, the refund waits and becomes a clawback netted into the next payout', async () => {
-    const shop = await subscribedShop();
-    const racing = await paid(shop, 'MINA20', 20_000); // 4,000
-    await confirm();
+  staged(
+    'the run holds the order: paid in full, the refund waits and becomes a clawback netted into the next payout',
+    async () => {
+      const shop = await subscribedShop();
+      const racing = await paid(shop, 'MINA20', 20_000); // 4,000
+      await confirm();
 
-    // The run's chunk locks the order, then waits at its payout row behind this lock.
-    const blocker = await holdLock('lock table payouts in exclusive mode');
-    const run = runPayouts(ctx.orm, '2027-01', 'req_race_run');
-    await waitingForTable('payouts');
-    // The refund arrives now: its transaction waits for the run's lock on the order.
-    const refund = sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
-      order_id: racing,
-      refund_id: 'racing',
-      amount: 10_000,
-    }).then((res) => res); // sent now (supertest sends when then() is called), awaited below
-    await waitingForRow();
-    await blocker.release();
-    await run;
-    expect((await refund).status).toBe(200);
+      // The run's chunk locks the order, then waits at its payout row behind this lock.
+      const blocker = await holdLock('lock table payouts in exclusive mode');
+      const run = runPayouts(ctx.orm, '2027-01', 'req_race_run');
+      await waitingForTable('payouts');
+      // The refund arrives now: its transaction waits for the run's lock on the order.
+      const refund = sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+        order_id: racing,
+        refund_id: 'racing',
+        amount: 10_000,
+      }).then((res) => res); // sent now (supertest sends when then() is called), awaited below
+      await waitingForRow();
+      await blocker.release();
+      await run;
+      expect((await refund).status).toBe(200);
 
-    // The refund came after the payout: a clawback, not a reversal before payout.
-    const moves = await sql(
-      `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
+      // The refund came after the payout: a clawback, not a reversal before payout.
+      const moves = await sql(
+        `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
         where o.brand_id = ? and o.order_id = ?`,
-      [shop.brandId, racing],
-    );
-    expect(moves.map((m) => m.kind).sort()).toEqual(['accrual', 'clawback', 'payout']);
-    expect(moves.find((m) => m.kind === 'clawback').amount).toBe(-2_000);
+        [shop.brandId, racing],
+      );
+      expect(moves.map((m) => m.kind).sort()).toEqual(['accrual', 'clawback', 'payout']);
+      expect(moves.find((m) => m.kind === 'clawback').amount).toBe(-2_000);
 
-    // The same run key again (a retry, an admin run): the clawback goes into a new payout.
-    await runPayouts(ctx.orm, '2027-01', 'req_race_rerun');
-    await runPayouts(ctx.orm, '2027-01', 'req_race_rerun');
-    const announced = await expectAnnouncementsMatchReads(shop);
-    expect(
-      announced.map((p) => [p.order_count, p.commission_amount, p.clawback_amount, p.net_amount]),
-    ).toEqual([
-      [1, 4_000, 0, 4_000],
-      [0, 0, -2_000, -2_000],
-    ]);
-    const owed = await expectEverythingOwedPaid(shop, announced);
-    expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 2_000 }]);
-  });
+      // The same run key again (a retry, an admin run): the clawback goes into a new payout.
+      await runPayouts(ctx.orm, '2027-01', 'req_race_rerun');
+      await runPayouts(ctx.orm, '2027-01', 'req_race_rerun');
+      const announced = await expectAnnouncementsMatchReads(shop);
+      expect(
+        announced.map((p) => [p.order_count, p.commission_amount, p.clawback_amount, p.net_amount]),
+      ).toEqual([
+        [1, 4_000, 0, 4_000],
+        [0, 0, -2_000, -2_000],
+      ]);
+      const owed = await expectEverythingOwedPaid(shop, announced);
+      expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 2_000 }]);
+    },
+  );
 
-  staged('the refund holds the order: the run skips it, and the next pass pays what the refund left', async () => {
-    const shop = await subscribedShop();
-    const racing = await paid(shop, 'MINA20', 20_000); // 4,000
-    await paid(shop, 'MINA20', 10_000); // 2,000
-    await confirm();
+  staged(
+    'the refund holds the order: the run skips it, and the next pass pays what the refund left',
+    async () => {
+      const shop = await subscribedShop();
+      const racing = await paid(shop, 'MINA20', 20_000); // 4,000
+      await paid(shop, 'MINA20', 10_000); // 2,000
+      await confirm();
 
-    // The refund's transaction locks the order, then waits at its write behind this lock.
-    const blocker = await holdLock('lock table received_events in exclusive mode');
-    const refund = sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
-      order_id: racing,
-      refund_id: 'racing',
-      amount: 10_000,
-    }).then((res) => res); // sent now (supertest sends when then() is called), awaited below
-    await waitingForTable('received_events');
-    // The run meanwhile: it pays the other order and passes over the one the refund holds.
-    await runPayouts(ctx.orm, '2027-02', 'req_race_run');
-    const [held] = await sql(`select status, payout_id from orders where brand_id = ? and order_id = ?`, [
-      shop.brandId,
-      racing,
-    ]);
-    expect(held).toEqual({ status: 'confirmed', payout_id: null });
-    await blocker.release();
-    expect((await refund).status).toBe(200);
+      // The refund's transaction locks the order, then waits at its write behind this lock.
+      const blocker = await holdLock('lock table received_events in exclusive mode');
+      const refund = sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+        order_id: racing,
+        refund_id: 'racing',
+        amount: 10_000,
+      }).then((res) => res); // sent now (supertest sends when then() is called), awaited below
+      await waitingForTable('received_events');
+      // The run meanwhile: it pays the other order and passes over the one the refund holds.
+      await runPayouts(ctx.orm, '2027-02', 'req_race_run');
+      const [held] = await sql(`select status, payout_id from orders where brand_id = ? and order_id = ?`, [
+        shop.brandId,
+        racing,
+      ]);
+      expect(held).toEqual({ status: 'confirmed', payout_id: null });
+      await blocker.release();
+      expect((await refund).status).toBe(200);
 
-    // Refunded before payout: a reversal, then the same run key pays the rest in a new payout.
-    await runPayouts(ctx.orm, '2027-02', 'req_race_rerun');
-    await runPayouts(ctx.orm, '2027-02', 'req_race_rerun');
-    const announced = await expectAnnouncementsMatchReads(shop);
-    expect(
-      announced.map((p) => [p.order_count, p.commission_amount, p.clawback_amount, p.net_amount]),
-    ).toEqual([
-      [1, 2_000, 0, 2_000],
-      [1, 2_000, 0, 2_000],
-    ]);
-    const moves = await sql(
-      `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
+      // Refunded before payout: a reversal, then the same run key pays the rest in a new payout.
+      await runPayouts(ctx.orm, '2027-02', 'req_race_rerun');
+      await runPayouts(ctx.orm, '2027-02', 'req_race_rerun');
+      const announced = await expectAnnouncementsMatchReads(shop);
+      expect(
+        announced.map((p) => [p.order_count, p.commission_amount, p.clawback_amount, p.net_amount]),
+      ).toEqual([
+        [1, 2_000, 0, 2_000],
+        [1, 2_000, 0, 2_000],
+      ]);
+      const moves = await sql(
+        `select m.kind, m.amount::int as amount from ledger_movements m join orders o on o.brand_id = m.brand_id and o.id = m.order_id
         where o.brand_id = ? and o.order_id = ?`,
-      [shop.brandId, racing],
-    );
-    expect(moves.map((m) => [m.kind, m.amount]).sort()).toEqual([
-      ['accrual', 4_000],
-      ['payout', -2_000],
-      ['reversal', -2_000],
-    ]);
-    const owed = await expectEverythingOwedPaid(shop, announced);
-    expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 4_000 }]);
-  });
+        [shop.brandId, racing],
+      );
+      expect(moves.map((m) => [m.kind, m.amount]).sort()).toEqual([
+        ['accrual', 4_000],
+        ['payout', -2_000],
+        ['reversal', -2_000],
+      ]);
+      const owed = await expectEverythingOwedPaid(shop, announced);
+      expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 4_000 }]);
+    },
+  );
 });
 
 /**

@@ -1,6 +1,6 @@
-import { brandPasses, onCitus } from '../../db/citus.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
+import { brandPasses, onCitus } from '../../db/citus.js';
 import { NeedsPrimary } from '../../db/lag-tolerant-reads.js';
 import { inTransactionOn, type Sql } from '../../db/sql.js';
 import { newId } from '../../shared/ids.js';
@@ -82,7 +82,9 @@ export async function refreshAllStatuses(em: EntityManager): Promise<number> {
  * routed whole to the brand's worker. Active brands are read from the reference table.
  */
 async function refreshEachStatus(em: EntityManager): Promise<number> {
-  const brands = await em.execute<{ id: string }[]>(`select id from brands where status = 'active' order by id`);
+  const brands = await em.execute<{ id: string }[]>(
+    `select id from brands where status = 'active' order by id`,
+  );
   let refreshed = 0;
   for (const { id } of brands)
     for (const livemode of [true, false]) {

@@ -195,11 +195,7 @@ export async function updateEndpoint(
   };
   if (patch.url !== undefined) set('url', patch.url);
   if (patch.enabled_events !== undefined)
-    set(
-      'enabled_events',
-      textArrayLiteral(patch.enabled_events),
-      '?::text[]',
-    );
+    set('enabled_events', textArrayLiteral(patch.enabled_events), '?::text[]');
   if (patch.description !== undefined) set('description', patch.description);
   if (patch.status !== undefined && patch.status !== current.status) {
     set('status', patch.status);
