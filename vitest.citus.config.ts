@@ -18,17 +18,29 @@ export const citusFiles = [
   // Every hot statement one routed task by EXPLAIN (the write's test is expected to fail: point 2).
   'test/integration/citus-explain.test.ts',
   'test/integration/citus-migration.test.ts',
-  // Its prune test is skipped on Citus (point 3); the relay's, per brand there, runs.
   'test/integration/jobs-outbox.test.ts',
   // A worker stopped on a cluster of the file's own: the API's answer meanwhile (point 5).
   'test/integration/citus-availability.test.ts',
   // A single-node database given the extension afterwards: npm run migrate distributes it (point 5).
   'test/integration/citus-catch-up.test.ts',
+  // Work across brands (issue 37, point 3): per brand on Citus, or statements it can plan.
+  'test/integration/payouts.test.ts',
+  // Its staged races watch the coordinator's lock waits: plain PostgreSQL only.
+  'test/integration/payouts-reruns.test.ts',
+  'test/integration/payouts-api.test.ts',
+  'test/integration/reports.test.ts',
+  'test/integration/report-backlog.test.ts',
+  'test/integration/creators-api.test.ts',
+  'test/integration/settlement-properties.test.ts',
+  'test/integration/attribution-explanation.test.ts',
+  'test/integration/integration.test.ts',
+  'test/integration/jobs-retries.test.ts',
+  'test/integration/queue-reconciler.test.ts',
+  'test/integration/test-data-deletion.test.ts',
+  'test/integration/bounded-tables.test.ts',
+  'test/integration/webhooks.test.ts',
+  'test/integration/webhooks-delivery.test.ts',
 ];
-// Not yet (docs/scale-out.md, "Tests on a real cluster"): work across brands still runs as
-// statements Citus cannot spread over shards (issue 37, point 3): reports, payouts,
-// payouts-api, creators-api, settlement-properties, attribution-explanation (its payout case),
-// integration, jobs-retries, test-data-deletion, webhooks.
 
 const unavailable = citusUnavailable();
 if (unavailable)

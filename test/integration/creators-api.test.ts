@@ -83,7 +83,7 @@ async function journalBalance(creatorId: string, livemode: boolean) {
                   where m.brand_id = ? and m.livemode = ? and m.kind = 'payout' and m.creator_id = ?), 0)::int as paid_out,
        coalesce((select sum(m.amount) from ledger_movements m
                   where m.brand_id = ? and m.livemode = ? and m.kind = 'clawback' and m.creator_id = ?
-                    and not exists (select 1 from payout_clawbacks pc where pc.movement_id = m.id)), 0)::int as clawback_pending`,
+                    and not exists (select 1 from payout_clawbacks pc where pc.brand_id = m.brand_id and pc.movement_id = m.id)), 0)::int as clawback_pending`,
     [
       shop.brandId,
       livemode,

@@ -115,12 +115,12 @@ describe('GET /v1/integration/status', () => {
     expect((await foldTallies(ctx.orm)).integration).toBeGreaterThan(0);
     expect(await counts()).toEqual({ orders_24h: 2, unattributed_24h: 0, last_event_at: true });
     // A day and a minute later the folded orders are out of the window; a new one (not folded yet) is in.
-    await ctx.orm.em
-      .fork()
-      .execute(
-        `update integration_counts set bucket_start = bucket_start - interval '24 hours 1 minute' where brand_id = ?`,
-        [shop.brandId],
-      );
+    await ctx.orm.em.fork().execute(
+      // In UTC's wall time: Citus takes only immutable expressions over a column in an UPDATE.
+      `update integration_counts set bucket_start = (bucket_start at time zone 'UTC' - interval '24 hours 1 minute') at time zone 'UTC'
+          where brand_id = ?`,
+      [shop.brandId],
+    );
     // The last event's time outlives the day's counts: read from the newest minute that received one
     // (here with no status row left to remember it).
     await ctx.orm.em.fork().execute('delete from integration_status where brand_id = ?', [shop.brandId]);

@@ -114,7 +114,7 @@ async function expectedByCreator(from: string, to: string, livemode = true) {
             sum(o.refunded_commission_amount)::int as reversed_commission,
             coalesce(sum((select sum(m.amount) from ledger_movements m
                            where m.brand_id = o.brand_id and m.order_id = o.id and m.kind <> 'payout' and m.creator_id is not distinct from o.creator_id)), 0)::int as journal
-       from orders o left join creators c on c.id = o.creator_id
+       from orders o left join creators c on c.brand_id = o.brand_id and c.id = o.creator_id
       where o.brand_id = ? and o.livemode = ? and o.occurred_at >= ? and o.occurred_at < ?
       group by o.creator_id, c.name order by o.creator_id nulls last`,
     [shop.brandId, livemode, from, to],

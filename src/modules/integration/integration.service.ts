@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
+import { brandPasses, onCitus } from '../../db/citus.js';
 import { NeedsPrimary } from '../../db/lag-tolerant-reads.js';
 import { inTransactionOn, type Sql } from '../../db/sql.js';
 import { newId } from '../../shared/ids.js';
@@ -64,6 +65,7 @@ on conflict (brand_id, livemode) do update set
  * runs converge on the same rows.
  */
 export async function refreshAllStatuses(em: EntityManager): Promise<number> {
+  if (await onCitus(em)) return refreshEachStatus(em);
   const res = await em.execute(
     refreshSql(
       `select b.id as brand_id, m.livemode from brands b cross join (values (true), (false)) m(livemode) where b.status = 'active'`,
@@ -72,6 +74,28 @@ export async function refreshAllStatuses(em: EntityManager): Promise<number> {
     'run',
   );
   return (res as { affectedRows?: number }).affectedRows ?? 0;
+}
+
+/**
+ * Citus: the same upsert a brand and mode at a time, as a request's refresh does (the one over
+ * every brand joins its correlated reads in a way Citus cannot spread over shards); each is
+ * routed whole to the brand's worker. Active brands are read from the reference table.
+ */
+async function refreshEachStatus(em: EntityManager): Promise<number> {
+  const brands = await em.execute<{ id: string }[]>(
+    `select id from brands where status = 'active' order by id`,
+  );
+  let refreshed = 0;
+  for (const { id } of brands)
+    for (const livemode of [true, false]) {
+      const res = await em.execute(
+        refreshSql(`select ?::varchar as brand_id, ?::boolean as livemode`),
+        [id, livemode],
+        'run',
+      );
+      refreshed += (res as { affectedRows?: number }).affectedRows ?? 0;
+    }
+  return refreshed;
 }
 
 export interface StatusRow {
@@ -310,18 +334,30 @@ export async function detectGaps(
   em: EntityManager,
   delayMinutes: number,
 ): Promise<{ recorded: number; cleared: number }> {
-  const recorded = await recordMissingOrders(
-    em,
-    `e.received_at > now() - ${DAY} and e.received_at <= now() - make_interval(mins => ?)`,
-    [delayMinutes],
-  );
-  const cleared = await em.execute(
-    `delete from missing_orders m
-      where m.observed_at < now() - interval '30 days'
-         or exists (select 1 from orders o where o.brand_id = m.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')})`,
-    [],
-    'run',
-  );
+  const since = `e.received_at > now() - ${DAY} and e.received_at <= now() - make_interval(mins => ?)`;
+  // On Citus a brand at a time, each statement routed to the brand's worker; on PostgreSQL one
+  // statement over every brand (brandPasses: [undefined]).
+  let recorded = 0;
+  for (const brand of await brandPasses(em, 'received_events e', `e.type = 'order.observed' and ${since}`, [
+    delayMinutes,
+  ]))
+    recorded += await recordMissingOrders(
+      em,
+      brand === undefined ? since : `e.brand_id = ? and ${since}`,
+      brand === undefined ? [delayMinutes] : [brand, delayMinutes],
+    );
+  const clearSql = (f: string) => `delete from missing_orders m
+      where ${f}(m.observed_at < now() - interval '30 days'
+         or exists (select 1 from orders o where o.brand_id = m.brand_id and ${orderLookupKeySql('o')} = ${orderLookupKeySql('m')}))`;
+  const cleared: unknown[] = [];
+  for (const brand of await brandPasses(em, 'missing_orders', 'true'))
+    cleared.push(
+      await em.execute(
+        clearSql(brand === undefined ? '' : 'm.brand_id = ? and '),
+        brand === undefined ? [] : [brand],
+        'run',
+      ),
+    );
   const count = (r: unknown) => (r as { affectedRows?: number }).affectedRows ?? 0;
-  return { recorded, cleared: count(cleared) };
+  return { recorded, cleared: cleared.reduce<number>((n, r) => n + count(r), 0) };
 }

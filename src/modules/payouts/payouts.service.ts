@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
+import { brandPasses } from '../../db/citus.js';
 import { inTransaction, inTransactionOn, type Sql, sqlLiteral } from '../../db/sql.js';
 import { executeWrites, recordset } from '../../db/write-set.js';
 import { newId } from '../../shared/ids.js';
@@ -52,25 +53,31 @@ export async function confirmDueOrders(
   requestId = jobRequestId() ?? 'order-confirmation',
 ): Promise<number> {
   const pool = (await em.getConnection().getNativeClient()) as pg.Pool;
+  const due = `status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?`;
   let confirmed = 0;
-  for (;;) {
-    const rows = await inTransactionOn(pool, async (sql) => {
-      const moved = await sql.query<OrderRow>(
-        `update orders o set status = ${sqlLiteral(confirmation.to)}, confirmed_at = now(), updated_at = now()
-          where (o.brand_id, o.id) in (select brand_id, id from orders where status in (${sqlStatuses(confirmation.from)}) and confirm_at <= ?
-                        order by confirm_at limit ${CHUNK} for update skip locked)
-         returning ${orderOutColumns('o')}`,
-        [now],
-      );
-      await recordWebhookEvents(
-        sql,
-        moved.map((row) => orderEvent('order.confirmed', row, requestId)),
-      );
-      return moved.length;
-    });
-    confirmed += rows;
-    if (rows < CHUNK) return confirmed;
+  // On Citus one brand at a time (a locking read over every brand's shards is refused).
+  for (const brand of await brandPasses(em, 'orders', due, [now])) {
+    const [filter, params] = brand === undefined ? ['', [now]] : ['brand_id = ? and ', [brand, brand, now]];
+    for (;;) {
+      const rows = await inTransactionOn(pool, async (sql) => {
+        const moved = await sql.query<OrderRow>(
+          `update orders o set status = ${sqlLiteral(confirmation.to)}, confirmed_at = now(), updated_at = now()
+            where ${filter}(o.brand_id, o.id) in (select brand_id, id from orders where ${filter}${due}
+                          order by confirm_at limit ${CHUNK} for update skip locked)
+           returning ${orderOutColumns('o')}`,
+          params,
+        );
+        await recordWebhookEvents(
+          sql,
+          moved.map((row) => orderEvent('order.confirmed', row, requestId)),
+        );
+        return moved.length;
+      });
+      confirmed += rows;
+      if (rows < CHUNK) break;
+    }
   }
+  return confirmed;
 }
 
 /** The payout run of a month: `2026-12` for any instant of December 2026 in Asia/Seoul. */
@@ -259,11 +266,18 @@ async function finalizeOpenPayouts(
   runs: { runKey: string } | { otherThan: string },
 ): Promise<(PayoutRow & { brand_id: string })[]> {
   const [op, runKey] = 'runKey' in runs ? ['=', runs.runKey] : ['<>', runs.otherThan];
-  return sql.query<PayoutRow & { brand_id: string }>(
+  const final = await sql.query<{ id: string }>(
     `update payouts set finalized_at = now()
       where brand_id = ? and creator_id = ? and run_key ${op} ? and finalized_at is null
-     returning brand_id, ${payoutColumns}`,
+     returning id`,
     [payee.brand_id, payee.creator_id, runKey],
+  );
+  if (final.length === 0) return [];
+  // Read back by a statement of its own: the API's columns format the cursor with to_char
+  // (STABLE), which Citus refuses in RETURNING. A monthly job's one more probe per payout.
+  return sql.query<PayoutRow & { brand_id: string }>(
+    `select brand_id, ${payoutColumns} from payouts where brand_id = ? and id = any(?::text[]) order by id`,
+    [payee.brand_id, final.map((p) => p.id)],
   );
 }
 
@@ -345,14 +359,19 @@ async function recordRun(orm: MikroORM, runKey: string, requestId: string) {
        on conflict (run_key) do update set request_id = excluded.request_id`,
       [runKey, requestId],
     );
-    await sql.query(
-      `update payout_runs r set finished_at = now(),
-         payees = (select count(distinct (p.brand_id, p.creator_id)) from payouts p where p.run_key = r.run_key),
-         items = (select count(*) from payouts p join ledger_movements m
-                     on m.brand_id = p.brand_id and m.payout_id = p.id and m.kind = 'payout'
-                   where p.run_key = r.run_key)
-       where r.run_key = ?`,
-      [runKey],
+    // Counted by a read of its own, then written: payout_runs is a reference table on Citus,
+    // which refuses an UPDATE of one that reads distributed tables.
+    const [counts] = await sql.query<{ payees: string; items: string }>(
+      `select (select count(distinct (p.brand_id, p.creator_id)) from payouts p where p.run_key = ?) as payees,
+              (select count(*) from payouts p join ledger_movements m
+                  on m.brand_id = p.brand_id and m.payout_id = p.id and m.kind = 'payout'
+                where p.run_key = ?) as items`,
+      [runKey, runKey],
     );
+    await sql.query(`update payout_runs set finished_at = now(), payees = ?, items = ? where run_key = ?`, [
+      counts!.payees,
+      counts!.items,
+      runKey,
+    ]);
   });
 }

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { onCitus } from '../../db/citus.js';
 import { sqlLiteral } from '../../db/sql.js';
 import { browserEventTypes } from '../events/events.schemas.js';
 
@@ -62,15 +63,47 @@ export const boundedTables = {
 
 export type BoundedTable = keyof typeof boundedTables;
 
+/**
+ * The same bounds on Citus, one brand per statement: the rows of a table past its keep time
+ * (`where`, naming the table itself), deleted by `key` among one brand's, routed whole to the
+ * brand's worker (Citus refuses the locking read over every brand's shards above). `?` in
+ * `where` is the webhook retention in days.
+ */
+const citusBounds: Record<BoundedTable, { key: '(brand_id, id)' | 'ctid'; where: string }> = {
+  outbox_messages: { key: '(brand_id, id)', where: `relayed_at < now() - interval '7 days'` },
+  idempotency_records: { key: 'ctid', where: `created_at < now() - interval '24 hours'` },
+  ingestion_failures: { key: '(brand_id, id)', where: `failed_at < now() - interval '7 days'` },
+  webhook_deliveries: {
+    key: '(brand_id, id)',
+    where: `created_at < now() - make_interval(days => ?) and status <> 'pending'`,
+  },
+  webhook_events: {
+    key: '(brand_id, id)',
+    where: `created_at < now() - make_interval(days => ?)
+      and not exists (select 1 from webhook_deliveries d where d.brand_id = webhook_events.brand_id and d.event_id = webhook_events.id)`,
+  },
+  integration_counts: { key: 'ctid', where: `bucket_start < now() - interval '8 days'` },
+  received_events: {
+    key: '(brand_id, id)',
+    where: `received_at < now() - interval '30 days' and type in (${browserEventTypes.map(sqlLiteral).join(', ')})`,
+  },
+  clicks: { key: '(brand_id, id)', where: `clicked_at < now() - interval '180 days'` },
+};
+
 /** Deletes what is past its keep time in every bounded table, batch by batch; counts per table. */
 export async function pruneBoundedTables(
   orm: MikroORM,
   webhookRetentionDays: number,
 ): Promise<Record<BoundedTable, number>> {
+  const citus = await onCitus(orm);
   const counts = {} as Record<BoundedTable, number>;
   for (const [table, sql] of Object.entries(boundedTables) as [BoundedTable, string][]) {
     const values = sql.includes('?') ? [webhookRetentionDays] : [];
     counts[table] = 0;
+    if (citus) {
+      counts[table] = await prunePerBrand(orm, table, values);
+      continue;
+    }
     for (;;) {
       const res = await orm.em.fork().execute(sql, values, 'run');
       const deleted = (res as { affectedRows?: number }).affectedRows ?? 0;
@@ -79,4 +112,24 @@ export async function pruneBoundedTables(
     }
   }
   return counts;
+}
+
+/** Citus: the brands with rows past their keep time (a read that locks nothing), then each brand's batches. */
+async function prunePerBrand(orm: MikroORM, table: BoundedTable, values: unknown[]): Promise<number> {
+  const { key, where } = citusBounds[table];
+  const brands = await orm.em
+    .fork()
+    .execute<{ brand_id: string }[]>(`select distinct brand_id from ${table} where ${where}`, values);
+  const sql = `delete from ${table} where brand_id = ? and ${key} in (
+      select ${key === 'ctid' ? key : 'brand_id, id'} from ${table} where brand_id = ? and ${where} limit ${BATCH} for update skip locked)`;
+  let count = 0;
+  for (const { brand_id } of brands) {
+    for (;;) {
+      const res = await orm.em.fork().execute(sql, [brand_id, brand_id, ...values], 'run');
+      const deleted = (res as { affectedRows?: number }).affectedRows ?? 0;
+      count += deleted;
+      if (deleted < BATCH) break;
+    }
+  }
+  return count;
 }

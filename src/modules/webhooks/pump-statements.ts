@@ -27,7 +27,9 @@ export interface ClaimedRow {
  * deleted endpoint's deliveries are canceled, never sent). SKIP LOCKED and the lease keep a
  * delivery to one pump whichever process claims beside it; a lease that ran out (its process
  * died) is claimed again. Params: brand, endpoint, due by, limit, lease seconds, brand, brand,
- * endpoint.
+ * brand, endpoint. Every table is named with the brand as a parameter, not through the claimed
+ * rows: Citus then routes the whole statement to the brand's worker (it refuses joining a
+ * modifying CTE's rows to a distributed table by a column).
  */
 export const claimDue = `with due as (
     select id from webhook_deliveries
@@ -46,7 +48,7 @@ export const claimDue = `with due as (
          p.id as endpoint_id, p.livemode as endpoint_livemode, p.status as endpoint_status, p.url,
          p.secret_ciphertext, p.previous_secret_ciphertext, p.previous_secret_expires_at
     from claimed c
-    join webhook_events e on e.brand_id = c.brand_id and e.id = c.event_id
+    join webhook_events e on e.brand_id = ? and e.id = c.event_id
     left join webhook_endpoints p on p.brand_id = ? and p.id = ?
    order by c.next_attempt_at, c.id`;
 

@@ -141,6 +141,7 @@ export async function pumpEndpoint(
         leaseSeconds,
         target.brandId,
         target.brandId,
+        target.brandId,
         target.endpointId,
       ]),
       recording,

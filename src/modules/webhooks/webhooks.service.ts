@@ -119,6 +119,14 @@ export async function findEndpoint(em: EntityManager, owner: Owner, id: string):
  * A new endpoint with a fresh secret, returned in plain text this once. Counted under a lock on
  * the brand row (MAX_ENDPOINTS per mode); the URL is checked (SSRF rules) before anything is written.
  */
+/**
+ * A text[] literal (`{"a","b"}`): Citus refuses a subquery in an INSERT's VALUES or an UPDATE's
+ * SET, where `array(select jsonb_array_elements_text(…))` was one.
+ */
+function textArrayLiteral(values: readonly string[]): string {
+  return `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
+}
+
 export async function createEndpoint(
   deps: WebhookDeps,
   owner: Required<Owner>,
@@ -142,14 +150,14 @@ export async function createEndpoint(
     }
     const [row] = await tx.execute<EndpointRow[]>(
       `insert into webhook_endpoints (id, brand_id, livemode, url, description, enabled_events, secret_ciphertext)
-       values (?, ?, ?, ?, ?, array(select jsonb_array_elements_text(?::jsonb)), ?) returning *`,
+       values (?, ?, ?, ?, ?, ?::text[], ?) returning *`,
       [
         newId('we'),
         owner.brandId,
         owner.livemode,
         input.url,
         input.description ?? null,
-        JSON.stringify(input.enabled_events),
+        textArrayLiteral(input.enabled_events),
         encryptSecret(secret, deps.secretKeyBase),
       ],
     );
@@ -187,11 +195,7 @@ export async function updateEndpoint(
   };
   if (patch.url !== undefined) set('url', patch.url);
   if (patch.enabled_events !== undefined)
-    set(
-      'enabled_events',
-      JSON.stringify(patch.enabled_events),
-      'array(select jsonb_array_elements_text(?::jsonb))',
-    );
+    set('enabled_events', textArrayLiteral(patch.enabled_events), '?::text[]');
   if (patch.description !== undefined) set('description', patch.description);
   if (patch.status !== undefined && patch.status !== current.status) {
     set('status', patch.status);
