@@ -12,6 +12,8 @@ import { defineJob, dueAt } from './job.js';
 export const reportRollupJob = defineJob({
   name: 'report-rollup',
   schedule: () => `*/${COARSE_STEP_SECONDS} * * * * *`,
+  // Every 2 s: its start and end are debug lines; what it folded is an info line of its own.
+  quiet: true,
   handler: async (ctx, job, logger) => {
     // A run asked for by hand (admin API) folds everything, as the minute's does.
     const minute = !job.repeatJobKey || dueAt(job).getUTCSeconds() === 0;

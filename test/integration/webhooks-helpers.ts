@@ -5,6 +5,7 @@ import { type Job, Worker } from 'bullmq';
 import type { Config } from '../../src/config.js';
 import type { JobData, Queues } from '../../src/jobs/queues.js';
 import { createLogger, type Logger } from '../../src/logger.js';
+import { encryptSecret, newSigningSecret } from '../../src/modules/webhooks/secrets.js';
 import { createRedis, type RedisClient } from '../../src/redis.js';
 import { newId } from '../../src/shared/ids.js';
 import { runJob, workerOptions } from '../../workers/registry.js';
@@ -127,4 +128,18 @@ export async function storePendingDelivery(
     [deliveryId, brandId, eventId, endpointId],
   );
   return deliveryId;
+}
+
+/**
+ * An endpoint at `url` written straight to the table, as if saved before today's URL rules (the
+ * API would refuse a private address), subscribed to every type. Returns its id.
+ */
+export async function storeEndpoint(orm: MikroORM, secretKeyBase: string, brandId: string, url: string) {
+  const id = newId('we');
+  await orm.em.fork().execute(
+    `insert into webhook_endpoints (id, brand_id, livemode, url, enabled_events, secret_ciphertext)
+     values (?, ?, true, ?, '{*}', ?)`,
+    [id, brandId, url, encryptSecret(newSigningSecret(), secretKeyBase)],
+  );
+  return id;
 }

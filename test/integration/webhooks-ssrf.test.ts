@@ -4,12 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobPayload } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
 import { pumpEndpoint } from '../../src/modules/webhooks/pump.js';
-import { encryptSecret, newSigningSecret } from '../../src/modules/webhooks/secrets.js';
-import { newId } from '../../src/shared/ids.js';
 import { deliverWebhook } from '../../workers/webhook-delivery.js';
 import { admin, expectEnvelope, makeShop } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-import { type Receiver, startReceiver, storePendingDelivery } from './webhooks-helpers.js';
+import { type Receiver, startReceiver, storeEndpoint, storePendingDelivery } from './webhooks-helpers.js';
 
 /**
  * The SSRF rules (issue 11, and issue 36: on by default). The app is configured as a staging
@@ -32,16 +30,8 @@ afterAll(async () => {
 // biome-ignore lint/suspicious/noExplicitAny: rows of ad-hoc SQL.
 const sql = (text: string, values: unknown[] = []): Promise<any[]> => ctx.orm.em.fork().execute(text, values);
 
-/** An endpoint at `url` as if saved before the rules applied (the API refuses it now). */
-async function storedEndpoint(brandId: string, url: string): Promise<string> {
-  const id = newId('we');
-  await sql(
-    `insert into webhook_endpoints (id, brand_id, livemode, url, enabled_events, secret_ciphertext)
-     values (?, ?, true, ?, '{*}', ?)`,
-    [id, brandId, url, encryptSecret(newSigningSecret(), ctx.config.SECRET_KEY_BASE)],
-  );
-  return id;
-}
+const storedEndpoint = (brandId: string, url: string) =>
+  storeEndpoint(ctx.orm, ctx.config.SECRET_KEY_BASE, brandId, url);
 
 const pendingDelivery = (brandId: string, endpointId: string) =>
   storePendingDelivery(ctx.orm, brandId, endpointId);

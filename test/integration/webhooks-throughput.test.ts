@@ -7,13 +7,11 @@ import type { JobData } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
 import { MAX_SOCKETS_PER_ENDPOINT, postWebhook } from '../../src/modules/webhooks/http-post.js';
 import { pumpEndpoint } from '../../src/modules/webhooks/pump.js';
-import { encryptSecret, newSigningSecret } from '../../src/modules/webhooks/secrets.js';
 import { createRedis } from '../../src/redis.js';
-import { newId } from '../../src/shared/ids.js';
 import { runJob, workerOptions } from '../../workers/registry.js';
 import { makeShop } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
-import { storePendingDelivery, until } from './webhooks-helpers.js';
+import { storeEndpoint, storePendingDelivery, until } from './webhooks-helpers.js';
 
 /**
  * Delivery keeps pace (issue 39): a pump per endpoint sends its deliveries in batches, in order,
@@ -83,15 +81,8 @@ async function startCountingReceiver() {
   };
 }
 
-async function storedEndpoint(brandId: string, url: string): Promise<string> {
-  const id = newId('we');
-  await sql(
-    `insert into webhook_endpoints (id, brand_id, livemode, url, enabled_events, secret_ciphertext)
-     values (?, ?, true, ?, '{*}', ?)`,
-    [id, brandId, url, encryptSecret(newSigningSecret(), ctx.config.SECRET_KEY_BASE)],
-  );
-  return id;
-}
+const storedEndpoint = (brandId: string, url: string) =>
+  storeEndpoint(ctx.orm, ctx.config.SECRET_KEY_BASE, brandId, url);
 
 const pendingDelivery = (brandId: string, endpointId: string) =>
   storePendingDelivery(ctx.orm, brandId, endpointId);

@@ -150,7 +150,8 @@ describe('the worker process with its database missing', () => {
     expect(pgLine().msg).toContain('The worker waits for it and runs no job until then');
 
     const queues = queuesOf(redis.url, prefix);
-    const job = await queues['report-rollup'].add('report-rollup', {
+    // A job that logs its start at info (report-rollup's, every 2 s, are debug lines).
+    const job = await queues['integration-status'].add('integration-status', {
       request_id: 'req_before_db',
       triggered_by: 'admin',
     });
@@ -165,7 +166,7 @@ describe('the worker process with its database missing', () => {
     await createDatabase(databaseUrl);
     await until('the job to complete', async () => (await job.getState()) === 'completed');
     // Its one attempt, the one that completed: none was spent while the database was missing.
-    expect((await queues['report-rollup'].getJob(job.id!))?.attemptsMade).toBe(1);
+    expect((await queues['integration-status'].getJob(job.id!))?.attemptsMade).toBe(1);
     expect(await failedJobs(queues)).toEqual({});
     const order = ['PostgreSQL at 127.0.0.1:5432 answers again', 'worker process started', 'job started'].map(
       (msg) => worker.lines().findIndex((l) => l.msg === msg),
