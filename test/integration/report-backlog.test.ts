@@ -33,7 +33,7 @@ const sql = (text: string, params: unknown[] = []) =>
   ctx.orm.em.fork().execute<any[]>(text, params);
 
 /** `n` orders spread over the last 80 days in one batch, as a backfill resends them. */
-async function backfill(n: number) {
+async function backfill(n: number, brand: typeof shop = shop) {
   const events = Array.from({ length: n }, () => {
     const i = sent++;
     const lines = 1 + (i % 3);
@@ -54,7 +54,7 @@ async function backfill(n: number) {
   });
   const res = await request(ctx.app)
     .post('/v1/events/batch')
-    .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+    .set('Authorization', `Bearer ${brand.keys.sk_live}`)
     .send({ events });
   expect(res.status).toBe(200);
 }
@@ -71,13 +71,13 @@ const queries = (['day', 'creator', 'product'] as const).flatMap((group_by) =>
   ),
 );
 
-async function reports() {
+async function reports(brand: typeof shop = shop) {
   return Promise.all(
     queries.map(async (query) => {
       const res = await request(ctx.app)
         .get('/v1/reports/conversions')
         .query(query)
-        .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+        .set('Authorization', `Bearer ${brand.keys.sk_live}`);
       expect(res.status).toBe(200);
       return res.body;
     }),
@@ -85,9 +85,9 @@ async function reports() {
 }
 
 /** What each report must show, straight from the orders table: per creator, per local day, per SKU. */
-async function fromOrders(query: (typeof queries)[number]) {
+async function fromOrders(query: (typeof queries)[number], brandId: string) {
   const where = 'o.brand_id = ? and o.livemode and o.occurred_at >= ? and o.occurred_at < ?';
-  const args = [shop.brandId, query.from, to];
+  const args = [brandId, query.from, to];
   if (query.group_by === 'creator')
     return sql(
       `select o.creator_id, count(*)::int as orders, sum(o.amount)::int as amount, sum(o.commission_amount)::int as commission
@@ -109,9 +109,13 @@ async function fromOrders(query: (typeof queries)[number]) {
   );
 }
 
-async function expectMatchOrders(bodies: { data: Record<string, unknown>[] }[], state: string) {
+async function expectMatchOrders(
+  bodies: { data: Record<string, unknown>[] }[],
+  state: string,
+  brandId = shop.brandId,
+) {
   for (const [i, query] of queries.entries()) {
-    const expected = await fromOrders(query);
+    const expected = await fromOrders(query, brandId);
     const fields = Object.keys(expected[0] ?? {});
     const shown = bodies[i]!.data.filter((r) => query.group_by !== 'day' || (r.orders as number) > 0).map(
       (r) => Object.fromEntries(fields.map((f) => [f, r[f]])),
@@ -197,5 +201,47 @@ describe('reports while tallies wait', () => {
     const bodies = await reports();
     await expectMatchOrders(bodies, 'folded');
     expect(bodies.find((_, i) => queries[i]!.group_by === 'day')!.totals.orders).toBe(before + 600);
+  }, 120_000);
+
+  it('folds a backlog brand by brand: a brand waits for its own tallies, not for an older backlog of another', async () => {
+    await foldTallies(ctx.orm, 0);
+    const brand = async () => {
+      const { brand, keys } = await makeBrandWithKeys(ctx.orm, {
+        rate_limit_per_s: 100_000,
+        rate_limit_burst: 100_000,
+      });
+      return { brandId: brand.id, keys, fixture: await makeCreators(ctx, brand.id, []) };
+    };
+    const [older, small] = [await brand(), await brand()];
+    await backfill(400, older);
+    await backfill(150);
+    await backfill(10, small);
+    const byBrand = async () =>
+      Object.fromEntries(
+        (await sql(`select brand_id, count(*)::int as n from conversion_tallies group by 1`)).map(
+          (r: { brand_id: string; n: number }) => [r.brand_id, r.n],
+        ),
+      ) as Record<string, number>;
+    const before = await byBrand();
+    expect(before[older.brandId]).toBeGreaterThan(300);
+    expect(before[shop.brandId]).toBeGreaterThan(150);
+    expect(before[small.brandId]).toBeLessThan(50);
+
+    // One round of 100 a brand: the newer backlog moves as much as the older one; in id order it
+    // would wait for all of the older brand's.
+    expect(await foldCoarse(ctx.orm, 50, { batch: 100, rounds: 1 })).toBe(200);
+    expect(await byBrand()).toEqual({
+      [older.brandId]: before[older.brandId]! - 100,
+      [shop.brandId]: before[shop.brandId]! - 100,
+      [small.brandId]: before[small.brandId],
+    });
+
+    // Until each brand is under the threshold; the small brand's tallies wait for the minute.
+    await foldCoarse(ctx.orm, 50, { batch: 100 });
+    const after = await byBrand();
+    expect(Object.values(after).every((n) => n < 50)).toBe(true);
+    expect(after[small.brandId]).toBe(before[small.brandId]);
+    for (const b of [shop, older, small])
+      await expectMatchOrders(await reports(b), `brand by brand ${b.brandId}`, b.brandId);
   }, 120_000);
 });

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { onCitus } from '../../db/citus.js';
 import { inTransaction } from '../../db/sql.js';
 import { foldBalanceTallies } from '../creators/balance-tallies.js';
 import { foldIntegrationTallies } from '../integration/integration-tallies.js';
@@ -159,26 +160,77 @@ export async function conversionBacklog(orm: MikroORM): Promise<number> {
 }
 
 /**
- * A backlog's coarse grains, counted now while it is past COARSE_FIRST_BACKLOG: the tallies move
- * to conversion_fine_tallies, whose reading a report of whole days skips (report-readings.ts). It
- * goes on while a backfill keeps the backlog up, so what a report finds when the backfill ends is
- * what arrived during the last step, not during the wait for the next one (50,000 tallies: 660 ms
- * at p99 for the year report by day).
+ * The brands with at least `backlog` conversion tallies waiting. On plain PostgreSQL the brands
+ * are found by skipping through the brand index (a probe each), each one's tallies counted no
+ * further than `backlog`; Citus plans no recursive query over shards, and counts each shard's
+ * brands on its worker instead.
  */
-export async function foldCoarse(orm: MikroORM, backlog = COARSE_FIRST_BACKLOG): Promise<number> {
-  let folded = 0;
-  while ((await conversionBacklog(orm)) >= backlog) {
-    const step = await foldAll(
-      orm,
-      'conversion_tallies',
-      foldConversions,
-      fanCoarse,
-      undefined,
-      COARSE_BATCH,
+async function brandsWithBacklog(orm: MikroORM, backlog: number): Promise<string[]> {
+  const text = (await onCitus(orm))
+    ? `select brand_id from conversion_tallies group by brand_id having count(*) >= ?`
+    : `with recursive brands(id) as (
+         (select brand_id from conversion_tallies order by brand_id limit 1)
+         union all
+         select (select brand_id from conversion_tallies t where t.brand_id > brands.id order by brand_id limit 1)
+           from brands where brands.id is not null)
+       select id as brand_id from brands
+        where id is not null
+          and (select count(*) from (select from conversion_tallies t where t.brand_id = brands.id limit ?) waiting) >= ?`;
+  const rows = await orm.em
+    .fork()
+    .execute<{ brand_id: string }[]>(text, (await onCitus(orm)) ? [backlog] : [backlog, backlog]);
+  return rows.map((r) => r.brand_id);
+}
+
+/**
+ * One brand's step of the coarse fold: up to `batch` of its tallies, whichever the brand
+ * index finds first (their order does not matter to a sum), taken by their row addresses in the
+ * same statement, and folded into their coarse grains. One fold per brand at a time (an advisory
+ * lock); another brand's fold may run beside it. 0 when another worker holds the brand.
+ */
+const coarseStep = `with moved as (
+      delete from conversion_tallies where brand_id = ? and ctid = any(array(
+        select ctid from conversion_tallies where brand_id = ? limit ?))
+      returning *),
+    ${fanCoarse},
+    folded as (${foldConversions} returning 1)
+    select (select count(*) from moved)::int as moved`;
+async function foldBrandCoarse(orm: MikroORM, brandId: string, batch: number): Promise<number> {
+  return inTransaction(orm, async (sql) => {
+    const [gate] = await sql.query<{ ok: boolean }>(
+      `select pg_try_advisory_xact_lock(hashtextextended('fold coarse ' || ?, 0)) as ok, set_config('work_mem', '64MB', true)`,
+      [brandId],
     );
-    // Nothing moved: another worker's fold holds the table, and goes on with it.
-    if (step === 0) break;
-    folded += step;
+    if (!gate!.ok) return 0;
+    return (await sql.query<{ moved: number }>(coarseStep, [brandId, brandId, batch]))[0]!.moved;
+  });
+}
+
+/**
+ * A backlog's coarse grains, counted now while a brand has COARSE_FIRST_BACKLOG tallies or more
+ * waiting: they move to conversion_fine_tallies, whose reading a report of whole days skips
+ * (report-readings.ts). Brand by brand, a step each in turn, so a brand's report waits for its
+ * own tallies only: folding in id order across brands made a backfilling brand wait behind
+ * another's older backlog (year report p99 958 ms against 73 alone, docs/benchmarks.md). It goes
+ * on while a backfill keeps a backlog up, so what a report finds when the backfill ends is what
+ * arrived during the last step, not during the wait for the next one.
+ */
+export async function foldCoarse(
+  orm: MikroORM,
+  backlog = COARSE_FIRST_BACKLOG,
+  { batch = COARSE_BATCH, rounds = Number.POSITIVE_INFINITY } = {},
+): Promise<number> {
+  let folded = 0;
+  // Two index probes rule out the usual case, no brand near a backlog, before any brand is counted.
+  for (let r = 0; r < rounds && (await conversionBacklog(orm)) >= backlog; r++) {
+    let round = 0;
+    for (const brandId of await brandsWithBacklog(orm, backlog))
+      round += await foldBrandCoarse(orm, brandId, batch);
+    // Nothing moved: no brand has a backlog, or other workers' folds hold them and go on with them.
+    if (round === 0) break;
+    folded += round;
+    // What a report walks past until a vacuum (foldAll); another's vacuum in progress is enough.
+    await orm.em.fork().execute('vacuum (skip_locked) conversion_tallies');
   }
   return folded;
 }
