@@ -11,7 +11,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { initOrm } from '../src/db/orm.js';
-import { foldCoarse, foldTallies } from '../src/modules/reports/fold-tallies.js';
+import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
 import { citusRun, renderCitus } from './bench/citus.js';
 import { compareCost } from './bench/compare.js';
@@ -339,7 +339,7 @@ async function backfillOnly(ctx: Context): Promise<void> {
       server,
       ctx.env.ADMIN_TOKEN!,
       () => unfoldedTallies(ctx.db),
-      options.backfillFold ? () => foldCoarse(foldOrm) : undefined,
+      options.backfillFold ? foldOrm : undefined,
     );
     process.stdout.write(`\n${renderBackfill(result)}`);
   } finally {

@@ -1,9 +1,11 @@
 // The report phase's backfill (issue 39): a fresh brand resends BACKFILL orders spread over the
 // last 80 days in 500-event batches through the API (the real group commit and its tallies), and
 // its year report is read by day, creator and product at 16 connections right after the last
-// batch is acknowledged, with no worker running: what the unfolded tallies cost a report.
+// batch is acknowledged, with report-rollup's schedule running as in the worker: what the tallies
+// still waiting then cost a report.
+import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { COARSE_STEP_SECONDS } from '../../src/modules/reports/fold-tallies.js';
+import { COARSE_STEP_SECONDS, foldCoarse, foldTallies } from '../../src/modules/reports/fold-tallies.js';
 import { type LoadStat, load } from './load.js';
 import { fmt, log, ms, options, phase, phases } from './options.js';
 import type { RunningServer } from './server.js';
@@ -16,9 +18,9 @@ export interface BackfillResult {
   seconds: number;
   eventsPerS: number;
   failedBatches: number;
-  /** Tallies waiting when the reports ran (none folded: no worker runs in the bench). */
+  /** Conversion tallies waiting when the reports ran. */
   tallies: number;
-  /** Whether report-rollup's 10-second steps ran (BENCH_BACKFILL_FOLD), and the fine tallies then waiting. */
+  /** Whether report-rollup's schedule ran (BENCH_BACKFILL_FOLD), and the fine tallies then waiting. */
   folding: boolean;
   fineTallies: number;
   /** Orders the day report counted against those acknowledged. */
@@ -46,18 +48,21 @@ export async function unfoldedTallies(db: pg.Client): Promise<[number, number]> 
   return [rows[0]!.n, rows[0]!.fine];
 }
 
-/** `tallies`: how many conversion tallies wait, read by the caller (a database client of its own). */
 /**
- * `fold`: what report-rollup does between its minutes (every COARSE_STEP_SECONDS: a backlog's coarse grains),
- * run on that cadence from the first batch to the last report, as the worker would; undefined
- * (BENCH_BACKFILL_FOLD=0): nothing folded, as before issue 39.
+ * `tallies`: how many conversion tallies wait, read by the caller (a database client of its own).
+ * `foldOrm`: report-rollup's schedule run on it from the first batch to the last report, as the
+ * worker runs it (every COARSE_STEP_SECONDS a backlog's coarse grains, at each minute
+ * everything); undefined (BENCH_BACKFILL_FOLD=0): nothing folded, as before issue 39.
  */
 export async function backfillRun(
   server: RunningServer,
   adminToken: string,
   tallies: () => Promise<[number, number]>,
-  fold?: () => Promise<unknown>,
+  foldOrm?: MikroORM,
 ): Promise<BackfillResult> {
+  const fold =
+    foldOrm &&
+    (() => (new Date().getUTCSeconds() < COARSE_STEP_SECONDS ? foldTallies(foldOrm) : foldCoarse(foldOrm)));
   let folding = true;
   let step = Promise.resolve();
   const timer = fold
@@ -209,9 +214,9 @@ A fresh brand resent ${fmt(r.orders)} orders spread at random over the last ${r.
 code, 70 % attributed; 1 to 3 lines among ${r.skus} SKUs) in 500-event batches, ${options.batchConnections} in flight, through
 \`POST /v1/events/batch\`: ${fmt(r.seconds, 1)} s (${fmt(r.eventsPerS)} events/s), ${r.failedBatches} failed batches. ${
     r.folding
-      ? `The bench runs \`report-rollup\`'s ${COARSE_STEP_SECONDS}-second step (a backlog's coarse grains first) on that cadence from the first batch
-to the last report, as the worker would, and never its minute's fold: ${fmt(r.tallies)} conversion tallies and ${fmt(r.fineTallies)} fine
-tallies waited when the reports started.`
+      ? `The bench runs \`report-rollup\`'s schedule from the first batch to the last report, as the worker would (every
+${COARSE_STEP_SECONDS} s the coarse grains of each brand's backlog of 20,000 tallies or more, at each minute everything): ${fmt(r.tallies)}
+conversion tallies and ${fmt(r.fineTallies)} fine tallies waited when the reports started.`
       : `Nothing was folded (\`BENCH_BACKFILL_FOLD=0\`, as before issue 39): ${fmt(r.tallies)} conversion tallies waited.`
   } The day report counted ${fmt(r.counted)} orders, every one acknowledged.
 

@@ -134,7 +134,7 @@ export const options = {
   /** The report phase's backfill through the API (issue 39): orders spread over the last `days`. */
   backfillOrders: integer('BENCH_BACKFILL_ORDERS', 300_000, 1),
   backfillDays: integer('BENCH_BACKFILL_DAYS', 80, 1),
-  /** 0: nothing folded during the backfill (the figures before issue 39); 1: report-rollup's 10-second step. */
+  /** 0: nothing folded during the backfill (the figures before issue 39); 1: report-rollup's schedule, as the worker runs it. */
   backfillFold: flag('BENCH_BACKFILL_FOLD', true),
   /** `--backfill`: only that backfill and its year reports, printed. */
   backfillOnly: process.argv.slice(2).includes('--backfill'),

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { initOrm } from '../../src/db/orm.js';
 import { tallyStoredOrders } from '../../src/modules/reports/conversion-facts.js';
-import { foldCoarse, foldTallies } from '../../src/modules/reports/fold-tallies.js';
+import { foldTallies } from '../../src/modules/reports/fold-tallies.js';
 import { type BackfillResult, backfillRun, renderBackfill, unfoldedTallies } from './backfill.js';
 import { processTree } from './cpu.js';
 import { type LoadStat, load } from './load.js';
@@ -59,7 +59,7 @@ export async function reportsRun(ctx: Context, server: RunningServer): Promise<R
       server,
       ctx.env.ADMIN_TOKEN!,
       () => unfoldedTallies(ctx.db),
-      options.backfillFold ? () => foldCoarse(backfillOrm) : undefined,
+      options.backfillFold ? backfillOrm : undefined,
     );
   } finally {
     await backfillOrm.close(true);
