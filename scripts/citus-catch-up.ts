@@ -6,15 +6,17 @@
 // tables are distributed already.
 import pg from 'pg';
 import { distributeOnCitus } from '../migrations/Migration20261129000000.js';
+import { brandFirstTallyKeys } from '../migrations/Migration20261130000000.js';
 
 /** What was done, or undefined when there was nothing to do. */
 export async function distributeIfCitus(url: string): Promise<string | undefined> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ citus: boolean; migrated: boolean; distributed: boolean }>(
+    const { rows } = await client.query<{ citus: boolean; migrated: boolean; tallyKeys: boolean }>(
       `select exists (select 1 from pg_extension where extname = 'citus') as citus,
-              exists (select 1 from mikro_orm_migrations where name = 'Migration20261129000000') as migrated`,
+              exists (select 1 from mikro_orm_migrations where name = 'Migration20261129000000') as migrated,
+              exists (select 1 from mikro_orm_migrations where name = 'Migration20261130000000') as "tallyKeys"`,
     );
     if (!rows[0]!.citus || !rows[0]!.migrated) return undefined;
     const state = await client.query<{ distributed: boolean; workers: number }>(
@@ -28,7 +30,10 @@ export async function distributeIfCitus(url: string): Promise<string | undefined
       );
     await client.query('begin');
     try {
-      await distributeOnCitus(async (sql) => (await client.query(sql)).rows);
+      const execute = async (sql: string) => (await client.query(sql)).rows;
+      await distributeOnCitus(execute);
+      // What later migrations do on Citus only, skipped when they ran on the plain tables.
+      if (rows[0]!.tallyKeys) await brandFirstTallyKeys(execute);
       await client.query('commit');
     } catch (err) {
       await client.query('rollback').catch(() => {});

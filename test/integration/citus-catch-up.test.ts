@@ -102,6 +102,15 @@ describe.runIf(citus !== undefined)('an existing database moved onto Citus', () 
     );
     expect(kinds).toMatchObject({ reference: 4, groups: 1 });
     expect(kinds!.distributed).toBeGreaterThan(20);
+    // Later migrations' steps on Citus too: the tally tables' keys lead with the brand (Migration20261130000000).
+    expect(
+      await query(
+        url,
+        `select indexrelid::regclass::text as key from pg_index
+          where indrelid = 'conversion_tallies'::regclass and indisprimary
+            and (select attname from pg_attribute where attrelid = indrelid and attnum = indkey[0]) = 'brand_id'`,
+      ),
+    ).toEqual([{ key: 'conversion_tallies_pkey' }]);
     expect(await fingerprint()).toEqual(before);
     // Run again (every later `npm run migrate`): nothing to do.
     expect(await distributeIfCitus(url)).toBeUndefined();

@@ -89,6 +89,12 @@ describe.runIf(citus !== undefined)('the brand-keys migration on a populated Cit
 
     await orm.migrator.up();
     expect(await fingerprint()).toEqual(before);
+    // Issue 37, point 1: every unique index of a distributed table (its primary and unique keys) starts with the brand.
+    const notBrandFirst = await db.query(`select i.indexrelid::regclass::text as key
+        from pg_index i join pg_dist_partition p on p.logicalrelid = i.indrelid
+       where p.partmethod = 'h' and i.indisunique
+         and (select attname from pg_attribute where attrelid = i.indrelid and attnum = i.indkey[0]) is distinct from 'brand_id'`);
+    expect(notBrandFirst.rows).toEqual([]);
     const kinds = await db.query(
       `select logicalrelid::text as "table", partmethod as kind from pg_dist_partition
         where logicalrelid::text in ('orders', 'outbox_messages', 'payout_clawbacks', 'brands', 'link_slugs') order by 1`,

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { onCitus } from '../../db/citus.js';
+import { brandPasses, onCitus } from '../../db/citus.js';
 import { inTransaction } from '../../db/sql.js';
 import { foldBalanceTallies } from '../creators/balance-tallies.js';
 import { foldIntegrationTallies } from '../integration/integration-tallies.js';
@@ -107,13 +107,17 @@ const foldConversions = `
       reversed_commission = conversion_counts.reversed_commission + excluded.reversed_commission`;
 
 /**
- * Moves a tally table's rows into their counts, `batch` ids per statement (the oldest: an index
- * probe for the first; `order by id limit n` chose a sort of the whole table on a never-analyzed
- * one, 70 ms a statement at 600,000 tallies): the delete and the
- * upsert (`into`, reading the rows as `moved` or what the CTEs `between` make of them) are one
- * statement, so a crash folds a batch wholly or not at all. One fold per table at a time (a
- * transaction-scoped advisory lock; a run that finds it taken leaves the table to the one holding
- * it), so rows are taken without row locks: a lock record per tally is WAL on the write path's scale.
+ * Moves a tally table's rows into their counts, `batch` per statement: the delete and the upsert
+ * (`into`, reading the rows as `moved` or what the CTEs `between` make of them) are one
+ * statement, so a crash folds a batch wholly or not at all. On one PostgreSQL a statement takes
+ * the oldest ids of every brand (an index probe for the first; `order by id limit n` chose a sort
+ * of the whole never-analyzed table, 70 ms a statement at 600,000 tallies). On Citus, brand by
+ * brand, each statement routed to the brand's shard (its key leads with the brand there,
+ * Migration20261130000000): up to `batch` of the brand's tallies, whichever the brand's index
+ * finds first (a sum does not care), taken by their row addresses. One fold per table (and
+ * brand) at a time (a transaction-scoped advisory lock; a run that finds it taken leaves the
+ * rows to the one holding it), so rows are taken without row locks: a lock record per tally is
+ * WAL on the write path's scale.
  */
 async function foldAll(
   orm: MikroORM,
@@ -123,26 +127,9 @@ async function foldAll(
   betweenBatches?: () => Promise<unknown>,
   batch = BATCH,
 ): Promise<number> {
-  const statement = `with moved as (
-      delete from ${table} where id < (select min(id) from ${table}) + ${batch} returning *),
-    ${between ? `${between},` : ''}
-    folded as (${into} returning 1)
-    select (select count(*) from moved)::int as moved`;
   let moved = 0;
-  for (;;) {
-    const folded = await inTransaction(orm, async (sql) => {
-      // Memory to sum a batch's grains in hash tables, not by sorting them (3 times slower).
-      const [gate] = await sql.query<{ ok: boolean }>(
-        `select pg_try_advisory_xact_lock(hashtextextended('fold ' || ?, 0)) as ok, set_config('work_mem', '64MB', true)`,
-        [table],
-      );
-      if (!gate!.ok) return 0;
-      return (await sql.query<{ moved: number }>(statement))[0]!.moved;
-    });
-    moved += folded;
-    if (folded < batch) break;
-    await betweenBatches?.();
-  }
+  for (const brandId of await brandPasses(orm, table, 'true'))
+    moved += await foldBatches(orm, table, into, between, betweenBatches, batch, brandId);
   // A tally table is a queue: every row is deleted within a minute. Until a vacuum, its dead
   // rows stay in its index, and a report walks all of a year's of them (8 ms a report after
   // 2 million tallies). Autovacuum may come late or not at all (it is a setting); a vacuum of
@@ -151,12 +138,59 @@ async function foldAll(
   return moved;
 }
 
-/** About how many conversion tallies wait (ids are a sequence: its span, two index probes). */
-export async function conversionBacklog(orm: MikroORM): Promise<number> {
+/** Rows of `table` to fold in one statement: `batch` of one brand's, or the oldest of all brands. */
+function batchOf(table: string, batch: number, brandId: string | undefined): [string, string[]] {
+  return brandId === undefined
+    ? [`delete from ${table} where id < (select min(id) from ${table}) + ${batch} returning *`, []]
+    : [
+        `delete from ${table} where brand_id = ? and ctid = any(array(
+           select ctid from ${table} where brand_id = ? limit ${batch})) returning *`,
+        [brandId, brandId],
+      ];
+}
+
+async function foldBatches(
+  orm: MikroORM,
+  table: string,
+  into: string,
+  between: string,
+  betweenBatches: (() => Promise<unknown>) | undefined,
+  batch: number,
+  brandId: string | undefined,
+  batches = Number.POSITIVE_INFINITY,
+): Promise<number> {
+  const [moving, params] = batchOf(table, batch, brandId);
+  const statement = `with moved as (${moving}),
+    ${between ? `${between},` : ''}
+    folded as (${into} returning 1)
+    select (select count(*) from moved)::int as moved`;
+  let moved = 0;
+  for (let n = 0; n < batches; n++) {
+    const folded = await inTransaction(orm, async (sql) => {
+      // Memory to sum a batch's grains in hash tables, not by sorting them (3 times slower).
+      const [gate] = await sql.query<{ ok: boolean }>(
+        `select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok, set_config('work_mem', '64MB', true)`,
+        [`fold ${table}${brandId === undefined ? '' : ` ${brandId}`}`],
+      );
+      if (!gate!.ok) return 0;
+      return (await sql.query<{ moved: number }>(statement, params))[0]!.moved;
+    });
+    moved += folded;
+    if (folded < batch) break;
+    await betweenBatches?.();
+  }
+  return moved;
+}
+
+/** Whether `backlog` conversion tallies or more wait (counted no further). */
+async function hasBacklog(orm: MikroORM, backlog: number): Promise<boolean> {
   const [row] = await orm.em
     .fork()
-    .execute<{ n: string | null }[]>(`select (max(id) - min(id) + 1)::text as n from conversion_tallies`);
-  return Number(row?.n ?? 0);
+    .execute<{ n: number }[]>(
+      `select count(*)::int as n from (select 1 from conversion_tallies limit ?) waiting`,
+      [backlog],
+    );
+  return row!.n >= backlog;
 }
 
 /**
@@ -166,7 +200,8 @@ export async function conversionBacklog(orm: MikroORM): Promise<number> {
  * brands on its worker instead.
  */
 async function brandsWithBacklog(orm: MikroORM, backlog: number): Promise<string[]> {
-  const text = (await onCitus(orm))
+  const citus = await onCitus(orm);
+  const text = citus
     ? `select brand_id from conversion_tallies group by brand_id having count(*) >= ?`
     : `with recursive brands(id) as (
          (select brand_id from conversion_tallies order by brand_id limit 1)
@@ -175,35 +210,11 @@ async function brandsWithBacklog(orm: MikroORM, backlog: number): Promise<string
            from brands where brands.id is not null)
        select id as brand_id from brands
         where id is not null
-          and (select count(*) from (select from conversion_tallies t where t.brand_id = brands.id limit ?) waiting) >= ?`;
+          and (select count(*) from (select 1 from conversion_tallies t where t.brand_id = brands.id limit ?) waiting) >= ?`;
   const rows = await orm.em
     .fork()
-    .execute<{ brand_id: string }[]>(text, (await onCitus(orm)) ? [backlog] : [backlog, backlog]);
+    .execute<{ brand_id: string }[]>(text, citus ? [backlog] : [backlog, backlog]);
   return rows.map((r) => r.brand_id);
-}
-
-/**
- * One brand's step of the coarse fold: up to `batch` of its tallies, whichever the brand
- * index finds first (their order does not matter to a sum), taken by their row addresses in the
- * same statement, and folded into their coarse grains. One fold per brand at a time (an advisory
- * lock); another brand's fold may run beside it. 0 when another worker holds the brand.
- */
-const coarseStep = `with moved as (
-      delete from conversion_tallies where brand_id = ? and ctid = any(array(
-        select ctid from conversion_tallies where brand_id = ? limit ?))
-      returning *),
-    ${fanCoarse},
-    folded as (${foldConversions} returning 1)
-    select (select count(*) from moved)::int as moved`;
-async function foldBrandCoarse(orm: MikroORM, brandId: string, batch: number): Promise<number> {
-  return inTransaction(orm, async (sql) => {
-    const [gate] = await sql.query<{ ok: boolean }>(
-      `select pg_try_advisory_xact_lock(hashtextextended('fold coarse ' || ?, 0)) as ok, set_config('work_mem', '64MB', true)`,
-      [brandId],
-    );
-    if (!gate!.ok) return 0;
-    return (await sql.query<{ moved: number }>(coarseStep, [brandId, brandId, batch]))[0]!.moved;
-  });
 }
 
 /**
@@ -221,11 +232,21 @@ export async function foldCoarse(
   { batch = COARSE_BATCH, rounds = Number.POSITIVE_INFINITY } = {},
 ): Promise<number> {
   let folded = 0;
-  // Two index probes rule out the usual case, no brand near a backlog, before any brand is counted.
-  for (let r = 0; r < rounds && (await conversionBacklog(orm)) >= backlog; r++) {
+  // The usual case, no backlog at all, is ruled out before any brand is counted.
+  for (let r = 0; r < rounds && (await hasBacklog(orm, backlog)); r++) {
     let round = 0;
+    // A batch of each in turn, into the coarse grains (0 when another worker's fold holds the brand).
     for (const brandId of await brandsWithBacklog(orm, backlog))
-      round += await foldBrandCoarse(orm, brandId, batch);
+      round += await foldBatches(
+        orm,
+        'conversion_tallies',
+        foldConversions,
+        fanCoarse,
+        undefined,
+        batch,
+        brandId,
+        1,
+      );
     // Nothing moved: no brand has a backlog, or other workers' folds hold them and go on with them.
     if (round === 0) break;
     folded += round;
