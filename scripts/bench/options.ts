@@ -136,6 +136,11 @@ export const options = {
   backfillDays: integer('BENCH_BACKFILL_DAYS', 80, 1),
   /** 0: nothing folded during the backfill (the figures before issue 39); 1: report-rollup's schedule, as the worker runs it. */
   backfillFold: flag('BENCH_BACKFILL_FOLD', true),
+  /**
+   * `--backfill` only: conversion tallies of the demo brand left unfolded first, so the backfill
+   * runs behind another brand's backlog, as in the full run after phase (b).
+   */
+  backfillBeside: integer('BENCH_BACKFILL_BESIDE', 0, 0),
   /** `--backfill`: only that backfill and its year reports, printed. */
   backfillOnly: process.argv.slice(2).includes('--backfill'),
   /** `--webhooks`: only the webhook phase (a burst of conversions to a local receiver, then the fairness run). */
