@@ -153,9 +153,15 @@ describe(`the service booted on ${citus ? 'a Citus coordinator' : 'PostgreSQL'},
 
   // Every request id an answer named: the trace of each must find its events and movements.
   const requestIds = new Set<string>();
+  // And the events each named in its answer (a batch's all under its one request id).
+  const eventsOf = new Map<string, string[]>();
   const remember = (res: Answer) => {
     const id = res.headers.get('request-id');
     if (id) requestIds.add(id);
+    if (id && res.status === 200)
+      for (const event of Array.isArray(res.body) ? res.body : [res.body])
+        if (event?.object === 'event' && event.request_id === id)
+          eventsOf.set(id, [...(eventsOf.get(id) ?? []), event.id]);
     return res;
   };
 
@@ -643,11 +649,15 @@ describe(`the service booted on ${citus ? 'a Citus coordinator' : 'PostgreSQL'},
       const trace = await adminCall('GET', `/admin/api/trace/${id}`);
       expect(trace.status).toBe(200);
       expect(trace.body).toMatchObject({ object: 'trace', request_id: id });
+      expect(trace.body.events.map((e: { id: string }) => e.id).sort(), id).toEqual(
+        [...(eventsOf.get(id) ?? [])].sort(),
+      );
       for (const m of trace.body.movements as { order_id: string; amount: number; livemode: boolean }[])
         if (m.livemode) traced.set(m.order_id, (traced.get(m.order_id) ?? 0) + Number(m.amount));
     }
     for (const order of orders) expect(traced.get(order.order_id) ?? 0, order.order_id).toBe(net(order));
     expect(traced.size).toBeGreaterThanOrEqual(8);
+    expect([...eventsOf.values()].flat()).toHaveLength(22);
     // The creators' balances: every attributed order is pending (14 days to confirm), none paid.
     const creators = await call('GET', '/v1/creators', { key: sk });
     expect(creators.status).toBe(200);
