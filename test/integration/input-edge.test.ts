@@ -389,13 +389,13 @@ describe('NUL and unpaired surrogates are a 422 naming the field, and nothing is
 // Plain PostgreSQL only: its stand-in for a validation gap is a trigger on brands, which on Citus
 // is a reference table and takes none ("triggers are not supported on reference tables"). What it
 // checks, how the error handler and the engine treat a refusal, is the same code on both.
-describe.skipIf(inject('citusUrl') !== undefined)(
-  'a value PostgreSQL refuses despite validation is a non-retryable 422 (defence in depth)',
-  () => {
-    // Triggers stand in for a validation gap: they refuse chosen values with a data exception whose
-    // message and detail quote the value, as PostgreSQL's own errors do.
-    beforeAll(async () => {
-      await db.query(`create function input_edge_refuse() returns trigger language plpgsql as $$
+const notOnCitus = describe.skipIf(inject('citusUrl') !== undefined);
+
+notOnCitus('a value PostgreSQL refuses despite validation is a non-retryable 422 (defence in depth)', () => {
+  // Triggers stand in for a validation gap: they refuse chosen values with a data exception whose
+  // message and detail quote the value, as PostgreSQL's own errors do.
+  beforeAll(async () => {
+    await db.query(`create function input_edge_refuse() returns trigger language plpgsql as $$
       begin
         if NEW.${'name'} like 'trip22%' then
           raise exception 'value "%" is out of range for type integer', NEW.name
@@ -403,9 +403,9 @@ describe.skipIf(inject('citusUrl') !== undefined)(
         end if;
         return NEW;
       end $$`);
-      await db.query(`create trigger input_edge_refuse before insert or update on brands
+    await db.query(`create trigger input_edge_refuse before insert or update on brands
       for each row execute function input_edge_refuse()`);
-      await db.query(`create function input_edge_refuse_order() returns trigger language plpgsql as $$
+    await db.query(`create function input_edge_refuse_order() returns trigger language plpgsql as $$
       begin
         if NEW.order_id like 'trip22%' then
           raise exception 'unsupported Unicode escape sequence'
@@ -413,178 +413,175 @@ describe.skipIf(inject('citusUrl') !== undefined)(
         end if;
         return NEW;
       end $$`);
-      await db.query(`create trigger input_edge_refuse_order before insert or update on orders
+    await db.query(`create trigger input_edge_refuse_order before insert or update on orders
       for each row execute function input_edge_refuse_order()`);
-      await db.query(`create unique index input_edge_brand_name on brands (name) where name like 'dup-%'`);
-    });
-    afterAll(async () => {
-      await db.query('drop trigger input_edge_refuse on brands; drop function input_edge_refuse()');
-      await db.query(
-        'drop trigger input_edge_refuse_order on orders; drop function input_edge_refuse_order()',
-      );
-      await db.query('drop index input_edge_brand_name');
-    });
+    await db.query(`create unique index input_edge_brand_name on brands (name) where name like 'dup-%'`);
+  });
+  afterAll(async () => {
+    await db.query('drop trigger input_edge_refuse on brands; drop function input_edge_refuse()');
+    await db.query('drop trigger input_edge_refuse_order on orders; drop function input_edge_refuse_order()');
+    await db.query('drop index input_edge_brand_name');
+  });
 
-    const logSince = (from: number) => ctx.logLines.slice(from).join('');
+  const logSince = (from: number) => ctx.logLines.slice(from).join('');
 
-    it('through the error handler: 422 invalid_request_body, logged with its SQLSTATE and without the value', async () => {
-      const from = ctx.logLines.length;
-      const error = await refusedWithoutWrites(
-        () =>
-          http()
-            .post('/admin/api/brands')
-            .set(adminAuth)
-            .send({ name: `trip22 ${FRAGMENT}` }),
-        422,
-        'invalid_request_body',
-      );
-      expect(error.message).toContain('SQLSTATE 22003');
-      expect(error.message).not.toContain(FRAGMENT);
-      const log = logSince(from);
-      expect(log).toContain('"code":"22003"');
-      expect(log).toContain('the database refused a value of the request');
-      expect(log).not.toContain(FRAGMENT);
-    });
+  it('through the error handler: 422 invalid_request_body, logged with its SQLSTATE and without the value', async () => {
+    const from = ctx.logLines.length;
+    const error = await refusedWithoutWrites(
+      () =>
+        http()
+          .post('/admin/api/brands')
+          .set(adminAuth)
+          .send({ name: `trip22 ${FRAGMENT}` }),
+      422,
+      'invalid_request_body',
+    );
+    expect(error.message).toContain('SQLSTATE 22003');
+    expect(error.message).not.toContain(FRAGMENT);
+    const log = logSince(from);
+    expect(log).toContain('"code":"22003"');
+    expect(log).toContain('the database refused a value of the request');
+    expect(log).not.toContain(FRAGMENT);
+  });
 
-    it('through the ingestion engine: that request gets the 422, nothing is written, nothing quoted in logs', async () => {
-      const from = ctx.logLines.length;
-      const error = await refusedWithoutWrites(
-        () =>
-          postEvent(shop.keys.sk_live, {
-            type: 'order.paid',
-            data: { order_id: `trip22-${FRAGMENT}`, amount: 1 },
-          }),
-        422,
-        'invalid_request_body',
-      );
-      expect(error.message).toContain('SQLSTATE 22P05');
-      const log = logSince(from);
+  it('through the ingestion engine: that request gets the 422, nothing is written, nothing quoted in logs', async () => {
+    const from = ctx.logLines.length;
+    const error = await refusedWithoutWrites(
+      () =>
+        postEvent(shop.keys.sk_live, {
+          type: 'order.paid',
+          data: { order_id: `trip22-${FRAGMENT}`, amount: 1 },
+        }),
+      422,
+      'invalid_request_body',
+    );
+    expect(error.message).toContain('SQLSTATE 22P05');
+    const log = logSince(from);
+    expect(log).toContain('"code":"22P05"');
+    expect(log).not.toContain(FRAGMENT);
+  });
+
+  it('in a group commit, only the culprit fails; the others in its group still commit', async () => {
+    const { logger, lines } = capturingLogger();
+    const ingestion = new Ingestion({ ...ctx, logger }, { lanes: 1 });
+    const caller: IngestRequest['caller'] = {
+      brandId: shop.brandId,
+      livemode: true,
+      kind: 'secret',
+      terms: { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 },
+    };
+    const submit = (orderId: string) =>
+      ingestion.submit({
+        caller,
+        events: [
+          validateEvent(
+            { type: 'order.paid', data: { order_id: orderId, amount: 100 } },
+            { now: new Date(), keyKind: 'secret' },
+          ),
+        ],
+        batch: false,
+        requestId: newId('req'),
+        bytes: 100,
+      });
+    const tag = newId('g');
+    try {
+      // The lead runs alone on the idle lane; the three behind it form one group.
+      const answers = await Promise.all([
+        submit(`${tag}-lead`),
+        submit(`${tag}-ok1`),
+        submit(`trip22-${tag}-${FRAGMENT}`),
+        submit(`${tag}-ok2`),
+      ]);
+      expect(answers.map((a) => a.ok)).toEqual([true, true, false, true]);
+      const refused = answers[2]!;
+      if (refused.ok) throw new Error('unreachable');
+      expect(refused.error.status).toBe(422);
+      expect(refused.error.code).toBe('invalid_request_body');
+      expect(ingestion.stats.isolated).toBe(1);
+      for (const ok of ['lead', 'ok1', 'ok2']) expect(await orderExists(`${tag}-${ok}`)).toBe(true);
+      expect(await orderExists(`trip22-${tag}-${FRAGMENT}`)).toBe(false);
+      const log = lines.join('');
       expect(log).toContain('"code":"22P05"');
       expect(log).not.toContain(FRAGMENT);
-    });
+    } finally {
+      await ingestion.close();
+    }
+  });
 
-    it('in a group commit, only the culprit fails; the others in its group still commit', async () => {
-      const { logger, lines } = capturingLogger();
-      const ingestion = new Ingestion({ ...ctx, logger }, { lanes: 1 });
-      const caller: IngestRequest['caller'] = {
-        brandId: shop.brandId,
-        livemode: true,
-        kind: 'secret',
-        terms: { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 },
-      };
-      const submit = (orderId: string) =>
-        ingestion.submit({
-          caller,
-          events: [
-            validateEvent(
-              { type: 'order.paid', data: { order_id: orderId, amount: 100 } },
-              { now: new Date(), keyKind: 'secret' },
-            ),
-          ],
-          batch: false,
-          requestId: newId('req'),
-          bytes: 100,
-        });
-      const tag = newId('g');
-      try {
-        // The lead runs alone on the idle lane; the three behind it form one group.
-        const answers = await Promise.all([
-          submit(`${tag}-lead`),
-          submit(`${tag}-ok1`),
-          submit(`trip22-${tag}-${FRAGMENT}`),
-          submit(`${tag}-ok2`),
-        ]);
-        expect(answers.map((a) => a.ok)).toEqual([true, true, false, true]);
-        const refused = answers[2]!;
-        if (refused.ok) throw new Error('unreachable');
-        expect(refused.error.status).toBe(422);
-        expect(refused.error.code).toBe('invalid_request_body');
-        expect(ingestion.stats.isolated).toBe(1);
-        for (const ok of ['lead', 'ok1', 'ok2']) expect(await orderExists(`${tag}-${ok}`)).toBe(true);
-        expect(await orderExists(`trip22-${tag}-${FRAGMENT}`)).toBe(false);
-        const log = lines.join('');
-        expect(log).toContain('"code":"22P05"');
-        expect(log).not.toContain(FRAGMENT);
-      } finally {
-        await ingestion.close();
-      }
-    });
+  it("a value the binary write cannot hold fails its request alone: the next group, another brand's, is written", async () => {
+    const tag = newId('bin');
+    const parent = `${tag}-parent`;
+    expect(
+      (
+        await postEvent(shop.keys.sk_live, {
+          type: 'order.paid',
+          data: { order_id: parent, amount: 1000, coupon_code: 'MINA20' },
+        })
+      ).status,
+    ).toBe(200);
+    // A parent renewed 2^31 - 1 times (the most an int holds): its next renewal's cycle number
+    // has no int, so the encoder refuses it after the order's columns before it were written.
+    await db.query(
+      'update orders set last_renewal_cycle = 2147483647 where brand_id = $1 and order_id = $2',
+      [shop.brandId, parent],
+    );
+    const from = ctx.logLines.length;
+    const error = await refusedWithoutWrites(
+      () =>
+        postEvent(shop.keys.sk_live, {
+          type: 'order.paid',
+          data: { order_id: `${tag}-renewal`, amount: 1000, parent_order_id: parent },
+        }),
+      422,
+      'invalid_request_body',
+    );
+    expect(error.message).toContain('SQLSTATE 22003');
+    expect(logSince(from)).toContain('2147483648 is out of range for int');
 
-    it("a value the binary write cannot hold fails its request alone: the next group, another brand's, is written", async () => {
-      const tag = newId('bin');
-      const parent = `${tag}-parent`;
-      expect(
-        (
-          await postEvent(shop.keys.sk_live, {
-            type: 'order.paid',
-            data: { order_id: parent, amount: 1000, coupon_code: 'MINA20' },
-          })
-        ).status,
-      ).toBe(200);
-      // A parent renewed 2^31 - 1 times (the most an int holds): its next renewal's cycle number
-      // has no int, so the encoder refuses it after the order's columns before it were written.
-      await db.query(
-        'update orders set last_renewal_cycle = 2147483647 where brand_id = $1 and order_id = $2',
-        [shop.brandId, parent],
-      );
-      const from = ctx.logLines.length;
-      const error = await refusedWithoutWrites(
-        () =>
-          postEvent(shop.keys.sk_live, {
-            type: 'order.paid',
-            data: { order_id: `${tag}-renewal`, amount: 1000, parent_order_id: parent },
-          }),
-        422,
-        'invalid_request_body',
-      );
-      expect(error.message).toContain('SQLSTATE 22003');
-      expect(logSince(from)).toContain('2147483648 is out of range for int');
-
-      const next = await makeBrandWithKeys(ctx.orm, { rate_limit_per_s: 100, rate_limit_burst: 100 });
-      const res = await postEvent(next.keys.sk_live, {
-        type: 'order.paid',
-        data: { order_id: `${tag}-next`, amount: 12_900 },
-      });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      const { rows } = await db.query(
-        'select amount::int from orders where brand_id = $1 and order_id = $2',
-        [next.brand.id, `${tag}-next`],
-      );
-      expect(rows).toEqual([{ amount: 12_900 }]);
+    const next = await makeBrandWithKeys(ctx.orm, { rate_limit_per_s: 100, rate_limit_burst: 100 });
+    const res = await postEvent(next.keys.sk_live, {
+      type: 'order.paid',
+      data: { order_id: `${tag}-next`, amount: 12_900 },
     });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const { rows } = await db.query('select amount::int from orders where brand_id = $1 and order_id = $2', [
+      next.brand.id,
+      `${tag}-next`,
+    ]);
+    expect(rows).toEqual([{ amount: 12_900 }]);
+  });
 
-    it('a unique violation the app does not expect is a 500, logged with its constraint and without the value', async () => {
-      const name = `dup-${FRAGMENT}`;
-      expect((await http().post('/admin/api/brands').set(adminAuth).send({ name })).status).toBe(201);
-      const from = ctx.logLines.length;
-      const res = await http().post('/admin/api/brands').set(adminAuth).send({ name });
-      expectEnvelope(res, 500, 'temporary_service_error');
-      const log = logSince(from);
-      expect(log).toContain('"code":"23505"');
-      expect(log).toContain('input_edge_brand_name');
-      expect(log).not.toContain(FRAGMENT);
-    });
+  it('a unique violation the app does not expect is a 500, logged with its constraint and without the value', async () => {
+    const name = `dup-${FRAGMENT}`;
+    expect((await http().post('/admin/api/brands').set(adminAuth).send({ name })).status).toBe(201);
+    const from = ctx.logLines.length;
+    const res = await http().post('/admin/api/brands').set(adminAuth).send({ name });
+    expectEnvelope(res, 500, 'temporary_service_error');
+    const log = logSince(from);
+    expect(log).toContain('"code":"23505"');
+    expect(log).toContain('input_edge_brand_name');
+    expect(log).not.toContain(FRAGMENT);
+  });
 
-    it('recognises the errors PostgreSQL really gives for a NUL, and the connection stays usable', async () => {
-      const caught: unknown[] = [];
-      await db.query('select $1::text', ['a\u0000b']).catch((err) => caught.push(err));
-      await db
-        .query('select $1::jsonb', [JSON.stringify({ v: 'a\u0000b' })])
-        .then((r) => db.query("select $1::jsonb ->> 'v'", [JSON.stringify(r.rows[0])]))
-        .catch((err) => caught.push(err));
-      await db
-        .query('select ($1::jsonb ->> 0)', [JSON.stringify(['\ud800x'])])
-        .catch((err) => caught.push(err));
-      await ctx.orm.em
-        .fork()
-        .execute('select ? as v', ['a\u0000b'])
-        .catch((err) => caught.push(err));
-      expect(caught.length).toBe(4);
-      for (const err of caught) expect(storageRefusal(err)?.status, String(err)).toBe(422);
-      expect((await db.query('select 1 as one')).rows[0].one).toBe(1);
-    });
-  },
-);
+  it('recognises the errors PostgreSQL really gives for a NUL, and the connection stays usable', async () => {
+    const caught: unknown[] = [];
+    await db.query('select $1::text', ['a\u0000b']).catch((err) => caught.push(err));
+    await db
+      .query('select $1::jsonb', [JSON.stringify({ v: 'a\u0000b' })])
+      .then((r) => db.query("select $1::jsonb ->> 'v'", [JSON.stringify(r.rows[0])]))
+      .catch((err) => caught.push(err));
+    await db
+      .query('select ($1::jsonb ->> 0)', [JSON.stringify(['\ud800x'])])
+      .catch((err) => caught.push(err));
+    await ctx.orm.em
+      .fork()
+      .execute('select ? as v', ['a\u0000b'])
+      .catch((err) => caught.push(err));
+    expect(caught.length).toBe(4);
+    for (const err of caught) expect(storageRefusal(err)?.status, String(err)).toBe(422);
+    expect((await db.query('select 1 as one')).rows[0].one).toBe(1);
+  });
+});
 
 // ---------------------------------------------------------------------------------------------
 // Property: whatever a client sends into whatever field of whatever route, the answer is a 2xx,
