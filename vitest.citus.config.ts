@@ -40,6 +40,29 @@ export const citusFiles = [
   'test/integration/bounded-tables.test.ts',
   'test/integration/webhooks.test.ts',
   'test/integration/webhooks-delivery.test.ts',
+  // The contract from outside (issue 37, acceptance 1): what black-box clients check of
+  // api-v1.md, decisions.md and admin-api.md (fields, error codes and envelopes, the admin API,
+  // the seed's JSON, the OpenAPI document's promises), and faults that must lose no acknowledged
+  // event nor count one twice.
+  'test/integration/blackbox.test.ts',
+  'test/integration/events-errors.test.ts',
+  'test/integration/input-edge.test.ts',
+  'test/integration/http-core.test.ts',
+  'test/integration/auth.test.ts',
+  'test/integration/key-issuance.test.ts',
+  'test/integration/public-traffic-limits.test.ts',
+  'test/integration/admin.test.ts',
+  'test/integration/seed.test.ts',
+  'test/integration/openapi-conformance.test.ts',
+  'test/integration/openapi-examples.test.ts',
+  'test/integration/openapi-typed-client.test.ts',
+  'test/integration/dry-run.test.ts',
+  'test/integration/direct-routes.test.ts',
+  'test/integration/csv.test.ts',
+  'test/integration/browser-script.test.ts',
+  'test/integration/browser-signal-counts.test.ts',
+  'test/integration/operations.test.ts',
+  'test/integration/faults.test.ts',
 ];
 
 const unavailable = citusUnavailable();

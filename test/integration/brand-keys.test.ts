@@ -1,13 +1,10 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  coordinatorLocalTables,
-  distributedTables,
-  referenceTables,
-} from '../../migrations/Migration20261129000000.js';
+import { distributedTables } from '../../migrations/Migration20261129000000.js';
 import { AUTH_CHANGED_CHANNEL } from '../../src/modules/keys/keys.service.js';
 import { admin, makeShop, sendEvent } from '../factories/index.js';
+import { citusTableKinds, expectTablesAsNamed } from '../setup/citus-tables.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -161,26 +158,6 @@ describe("the key cache's notification", () => {
 
 describe.runIf(onCitus)('on Citus', () => {
   it('every table is distributed by brand_id (co-located), reference, or named coordinator-local', async () => {
-    const tables = await sql(`select c.relname as name, p.partmethod as method, p.colocationid as colocation,
-        case when p.partmethod = 'h' then column_to_column_name(p.logicalrelid, p.partkey) end as column
-       from pg_class c left join pg_dist_partition p on p.logicalrelid = c.oid
-      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
-      order by 1`);
-    const distributed = tables.filter((t) => t.method === 'h');
-    expect(distributed.map((t) => t.name).sort()).toEqual([...distributedTables].sort());
-    expect(new Set(distributed.map((t) => t.column))).toEqual(new Set(['brand_id']));
-    expect(new Set(distributed.map((t) => t.colocation)).size).toBe(1);
-    expect(
-      tables
-        .filter((t) => t.method === 'n')
-        .map((t) => t.name)
-        .sort(),
-    ).toEqual([...referenceTables].sort());
-    expect(
-      tables
-        .filter((t) => t.method === null)
-        .map((t) => t.name)
-        .sort(),
-    ).toEqual([...coordinatorLocalTables].sort());
+    expectTablesAsNamed(await citusTableKinds(sql));
   });
 });

@@ -16,7 +16,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
 import { buildContext, playDockerfile, type Stage } from '../setup/dockerfile.js';
-import { freePort, sh, startProcess } from '../setup/processes.js';
+import { freePort, sh, startWebReady } from '../setup/processes.js';
 import { dropTestDatabase, testDatabaseName } from '../setup/test-app.js';
 
 /**
@@ -72,21 +72,9 @@ function readmeDeployCommands(): string[] {
 
 /** Starts `command` in `cwd` as a supervisor would (no shell between), checks /readyz, SIGTERMs it. */
 async function startReadyAndStop(command: string[], cwd: string, env: Record<string, string>) {
-  const web = startProcess(command[0]!, command.slice(1), { cwd, env });
-  const { output } = web;
+  const web = await startWebReady(command, { cwd, env });
   try {
-    await output.until(
-      'web process listening',
-      () => output.text().includes('web process listening'),
-      60_000,
-    );
-    let ready: Response | undefined;
-    // PostgreSQL and Redis connect just after the port opens: a few tries, 100 ms apart.
-    for (let i = 0; i < 50 && ready?.status !== 200; i++) {
-      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
-      ready = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
-    }
-    expect(await ready!.json(), command.join(' ')).toEqual({
+    expect(web.readyz.body, command.join(' ')).toEqual({
       status: 'ok',
       checks: { postgres: 'ok', redis: 'ok', schema: 'migrated' },
     });
@@ -94,7 +82,7 @@ async function startReadyAndStop(command: string[], cwd: string, env: Record<str
     web.child.kill('SIGTERM');
   }
   const [code] = await web.exited;
-  expect(code, `${command.join(' ')}:\n${output.text()}`).toBe(0);
+  expect(code, `${command.join(' ')}:\n${web.output.text()}`).toBe(0);
 }
 
 describe('first deploy: the build', () => {

@@ -10,6 +10,7 @@ import {
 } from '../../src/modules/ingestion/commit-group.js';
 import { requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { ENGINE_TRANSACTION_SETTINGS, Ingestion } from '../../src/modules/ingestion/ingestion.js';
+import { deliveriesOfRequestSql } from '../../src/modules/webhooks/webhooks.service.js';
 import { requestRecordsSql } from '../../src/ops/trace.js';
 import { newRequestId } from '../../src/shared/ids.js';
 import { makeBrand, makeCreators } from '../factories/index.js';
@@ -281,6 +282,52 @@ describe('the hot path on a never-analyzed database, with cached generic plans',
         const found = await reader.query(text, q.params);
         // Every grown batch: 500 events, half of them attributed (one accrual each).
         expect(found.rows.length, name).toBe(name === 'events' ? 500 : 250);
+      }
+    } finally {
+      await reader.end();
+    }
+  });
+
+  it("reads a request's webhook deliveries for the trace by probes, among thousands of others", async () => {
+    // 4,000 webhook events of 400 requests, a delivery each; then a resend (its own request) of
+    // one event's delivery. Before, one `d.request_id = ? or (brand_id, event_id) in (…)` read
+    // every delivery and every event (a filter neither request-id index can serve), on each Citus
+    // shard too.
+    const reader = new pg.Client({ connectionString: ctx.directDatabaseUrl });
+    await reader.connect();
+    try {
+      await reader.query(
+        `insert into webhook_endpoints (id, brand_id, livemode, url, enabled_events, secret_ciphertext)
+           values ('we_plans', $1, true, 'https://hooks.example.com/', '{*}', 'x')`,
+        [caller.brandId],
+      );
+      await reader.query(
+        `insert into webhook_events (id, brand_id, livemode, type, api_version, request_id, data)
+           select 'whe_plans_' || n, $1, true, 'order.paid', 'v1', 'req_plans_' || (n % 400), '{}'
+             from generate_series(1, 4000) n`,
+        [caller.brandId],
+      );
+      await reader.query(
+        `insert into webhook_deliveries (id, brand_id, livemode, event_id, endpoint_id, request_id)
+           select 'whd_plans_' || n, $1, true, 'whe_plans_' || n, 'we_plans', 'req_plans_' || (n % 400)
+             from generate_series(1, 4000) n
+           union all
+           select 'whd_plans_resent', $1, true, 'whe_plans_7', 'we_plans', 'req_plans_resend'`,
+        [caller.brandId],
+      );
+      // Analyzed, as autovacuum would have after so many rows: the trace runs no cached plan.
+      await reader.query('analyze webhook_events, webhook_deliveries');
+      for (const [requestId, count] of [
+        // Its 10 events' deliveries, and the one resent later for one of them.
+        ['req_plans_7', 11],
+        ['req_plans_resend', 1],
+      ] as const) {
+        const q = deliveriesOfRequestSql(requestId);
+        const text = positional(q.sql);
+        const { rows } = await reader.query(`explain (analyze, format json) ${text}`, q.params);
+        const plan = rows[0]['QUERY PLAN'][0].Plan as PlanNode;
+        expect(wastefulSteps(plan), requestId).toEqual([]);
+        expect((await reader.query(text, q.params)).rows.length, requestId).toBe(count);
       }
     } finally {
       await reader.end();

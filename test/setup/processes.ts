@@ -71,3 +71,32 @@ export async function groupGone(pgid: number, ms = 3_000): Promise<boolean> {
   }
   return true;
 }
+
+/**
+ * Starts a web process (`command`, no shell between, as a supervisor starts it) and resolves once
+ * it logs that it listens and `GET /readyz` on `env.PORT` answers 200 (PostgreSQL and Redis
+ * connect just after the port opens: a few tries, 100 ms apart), with /readyz's last answer. A
+ * process that does not get there is killed before the error is thrown.
+ */
+export async function startWebReady(
+  command: string[],
+  options: { cwd?: string; env: NodeJS.ProcessEnv },
+): Promise<Started & { readyz: { status: number; body: unknown } }> {
+  const web = startProcess(command[0]!, command.slice(1), options);
+  try {
+    await web.output.until(
+      'web process listening',
+      () => web.output.text().includes('web process listening'),
+      60_000,
+    );
+    let ready: Response | undefined;
+    for (let i = 0; i < 50 && ready?.status !== 200; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      ready = await fetch(`http://127.0.0.1:${options.env.PORT}/readyz`);
+    }
+    return { ...web, readyz: { status: ready!.status, body: await ready!.json() } };
+  } catch (err) {
+    web.child.kill('SIGKILL');
+    throw err;
+  }
+}

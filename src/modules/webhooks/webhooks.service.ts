@@ -458,17 +458,35 @@ export async function webhookHealth(em: EntityManager, owner: Required<Owner>) {
   };
 }
 
-/** The deliveries a request caused or asked for (trace endpoint). */
-export async function deliveriesOfRequest(em: EntityManager, requestId: string) {
-  const rows = await em.execute<(DeliveryRow & { brand_id: string })[]>(
-    `select d.id, d.brand_id, d.livemode, d.event_id, e.type as event_type, d.endpoint_id, d.status, d.attempts,
-            d.last_status_code, d.last_duration_ms, d.last_error, d.last_attempt_at, d.next_attempt_at,
-            d.delivered_at, d.request_id, d.created_at
+/**
+ * The deliveries a request caused or asked for (trace endpoint): those of the webhook events it
+ * caused (by the events' request-id index, then the deliveries' event index), and those it asked
+ * for itself (a resend; by the deliveries' request-id index), a delivery found by both once. Two
+ * index-driven parts: the `d.request_id = ? or (brand_id, event_id) in (…)` this replaces could
+ * use neither index and read every delivery and every event (on PostgreSQL, as on each Citus
+ * shard). The trace does not know the brand: on Citus each part is one task per shard, joined
+ * within the brand's shard, and the coordinator merges the two.
+ */
+export function deliveriesOfRequestSql(requestId: string) {
+  const columns = `d.id, d.brand_id, d.livemode, d.event_id, e.type as event_type, d.endpoint_id, d.status,
+            d.attempts, d.last_status_code, d.last_duration_ms, d.last_error, d.last_attempt_at,
+            d.next_attempt_at, d.delivered_at, d.request_id, d.created_at`;
+  return {
+    sql: `select ${columns}
+       from webhook_events e join webhook_deliveries d on d.brand_id = e.brand_id and d.event_id = e.id
+      where e.request_id = ?
+     union
+     select ${columns}
        from webhook_deliveries d join webhook_events e on e.brand_id = d.brand_id and e.id = d.event_id
       where d.request_id = ?
-         or (d.brand_id, d.event_id) in (select brand_id, id from webhook_events where request_id = ?)
-      order by d.id`,
-    [requestId, requestId],
-  );
+      order by id`,
+    params: [requestId, requestId],
+  };
+}
+
+/** The deliveries a request caused or asked for (trace endpoint; `deliveriesOfRequestSql`). */
+export async function deliveriesOfRequest(em: EntityManager, requestId: string) {
+  const { sql, params } = deliveriesOfRequestSql(requestId);
+  const rows = await em.execute<(DeliveryRow & { brand_id: string })[]>(sql, params);
   return rows.map((r) => ({ ...toDeliveryOut(r), brand_id: r.brand_id }));
 }
