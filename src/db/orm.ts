@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { migrationsPath, ormConfig } from './mikro-orm.config.js';
+import { installReleaseStatements } from './stored-statements.js';
 
 export type Orm = MikroORM;
 
@@ -34,7 +35,15 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
   }
 }
 
-export async function migrateUp(databaseUrl: string): Promise<string[]> {
+/**
+ * Applies the pending migrations, then creates the release's stored statements the database lacks
+ * (db/stored-statements.ts; on Citus distributed by brand): the web process only calls them.
+ * `statements` reports what that last step did.
+ */
+export async function migrateUp(
+  databaseUrl: string,
+  statements?: (done: { created: string[]; distributed: string[] }) => void,
+): Promise<string[]> {
   // MikroORM's migrator creates a missing database whatever `ensureDatabase` says: connecting
   // first makes a mistyped name fail here (3D000) instead.
   const probe = new pg.Client({ connectionString: databaseUrl });
@@ -45,12 +54,15 @@ export async function migrateUp(databaseUrl: string): Promise<string[]> {
     await probe.end().catch(() => {});
   }
   const orm = await initOrm(databaseUrl, 2);
+  let applied: string[];
   try {
-    const applied = await orm.migrator.up();
-    return applied.map((m) => m.name);
+    applied = (await orm.migrator.up()).map((m) => m.name);
   } finally {
     await orm.close(true);
   }
+  const done = await installReleaseStatements(databaseUrl);
+  statements?.(done);
+  return applied;
 }
 
 /** The migrations this code ships (names as mikro_orm_migrations records them), oldest first. */

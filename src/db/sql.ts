@@ -30,10 +30,12 @@ export interface Sql {
 
 /**
  * A hot statement kept planned from one transaction to the next without named prepared
- * statements, which a transaction pooler cannot carry: it is installed as a PL/pgSQL function
- * named by a hash of its text (`installStoredStatements`), and PL/pgSQL caches the plans of a
- * function's statements in each server backend, whichever client the pooler gives it to. The
- * hash keeps two releases' statements apart during a rolling deploy.
+ * statements, which a transaction pooler cannot carry: it is a PL/pgSQL function named by a hash
+ * of its text, and PL/pgSQL caches the plans of a function's statements in each server backend,
+ * whichever client the pooler gives it to. Migrations create the release's functions
+ * (`installStoredStatements`, from `migrateUp`); the web process only calls them. The hash keeps
+ * two releases' statements apart during a rolling deploy: the new release's are created beside
+ * the old ones, which stay.
  */
 export interface StoredStatement {
   /** The statement itself, `?` placeholders. */
@@ -43,46 +45,133 @@ export interface StoredStatement {
   definition: string;
   /** What a transaction sends instead: the function's call, each `?` cast to its parameter's type (a replay with text literals, as pgbench's, still finds the function). */
   call: string;
+  /** The function's argument types, in order: its signature is `name(types)`. */
+  types: readonly string[];
+  /**
+   * The function's argument (1-based) that names the one brand its statement touches, if any: on
+   * Citus the function is distributed by it, co-located with the brand tables, so the call runs
+   * on the brand's worker (`installStoredStatements`).
+   */
+  brandArgument?: number;
 }
 
 /**
  * `text` as a stored statement returning rows of `columns` (`orders json, codes json`). Each `?`
  * must carry its type (`?::jsonb`): it becomes the function's parameter of that type.
+ * `brand`: the statement touches one brand only, named by its `?` at that 0-based position, or
+ * `'first'`: by a varchar argument of its own put before the statement's (which it need not read: a
+ * call distributed by it runs where that brand's rows are).
  */
-export function storedStatement(text: string, columns: string): StoredStatement {
-  const types = [...text.matchAll(/\?(::[a-z_]+(\[\])?)?/g)].map((m) => m[1]?.slice(2));
-  if (types.some((t) => !t)) throw new Error('every ? of a stored statement needs a type cast (?::jsonb)');
-  const name = `lf_${createHash('sha1').update(`${text}\0${columns}`).digest('hex').slice(0, 24)}`;
+export function storedStatement(
+  text: string,
+  columns: string,
+  options: { brand?: number | 'first' } = {},
+): StoredStatement {
+  const own = [...text.matchAll(/\?(::[a-z_]+(\[\])?)?/g)].map((m) => m[1]?.slice(2));
+  if (own.some((t) => !t)) throw new Error('every ? of a stored statement needs a type cast (?::jsonb)');
+  const first = options.brand === 'first';
+  const types = [...(first ? ['varchar'] : []), ...(own as string[])];
+  const brandArgument =
+    options.brand === undefined ? undefined : first ? 1 : (options.brand as number) + 1;
+  // Of brand_id's own type: Citus compares the call's brand with the shard key of each statement
+  // the function runs, and a text brand against a varchar column never matches ("queries must
+  // filter by the distribution argument…").
+  if (brandArgument !== undefined && types[brandArgument - 1] !== 'varchar')
+    throw new Error(`the brand of a stored statement is a varchar argument, not ${types[brandArgument - 1]}`);
+  const name = `lf_${createHash('sha1')
+    .update(`${text}\0${columns}${first ? `\0brand first ${types[0]}` : ''}`)
+    .digest('hex')
+    .slice(0, 24)}`;
   return {
     text,
     name,
     definition: `create function ${name}(${types.join(', ')}) returns setof record language plpgsql as $lf$
 begin
-  return query ${positional(text)};
+  return query ${positional(text, first ? 1 : 0)};
 end
 $lf$`,
     call: `select * from ${name}(${types.map((t) => `?::${t}`).join(', ')}) as r(${columns})`,
+    types,
+    ...(brandArgument === undefined ? {} : { brandArgument }),
   };
 }
 
+/** The lock that serializes installers: processes starting together neither collide nor replace a planned function. */
+const INSTALL_LOCK = `select pg_advisory_xact_lock(hashtextextended('lf stored statements', 0))`;
+
 /**
  * Creates the functions of `statements` that the database does not have yet, in one transaction
- * serialized by an advisory lock, so processes starting together neither collide nor replace
- * a function another backend has planned.
+ * serialized by an advisory lock, and never replaces one (another release's processes may be
+ * running it). On Citus each function with a brand argument is then distributed by it,
+ * co-located with the brand tables, with `force_delegation`: the coordinator hands the whole call
+ * to the brand's worker even inside a transaction block, where its statements run against the
+ * brand's shards there, and the transaction stays on one worker (docs/scale-out.md, "Stored
+ * statements"). Returns the names created and distributed.
  */
 export async function installStoredStatements(
   pool: pg.Pool,
   statements: readonly StoredStatement[],
-): Promise<void> {
-  await inTransactionOn(pool, async (sql) => {
-    await sql.query(`select pg_advisory_xact_lock(hashtextextended('lf stored statements', 0))`);
-    const present = await sql.query<{ name: string }>(
-      `select proname as name from pg_proc
-        where pronamespace = current_schema()::regnamespace and proname = any(?::text[])`,
-      [statements.map((s) => s.name)],
+): Promise<{ created: string[]; distributed: string[] }> {
+  return inTransactionOn(pool, async (sql) => {
+    await sql.query(INSTALL_LOCK);
+    const created: string[] = [];
+    const distributed: string[] = [];
+    const present = await presentStatements(sql, statements);
+    for (const s of statements)
+      if (!present.has(s.name)) {
+        await sql.query(s.definition);
+        created.push(s.name);
+      }
+    const [citus] = await sql.query<{ colocated: boolean }>(
+      `select exists (select 1 from pg_extension where extname = 'citus')
+              and to_regclass('creators') is not null
+              and exists (select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')) as colocated`,
     );
-    const have = new Set(present.map((p) => p.name));
-    for (const s of statements) if (!have.has(s.name)) await sql.query(s.definition);
+    if (!citus?.colocated) return { created, distributed };
+    const byBrand = statements.filter((s) => s.brandArgument !== undefined);
+    const done = new Set(
+      (
+        await sql.query<{ name: string }>(
+          `select p.proname as name from pg_dist_object d join pg_proc p on p.oid = d.objid
+            where d.classid = 'pg_proc'::regclass and d.distribution_argument_index is not null
+              and p.proname = any(?::text[])`,
+          [byBrand.map((s) => s.name)],
+        )
+      ).map((r) => r.name),
+    );
+    for (const s of byBrand) {
+      if (done.has(s.name)) continue;
+      await sql.query(
+        `select create_distributed_function(?::regprocedure, ?, colocate_with => 'creators', force_delegation => true)`,
+        [`${s.name}(${s.types.join(', ')})`, `$${s.brandArgument}`],
+      );
+      distributed.push(s.name);
+    }
+    return { created, distributed };
+  });
+}
+
+/** The names of `statements` whose functions the database has. */
+async function presentStatements(sql: Sql, statements: readonly StoredStatement[]): Promise<Set<string>> {
+  const present = await sql.query<{ name: string }>(
+    `select proname as name from pg_proc
+      where pronamespace = current_schema()::regnamespace and proname = any(?::text[])`,
+    [statements.map((s) => s.name)],
+  );
+  return new Set(present.map((p) => p.name));
+}
+
+/**
+ * The functions of `statements` the database lacks: none once `npm run migrate` has run for this
+ * release. The web process asks before its first transaction and creates nothing itself.
+ */
+export async function missingStoredStatements(
+  pool: pg.Pool,
+  statements: readonly StoredStatement[],
+): Promise<string[]> {
+  return inTransactionOn(pool, async (sql) => {
+    const present = await presentStatements(sql, statements);
+    return statements.filter((s) => !present.has(s.name)).map((s) => s.name);
   });
 }
 
@@ -116,9 +205,9 @@ export class BinaryArray {
   }
 }
 
-/** `?` placeholders as PostgreSQL's `$1, $2, …`. */
-export function positional(text: string): string {
-  let n = 0;
+/** `?` placeholders as PostgreSQL's `$1, $2, …` (from `$offset + 1`). */
+export function positional(text: string, offset = 0): string {
+  let n = offset;
   return text.replace(/\?/g, () => `$${++n}`);
 }
 

@@ -93,16 +93,23 @@ export function columnRecordset(columns: Record<string, string>) {
 export async function executeWrites(
   sql: Sql,
   parts: WritePart[],
-  options: { commit?: boolean; stored?: StoredStatement; copies?: WritePart[] } = {},
+  options: {
+    commit?: boolean;
+    stored?: StoredStatement;
+    copies?: WritePart[];
+    /** Values before the parts' (a stored statement's own arguments: its brand on Citus). */
+    leading?: readonly unknown[];
+  } = {},
 ): Promise<void> {
   const copies = (options.copies ?? []).filter((p) => p.rows.length > 0);
   if (copies.length === 0 && parts.every((p) => p.rows.length === 0)) return;
   if (options.stored) checkShape(options.stored, parts);
   const statement = options.stored ?? writeStatementText(parts);
-  const values = parts.flatMap((p) => [
+  const partValues = parts.flatMap((p) => [
     ...(p.params ?? []),
     ...(p.columns ? p.columns(p.rows) : [rowsParameter(p)]),
   ]);
+  const values = options.leading?.length ? [...options.leading, ...partValues] : partValues;
   if (copies.length === 0) {
     await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
     return;

@@ -58,13 +58,25 @@ const writeShapes = (
   ] satisfies GroupWritePart[][]
 ).map((parts) => {
   const shape = new Set<GroupWritePart>(parts);
-  const template = groupWrites([], [], [], []);
   const included = everyPart.filter((part) => shape.has(part));
-  return {
-    parts: included,
-    statement: storedStatement(writeStatementText(included.map((part) => template[part])), 'ok int'),
-  };
+  return { parts: included, ...writeStatements(included) };
 });
+
+/**
+ * A shape's statement, and the same on Citus, where a group is one brand's (ingestion.ts): a
+ * function distributed by a brand argument put first, so the coordinator hands the whole call
+ * to the brand's worker and the inserts and upserts run there against its shards, in a
+ * transaction on that one worker (no two-phase commit: docs/scale-out.md). Plain PostgreSQL's
+ * statement and function are the same as before.
+ */
+function writeStatements(parts: GroupWritePart[]) {
+  const template = groupWrites([], [], [], []);
+  const text = writeStatementText(parts.map((part) => template[part]));
+  return {
+    statement: storedStatement(text, 'ok int'),
+    oneBrand: storedStatement(text, 'ok int', { brand: 'first' }),
+  };
+}
 
 /**
  * The parts a big group of new orders sends by COPY (db/copy-rows.ts): its new rows. Nothing
@@ -86,31 +98,33 @@ const copyShapes = new Map(
     .filter((shape) => shape.parts.includes('newOrders'))
     .map((shape) => {
       const parts = shape.parts.filter((part) => !copiedParts.includes(part));
-      const template = groupWrites([], [], [], []);
-      return [
-        shape,
-        {
-          parts,
-          statement: storedStatement(writeStatementText(parts.map((part) => template[part])), 'ok int'),
-        },
-      ];
+      return [shape, { parts, statement: writeStatements(parts).statement }];
     }),
 );
 
-/** The smallest shape that holds every part the group fills; its copying form for a big group. */
-function writeShapeOf(writes: GroupWrites) {
+/**
+ * The smallest shape that holds every part the group fills; its copying form for a big group,
+ * but on Citus (`oneBrand`): a COPY goes from the coordinator to the brand's shards, and beside
+ * the write's call on the brand's worker that is a second piece of work on that worker, which
+ * Citus commits in two phases (measured: docs/scale-out.md). There the call inserts every row.
+ */
+function writeShapeOf(writes: GroupWrites, oneBrand: boolean) {
   const filled = everyPart.filter((part) => writes[part].rows.length > 0);
   const shape = writeShapes.find((s) => filled.every((part) => s.parts.includes(part)))!;
+  if (oneBrand) return { parts: shape.parts, statement: shape.oneBrand, copies: [] };
   const copying = copyShapes.get(shape);
   return copying && writes.newOrders.rows.length >= COPY_FROM_ORDERS
     ? { ...copying, copies: copiedParts }
-    : { ...shape, copies: [] };
+    : { parts: shape.parts, statement: shape.statement, copies: [] };
 }
 
-/** The engine's statements that run as stored statements: installed before its first transaction. */
+/**
+ * The engine's statements that run as stored statements: created by `npm run migrate` (db/orm.ts
+ * `migrateUp`), never by the web process, which checks they are there before its first transaction.
+ */
 export const ingestionStatements = [
   ...loadStatements,
-  ...writeShapes.map((shape) => shape.statement),
+  ...writeShapes.flatMap((shape) => [shape.statement, shape.oneBrand]),
   ...[...copyShapes.values()].map((shape) => shape.statement),
 ];
 
@@ -217,12 +231,19 @@ export async function commitGroup(
   options: { now: Date; gapDelayMinutes: number; oneBrand?: boolean },
 ): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
-  const shape = writeShapeOf(writes);
+  // On Citus the group is one brand's: its call names the brand first, to be run on its worker.
+  const brand = options.oneBrand ? requests[0]?.caller.brandId : undefined;
+  const shape = writeShapeOf(writes, brand !== undefined);
   // The last statement: COMMIT goes with it (db/sql.ts).
   await executeWrites(
     sql,
     shape.parts.map((part) => writes[part]),
-    { commit: true, stored: shape.statement, copies: shape.copies.map((part) => writes[part]) },
+    {
+      commit: true,
+      stored: shape.statement,
+      leading: brand === undefined ? [] : [brand],
+      copies: shape.copies.map((part) => writes[part]),
+    },
   );
   return { answers, handedOver, copied: shape.copies.length > 0 };
 }

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Config } from '../../config.js';
 import { lostRace } from '../../db/retry.js';
-import { installStoredStatements, inTransactionOn } from '../../db/sql.js';
+import { inTransactionOn, missingStoredStatements } from '../../db/sql.js';
 import type { Queues } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
 import { OutboxRelay } from '../../outbox/outbox.js';
@@ -62,10 +62,10 @@ export interface IngestionOptions {
  */
 export class Ingestion {
   private pool: pg.Pool | undefined;
-  /** The stored statements' installation, once per process (again after a failure). */
+  /** The check that the stored statements are there, once per process (again after a failure). */
   private installed: Promise<void> | undefined;
   /**
-   * The database is a Citus coordinator (found with the statements' installation): a group's
+   * The database is a Citus coordinator (found with the statements' check): a group's
    * transaction then holds one brand's requests, so it runs on one worker (docs/scale-out.md).
    */
   private onCitus = false;
@@ -197,9 +197,18 @@ export class Ingestion {
     return { ok: true, value: { ok: false, error: refused } };
   }
 
+  /**
+   * The release's stored statements are created by `npm run migrate` (db/orm.ts `migrateUp`), not
+   * here: a database that lacks one fails the request with a message saying so, and is asked
+   * again by the next (a deploy that ran its web processes before its migrations heals itself).
+   */
   private statementsInstalled(): Promise<void> {
     this.installed ??= (async () => {
-      await installStoredStatements(this.connections(), ingestionStatements);
+      const missing = await missingStoredStatements(this.connections(), ingestionStatements);
+      if (missing.length > 0)
+        throw new Error(
+          `the database lacks ${missing.length} stored statement(s) of this release (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}): run npm run migrate, which creates them`,
+        );
       const { rows } = await this.connections().query<{ citus: boolean }>(
         `select exists (select 1 from pg_extension where extname = 'citus') as citus`,
       );

@@ -176,7 +176,7 @@ function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): Load
     if (token === BRAND) brandAt.push(n);
     n++;
   }
-  return { stored: storedStatement(text.replaceAll(BRAND, '?::text'), loaded), brandAt };
+  return { stored: storedStatement(text.replaceAll(BRAND, '?::varchar'), loaded), brandAt };
 }
 
 /** The load's values with the brand put in at each of its places. */
