@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { foldCoarse, foldTallies } from '../../src/modules/reports/fold-tallies.js';
 import { makeBrandWithKeys, makeCreators } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
@@ -244,4 +244,46 @@ describe('reports while tallies wait', () => {
     for (const b of [shop, older, small])
       await expectMatchOrders(await reports(b), `brand by brand ${b.brandId}`, b.brandId);
   }, 120_000);
+});
+
+/**
+ * On Citus a tally's id comes from the sequence of the node that inserted it: the brand's worker
+ * for the group commit's tallies (its write runs there), each node's sequence in a range of its
+ * own (group id << 48), and a brand's tallies may span ranges (written through the coordinator
+ * before, or the brand's shard moved). The fold, brand by brand there, takes them all.
+ */
+describe.runIf(inject('citusUrl') !== undefined)('tallies from several nodes on Citus', () => {
+  const range = (group: bigint, n: number) => String((group << 48n) + BigInt(n));
+
+  it('are all folded, whatever range their ids are in', async () => {
+    await foldTallies(ctx.orm);
+    const minute = new Date(Math.floor(now / 60_000) * 60_000 - 3_600_000).toISOString();
+    for (const id of [range(0n, 1), range(1n, 1), range(1n, 2), range(2n, 5)])
+      await sql(
+        `insert into integration_tallies (id, brand_id, livemode, bucket_start, orders, unattributed_orders,
+           click_ref_orders, paid_events, refund_events, browser_events, last_event_at)
+         values (?::bigint, ?, true, ?, 1, 0, 0, 1, 0, 0, ?)`,
+        [id, shop.brandId, minute, minute],
+      );
+    for (const id of [range(1n, 1), range(1n, 3), range(2n, 1)])
+      await sql(
+        `insert into conversion_tallies (id, brand_id, livemode, bucket_start, creator_id, sku, orders, heads,
+           amount, commission, refunded_amount, reversed_commission)
+         values (?::bigint, ?, true, ?, '', '', 1, 1, 1000, 0, 0, 0)`,
+        [id, shop.brandId, minute],
+      );
+    const folded = await foldTallies(ctx.orm);
+    expect(folded.integration).toBe(4);
+    expect(folded.conversions).toBe(3);
+    const [left] = await sql(
+      `select (select count(*) from integration_tallies)::int as integration,
+              (select count(*) from conversion_tallies)::int as conversions`,
+    );
+    expect(left).toEqual({ integration: 0, conversions: 0 });
+    const [counted] = await sql(
+      `select orders::int from integration_counts where brand_id = ? and livemode and bucket_start = ?`,
+      [shop.brandId, minute],
+    );
+    expect(counted.orders).toBe(4);
+  });
 });
