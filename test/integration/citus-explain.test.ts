@@ -15,7 +15,8 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * nothing goes through the coordinator (no "Distributed Subplan", no INSERT … SELECT "pull to
  * coordinator" or "repartition"). The ingestion's statements are captured as
  * query-plans.test.ts captures them (a group committed through a recording transaction, rolled
- * back; a stored statement as its own text, as its function runs it); the reads' statements as
+ * back; the load as its own text, as its function runs it on the coordinator; the write as its
+ * call, a function Citus hands whole to the brand's worker); the reads' statements as
  * the service sends them on its connections during its HTTP requests. Under `npm test` (plain
  * PostgreSQL) there is nothing to route and the file is skipped.
  */
@@ -28,6 +29,8 @@ let client: pg.Client;
 interface Captured {
   sql: string;
   values: readonly unknown[];
+  /** A stored statement's call, as the service sends it (`sql` is its text, as its function runs it). */
+  call?: string;
 }
 
 beforeAll(async () => {
@@ -67,17 +70,21 @@ function notRouted(plan: string): string | undefined {
   return undefined;
 }
 
-/** Each statement's EXPLAIN (with its own values, in a transaction rolled back) and its verdict. */
-async function verdicts(statements: readonly Captured[]) {
-  const out: { statement: string; notRouted: string | undefined }[] = [];
+/**
+ * Each statement's EXPLAIN (with its own values, in a transaction rolled back, as the engine's
+ * are) and its verdict; `asCalled`: a stored statement's call rather than its text.
+ */
+async function verdicts(statements: readonly Captured[], asCalled = false) {
+  const out: { statement: string; notRouted: string | undefined; plan: string }[] = [];
   for (const s of statements) {
     if (coordinatorOnly.test(s.sql)) continue;
+    const text = asCalled ? s.call! : s.sql;
     await client.query('begin');
     try {
       const values = s.values.map((v) => (v instanceof BinaryArray ? v.toPostgres() : v));
-      const { rows } = await client.query(`explain ${positional(s.sql)}`, values);
+      const { rows } = await client.query(`explain ${positional(text)}`, values);
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-      out.push({ statement: s.sql.replace(/\s+/g, ' ').slice(0, 100), notRouted: notRouted(plan) });
+      out.push({ statement: text.replace(/\s+/g, ' ').slice(0, 100), notRouted: notRouted(plan), plan });
     } finally {
       await client.query('rollback');
     }
@@ -101,9 +108,10 @@ async function captureGroup(group: IngestRequest[]): Promise<Captured[]> {
   const captured: Captured[] = [];
   const query = async (sent: string | StoredStatement, values: readonly unknown[] = []) => {
     const text = typeof sent === 'string' ? sent : sent.text;
-    captured.push({ sql: text, values });
+    captured.push({ sql: text, values, ...(typeof sent === 'string' ? {} : { call: sent.call }) });
     const run = values.map((v) => (v instanceof BinaryArray ? v.toPostgres() : v));
-    return (await client.query(positional(text), run)).rows;
+    // A stored statement as the engine sends it: its call (the write's runs on the brand's worker).
+    return (await client.query(positional(typeof sent === 'string' ? sent : sent.call), run)).rows;
   };
   const recording = { query, queryAndCommit: query } as Sql;
   await client.query('begin');
@@ -182,17 +190,22 @@ describe.runIf(onCitus)("every statement of a brand's hot path is one routed tas
     }
   });
 
-  // Not yet (issue 37, point 2; docs/scale-out.md "Two-phase commits on the hot path"): the
-  // write's `INSERT … SELECT` from the parameters' arrays goes through the coordinator (a COPY,
-  // or an intermediate result for an upsert). This fails while it does, and passes once the write
-  // is routed: then make it `it`.
-  it.fails("the ingestion's write: every shape a single event, a batch and changes use", async () => {
+  // The write's statement is a function distributed by its brand argument (db/sql.ts
+  // `installStoredStatements`): its call is one task, delegated whole to the brand's worker, where
+  // its inserts and upserts run against the brand's shards (no INSERT … SELECT through the
+  // coordinator, no COPY: docs/scale-out.md, "Two-phase commits on the hot path").
+  it("the ingestion's write: every shape a single event, a batch and changes use, called on the brand's worker", async () => {
     const found: string[] = [];
     for (const [name, group] of Object.entries(groups())) {
       const statements = await captureGroup(group);
       const writes = statements.filter((s) => s.sql.trim().startsWith('with w0'));
       expect(writes.length, name).toBeGreaterThan(0);
-      for (const v of await verdicts(writes)) if (v.notRouted) found.push(`${name}: ${v.notRouted}`);
+      for (const w of writes) expect(w.call, name).toMatch(/^select \* from lf_[0-9a-f]+\(\?::varchar, /);
+      for (const v of await verdicts(writes, true)) {
+        if (v.notRouted) found.push(`${name}: ${v.notRouted}`);
+        // The whole call went to a worker: the plan's one task is the function itself.
+        else expect(v.plan, name).toMatch(/Function Scan on lf_/);
+      }
     }
     expect(found).toEqual([]);
   });
