@@ -11,7 +11,8 @@ const config = loadConfigOrExit();
 try {
   // Migrations take session locks: the direct connection when a pooler fronts DATABASE_URL.
   const applied = await migrateUp(sessionUrl(config), ({ created }) => {
-    if (created.length) process.stderr.write(`Created ${created.length} stored statements of this release.\n`);
+    if (created.length)
+      process.stderr.write(`Created ${created.length} stored statements of this release.\n`);
   });
   process.stderr.write(
     applied.length ? `Applied migrations: ${applied.join(', ')}\n` : 'Database schema is up to date.\n',

@@ -71,8 +71,7 @@ export function storedStatement(
   if (own.some((t) => !t)) throw new Error('every ? of a stored statement needs a type cast (?::jsonb)');
   const first = options.brand === 'first';
   const types = [...(first ? ['varchar'] : []), ...(own as string[])];
-  const brandArgument =
-    options.brand === undefined ? undefined : first ? 1 : (options.brand as number) + 1;
+  const brandArgument = options.brand === undefined ? undefined : first ? 1 : (options.brand as number) + 1;
   // Of brand_id's own type: Citus compares the call's brand with the shard key of each statement
   // the function runs, and a text brand against a varchar column never matches ("queries must
   // filter by the distribution argument…").
@@ -122,12 +121,16 @@ export async function installStoredStatements(
         await sql.query(s.definition);
         created.push(s.name);
       }
-    const [citus] = await sql.query<{ colocated: boolean }>(
-      `select exists (select 1 from pg_extension where extname = 'citus')
-              and to_regclass('creators') is not null
-              and exists (select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')) as colocated`,
+    const [citus] = await sql.query<{ citus: boolean }>(
+      `select exists (select 1 from pg_extension where extname = 'citus') as citus`,
     );
-    if (!citus?.colocated) return { created, distributed };
+    if (!citus?.citus) return { created, distributed };
+    // Distributed beside the brand tables: not before they are (a database given the extension
+    // after its migrations: scripts/citus-catch-up.ts, then this again).
+    const [tables] = await sql.query<{ distributed: boolean }>(
+      `select exists (select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')) as distributed`,
+    );
+    if (!tables?.distributed) return { created, distributed };
     const byBrand = statements.filter((s) => s.brandArgument !== undefined);
     const done = new Set(
       (

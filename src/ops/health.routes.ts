@@ -1,5 +1,7 @@
 import type { Router } from 'express';
+import type pg from 'pg';
 import { pendingMigrations } from '../db/orm.js';
+import { missingReleaseStatements } from '../db/stored-statements.js';
 import { databaseUnavailable } from '../db/unavailable.js';
 import type { AppDeps } from '../deps.js';
 import { redisReady } from './needs-redis.js';
@@ -62,12 +64,22 @@ function postgresState(err: unknown): { state: string; message: string } {
 export function mountHealth(router: Router, { orm, redis }: Pick<AppDeps, 'orm' | 'redis'>) {
   let migrated = false;
   let pending: string[] = [];
+  let missingStatements: string[] = [];
   const schemaCheck = async () => {
     if (migrated) return;
     // Reset first: a check that fails must not report the previous answer's pending list.
     pending = [];
+    missingStatements = [];
     pending = await pendingMigrations(orm);
     if (pending.length > 0) throw new Error('pending migrations');
+    // The release's stored statements are made by npm run migrate too (its last step).
+    const missing = await missingReleaseStatements(
+      (await orm.em.getConnection().getNativeClient()) as pg.Pool,
+    );
+    if (missing.length > 0) {
+      missingStatements = missing;
+      throw new Error('missing stored statements');
+    }
     migrated = true;
   };
   router.get('/healthz', (_req, res) => {
@@ -85,6 +97,11 @@ export function mountHealth(router: Router, { orm, redis }: Pick<AppDeps, 'orm' 
       schema = 'not_migrated';
       messages.push(
         `The database lacks ${pending.length} migration(s) of this code (${pending.slice(-3).join(', ')}${pending.length > 3 ? ', …' : ''}): run npm run migrate (the release phase on Heroku).`,
+      );
+    } else if (!postgres.ok && missingStatements.length > 0) {
+      schema = 'not_migrated';
+      messages.push(
+        `The database lacks ${missingStatements.length} stored statement(s) of this code (${missingStatements[0]}${missingStatements.length > 1 ? ', …' : ''}), which the web process does not create: run npm run migrate (the release phase on Heroku).`,
       );
     } else if (!postgres.ok) {
       // Nothing pending was found: the database itself is missing, unreachable or refusing.

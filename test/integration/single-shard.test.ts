@@ -39,7 +39,10 @@ beforeAll(async () => {
   ctx = await createTestApp();
   shop = await makeShop(ctx);
   // The first group checks the stored statements and finds the extension: not counted below.
-  const first = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', { order_id: 'ss-0', amount: 1_000 });
+  const first = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
+    order_id: 'ss-0',
+    amount: 1_000,
+  });
   if (first.status !== 200) console.error(ctx.logLines?.slice(-5));
   expect(first.status).toBe(200);
 });
@@ -82,7 +85,9 @@ describe.runIf(onCitus)("a brand's hot path on Citus", () => {
     const after = await counters();
     // Issue 37's measure, two-phase commits per ingested event.
     const events = 22 + COPY_FROM_ORDERS;
-    console.info(`two-phase commits per new order: ${since(before.two_phase, after.two_phase).length / events}`);
+    console.info(
+      `two-phase commits per new order: ${since(before.two_phase, after.two_phase).length / events}`,
+    );
     expect(after.multi - before.multi, 'multi-shard statements').toBe(0);
     expect(after.single - before.single).toBeGreaterThan(0);
     expect(since(before.two_phase, after.two_phase), 'two-phase commits').toEqual([]);
@@ -157,7 +162,9 @@ describe.runIf(onCitus)("a brand's hot path on Citus", () => {
       shop.brandId,
     ]);
     expect(cancelled.status).toBe('cancelled');
-    const [record] = await sql(`select count(*)::int as n from idempotency_records where brand_id = ?`, [shop.brandId]);
+    const [record] = await sql(`select count(*)::int as n from idempotency_records where brand_id = ?`, [
+      shop.brandId,
+    ]);
     expect(record.n).toBeGreaterThanOrEqual(2);
   });
 

@@ -1,0 +1,97 @@
+import pg from 'pg';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  installReleaseStatements,
+  missingReleaseStatements,
+  releaseStatements,
+} from '../../src/db/stored-statements.js';
+import { makeShop, sendEvent } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+/**
+ * Issue 37: the stored statements the service calls are created by migrations (`npm run migrate`,
+ * db/orm.ts `migrateUp`), not by the web process, and on Citus those that name one brand are
+ * distributed by it, co-located with the brand tables and force-delegated, so a call runs on the
+ * brand's worker inside the group's transaction. A database that lacks one (the release's
+ * migrate not run) fails the request with a message saying what to run, and the process goes on
+ * once it has run.
+ */
+const onCitus = inject('citusUrl') !== undefined;
+
+let ctx: TestContext;
+let pool: pg.Pool;
+let shop: Awaited<ReturnType<typeof makeShop>>;
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  pool = new pg.Pool({ connectionString: ctx.directDatabaseUrl, max: 1 });
+  shop = await makeShop(ctx);
+});
+afterAll(async () => {
+  await pool?.end();
+  await ctx?.close();
+});
+
+const signature = (s: (typeof releaseStatements)[number]) => `${s.name}(${s.types.join(', ')})`;
+
+describe("the release's stored statements", () => {
+  it('are there once migrated, and installing again creates and distributes nothing', async () => {
+    expect(await missingReleaseStatements(pool)).toEqual([]);
+    expect(await installReleaseStatements(ctx.directDatabaseUrl)).toEqual({ created: [], distributed: [] });
+    // Each write shape twice (plain, and brand first for Citus), the load's forms once each.
+    expect(releaseStatements.filter((s) => s.brandArgument !== undefined).length).toBeGreaterThan(0);
+  });
+
+  it.runIf(onCitus)(
+    'on Citus: those named by a brand are distributed by it, co-located with the brand tables, force-delegated',
+    async () => {
+      const { rows } = await pool.query<{ name: string; arg: number; colocated: boolean; forced: boolean }>(
+        `select p.proname as name, d.distribution_argument_index as arg, d.force_delegation as forced,
+                d.colocationid = (select colocationid from pg_dist_partition where logicalrelid = 'creators'::regclass) as colocated
+           from pg_dist_object d join pg_proc p on p.oid = d.objid
+          where d.classid = 'pg_proc'::regclass and p.proname = any($1::text[])`,
+        [releaseStatements.map((s) => s.name)],
+      );
+      const byBrand = releaseStatements.filter((s) => s.brandArgument !== undefined);
+      for (const s of byBrand)
+        expect(
+          rows.find((r) => r.name === s.name),
+          s.name,
+        ).toEqual({
+          name: s.name,
+          arg: s.brandArgument! - 1,
+          colocated: true,
+          forced: true,
+        });
+    },
+  );
+
+  it('are never created by the web process: a missing one fails the request naming npm run migrate', async () => {
+    for (const s of releaseStatements) await pool.query(`drop function ${signature(s)}`);
+    const refused = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
+      order_id: 'rs-1',
+      amount: 1_000,
+    });
+    expect(refused.status).toBe(500);
+    expect(ctx.logLines.join('\n')).toMatch(
+      /lacks \d+ stored statement\(s\) of this release .*run npm run migrate/,
+    );
+    const ready = await request(ctx.app).get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.schema).toBe('not_migrated');
+    expect(ready.body.message).toMatch(/stored statement\(s\) of this code .*run npm run migrate/);
+    // Still missing: the request created none.
+    expect((await missingReleaseStatements(pool)).length).toBe(releaseStatements.length);
+    // What npm run migrate does last; the same process then goes on.
+    expect((await installReleaseStatements(ctx.directDatabaseUrl)).created.length).toBe(
+      releaseStatements.length,
+    );
+    const sent = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
+      order_id: 'rs-1',
+      amount: 1_000,
+    });
+    expect(sent.status).toBe(200);
+    expect((await request(ctx.app).get('/readyz')).body.checks.schema).toBe('migrated');
+  });
+});
