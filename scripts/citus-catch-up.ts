@@ -3,10 +3,12 @@
 // database onto Citus"): the migration found no extension then and left every table plain, and
 // the migrator does not run it again. Once the extension is there, this distributes the tables
 // as the migration would have, in one transaction; nothing when there is no extension or the
-// tables are distributed already.
+// tables are distributed already. Then the release's stored statements named by a brand are
+// distributed by it (db/sql.ts `installStoredStatements`).
 import pg from 'pg';
 import { distributeOnCitus } from '../migrations/Migration20261129000000.js';
 import { brandFirstTallyKeys } from '../migrations/Migration20261130000000.js';
+import { installReleaseStatements } from '../src/db/stored-statements.js';
 
 /** What was done, or undefined when there was nothing to do. */
 export async function distributeIfCitus(url: string): Promise<string | undefined> {
@@ -39,7 +41,10 @@ export async function distributeIfCitus(url: string): Promise<string | undefined
       await client.query('rollback').catch(() => {});
       throw err;
     }
-    return `distributed the tables over ${state.rows[0]!.workers} workers (Citus found after Migration20261129000000 had run)`;
+    // The release's stored statements were made before (migrateUp): those named by a brand go
+    // beside the brand tables now.
+    const { distributed } = await installReleaseStatements(url);
+    return `distributed the tables over ${state.rows[0]!.workers} workers (Citus found after Migration20261129000000 had run), and ${distributed.length} stored statements by brand`;
   } finally {
     await client.end().catch(() => {});
   }

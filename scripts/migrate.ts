@@ -3,7 +3,6 @@
 import { loadConfigOrExit } from '../src/config.js';
 import { sessionUrl } from '../src/db/connections.js';
 import { migrateUp } from '../src/db/orm.js';
-import { installReleaseStatements } from '../src/db/stored-statements.js';
 import { distributeIfCitus } from './citus-catch-up.js';
 import { exitIfUnreachable } from './unreachable-exit.js';
 
@@ -18,13 +17,9 @@ try {
     applied.length ? `Applied migrations: ${applied.join(', ')}\n` : 'Database schema is up to date.\n',
   );
   // A database migrated before it had the Citus extension: its tables distributed now, and
-  // then the stored statements named by a brand with them.
+  // the stored statements named by a brand with them.
   const distributed = await distributeIfCitus(sessionUrl(config));
-  if (distributed) {
-    process.stderr.write(`Citus: ${distributed}\n`);
-    const { distributed: functions } = await installReleaseStatements(sessionUrl(config));
-    process.stderr.write(`Citus: distributed ${functions.length} stored statements by brand\n`);
-  }
+  if (distributed) process.stderr.write(`Citus: ${distributed}\n`);
 } catch (err) {
   exitIfUnreachable(err, 'PostgreSQL', sessionUrl(config), 'No migration was applied.');
   throw err;

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { distributeIfCitus } from '../../scripts/citus-catch-up.js';
 import { migrateUp } from '../../src/db/orm.js';
+import { releaseStatements } from '../../src/db/stored-statements.js';
 import { makeShop, sendEvent } from '../factories/index.js';
 import { clusterNodes, dropCitusDatabase } from '../setup/citus.js';
 import { createTestApp, type TestContext, testDatabaseName } from '../setup/test-app.js';
@@ -95,6 +96,14 @@ describe.runIf(citus !== undefined)('an existing database moved onto Citus', () 
       await query(url, `select citus_add_node('${w.hostname}', ${w.port})`);
     }
     expect(await distributeIfCitus(url)).toMatch(/distributed the tables over 2 workers/);
+    // The stored statements made before the extension (migrateUp): those named by a brand now distributed by it.
+    const [functions] = await query(
+      url,
+      `select count(*)::int as n from pg_dist_object d join pg_proc p on p.oid = d.objid
+        where d.classid = 'pg_proc'::regclass and d.distribution_argument_index is not null and d.force_delegation
+          and p.proname like 'lf\\_%'`,
+    );
+    expect(functions.n).toBe(releaseStatements.filter((s) => s.brandArgument !== undefined).length);
     const [kinds] = await query(
       url,
       `select count(*) filter (where partmethod = 'h')::int as distributed, count(*) filter (where partmethod = 'n')::int as reference,
