@@ -58,25 +58,21 @@ export interface StoredStatement {
 /**
  * `text` as a stored statement returning rows of `columns` (`orders json, codes json`). Each `?`
  * must carry its type (`?::jsonb`): it becomes the function's parameter of that type.
- * `brand`: the statement touches one brand only, named by its `?` at that 0-based position, or
- * `'first'`: by a varchar argument of its own put before the statement's (which it need not read: a
- * call distributed by it runs where that brand's rows are).
+ * `brandFirst`: the statement touches one brand only, and the function takes that brand as an
+ * argument of its own, put before the statement's (which need not read it): on Citus the function
+ * is distributed by it. Of brand_id's own type, varchar: Citus compares the call's brand with the
+ * shard key of each routed statement the function runs, and a text value never equals a varchar
+ * one ("queries must filter by the distribution argument…", measured).
  */
 export function storedStatement(
   text: string,
   columns: string,
-  options: { brand?: number | 'first' } = {},
+  options: { brandFirst?: boolean } = {},
 ): StoredStatement {
   const own = [...text.matchAll(/\?(::[a-z_]+(\[\])?)?/g)].map((m) => m[1]?.slice(2));
   if (own.some((t) => !t)) throw new Error('every ? of a stored statement needs a type cast (?::jsonb)');
-  const first = options.brand === 'first';
+  const first = options.brandFirst === true;
   const types = [...(first ? ['varchar'] : []), ...(own as string[])];
-  const brandArgument = options.brand === undefined ? undefined : first ? 1 : (options.brand as number) + 1;
-  // Of brand_id's own type: Citus compares the call's brand with the shard key of each statement
-  // the function runs, and a text brand against a varchar column never matches ("queries must
-  // filter by the distribution argument…").
-  if (brandArgument !== undefined && types[brandArgument - 1] !== 'varchar')
-    throw new Error(`the brand of a stored statement is a varchar argument, not ${types[brandArgument - 1]}`);
   const name = `lf_${createHash('sha1')
     .update(`${text}\0${columns}${first ? `\0brand first ${types[0]}` : ''}`)
     .digest('hex')
@@ -91,7 +87,7 @@ end
 $lf$`,
     call: `select * from ${name}(${types.map((t) => `?::${t}`).join(', ')}) as r(${columns})`,
     types,
-    ...(brandArgument === undefined ? {} : { brandArgument }),
+    ...(first ? { brandArgument: 1 } : {}),
   };
 }
 

@@ -19,12 +19,16 @@ const echo = storedStatement(
   'doc json, text text, seqscan text',
 );
 const divide = storedStatement(`select 10 / ?::int as quotient`, 'quotient int');
+// The form Citus distributes by its brand (db/sql.ts): the brand first, before the statement's own.
+const branded = storedStatement(`select ?::text as text, ?::int as n`, 'text text, n int', {
+  brandFirst: true,
+});
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
   pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   await pool.query('create table probe (v text)');
-  await installStoredStatements(pool, [echo, divide]);
+  await installStoredStatements(pool, [echo, divide, branded]);
 });
 afterAll(async () => {
   await pool?.end();
@@ -134,6 +138,21 @@ describe('stored statements, first in one message with BEGIN, later as parameter
       await client.query('reset standard_conforming_strings');
       client.release();
     }
+  });
+
+  it('take a brand of their own first when asked, a varchar the statement need not read, first and last', async () => {
+    expect(branded.types).toEqual(['varchar', 'text', 'int']);
+    expect(branded.brandArgument).toBe(1);
+    expect(branded.name).not.toBe(storedStatement(branded.text, 'text text, n int').name);
+    const rows = await inTransactionOn(pool, async (sql) => {
+      const [first] = await sql.query(branded, ['brand_a', `it's`, 1]);
+      const [last] = await sql.queryAndCommit(branded, ['brand_a', 'two', 2]);
+      return [first, last];
+    });
+    expect(rows).toEqual([
+      { text: `it's`, n: 1 },
+      { text: 'two', n: 2 },
+    ]);
   });
 
   it('refuse a value that is not text, a number, a boolean or null', async () => {

@@ -74,7 +74,7 @@ function writeStatements(parts: GroupWritePart[]) {
   const text = writeStatementText(parts.map((part) => template[part]));
   return {
     statement: storedStatement(text, 'ok int'),
-    oneBrand: storedStatement(text, 'ok int', { brand: 'first' }),
+    oneBrand: storedStatement(text, 'ok int', { brandFirst: true }),
   };
 }
 
