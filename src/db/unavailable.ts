@@ -35,6 +35,15 @@ const CITUS_NODE_DOWN =
   /^connection to the remote node .+ failed|^could not commit transaction for shard \d+ on at least one active node|^could not establish any connections to the node|^terminating connection due to administrator command/i;
 
 /**
+ * The database answers but lacks what this release needs from `npm run migrate` (its stored
+ * statements): the service is not ready, as when the database cannot be reached, and a retry
+ * succeeds once the migration has run (a deploy that started web processes before it).
+ */
+export class DatabaseNotMigrated extends Error {
+  readonly code = 'not_migrated';
+}
+
+/**
  * The cause in PostgreSQL's or the socket's words (`database "x" does not exist`, `connect
  * ECONNREFUSED 127.0.0.1:5432`) when `err` says the database cannot be used, so the service is
  * not ready and a retry later may succeed; undefined for any other error. Looks through
@@ -46,6 +55,7 @@ export function databaseUnavailable(err: unknown): { code: string; cause: string
   const visit = (e: unknown, depth: number): { code: string; cause: string } | undefined => {
     if (!e || typeof e !== 'object' || depth > 4 || seen.has(e)) return undefined;
     seen.add(e);
+    if (e instanceof DatabaseNotMigrated) return { code: e.code, cause: e.message };
     const { code, message, errors, cause } = e as {
       code?: unknown;
       message?: unknown;

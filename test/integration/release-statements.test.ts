@@ -67,13 +67,14 @@ describe("the release's stored statements", () => {
     },
   );
 
-  it('are never created by the web process: a missing one fails the request naming npm run migrate', async () => {
+  it('are never created by the web process: a missing one answers 503 (retryable), its log line naming npm run migrate', async () => {
     for (const s of releaseStatements) await pool.query(`drop function ${signature(s)}`);
     const refused = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
       order_id: 'rs-1',
       amount: 1_000,
     });
-    expect(refused.status).toBe(500);
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toMatchObject({ code: 'temporary_service_error' });
     expect(ctx.logLines.join('\n')).toMatch(
       /lacks \d+ stored statement\(s\) of this release .*run npm run migrate/,
     );

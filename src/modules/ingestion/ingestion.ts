@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { Config } from '../../config.js';
 import { lostRace } from '../../db/retry.js';
 import { inTransactionOn, missingStoredStatements } from '../../db/sql.js';
+import { DatabaseNotMigrated } from '../../db/unavailable.js';
 import type { Queues } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
 import { OutboxRelay } from '../../outbox/outbox.js';
@@ -199,14 +200,15 @@ export class Ingestion {
 
   /**
    * The release's stored statements are created by `npm run migrate` (db/orm.ts `migrateUp`), not
-   * here: a database that lacks one fails the request with a message saying so, and is asked
+   * here: a database that lacks one answers the request 503 (retryable; the log line names the
+   * fix), and is asked
    * again by the next (a deploy that ran its web processes before its migrations heals itself).
    */
   private statementsInstalled(): Promise<void> {
     this.installed ??= (async () => {
       const missing = await missingStoredStatements(this.connections(), ingestionStatements);
       if (missing.length > 0)
-        throw new Error(
+        throw new DatabaseNotMigrated(
           `the database lacks ${missing.length} stored statement(s) of this release (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}): run npm run migrate, which creates them`,
         );
       const { rows } = await this.connections().query<{ citus: boolean }>(
