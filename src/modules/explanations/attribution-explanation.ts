@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { onCitus } from '../../db/citus.js';
 import { AppError } from '../../shared/errors.js';
 import type { AttributionDecision } from '../attribution/decision.js';
 import { type DecisionRecord, readDecision } from '../attribution/decision-record.js';
@@ -7,7 +8,7 @@ import type { Scope } from '../ingestion/order-book.js';
 import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { movementEventIdSql } from '../ledger/ledger-movement.entity.js';
 import { conversionIdOf } from '../orders/conversion-id.js';
-import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
+import { oneOrderWhere } from '../orders/lookup-key.js';
 
 interface OrderRow {
   id: string;
@@ -130,11 +131,12 @@ const notFound = (orderId: string, scope: Scope) =>
  * and request, oldest first. Nothing is recomputed from today's codes, clicks or rates.
  */
 export async function explainAttribution(em: EntityManager, scope: Scope, orderId: string) {
+  const where = oneOrderWhere('o', scope, orderId, await onCitus(em));
   const [order] = await em.execute<OrderRow[]>(
     `select id, order_id, status, attributed_via, creator_id, offer_id, conversion_id, commission_bps,
             commission_amount, refunded_commission_amount, flags
-       from orders o where ${orderLookupKeySql('o')} = ? and o.brand_id = ?`,
-    [orderLookupKey(scope, orderId), scope.brandId],
+       from orders o where ${where.sql}`,
+    where.params,
   );
   if (!order) throw notFound(orderId, scope);
   const [events, moves, refunds] = await Promise.all([

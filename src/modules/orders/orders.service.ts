@@ -1,20 +1,18 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { onCitus } from '../../db/citus.js';
 import { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
 import { type CursorScope, decodeCursor, encodeCursor, type ListFilters } from './cursor.js';
-import { orderLookupKey, orderLookupKeySql } from './lookup-key.js';
+import { oneOrderWhere } from './lookup-key.js';
 import type { OrderStatus } from './order.entity.js';
 import { type OrderOutput, type RawOrderRow, toOrderOut } from './order-out.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
 
 export async function getOrder(em: EntityManager, caller: Caller, orderId: string): Promise<OrderOutput> {
-  // By lookup_key: the one unique index that can serve it, whatever the statistics say. The
-  // brand named too, so Citus sends it to the brand's shard alone.
-  const [row] = await em.execute<RawOrderRow[]>(
-    `select * from orders o where ${orderLookupKeySql('o')} = ? and o.brand_id = ?`,
-    [orderLookupKey(caller, orderId), caller.brandId],
-  );
+  // By a unique key, whatever the statistics say; on Citus routed to the brand's shard alone.
+  const where = oneOrderWhere('o', caller, orderId, await onCitus(em));
+  const [row] = await em.execute<RawOrderRow[]>(`select * from orders o where ${where.sql}`, where.params);
   if (!row) {
     throw new AppError(
       'order_not_found',
