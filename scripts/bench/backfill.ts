@@ -5,7 +5,7 @@
 // still waiting then cost a report.
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { COARSE_STEP_SECONDS, foldCoarse, foldTallies } from '../../src/modules/reports/fold-tallies.js';
+import { COARSE_STEP_SECONDS, coarseStep, foldTallies } from '../../src/modules/reports/fold-tallies.js';
 import { type LoadStat, load } from './load.js';
 import { fmt, log, ms, options, phase, phases } from './options.js';
 import type { RunningServer } from './server.js';
@@ -62,7 +62,7 @@ export async function backfillRun(
 ): Promise<BackfillResult> {
   const fold =
     foldOrm &&
-    (() => (new Date().getUTCSeconds() < COARSE_STEP_SECONDS ? foldTallies(foldOrm) : foldCoarse(foldOrm)));
+    (() => (new Date().getUTCSeconds() < COARSE_STEP_SECONDS ? foldTallies(foldOrm) : coarseStep(foldOrm)));
   let folding = true;
   let step = Promise.resolve();
   const timer = fold

@@ -1,6 +1,11 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { foldCoarse, foldTallies } from '../../src/modules/reports/fold-tallies.js';
+import {
+  COARSE_STEP_SECONDS,
+  coarseStep,
+  foldCoarse,
+  foldTallies,
+} from '../../src/modules/reports/fold-tallies.js';
 import { makeBrandWithKeys, makeCreators } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -244,6 +249,25 @@ describe('reports while tallies wait', () => {
     for (const b of [shop, older, small])
       await expectMatchOrders(await reports(b), `brand by brand ${b.brandId}`, b.brandId);
   }, 120_000);
+
+  it("report-rollup's step follows a backfill still arriving until its next run, and returns at once without one", async () => {
+    await foldTallies(ctx.orm, 0);
+    const idle = performance.now();
+    expect(await coarseStep(ctx.orm, 50)).toBe(0);
+    expect(performance.now() - idle).toBeLessThan(COARSE_STEP_SECONDS * 1000);
+
+    await backfill(100);
+    const started = performance.now();
+    const step = coarseStep(ctx.orm, 50);
+    // A batch acknowledged after the step's first pass: folded by the same step, not the next.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await backfill(100);
+    const acknowledged = performance.now();
+    expect(acknowledged - started).toBeLessThan(COARSE_STEP_SECONDS * 1000 - 500);
+    expect(await step).toBeGreaterThan(0);
+    expect((await waiting()).tallies).toBeLessThan(50);
+    await expectMatchOrders(await reports(), 'followed');
+  }, 60_000);
 });
 
 /**
