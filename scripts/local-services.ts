@@ -85,6 +85,19 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The first of `count` consecutive ports nothing listens on, from a random start (several runs
+ * share a machine): a local Citus cluster's coordinator and workers (tests and the bench).
+ */
+export async function freePortRange(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const taken = await Promise.all(Array.from({ length: count }, (_, i) => canConnect(base + i)));
+    if (!taken.some(Boolean)) return base;
+  }
+  throw new Error(`no ${count} free consecutive ports found between 20000 and 40000`);
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function isAlive(pid: number): boolean {

@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { canConnect } from '../local-services.js';
+import { freePortRange } from '../local-services.js';
 import { allProcs, CLK_TCK, processTree } from './cpu.js';
 import { migrate, type Seed, seed as seedDatabase } from './database.js';
 import { batchEventsPerS, batchesFor, batchesPaid, type LoadStat, singlePaid, type Target } from './load.js';
@@ -27,15 +27,6 @@ interface Cluster {
   stop(): void;
 }
 
-async function freePorts(count: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
-    const taken = await Promise.all(Array.from({ length: count }, (_, i) => canConnect(base + i)));
-    if (!taken.some(Boolean)) return base;
-  }
-  throw new Error('no free ports for a Citus cluster');
-}
-
 /** A coordinator and two workers of the shared build (../shared/citus/cluster.sh), stopped at the end. */
 async function startCluster(): Promise<Cluster> {
   const build = resolve(root, '../shared/citus');
@@ -45,7 +36,7 @@ async function startCluster(): Promise<Cluster> {
   if (!existsSync(join(libDir, 'citus.so')))
     execFileSync('bash', [join(build, 'install.sh')], { stdio: 'inherit' });
   const dir = mkdtempSync(join(tmpdir(), 'lf-bench-citus-'));
-  const port = await freePorts(3);
+  const port = await freePortRange(3);
   const stop = () => {
     spawnSync('bash', [script, 'stop', dir], { stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { canConnect } from '../../scripts/local-services.js';
+import { freePortRange } from '../../scripts/local-services.js';
 import { migrateUp } from '../../src/db/orm.js';
 import { sqlLiteral } from '../../src/db/sql.js';
 
@@ -56,16 +56,6 @@ export interface CitusCluster {
   dataDir?: (port: number) => string;
 }
 
-/** Three consecutive ports nothing listens on, from a random start (several runs share a machine). */
-async function freePorts(count: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
-    const taken = await Promise.all(Array.from({ length: count }, (_, i) => canConnect(base + i)));
-    if (!taken.some(Boolean)) return base;
-  }
-  throw new Error('no free ports for a Citus cluster');
-}
-
 /** CITUS_URL's cluster, or a local one started now (installed first when needed). */
 export async function startCitus(root = process.cwd()): Promise<CitusCluster> {
   if (process.env.CITUS_URL) return { url: process.env.CITUS_URL, stop: async () => {} };
@@ -73,7 +63,7 @@ export async function startCitus(root = process.cwd()): Promise<CitusCluster> {
   if (!build) throw new Error('no Citus build in ../shared/citus');
   if (!existsSync(join(pgLibDir(), 'citus.so'))) execFileSync('bash', [join(build, 'install.sh')]);
   const dir = mkdtempSync(join(tmpdir(), 'lf-citus-'));
-  const port = await freePorts(3);
+  const port = await freePortRange(3);
   const cluster = join(build, 'cluster.sh');
   const stop = async () => {
     // cluster.sh stop exits 1 when its last `node-*` entry is a log file rather than a data
