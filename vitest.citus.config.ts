@@ -23,6 +23,8 @@ export const citusFiles = [
   'test/integration/jobs-outbox.test.ts',
   // A worker stopped on a cluster of the file's own: the API's answer meanwhile (point 5).
   'test/integration/citus-availability.test.ts',
+  // A brand's statements on its shards where they are; a shard move waits for its transaction.
+  'test/integration/citus-brand-shards.test.ts',
   // A single-node database given the extension afterwards: npm run migrate distributes it (point 5).
   'test/integration/citus-catch-up.test.ts',
   // Work across brands (issue 37, point 3): per brand on Citus, or statements it can plan.

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
+import { brandShardsFunction, onBrandShards } from './brand-shards.js';
 
 /** The statements of one transaction on the hot ingestion path. `?` placeholders, as elsewhere. */
 export interface Sql {
@@ -60,35 +61,50 @@ export interface StoredStatement {
  * must carry its type (`?::jsonb`): it becomes the function's parameter of that type.
  * `brandFirst`: the statement touches one brand only, and the function takes that brand as an
  * argument of its own, put before the statement's (which need not read it): on Citus the function
- * is distributed by it. Of brand_id's own type, varchar: Citus compares the call's brand with the
- * shard key of each routed statement the function runs, and a text value never equals a varchar
- * one ("queries must filter by the distribution argument…", measured).
+ * is distributed by it, and runs the statement on the brand's shards there (db/brand-shards.ts:
+ * the statement quotes the names of its tables). Of brand_id's own type, varchar: where Citus
+ * routes the statement itself it compares the call's brand with the shard key, and a text value
+ * never equals a varchar one ("queries must filter by the distribution argument…", measured).
+ * `settings`: the function's own (`set enable_seqscan = off` while it runs): a brand's statement
+ * runs on its worker, which the coordinator transaction's `SET LOCAL` does not reach.
  */
 export function storedStatement(
   text: string,
   columns: string,
-  options: { brandFirst?: boolean } = {},
+  options: { brandFirst?: boolean; settings?: TransactionSettings } = {},
 ): StoredStatement {
   const own = [...text.matchAll(/\?(::[a-z_]+(\[\])?)?/g)].map((m) => m[1]?.slice(2));
   if (own.some((t) => !t)) throw new Error('every ? of a stored statement needs a type cast (?::jsonb)');
   const first = options.brandFirst === true;
+  const settings = functionSettings(options.settings ?? {});
   const types = [...(first ? ['varchar'] : []), ...(own as string[])];
   const name = `lf_${createHash('sha1')
-    .update(`${text}\0${columns}${first ? `\0brand first ${types[0]}` : ''}`)
+    .update(`${text}\0${columns}${first ? `\0brand first ${types[0]} on its shards` : ''}${settings}`)
     .digest('hex')
     .slice(0, 24)}`;
   return {
     text,
     name,
-    definition: `create function ${name}(${types.join(', ')}) returns setof record language plpgsql as $lf$
+    definition: `create function ${name}(${types.join(', ')}) returns setof record language plpgsql${settings} as $lf$
 begin
-  return query ${positional(text, first ? 1 : 0)};
+  ${first ? onBrandShards(positional(text, 1), types.length) : `return query ${positional(text)};`}
 end
 $lf$`,
     call: `select * from ${name}(${types.map((t) => `?::${t}`).join(', ')}) as r(${columns})`,
     types,
     ...(first ? { brandArgument: 1 } : {}),
   };
+}
+
+/** A function's own settings (`set enable_seqscan = off`), in force while it runs. */
+function functionSettings(settings: TransactionSettings): string {
+  return Object.entries(settings)
+    .map(([name, value]) => {
+      if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value))
+        throw new Error(`function setting ${name}=${value} is not a plain name and value`);
+      return ` set ${name} = ${value}`;
+    })
+    .join('');
 }
 
 /** The lock that serializes installers: processes starting together neither collide nor replace a planned function. */
@@ -112,6 +128,15 @@ export async function installStoredStatements(
     const created: string[] = [];
     const distributed: string[] = [];
     const present = await presentStatements(sql, statements);
+    const byBrand = statements.filter((s) => s.brandArgument !== undefined);
+    const [helper] = await sql.query<{ present: boolean }>(
+      `select to_regprocedure(?) is not null as present`,
+      [brandShardsFunction.procedure],
+    );
+    if (byBrand.length > 0 && !helper?.present) {
+      await sql.query(brandShardsFunction.definition);
+      created.push(brandShardsFunction.name);
+    }
     for (const s of statements)
       if (!present.has(s.name)) {
         await sql.query(s.definition);
@@ -127,7 +152,6 @@ export async function installStoredStatements(
       `select exists (select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')) as distributed`,
     );
     if (!tables?.distributed) return { created, distributed };
-    const byBrand = statements.filter((s) => s.brandArgument !== undefined);
     const done = new Set(
       (
         await sql.query<{ name: string }>(
@@ -138,6 +162,15 @@ export async function installStoredStatements(
         )
       ).map((r) => r.name),
     );
+    // The brand's statements call it on the brand's worker: it goes to every node.
+    const [spread] = await sql.query<{ spread: boolean }>(
+      `select exists (select 1 from pg_dist_object where classid = 'pg_proc'::regclass and objid = to_regprocedure(?)) as spread`,
+      [brandShardsFunction.procedure],
+    );
+    if (byBrand.length > 0 && !spread?.spread) {
+      await sql.query(`select create_distributed_function(?::regprocedure)`, [brandShardsFunction.procedure]);
+      distributed.push(brandShardsFunction.name);
+    }
     for (const s of byBrand) {
       if (done.has(s.name)) continue;
       await sql.query(

@@ -16,7 +16,7 @@ export type OutboxEntry = {
 }[JobName];
 
 /** The outbox insert, built once: every group commit writes it. */
-const outboxInsert = `insert into outbox_messages (brand_id, id, job_name, data, request_id, event_id, available_at)
+const outboxInsert = `insert into "outbox_messages" (brand_id, id, job_name, data, request_id, event_id, available_at)
           select x.brand_id, x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
             from ${recordset({ brand_id: 'text', id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`;
 

@@ -3,6 +3,7 @@ import { executeWrites, writeStatementText } from '../../db/write-set.js';
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import type { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
+import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
 import { idempotencyLockName, keyInFlight, keyReusedWithOtherRequest, lockKeys } from './idempotency.js';
 import { type KeyProbe, loadOrderBooks, loadStatements } from './load-book.js';
 import { scopeKey } from './order-book.js';
@@ -74,7 +75,7 @@ function writeStatements(parts: GroupWritePart[]) {
   const text = writeStatementText(parts.map((part) => template[part]));
   return {
     statement: storedStatement(text, 'ok int'),
-    oneBrand: storedStatement(text, 'ok int', { brandFirst: true }),
+    oneBrand: storedStatement(text, 'ok int', { brandFirst: true, settings: ENGINE_TRANSACTION_SETTINGS }),
   };
 }
 

@@ -15,6 +15,7 @@ import {
   type IngestRequest,
   ingestionStatements,
 } from './commit-group.js';
+import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
 import { GroupCommit, type Settled } from './group-commit.js';
 import { idempotencyLockName, isKeyInFlight } from './idempotency.js';
 
@@ -28,12 +29,8 @@ const RACE_ATTEMPTS = 4;
 /** How often a request whose key another process holds looks again. */
 const KEY_POLL_MS = 25;
 
-/**
- * The engine's transactions never plan a sequential scan: with every hot-path lookup written
- * as a probe that exactly one unique index can serve, an index probe is the only plan left.
- * Set per transaction (SET LOCAL), so it holds behind a transaction pooler and leaks to nothing.
- */
-export const ENGINE_TRANSACTION_SETTINGS = { enable_seqscan: 'off' } as const;
+// Set per transaction (SET LOCAL), so it holds behind a transaction pooler and leaks to nothing.
+export { ENGINE_TRANSACTION_SETTINGS };
 
 export interface IngestionOptions {
   /**

@@ -6,6 +6,7 @@ import { Journal } from '../ledger/journal.js';
 import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
 import { WebhookEmitter } from '../webhooks/emitter.js';
 import type { Subscriber } from '../webhooks/webhook-writes.js';
+import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
 import { type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
 import { orderColumns, orderFromRow } from './order-state.js';
 import type { ValidEvent } from './valid-event.js';
@@ -58,10 +59,11 @@ interface LoadShape {
 // webhook endpoints of each brand and mode come from one partial-index scan (few rows, not
 // locked: an endpoint disabled or deleted meanwhile is checked again when its delivery runs).
 //
-// On Citus (`oneBrand`) a group holds one brand's requests (ingestion.ts), and every table the
-// load reads is also filtered by that brand, the same parameter each time: Citus then routes the
-// whole statement to the brand's shards on one worker, where it runs as written (a lateral probe
-// with LIMIT that reads a json array is not something it can spread over shards).
+// On Citus (`oneBrand`) a group holds one brand's requests (ingestion.ts): the load is then the
+// brand's stored statement, its call delegated to the brand's worker and run there on the brand's
+// shards, named by the quoted table names (db/brand-shards.ts). Every table it reads is also
+// filtered by that brand, the same parameter each time, so that where Citus routes it instead
+// (a shard on the move) it goes whole to one worker.
 function loadSql(shape: LoadShape, lock: boolean, oneBrand: boolean): string {
   const b = (alias: string) => (oneBrand ? ` and ${alias}.brand_id = ${BRAND}` : '');
   return `
@@ -69,7 +71,7 @@ with locked as (
   select o.*
     from json_array_elements_text(?::json) with ordinality as want(lookup_key, n)
     cross join lateral (
-      select ${orderFields} from orders o where ${orderLookupKeySql('o')} = want.lookup_key${b('o')} limit 1${lock ? ' for update' : ''}
+      select ${orderFields} from "orders" o where ${orderLookupKeySql('o')} = want.lookup_key${b('o')} limit 1${lock ? ' for update' : ''}
     ) o
 ),
 codes as (
@@ -77,7 +79,7 @@ codes as (
     from json_to_recordset(?::json) as want(brand_id text, code_key text)
     cross join lateral (
       select c.brand_id, c.code_key, c.creator_id, c.offer_id, f.commission_bps
-        from coupon_codes c left join offers f on f.brand_id = c.brand_id and f.id = c.offer_id${b('f')}
+        from "coupon_codes" c left join "offers" f on f.brand_id = c.brand_id and f.id = c.offer_id${b('f')}
        where c.brand_id = want.brand_id and c.code_key = want.code_key${b('c')}
        limit 1
     ) c
@@ -89,7 +91,7 @@ clicks as (
     from json_to_recordset(?::json) as want(brand_id text, id text)
     cross join lateral (
       select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
-        from clicks k join offers f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
+        from "clicks" k join "offers" f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
        where k.brand_id = want.brand_id and k.id = want.id${b('k')}
        limit 1
     ) k
@@ -100,7 +102,7 @@ creators as (
   select c.brand_id, c.id, c.customer_hashes
     from (select brand_id, creator_id from locked union select brand_id, creator_id from codes${shape.clicks ? ' union select brand_id, creator_id from clicks' : ''}) want
     cross join lateral (
-      select c.brand_id, c.id, c.customer_hashes from creators c
+      select c.brand_id, c.id, c.customer_hashes from "creators" c
        where c.brand_id = want.brand_id and c.id = want.creator_id${b('c')}
     ) c
 ),${
@@ -111,7 +113,7 @@ refunds as (
     from json_to_recordset(?::json) as want(lookup_key text, refund_id text)
     join locked l on l.lookup_key = want.lookup_key
     cross join lateral (
-      select r.refund_id from refunds r
+      select r.refund_id from "refunds" r
        where r.brand_id = l.brand_id and r.order_id = l.id and r.refund_id = want.refund_id${b('r')} limit 1
     ) r
 ),`
@@ -123,7 +125,7 @@ responses as (
   select want.i, r.request_hash, r.response_status, r.response_body
     from json_to_recordset(?::json) as want(i int, brand_id text, livemode boolean, key text)
     cross join lateral (
-      select r.request_hash, r.response_status, r.response_body, r.created_at from idempotency_records r
+      select r.request_hash, r.response_status, r.response_body, r.created_at from "idempotency_records" r
        where r.brand_id = want.brand_id and r.livemode = want.livemode and r.key = want.key${b('r')}
        limit 1
     ) r
@@ -135,7 +137,7 @@ endpoints as (
   select e.id, e.brand_id, e.livemode, e.enabled_events
     from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
     cross join lateral (
-      select e.id, e.brand_id, e.livemode, e.enabled_events from webhook_endpoints e
+      select e.id, e.brand_id, e.livemode, e.enabled_events from "webhook_endpoints" e
        where e.brand_id = want.brand_id and e.livemode = want.livemode and e.status = 'enabled'${b('e')}
     ) e
 )
@@ -176,7 +178,14 @@ function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): Load
     if (token === BRAND) brandAt.push(n);
     n++;
   }
-  return { stored: storedStatement(text.replaceAll(BRAND, '?::varchar'), loaded), brandAt };
+  return {
+    stored: storedStatement(
+      text.replaceAll(BRAND, '?::varchar'),
+      loaded,
+      oneBrand ? { brandFirst: true, settings: ENGINE_TRANSACTION_SETTINGS } : {},
+    ),
+    brandAt,
+  };
 }
 
 /** The load's values with the brand put in at each of its places. */
@@ -258,10 +267,11 @@ export async function loadOrderBooks(
     ...(shape.responses ? [JSON.stringify(keys)] : []),
     JSON.stringify(scopesOf(requests)),
   ];
-  const [row] = await sql.query<Record<string, Rows>>(
-    load.stored,
-    withBrand(values, load.brandAt, options.oneBrand),
-  );
+  const brandFirst = options.oneBrand === undefined ? [] : [options.oneBrand];
+  const [row] = await sql.query<Record<string, Rows>>(load.stored, [
+    ...brandFirst,
+    ...withBrand(values, load.brandAt, options.oneBrand),
+  ]);
   const r = row!;
   const journal = new Journal();
   const newRefunds: NewRefund[] = [];

@@ -53,10 +53,12 @@ const minuteOf = (at: Date | number) => {
   return isoTime(ms - (ms % 60_000));
 };
 
-/** The tally insert, built once: every group commit writes it. */
-const integrationTallyInsert = `insert into integration_tallies (brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
+/** The tally insert, built once: every group commit writes it. Its id is taken from the
+ * table's sequence by name: a Citus shard, which the brand's write names there, has no default
+ * for it (db/brand-shards.ts). */
+const integrationTallyInsert = `insert into "integration_tallies" (id, brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
                                            paid_events, refund_events, browser_events, last_event_at)
-          select x.brand_id, x.livemode, coalesce(x.bucket, date_trunc('minute', now())), x.orders, x.unattributed,
+          select nextval('integration_tallies_id_seq'), x.brand_id, x.livemode, coalesce(x.bucket, date_trunc('minute', now())), x.orders, x.unattributed,
                  x.click_ref, x.paid, x.refunds, x.browser, x.last_event_at
             from ${recordset({
               brand_id: 'text',

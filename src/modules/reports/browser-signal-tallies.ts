@@ -16,11 +16,13 @@ const signalTypes = new Set<string>(browserEventTypes);
 export const bucketOf = (column: string) =>
   `date_bin('15 minutes', ${column}, timestamptz '2000-01-01 00:00Z')`;
 
-/** The tally insert, built once: every group commit writes it. */
-const signalTallyInsert = `insert into browser_signal_tallies (brand_id, livemode, bucket_start, type, count)
-          select x.brand_id, x.livemode, ${bucketOf('x.occurred_at')}, x.type, count(*)
+/** The tally insert, built once: every group commit writes it. Its id is taken from the
+ * table's sequence by name: a Citus shard, which the brand's write names there, has no default
+ * for it (db/brand-shards.ts). */
+const signalTallyInsert = `insert into "browser_signal_tallies" (id, brand_id, livemode, bucket_start, type, count)
+          select nextval('browser_signal_tallies_id_seq'), x.brand_id, x.livemode, ${bucketOf('x.occurred_at')}, x.type, count(*)
             from ${recordset({ brand_id: 'text', livemode: 'boolean', type: 'text', occurred_at: 'timestamptz' })}
-           group by 1, 2, 3, 4`;
+           group by 2, 3, 4, 5`;
 
 /** The group's browser signals, counted per brand, mode, quarter hour and type, appended as tallies. */
 export function browserSignalTallies(received: readonly SignalRow[]): WritePart {

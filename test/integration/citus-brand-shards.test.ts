@@ -1,0 +1,165 @@
+import pg from 'pg';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { brandShardsFunction } from '../../src/db/brand-shards.js';
+import { makeShop, sendEvent } from '../factories/index.js';
+import { clusterNodes } from '../setup/citus.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+/**
+ * On Citus a brand's stored statements run on the brand's shards, on the worker the call is
+ * delegated to (db/brand-shards.ts): the quoted table names become the shards' there, and stay
+ * the distributed tables' anywhere else (the coordinator, another worker), where Citus routes
+ * them. A shard move waits for a brand's transaction that named its shards (the ShareLock Citus'
+ * executor takes), and once moved the brand's events land on its new worker. Skipped under
+ * `npm test`: there are no shards.
+ */
+const onCitus = inject('citusUrl') !== undefined;
+
+let ctx: TestContext;
+let shop: Awaited<ReturnType<typeof makeShop>>;
+/** The test database on the coordinator, then on each worker. */
+let nodes: string[];
+
+async function onNode<T>(url: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await work(c);
+  } finally {
+    await c.end();
+  }
+}
+
+const statement = `select 1 from "orders" o join "ledger_movements" m on true where false
+  on conflict on constraint "orders_pkey"`;
+const named = (c: pg.Client) =>
+  c
+    .query<{ sent: string }>(`select ${brandShardsFunction.name}($1, $2, $3, $4) as sent`, [
+      shop.brandId,
+      statement,
+      ['orders', 'ledger_movements', 'orders_pkey'],
+      ['orders', 'ledger_movements', 'orders'],
+    ])
+    .then((r) => r.rows[0]!.sent);
+
+/** The node (index in `nodes`) holding the brand's orders shard, and that shard's id. */
+async function placement(): Promise<{ node: number; shard: string; port: number }> {
+  const [row] = await ctx.orm.em.fork().execute<{ shard: string; port: number }[]>(
+    `select p.shardid::text as shard, p.nodeport as port from pg_dist_shard_placement p
+      where p.shardid = get_shard_id_for_distribution_column('orders', ?::varchar)`,
+    [shop.brandId],
+  );
+  const node = nodes.findIndex((u) => Number(new URL(u).port) === row!.port);
+  return { node, shard: row!.shard, port: row!.port };
+}
+
+const paid = (order_id: string) =>
+  sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', { order_id, amount: 10_000, coupon_code: 'MINA20' });
+
+beforeAll(async () => {
+  if (!onCitus) return;
+  ctx = await createTestApp();
+  shop = await makeShop(ctx);
+  const url = ctx.config.DATABASE_DIRECT_URL ?? ctx.config.DATABASE_URL;
+  const database = new URL(url).pathname;
+  nodes = (await clusterNodes(url)).map((n) => Object.assign(new URL(n), { pathname: database }).toString());
+  for (let i = 0; i < 3; i++) expect((await paid(`bs-${i}`)).status).toBe(200);
+});
+afterAll(() => ctx?.close());
+
+describe.runIf(onCitus)("a brand's statements on its shards", () => {
+  it("name the brand's shards on its worker and the distributed tables elsewhere", async () => {
+    const { node } = await placement();
+    const shardOf = async (table: string) =>
+      (
+        await ctx.orm.em
+          .fork()
+          .execute<{ id: string }[]>(`select get_shard_id_for_distribution_column(?, ?::varchar)::text as id`, [
+            table,
+            shop.brandId,
+          ])
+      )[0]!.id;
+    const [orders, movements] = [await shardOf('orders'), await shardOf('ledger_movements')];
+    for (const [i, url] of nodes.entries()) {
+      const sent = await onNode(url, named);
+      if (i === node)
+        expect(sent).toBe(
+          statement
+            .replace('"orders"', `"orders_${orders}"`)
+            .replace('"ledger_movements"', `"ledger_movements_${movements}"`)
+            .replace('"orders_pkey"', `"orders_pkey_${orders}"`),
+        );
+      else expect(sent, `node ${i}`).toBe(statement);
+    }
+  });
+
+  it("makes a shard move wait for the brand's transaction; its events then land on the new worker", async () => {
+    const from = await placement();
+    const to = nodes.findIndex((_, i) => i > 0 && i !== from.node);
+    const target = Number(new URL(nodes[to]!).port);
+    // A brand's transaction on its worker that has named its shards: it holds their metadata lock.
+    const holder = new pg.Client({ connectionString: nodes[from.node] });
+    await holder.connect();
+    const mover = new pg.Client({ connectionString: nodes[0] });
+    await mover.connect();
+    try {
+      await holder.query('begin');
+      expect(await named(holder)).toContain(`"orders_${from.shard}"`);
+      let moved = false;
+      const move = mover
+        .query(
+          `select citus_move_shard_placement($1::bigint, '127.0.0.1', $2, '127.0.0.1', $3, shard_transfer_mode => 'block_writes')`,
+          [from.shard, from.port, target],
+        )
+        .then(() => {
+          moved = true;
+        });
+      // The move waits for the lock on the brand's worker, and only for it.
+      await expect
+        .poll(
+          () =>
+            onNode(nodes[from.node]!, (c) =>
+              c
+                .query<{ n: number }>(`select count(*)::int as n from pg_locks where not granted`)
+                .then((r) => r.rows[0]!.n),
+            ),
+          { timeout: 20_000, interval: 100 },
+        )
+        .toBeGreaterThan(0);
+      expect(moved).toBe(false);
+      await holder.query('commit');
+      await move;
+    } finally {
+      await holder.end();
+      await mover.end();
+    }
+    expect((await placement()).port).toBe(target);
+    // The old worker now names the distributed tables; the new one the shards.
+    expect(await onNode(nodes[from.node]!, named)).toBe(statement);
+    expect(await onNode(nodes[to]!, named)).toContain(`"orders_${from.shard}"`);
+
+    for (let i = 3; i < 6; i++) expect((await paid(`bs-${i}`)).status).toBe(200);
+    const refund = await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+      order_id: 'bs-0',
+      refund_id: 'bs-r0',
+      amount: 10_000,
+    });
+    expect(refund.status).toBe(200);
+    const orders = await request(ctx.app)
+      .get('/v1/orders?limit=100')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(orders.status).toBe(200);
+    expect(orders.body.data.map((o: { order_id: string }) => o.order_id).sort()).toEqual(
+      ['bs-0', 'bs-1', 'bs-2', 'bs-3', 'bs-4', 'bs-5'].sort(),
+    );
+    // Every order's movements sum to its balance, on the new worker as before the move.
+    const [books] = await ctx.orm.em.fork().execute<{ balance: number; movements: number }[]>(
+      `select (select sum(commission_balance) from orders where brand_id = ?)::int as balance,
+              (select sum(amount) from ledger_movements where brand_id = ?)::int as movements`,
+      [shop.brandId, shop.brandId],
+    );
+    expect(books!.balance).toBe(books!.movements);
+    expect(books!.balance).toBeGreaterThan(0);
+  });
+});
