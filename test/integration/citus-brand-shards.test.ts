@@ -75,10 +75,10 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
       (
         await ctx.orm.em
           .fork()
-          .execute<{ id: string }[]>(`select get_shard_id_for_distribution_column(?, ?::varchar)::text as id`, [
-            table,
-            shop.brandId,
-          ])
+          .execute<{ id: string }[]>(
+            `select get_shard_id_for_distribution_column(?, ?::varchar)::text as id`,
+            [table, shop.brandId],
+          )
       )[0]!.id;
     const [orders, movements] = [await shardOf('orders'), await shardOf('ledger_movements')];
     for (const [i, url] of nodes.entries()) {
