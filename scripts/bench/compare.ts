@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuMsBetween, cpuSnapshot } from './cpu.js';
+import { migrate } from './database.js';
 import { batchesPaid, singlePaid, type Target } from './load.js';
 import { fmt, log, options, root, tmpDir } from './options.js';
 import { type RunningServer, startServer, stopServer } from './server.js';
@@ -163,6 +164,8 @@ async function inTurns(other: string, rounds: number): Promise<CostRun[]> {
   const ctx = await prepare();
   const servers: { tree: string; server: RunningServer }[] = [];
   try {
+    // The other release's stored statements beside this one's (their names follow their text).
+    migrate(ctx.env, other);
     for (const [tree, dir] of [
       ['against', other],
       ['this', root],

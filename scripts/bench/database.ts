@@ -34,17 +34,18 @@ export async function recreateDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-function runScript(name: string, env: NodeJS.ProcessEnv): string {
+function runScript(name: string, env: NodeJS.ProcessEnv, cwd = root): string {
   return execFileSync(process.execPath, ['scripts/entry.mjs', name], {
-    cwd: root,
+    cwd,
     env,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   });
 }
 
-export function migrate(env: NodeJS.ProcessEnv): void {
-  runScript('migrate', env);
+/** `cwd`: the checkout whose migrate runs (another revision's adds its release's stored statements). */
+export function migrate(env: NodeJS.ProcessEnv, cwd = root): void {
+  runScript('migrate', env, cwd);
 }
 
 export function seed(env: NodeJS.ProcessEnv): Seed {
