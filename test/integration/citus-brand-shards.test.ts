@@ -3,7 +3,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { brandShardsFunction } from '../../src/db/brand-shards.js';
 import { makeShop, sendEvent } from '../factories/index.js';
-import { clusterNodes } from '../setup/citus.js';
+import { clusterNodes, onNode } from '../setup/citus.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -20,16 +20,6 @@ let ctx: TestContext;
 let shop: Awaited<ReturnType<typeof makeShop>>;
 /** The test database on the coordinator, then on each worker. */
 let nodes: string[];
-
-async function onNode<T>(url: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await work(c);
-  } finally {
-    await c.end();
-  }
-}
 
 const statement = `select 1 from "orders" o join "ledger_movements" m on true where false
   on conflict on constraint "orders_pkey"`;

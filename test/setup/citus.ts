@@ -85,7 +85,8 @@ export async function startCitus(root = process.cwd()): Promise<CitusCluster> {
   }
 }
 
-async function onNode<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** `work` on one client of `url`, closed after (a node of the cluster, any database). */
+export async function onNode<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   client.on('error', () => {});
   await client.connect();
