@@ -14,9 +14,12 @@ import { createHash } from 'node:crypto';
  * function below turns each quoted name into its shard's (`"orders_102173"`, constraints by
  * their table's shard) when every one of those shards is on this node, after taking the lock
  * Citus' own executor takes before writing to a shard (a shard move or split waits for the
- * transaction, and one that finished meanwhile is seen). Otherwise, on a coordinator that ran
- * the call itself or while a shard moves, the names stay the distributed tables' and Citus
- * routes the statement as it would any other. Plain PostgreSQL keeps the statement as it is.
+ * transaction, and one that finished meanwhile is seen). On a coordinator that ran the call
+ * itself the names stay the distributed tables', for Citus to route the statement as any other;
+ * on a worker that the shards left while the call was on its way (a move finished between the
+ * coordinator's routing and the lock), it fails as a serialization failure, which the engine
+ * reruns (db/retry.ts), routed to the shards' new node. Plain PostgreSQL keeps the statement as
+ * it is.
  */
 const body = `
 declare
@@ -34,7 +37,11 @@ begin
   perform lock_shard_metadata(5, shards[1:1]);
   if not exists (select 1 from pg_dist_placement p, pg_dist_local_group l
                   where p.shardid = shards[1] and p.groupid = l.groupid) then
-    return statement;
+    if (select groupid from pg_dist_local_group) = 0 then
+      return statement;
+    end if;
+    raise exception 'the shards of brand % moved off this node while its call was on the way', brand
+      using errcode = '40001', hint = 'Run the transaction again: the coordinator routes it to their new node.';
   end if;
   for i in 1 .. cardinality(names) loop
     sent := replace(sent, format('"%s"', names[i]), format('"%s_%s"', names[i], shards[i]));
