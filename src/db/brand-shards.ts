@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
  * So a brand's statement names its tables quoted (`from "orders"`, `on conflict on
  * constraint "orders_pkey"`), which reads the same as unquoted on plain PostgreSQL. On Citus the
  * function below turns each quoted name into its shard's (`"orders_102173"`, constraints by
- * their table's shard) when every one of those shards is on this node, after taking the lock
+ * their table's shard) when those shards are on this node (co-located, so one tells), after the lock
  * Citus' own executor takes before writing to a shard (a shard move or split waits for the
  * transaction, and one that finished meanwhile is seen). On a coordinator that ran the call
  * itself the names stay the distributed tables', for Citus to route the statement as any other;
