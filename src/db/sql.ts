@@ -79,7 +79,10 @@ export function storedStatement(
   const settings = functionSettings(options.settings ?? {});
   const types = [...(first ? ['varchar'] : []), ...(own as string[])];
   const name = `lf_${createHash('sha1')
-    .update(`${text}\0${columns}${first ? `\0brand first ${types[0]} on its shards` : ''}${settings}`)
+    // A brand's names its shards' helper too: a new helper gets new functions that call it.
+    .update(
+      `${text}\0${columns}${first ? `\0brand first ${types[0]} ${brandShardsFunction.name}` : ''}${settings}`,
+    )
     .digest('hex')
     .slice(0, 24)}`;
   return {
@@ -127,20 +130,14 @@ export async function installStoredStatements(
     await sql.query(INSTALL_LOCK);
     const created: string[] = [];
     const distributed: string[] = [];
-    const present = await presentStatements(sql, statements);
+    const present = await presentFunctions(sql, neededFunctions(statements));
     const byBrand = statements.filter((s) => s.brandArgument !== undefined);
-    const [helper] = await sql.query<{ present: boolean }>(
-      `select to_regprocedure(?) is not null as present`,
-      [brandShardsFunction.procedure],
-    );
-    if (byBrand.length > 0 && !helper?.present) {
-      await sql.query(brandShardsFunction.definition);
-      created.push(brandShardsFunction.name);
-    }
-    for (const s of statements)
-      if (!present.has(s.name)) {
-        await sql.query(s.definition);
-        created.push(s.name);
+    // The helper first: the brand's functions call it.
+    const definitions = [...(byBrand.length > 0 ? [brandShardsFunction] : []), ...statements];
+    for (const f of definitions)
+      if (!present.has(f.name)) {
+        await sql.query(f.definition);
+        created.push(f.name);
       }
     const [citus] = await sql.query<{ citus: boolean }>(
       `select exists (select 1 from pg_extension where extname = 'citus') as citus`,
@@ -183,12 +180,18 @@ export async function installStoredStatements(
   });
 }
 
-/** The names of `statements` whose functions the database has. */
-async function presentStatements(sql: Sql, statements: readonly StoredStatement[]): Promise<Set<string>> {
+/** The functions `statements` need: their own, and the shards' helper of those named by a brand. */
+function neededFunctions(statements: readonly StoredStatement[]): string[] {
+  const helper = statements.some((s) => s.brandArgument !== undefined) ? [brandShardsFunction.name] : [];
+  return [...helper, ...statements.map((s) => s.name)];
+}
+
+/** Those of `names` the database has functions of. */
+async function presentFunctions(sql: Sql, names: readonly string[]): Promise<Set<string>> {
   const present = await sql.query<{ name: string }>(
     `select proname as name from pg_proc
       where pronamespace = current_schema()::regnamespace and proname = any(?::text[])`,
-    [statements.map((s) => s.name)],
+    [names],
   );
   return new Set(present.map((p) => p.name));
 }
@@ -202,8 +205,9 @@ export async function missingStoredStatements(
   statements: readonly StoredStatement[],
 ): Promise<string[]> {
   return inTransactionOn(pool, async (sql) => {
-    const present = await presentStatements(sql, statements);
-    return statements.filter((s) => !present.has(s.name)).map((s) => s.name);
+    const needed = neededFunctions(statements);
+    const present = await presentFunctions(sql, needed);
+    return needed.filter((name) => !present.has(name));
   });
 }
 

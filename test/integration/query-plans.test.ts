@@ -8,8 +8,9 @@ import {
   type IngestRequest,
   ingestionStatements,
 } from '../../src/modules/ingestion/commit-group.js';
+import { ENGINE_TRANSACTION_SETTINGS } from '../../src/modules/ingestion/engine-settings.js';
 import { requestHash } from '../../src/modules/ingestion/idempotency.js';
-import { ENGINE_TRANSACTION_SETTINGS, Ingestion } from '../../src/modules/ingestion/ingestion.js';
+import { Ingestion } from '../../src/modules/ingestion/ingestion.js';
 import { oneOrderWhere } from '../../src/modules/orders/lookup-key.js';
 import { deliveriesOfRequestSql } from '../../src/modules/webhooks/webhooks.service.js';
 import { requestRecordsSql } from '../../src/ops/trace.js';

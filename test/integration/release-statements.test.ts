@@ -1,6 +1,7 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { brandShardsFunction } from '../../src/db/brand-shards.js';
 import {
   installReleaseStatements,
   missingReleaseStatements,
@@ -67,6 +68,22 @@ describe("the release's stored statements", () => {
     },
   );
 
+  it("count the brand shards' helper their brand's functions call: dropped, it is missing until migrate makes it again", async () => {
+    await pool.query(`drop function ${brandShardsFunction.procedure}`);
+    expect(await missingReleaseStatements(pool)).toEqual([brandShardsFunction.name]);
+    const again = await installReleaseStatements(ctx.directDatabaseUrl);
+    expect(again.created).toEqual([brandShardsFunction.name]);
+    // On Citus it is on every worker again, where the brand's functions call it.
+    if (onCitus) {
+      const { rows } = await pool.query<{ result: string }>(
+        `select result from run_command_on_workers($$select to_regprocedure('${brandShardsFunction.procedure}') is not null$$)`,
+      );
+      expect(rows.length).toBeGreaterThan(0);
+      for (const r of rows) expect(r.result).toBe('t');
+    }
+    expect(await missingReleaseStatements(pool)).toEqual([]);
+  });
+
   it('are never created by the web process: a missing one answers 503 (retryable), its log line naming npm run migrate', async () => {
     for (const s of releaseStatements) await pool.query(`drop function ${signature(s)}`);
     const refused = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
@@ -82,7 +99,7 @@ describe("the release's stored statements", () => {
     expect(ready.status).toBe(503);
     expect(ready.body.checks.schema).toBe('not_migrated');
     expect(ready.body.message).toMatch(/stored statement\(s\) of this code .*run npm run migrate/);
-    // Still missing: the request created none.
+    // Still missing: the request created none (the brand shards' helper stayed: not dropped).
     expect((await missingReleaseStatements(pool)).length).toBe(releaseStatements.length);
     // What npm run migrate does last; the same process then goes on.
     expect((await installReleaseStatements(ctx.directDatabaseUrl)).created.length).toBe(

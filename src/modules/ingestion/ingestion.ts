@@ -29,9 +29,6 @@ const RACE_ATTEMPTS = 4;
 /** How often a request whose key another process holds looks again. */
 const KEY_POLL_MS = 25;
 
-// Set per transaction (SET LOCAL), so it holds behind a transaction pooler and leaks to nothing.
-export { ENGINE_TRANSACTION_SETTINGS };
-
 export interface IngestionOptions {
   /**
    * Groups in flight at once, each on its own connection: with two, one group's load and
