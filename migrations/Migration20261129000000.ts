@@ -1,5 +1,13 @@
 import { Migration } from '@mikro-orm/migrations';
 
+type TablesModule = typeof import('../src/db/tables.js');
+
+/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
+async function tableRegistry(): Promise<TablesModule> {
+  const base = '../src/db/tables';
+  return import(`${base}.js`).catch(() => import(`${base}.ts`));
+}
+
 /**
  * Issue 37: a schema Citus can shard by brand (docs/scale-out.md, "Citus"). On any PostgreSQL:
  * every brand table's primary and unique keys start with `brand_id` (but those of the three
@@ -128,50 +136,6 @@ const uniqueKeys = [
     'unique ("dedup_key")',
   ],
 ] as const;
-
-/** Small, global, rarely written, read before the brand is known: replicated to every node on Citus. */
-export const referenceTables = ['brands', 'api_keys', 'link_slugs', 'payout_runs'];
-
-/**
- * Distributed by brand_id, all co-located with the first, in an order where every table a
- * foreign key names is distributed before the table that names it.
- */
-export const distributedTables = [
-  'creators',
-  'offers',
-  'coupon_codes',
-  'tracking_links',
-  'clicks',
-  'orders',
-  'refunds',
-  'ledger_movements',
-  'received_events',
-  'idempotency_records',
-  'payouts',
-  'payout_clawbacks',
-  'outbox_messages',
-  'missing_orders',
-  'ingestion_failures',
-  'integration_status',
-  'integration_tallies',
-  'integration_counts',
-  'balance_tallies',
-  'creator_balances',
-  'webhook_endpoints',
-  'webhook_events',
-  'webhook_deliveries',
-  'browser_signal_tallies',
-  'browser_signal_counts',
-  'conversion_tallies',
-  'conversion_fine_tallies',
-  'conversion_counts',
-];
-
-/**
- * Left as plain tables of the coordinator: operational counters of its processes (/metrics),
- * never joined with brand rows; and MikroORM's record of applied migrations.
- */
-export const coordinatorLocalTables = ['requeued_work', 'mikro_orm_migrations'];
 
 const LOOKUP_KEY = `(brand_id || '/' || case when livemode then 'live' else 'test' end || '/' || order_id)`;
 
@@ -344,7 +308,7 @@ export class Migration20261129000000 extends Migration {
 
 /**
  * Citus: the reference tables, then the brand tables, each co-located with creators (all
- * shards of a brand on one worker); the coordinator's own stay plain tables. Sequential mode: one connection per worker for the
+ * shards of a brand on one worker); the coordinator's own stay plain tables (src/db/tables.ts). Sequential mode: one connection per worker for the
  * whole migration's transaction, so later DDL on a table sees the shards it created.
  */
 // biome-ignore lint/suspicious/noExplicitAny: raw rows.
@@ -389,11 +353,8 @@ export async function distributeOnCitus(execute: (sql: string) => Promise<any[]>
   // tallies' insert trigger there and count every stored balance twice: the triggers go, and
   // come back once the orders are in place.
   for (const [name] of tallyTriggers) await execute(`drop trigger ${name} on "orders";`);
-  for (const table of referenceTables) await execute(`select create_reference_table('${table}');`);
-  const [first, ...rest] = distributedTables;
-  await execute(`select create_distributed_table('${first}', 'brand_id');`);
-  for (const table of rest)
-    await execute(`select create_distributed_table('${table}', 'brand_id', colocate_with => '${first}');`);
+  // Each table as src/db/tables.ts registers it (those created by later migrations are placed by them).
+  await (await tableRegistry()).placeRegisteredTables(execute);
   // Citus refuses SET NULL on a key that includes the distribution column, even for named
   // columns: a code's offer and a click's link (never deleted: no path deletes offers or
   // links) are kept by a plain foreign key there.

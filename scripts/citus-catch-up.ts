@@ -2,13 +2,14 @@
 // extension (an existing single-node deployment moved onto Citus: docs/scale-out.md, "Moving a
 // database onto Citus"): the migration found no extension then and left every table plain, and
 // the migrator does not run it again. Once the extension is there, this distributes the tables
-// as the migration would have, in one transaction; nothing when there is no extension or the
-// tables are distributed already. Then the release's stored statements named by a brand are
+// as the migration would have, in one transaction; with the tables distributed already, it places
+// only registered tables left plain (src/db/tables.ts); nothing when there is no extension. Then the release's stored statements named by a brand are
 // distributed by it (db/sql.ts `installStoredStatements`).
 import pg from 'pg';
 import { distributeOnCitus } from '../migrations/Migration20261129000000.js';
 import { brandFirstTallyKeys } from '../migrations/Migration20261130000000.js';
 import { installReleaseStatements } from '../src/db/stored-statements.js';
+import { placeRegisteredTables } from '../src/db/tables.js';
 
 /** What was done, or undefined when there was nothing to do. */
 export async function distributeIfCitus(url: string): Promise<string | undefined> {
@@ -25,22 +26,29 @@ export async function distributeIfCitus(url: string): Promise<string | undefined
       `select exists (select 1 from pg_dist_partition where logicalrelid = 'orders'::regclass) as distributed,
               (select count(*) from pg_dist_node where groupid <> 0 and noderole = 'primary' and isactive)::int as workers`,
     );
-    if (state.rows[0]!.distributed) return undefined;
-    if (state.rows[0]!.workers === 0)
+    const distributedBefore = state.rows[0]!.distributed;
+    if (!distributedBefore && state.rows[0]!.workers === 0)
       throw new Error(
         'the citus extension is here but the coordinator knows no worker: add them first (select citus_add_node(host, port) for each), then run npm run migrate again',
       );
     await client.query('begin');
+    let placed: string[];
     try {
       const execute = async (sql: string) => (await client.query(sql)).rows;
-      await distributeOnCitus(execute);
-      // What later migrations do on Citus only, skipped when they ran on the plain tables.
-      if (rows[0]!.tallyKeys) await brandFirstTallyKeys(execute);
+      if (!distributedBefore) {
+        await distributeOnCitus(execute);
+        // What later migrations do on Citus only, skipped when they ran on the plain tables.
+        if (rows[0]!.tallyKeys) await brandFirstTallyKeys(execute);
+      }
+      // Registered tables a migration created without placing them (src/db/tables.ts).
+      placed = await placeRegisteredTables(execute);
       await client.query('commit');
     } catch (err) {
       await client.query('rollback').catch(() => {});
       throw err;
     }
+    if (distributedBefore)
+      return placed.length > 0 ? `placed ${placed.join(', ')} as src/db/tables.ts registers them` : undefined;
     // The release's stored statements were made before (migrateUp): those named by a brand go
     // beside the brand tables now.
     const { distributed } = await installReleaseStatements(url);

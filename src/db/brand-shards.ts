@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isBrandTable } from './tables.js';
 
 /**
  * A brand's stored statement on Citus runs on the brand's worker (its call is delegated there:
@@ -68,7 +69,14 @@ export const brandShardsFunction = (() => {
  */
 export function quotedBrandNames(text: string): { names: string[]; tables: string[] } {
   const names = [...new Set([...text.matchAll(/"([a-z_][a-z0-9_]*)"/g)].map((m) => m[1]!))];
-  return { names, tables: names.map((n) => n.replace(/_pkey$/, '')) };
+  const tables = names.map((n) => n.replace(/_pkey$/, ''));
+  // A reference or coordinator table has no shard beside the brand's: its name must stay as it is.
+  const strangers = tables.filter((t) => !isBrandTable(t));
+  if (strangers.length > 0)
+    throw new Error(
+      `a brand's statement names ${strangers.map((t) => `"${t}"`).join(', ')} quoted, which src/db/tables.ts does not register as a brand table: name other tables, columns and CTEs unquoted`,
+    );
+  return { names, tables };
 }
 
 /** A text[] literal of plain lower-case names (checked by `quotedBrandNames`' pattern). */

@@ -3,6 +3,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { migrationsPath, ormConfig } from './mikro-orm.config.js';
 import { installReleaseStatements } from './stored-statements.js';
+import { checkTableRegistry } from './tables.js';
 
 export type Orm = MikroORM;
 
@@ -36,7 +37,7 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
 }
 
 /**
- * Applies the pending migrations, then creates the release's stored statements the database lacks
+ * Applies the pending migrations, checks every table is registered (db/tables.ts), then creates the release's stored statements the database lacks
  * (db/stored-statements.ts; on Citus distributed by brand): the web process only calls them.
  * `statements` reports what that last step did.
  */
@@ -57,6 +58,8 @@ export async function migrateUp(
   let applied: string[];
   try {
     applied = (await orm.migrator.up()).map((m) => m.name);
+    // A table no migration registered would be placed on Citus by nobody: refused on any database.
+    await checkTableRegistry((sql) => orm.em.fork().execute(sql));
   } finally {
     await orm.close(true);
   }

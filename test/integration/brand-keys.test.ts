@@ -1,7 +1,7 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { distributedTables } from '../../migrations/Migration20261129000000.js';
+import { brandTablesKeyed, tablesOf } from '../../src/db/tables.js';
 import { AUTH_CHANGED_CHANNEL } from '../../src/modules/keys/keys.service.js';
 import { admin, makeShop, sendEvent } from '../factories/index.js';
 import { citusTableKinds, expectTablesAsNamed } from '../setup/citus-tables.js';
@@ -28,16 +28,11 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-/** Tally tables are queues folded by id: id first, the brand included (the migration's comment). */
-const tallies = [
-  'integration_tallies',
-  'balance_tallies',
-  'browser_signal_tallies',
-  'conversion_tallies',
-  'conversion_fine_tallies',
-];
+/** Tally tables are queues folded by id: id first, the brand included (src/db/tables.ts, `key: 'queue'`). */
+const tallies: string[] = brandTablesKeyed('queue');
+const distributedTables = tablesOf('brand');
 
-/** The keys of the tables every event writes, brand first on Citus only (`hotPrimaryKeys`). */
+/** The keys of the tables every event writes, brand first on Citus only (`key: 'brand-first-on-citus'`). */
 const narrowOnPostgres: Record<string, string[]> = {
   orders_pkey: ['id'],
   received_events_pkey: ['id'],
@@ -52,6 +47,11 @@ describe('keys of the brand tables', () => {
        from pg_constraint c join pg_class t on t.oid = c.conrelid
       where c.connamespace = 'public'::regnamespace and c.contype in ('p', 'u', 'x') and t.relispartition = false`);
     const byTable = (table: string) => keys.filter((k) => k.table === table);
+    expect(
+      Object.keys(narrowOnPostgres)
+        .map((name) => name.replace(/_pkey$/, ''))
+        .sort(),
+    ).toEqual(brandTablesKeyed('brand-first-on-citus').sort());
     for (const table of distributedTables) {
       const own = byTable(table);
       expect(own.length, `${table} has a primary key`).toBeGreaterThan(0);

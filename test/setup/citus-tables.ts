@@ -1,9 +1,5 @@
 import { expect } from 'vitest';
-import {
-  coordinatorLocalTables,
-  distributedTables,
-  referenceTables,
-} from '../../migrations/Migration20261129000000.js';
+import { COLOCATION_ANCHOR, tablesOf } from '../../src/db/tables.js';
 
 /** How Citus holds each table of a database's public schema (base and partitioned tables, not partitions). */
 export interface CitusTableKinds {
@@ -40,14 +36,15 @@ export async function citusTableKinds(
 }
 
 /**
- * Issue 37's rule for a migrated database on Citus: every table distributed by brand_id (all
- * co-located), a reference table, or one of the coordinator-local tables, as the migration names
- * them, and nothing else.
+ * A migrated database on Citus holds each table as src/db/tables.ts registers it: brand tables
+ * distributed by brand_id, all co-located with the anchor; reference tables; coordinator-local
+ * tables; and nothing else.
  */
 export function expectTablesAsNamed(kinds: CitusTableKinds): void {
-  expect(kinds.distributed.map((t) => t.name).sort()).toEqual([...distributedTables].sort());
+  expect(kinds.distributed.map((t) => t.name).sort()).toEqual(tablesOf('brand').sort());
   expect(new Set(kinds.distributed.map((t) => t.column))).toEqual(new Set(['brand_id']));
-  expect(new Set(kinds.distributed.map((t) => t.colocation)).size).toBe(1);
-  expect([...kinds.reference].sort()).toEqual([...referenceTables].sort());
-  expect([...kinds.local].sort()).toEqual([...coordinatorLocalTables].sort());
+  const anchor = kinds.distributed.find((t) => t.name === COLOCATION_ANCHOR);
+  expect(new Set(kinds.distributed.map((t) => t.colocation))).toEqual(new Set([anchor?.colocation]));
+  expect([...kinds.reference].sort()).toEqual(tablesOf('reference').sort());
+  expect([...kinds.local].sort()).toEqual(tablesOf('coordinator').sort());
 }

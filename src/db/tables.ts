@@ -1,0 +1,166 @@
+// No imports: the migrations that place tables on Citus load this file from source too.
+
+/**
+ * Every table of the schema and what it is when the database is a Citus coordinator: the one
+ * list that migrations (placing new tables), `npm run migrate` (refusing a table not listed here),
+ * the Citus catch-up, brand statements (which may name only brand tables) and the tests read.
+ *
+ * - `brand`: distributed by `brand_id`, co-located with every other brand table, so one brand's
+ *   rows of all of them sit on one worker and a brand's statement is routed whole there. Its
+ *   primary and unique keys start with `brand_id` (`key` says where that is relaxed, and why).
+ * - `reference`: small, global, rarely written, read before the brand is known: a copy on every node.
+ * - `coordinator`: a plain table of the coordinator, never joined with brand rows.
+ *
+ * Listed in the order they are placed: a table after those its foreign keys name.
+ */
+export const TABLES = {
+  brands: { kind: 'reference' },
+  api_keys: { kind: 'reference' },
+  /** The click redirect knows only the slug: this finds its brand. */
+  link_slugs: { kind: 'reference' },
+  payout_runs: { kind: 'reference' },
+
+  creators: { kind: 'brand' },
+  offers: { kind: 'brand' },
+  coupon_codes: { kind: 'brand' },
+  tracking_links: { kind: 'brand' },
+  clicks: { kind: 'brand' },
+  /** Every event writes it: brand first in its key on Citus only (docs/decisions.md, "Citus"). */
+  orders: { kind: 'brand', key: 'brand-first-on-citus' },
+  refunds: { kind: 'brand' },
+  ledger_movements: { kind: 'brand', key: 'brand-first-on-citus' },
+  received_events: { kind: 'brand', key: 'brand-first-on-citus' },
+  idempotency_records: { kind: 'brand' },
+  payouts: { kind: 'brand' },
+  payout_clawbacks: { kind: 'brand' },
+  outbox_messages: { kind: 'brand' },
+  missing_orders: { kind: 'brand' },
+  ingestion_failures: { kind: 'brand' },
+  integration_status: { kind: 'brand' },
+  /** Tallies are queues folded in id order across brands on one PostgreSQL: id first there. */
+  integration_tallies: { kind: 'brand', key: 'queue' },
+  integration_counts: { kind: 'brand' },
+  balance_tallies: { kind: 'brand', key: 'queue' },
+  creator_balances: { kind: 'brand' },
+  webhook_endpoints: { kind: 'brand' },
+  webhook_events: { kind: 'brand' },
+  webhook_deliveries: { kind: 'brand' },
+  browser_signal_tallies: { kind: 'brand', key: 'queue' },
+  browser_signal_counts: { kind: 'brand' },
+  conversion_tallies: { kind: 'brand', key: 'queue' },
+  conversion_fine_tallies: { kind: 'brand', key: 'queue' },
+  conversion_counts: { kind: 'brand' },
+
+  /** Operational counters of the coordinator's own processes (/metrics). */
+  requeued_work: { kind: 'coordinator' },
+  /** MikroORM's record of applied migrations. */
+  mikro_orm_migrations: { kind: 'coordinator' },
+} as const satisfies Record<string, TableEntry>;
+
+export interface TableEntry {
+  kind: 'brand' | 'reference' | 'coordinator';
+  /**
+   * Brand tables only, where the key does not start with `brand_id` on plain PostgreSQL:
+   * `brand-first-on-citus` (narrower where nothing needs it), `queue` (id first, brand included;
+   * brand first on Citus, where tallies are folded brand by brand).
+   */
+  key?: 'brand-first-on-citus' | 'queue';
+}
+
+export type TableName = keyof typeof TABLES;
+export type TableKind = TableEntry['kind'];
+
+/** The distributed tables' co-location anchor: every brand table is co-located with it. */
+export const COLOCATION_ANCHOR = 'creators' satisfies TableName;
+
+/** The registered tables of one kind, in placing order. */
+export function tablesOf(kind: TableKind): TableName[] {
+  return (Object.keys(TABLES) as TableName[]).filter((name) => TABLES[name].kind === kind);
+}
+
+/** The brand tables whose key has one of the relaxations of `TableEntry.key`. */
+export function brandTablesKeyed(key: NonNullable<TableEntry['key']>): TableName[] {
+  return tablesOf('brand').filter((name) => (TABLES[name] as TableEntry).key === key);
+}
+
+export function isBrandTable(name: string): name is TableName {
+  return Object.hasOwn(TABLES, name) && TABLES[name as TableName].kind === 'brand';
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: raw rows of whichever driver runs it.
+type Execute = (sql: string) => Promise<any[]>;
+
+/** The tables of the public schema (base and partitioned, not partitions), by name. */
+async function schemaTables(execute: Execute): Promise<string[]> {
+  const rows: { name: string }[] = await execute(
+    `select c.relname as name from pg_class c
+      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+      order by 1`,
+  );
+  return rows.map((r) => r.name);
+}
+
+/**
+ * What differs between the schema and the registry: tables the schema has that are not
+ * registered, and registered tables it lacks. Both empty once every migration has run.
+ */
+export async function registryDrift(
+  execute: Execute,
+): Promise<{ unregistered: string[]; missing: string[] }> {
+  const present = await schemaTables(execute);
+  const seen = new Set(present);
+  return {
+    unregistered: present.filter((name) => !Object.hasOwn(TABLES, name)),
+    missing: (Object.keys(TABLES) as TableName[]).filter((name) => !seen.has(name)),
+  };
+}
+
+/** Throws, saying what to do, when the schema and the registry disagree (run by `npm run migrate`). */
+export async function checkTableRegistry(execute: Execute): Promise<void> {
+  const { unregistered, missing } = await registryDrift(execute);
+  const problems = [
+    ...unregistered.map(
+      (name) =>
+        `table "${name}" is not registered in src/db/tables.ts: add it there as a brand table (distributed by brand_id), a reference table or a coordinator-local one, then run npm run migrate again (its migration stays applied)`,
+    ),
+    ...missing.map(
+      (name) =>
+        `table "${name}" is registered in src/db/tables.ts but the database has none: a migration that creates it has not run, or the entry is stale`,
+    ),
+  ];
+  if (problems.length > 0)
+    throw new Error(`the schema and its table registry disagree:\n- ${problems.join('\n- ')}`);
+}
+
+/**
+ * On a Citus coordinator, gives each registered table that exists and is not yet placed its kind:
+ * reference tables replicated, brand tables distributed by brand_id and co-located with the
+ * anchor; coordinator tables stay plain. Returns the tables it placed. A migration that creates
+ * a table calls this once the table exists (and the Citus catch-up for a database that became a
+ * coordinator later); a table already placed is left alone, so it is safe to run again.
+ */
+export async function placeRegisteredTables(execute: Execute): Promise<TableName[]> {
+  const placed = new Set(
+    (
+      (await execute(`select logicalrelid::regclass::text as name from pg_dist_partition`)) as {
+        name: string;
+      }[]
+    ).map((r) => r.name.replace(/^"|"$/g, '')),
+  );
+  const present = new Set(await schemaTables(execute));
+  const done: TableName[] = [];
+  for (const name of Object.keys(TABLES) as TableName[]) {
+    const { kind } = TABLES[name];
+    if (kind === 'coordinator' || placed.has(name) || !present.has(name)) continue;
+    if (kind === 'reference') await execute(`select create_reference_table('${name}');`);
+    else if (name === COLOCATION_ANCHOR)
+      await execute(`select create_distributed_table('${name}', 'brand_id');`);
+    else
+      await execute(
+        `select create_distributed_table('${name}', 'brand_id', colocate_with => '${COLOCATION_ANCHOR}');`,
+      );
+    placed.add(name);
+    done.push(name);
+  }
+  return done;
+}
