@@ -1,56 +1,63 @@
 import { createHash } from 'node:crypto';
-import { isBrandTable } from './tables.js';
+import { type BrandTableName, isBrandTable, TABLES } from './tables.js';
 
 /**
  * A brand's stored statement on Citus runs on the brand's worker (its call is delegated there:
  * db/sql.ts `installStoredStatements`). Sent to the distributed tables, each of its statements
- * would go through Citus' planner there on every call: a data-modifying CTE is planned as
- * subplans whose rows are copied into the shards one table at a time (five local COPYs per
- * group, and its plan never cached: 4 ms of the worker per group of 32, docs/scale-out.md). Sent
- * to the brand's shards, which are tables of that worker, it is PostgreSQL's own statement: one
- * plan, as on a single node.
+ * would go through Citus' planner there on every call (a data-modifying CTE planned as subplans
+ * whose rows are copied into the shards one table at a time, never cached: docs/decisions.md,
+ * "Citus"). Sent to the brand's shards, which are tables of that worker, it is PostgreSQL's own
+ * statement: one plan, as on a single node.
  *
- * So a brand's statement names its tables quoted (`from "orders"`, `on conflict on
- * constraint "orders_pkey"`), which reads the same as unquoted on plain PostgreSQL. On Citus the
- * function below turns each quoted name into its shard's (`"orders_102173"`, constraints by
- * their table's shard) when those shards are on this node (co-located, so one tells), after the lock
- * Citus' own executor takes before writing to a shard (a shard move or split waits for the
- * transaction, and one that finished meanwhile is seen). On a coordinator that ran the call
- * itself the names stay the distributed tables', for Citus to route the statement as any other;
- * on a worker that the shards left while the call was on its way (a move finished between the
- * coordinator's routing and the lock), it fails as a serialization failure, which the engine
- * reruns (db/retry.ts), routed to the shards' new node. Plain PostgreSQL keeps the statement as
- * it is.
+ * So a statement that may run on a brand's shards names each table through `brandTable` (and an
+ * upsert's key through `onPrimaryKeyConflict`): that declares the table, and nothing else in the
+ * text is ever taken for one (a quoted column, a CTE or a reference table named alike stay what
+ * they are). Its brand's form, made when the module loads, is a `format()` string with a `%n$s`
+ * for each declared table; on Citus the function below fills in the shards' names from
+ * `shard_name()`, after taking the lock Citus' own executor takes before it writes to a shard
+ * (a move, split or tenant isolation of the brand's shards then waits for the transaction), and
+ * resolving the brand's shards again under it (one that finished meanwhile gave them new ids or a
+ * new node). Where the shards are not on the node running the call: on a coordinator that ran it
+ * itself, the distributed tables' names, for Citus to route the statement as any other; on a
+ * worker the shards left while the call was on its way, a serialization failure (40001), which
+ * the engine reruns (db/retry.ts), routed anew. Plain PostgreSQL runs the statement as written.
+ *
+ * The lock is `lock_shard_metadata`, which Citus lets only the tables' owner take: the function
+ * is `security definer`, created by `npm run migrate` as the role that owns the tables, so the
+ * runtime role needs no more than its grants on the tables (checked at start: db/sql.ts
+ * `brandShardsProblem`).
  */
 const body = `
 declare
-  shards bigint[];
-  sent text := statement;
+  anchor bigint;
+  names text[];
 begin
-  if cardinality(names) = 0 or not exists (select 1 from pg_extension where extname = 'citus') then
-    return statement;
+  if not exists (select 1 from pg_extension where extname = 'citus') then
+    return plain;
   end if;
-  shards := array(select get_shard_id_for_distribution_column(t::regclass, brand)
-                    from unnest(tables) with ordinality as u(t, n) order by n);
-  -- The brand's shards are co-located: they move and split together, and a move blocks writes to
-  -- every one of them. So, as Citus' executor before a write, a ShareLock on the first one's
-  -- metadata; then its placement, on this node or not.
-  perform lock_shard_metadata(5, shards[1:1]);
+  -- The brand's shards are co-located (they move and split together, and a move blocks writes to
+  -- every one of them): one lock, on the first table's, as Citus' executor takes before a write.
+  anchor := get_shard_id_for_distribution_column(tables[1]::regclass, brand);
+  perform lock_shard_metadata(5, array[anchor]);
+  if get_shard_id_for_distribution_column(tables[1]::regclass, brand) <> anchor then
+    raise exception 'the shards of brand % were split while its call was on the way', brand
+      using errcode = '40001', hint = 'Run the transaction again: it then names the new shards.';
+  end if;
   if not exists (select 1 from pg_dist_placement p, pg_dist_local_group l
-                  where p.shardid = shards[1] and p.groupid = l.groupid) then
+                  where p.shardid = anchor and p.groupid = l.groupid) then
     if (select groupid from pg_dist_local_group) = 0 then
-      return statement;
+      names := array(select quote_ident(t) from unnest(tables) with ordinality as u(t, n) order by n);
+      return format(sharded, variadic names);
     end if;
     raise exception 'the shards of brand % moved off this node while its call was on the way', brand
       using errcode = '40001', hint = 'Run the transaction again: the coordinator routes it to their new node.';
   end if;
-  for i in 1 .. cardinality(names) loop
-    sent := replace(sent, format('"%s"', names[i]), format('"%s_%s"', names[i], shards[i]));
-  end loop;
-  return sent;
+  names := array(select shard_name(t::regclass, get_shard_id_for_distribution_column(t::regclass, brand))
+                   from unnest(tables) with ordinality as u(t, n) order by n);
+  return format(sharded, variadic names);
 end`;
 
-const signature = 'brand varchar, statement text, names text[], tables text[]';
+const signature = 'brand varchar, plain text, sharded text, tables text[]';
 
 /** The function that names a brand's shards in its statement, by a hash of its body (as stored statements). */
 export const brandShardsFunction = (() => {
@@ -58,37 +65,64 @@ export const brandShardsFunction = (() => {
   return {
     name,
     /** Its signature for `create_distributed_function`, which puts it on every worker. */
-    procedure: `${name}(varchar, text, text[], text[])`,
-    definition: `create function ${name}(${signature}) returns text language plpgsql as $lf$${body}\n$lf$`,
+    procedure: `${name}(varchar, text, text, text[])`,
+    definition: `create function ${name}(${signature}) returns text language plpgsql security definer
+  set search_path = pg_catalog, public as $lf$${body}\n$lf$`,
   };
 })();
 
-/**
- * The quoted names of `text` and the table of each: a brand table (`"orders"`) or a table's
- * primary key (`"orders_pkey"`, Citus names a shard's `orders_pkey_<shard id>`).
- */
-export function quotedBrandNames(text: string): { names: string[]; tables: string[] } {
-  const names = [...new Set([...text.matchAll(/"([a-z_][a-z0-9_]*)"/g)].map((m) => m[1]!))];
-  const tables = names.map((n) => n.replace(/_pkey$/, ''));
-  // A reference or coordinator table has no shard beside the brand's: its name must stay as it is.
-  const strangers = tables.filter((t) => !isBrandTable(t));
-  if (strangers.length > 0)
-    throw new Error(
-      `a brand's statement names ${strangers.map((t) => `"${t}"`).join(', ')} quoted, which src/db/tables.ts does not register as a brand table: name other tables, columns and CTEs unquoted`,
-    );
-  return { names, tables };
+/** Marks a declared table: a comment PostgreSQL skips, so the text runs as written anywhere. */
+const TABLE_MARK = '/*lf brand table*/';
+
+/** A brand table named in a statement that may run on the brand's shards (see the header). */
+export function brandTable(name: BrandTableName): string {
+  if (!isBrandTable(name)) throw new Error(`${name} is not a brand table (src/db/tables.ts)`);
+  return `"${name}"${TABLE_MARK}`;
 }
 
-/** A text[] literal of plain lower-case names (checked by `quotedBrandNames`' pattern). */
+/**
+ * `on conflict on constraint "<table>_pkey"`, which on a shard is named otherwise: its brand's
+ * form names the key's columns instead, as Citus has them (`citusPrimaryKey` in src/db/tables.ts),
+ * carried in a comment so the text runs as written anywhere.
+ */
+export function onPrimaryKeyConflict(name: BrandTableName): string {
+  const columns = (TABLES[name] as { citusPrimaryKey?: readonly string[] }).citusPrimaryKey;
+  if (!isBrandTable(name) || !columns) throw new Error(`src/db/tables.ts gives ${name} no citusPrimaryKey`);
+  return `on conflict on constraint "${name}_pkey" /*lf brand key (${columns.join(', ')})*/`;
+}
+
+const marked = /"([a-z_][a-z0-9_]*)"\/\*lf brand table\*\//g;
+const keyMarked = /on conflict on constraint "[a-z0-9_]+" \/\*lf brand key (\([a-z0-9_, ]+\))\*\//g;
+
+/**
+ * The tables `text` declares, in order of first mention, and its brand's form: a `format()`
+ * string naming each table `%n$s`, the key conflicts by their columns, every other `%` doubled.
+ */
+export function brandForm(text: string): { tables: BrandTableName[]; sharded: string } {
+  const tables: BrandTableName[] = [];
+  const sharded = text
+    .replace(keyMarked, (_whole, columns: string) => `on conflict ${columns}`)
+    .replaceAll('%', '%%')
+    .replace(marked, (_whole, name: BrandTableName) => {
+      let at = tables.indexOf(name);
+      if (at < 0) at = tables.push(name) - 1;
+      return `%${at + 1}$s`;
+    });
+  return { tables, sharded };
+}
+
+/** A text[] literal of plain lower-case names (declared through `brandTable`). */
 const textArray = (values: readonly string[]) => `array[${values.map((v) => `'${v}'`).join(', ')}]::text[]`;
 
 /**
- * The body of a brand's stored statement: `text` (its placeholders `$2…`, `$1` the brand) run on
- * the brand's shards where it can (above). Dynamic, so planned per call: by PostgreSQL alone.
+ * The body of a brand's stored statement: `positionalText` (its placeholders `$2…`, `$1` the
+ * brand) run on the brand's shards where it can (above). Dynamic, so planned per call: by
+ * PostgreSQL alone.
  */
 export function onBrandShards(positionalText: string, argumentCount: number): string {
   if (positionalText.includes('$lfsql$')) throw new Error('a stored statement may not contain $lfsql$');
-  const { names, tables } = quotedBrandNames(positionalText);
+  const { tables, sharded } = brandForm(positionalText);
+  if (tables.length === 0) return `return query ${positionalText};`;
   const args = Array.from({ length: argumentCount }, (_, i) => `$${i + 1}`).join(', ');
-  return `return query execute ${brandShardsFunction.name}($1, $lfsql$${positionalText}$lfsql$, ${textArray(names)}, ${textArray(tables)}) using ${args};`;
+  return `return query execute ${brandShardsFunction.name}($1, $lfsql$${positionalText}$lfsql$, $lfsql$${sharded}$lfsql$, ${textArray(tables)}) using ${args};`;
 }

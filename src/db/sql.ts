@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { brandShardsFunction, onBrandShards } from './brand-shards.js';
+import { brandForm, brandShardsFunction, onBrandShards } from './brand-shards.js';
+import { COLOCATION_ANCHOR } from './tables.js';
 
 /** The statements of one transaction on the hot ingestion path. `?` placeholders, as elsewhere. */
 export interface Sql {
@@ -54,6 +55,8 @@ export interface StoredStatement {
    * on the brand's worker (`installStoredStatements`).
    */
   brandArgument?: number;
+  /** The brand tables its brand's form names (db/brand-shards.ts `brandTable`), with a brand argument only. */
+  brandTables?: readonly string[];
 }
 
 /**
@@ -95,7 +98,7 @@ end
 $lf$`,
     call: `select * from ${name}(${types.map((t) => `?::${t}`).join(', ')}) as r(${columns})`,
     types,
-    ...(first ? { brandArgument: 1 } : {}),
+    ...(first ? { brandArgument: 1, brandTables: brandForm(text).tables } : {}),
   };
 }
 
@@ -149,6 +152,7 @@ export async function installStoredStatements(
       `select exists (select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')) as distributed`,
     );
     if (!tables?.distributed) return { created, distributed };
+    await refuseStrangerTables(sql, byBrand);
     const done = new Set(
       (
         await sql.query<{ name: string }>(
@@ -178,6 +182,51 @@ export async function installStoredStatements(
     }
     return { created, distributed };
   });
+}
+
+/**
+ * A brand's statement runs on the brand's worker, beside its shards: each table it names must be
+ * distributed by brand and co-located with the others there, or its statement would write a
+ * reference table's local copy or a shard of another brand's range. Refused when the statements
+ * are installed (`npm run migrate`), not found on a cluster under load.
+ */
+async function refuseStrangerTables(sql: Sql, statements: readonly StoredStatement[]): Promise<void> {
+  const named = [...new Set(statements.flatMap((s) => s.brandTables ?? []))];
+  const placed = await sql.query<{ name: string }>(
+    `select t.name from unnest(?::text[]) as t(name)
+      where exists (select 1 from pg_dist_partition p, pg_dist_partition a
+                     where p.logicalrelid = to_regclass(t.name) and p.partmethod = 'h'
+                       and a.logicalrelid = to_regclass(?) and p.colocationid = a.colocationid)`,
+    [named, COLOCATION_ANCHOR],
+  );
+  const ok = new Set(placed.map((r) => r.name));
+  const strangers = named.filter((name) => !ok.has(name));
+  if (strangers.length > 0)
+    throw new Error(
+      `a brand's stored statement names ${strangers.join(', ')}, which this database does not hold distributed by brand beside ${COLOCATION_ANCHOR}: register each as a brand table in src/db/tables.ts and run npm run migrate`,
+    );
+}
+
+/**
+ * On Citus, what stops a brand's statements from taking their shards' lock, if anything: the
+ * shards' helper is `security definer` (db/brand-shards.ts), and Citus lets only the tables'
+ * owner take that lock, so the helper's owner must own the brand tables. `npm run migrate` run as
+ * the owner makes it so; run as another role it does not, and every brand's write would fail.
+ */
+export async function brandShardsProblem(pool: pg.Pool): Promise<string | undefined> {
+  const [row] = (
+    await pool.query<{ citus: boolean; owns: boolean | null; helper: string | null; tables: string | null }>(
+      `select exists (select 1 from pg_extension where extname = 'citus') as citus,
+              p.proowner = c.relowner and p.prosecdef as owns,
+              pg_get_userbyid(p.proowner)::text as helper, pg_get_userbyid(c.relowner)::text as tables
+         from (select 1) one
+         left join pg_proc p on p.oid = to_regprocedure($1)
+         left join pg_class c on c.oid = to_regclass($2)`,
+      [brandShardsFunction.procedure, COLOCATION_ANCHOR],
+    )
+  ).rows;
+  if (!row?.citus || row.owns !== false) return undefined;
+  return `the brand shards' helper ${brandShardsFunction.name} belongs to role ${row.helper}, but the brand tables to ${row.tables}: Citus lets only the tables' owner lock their shards, so run npm run migrate as ${row.tables} (drop the helper first: drop function ${brandShardsFunction.procedure})`;
 }
 
 /** The functions `statements` need: their own, and the shards' helper of those named by a brand. */

@@ -26,7 +26,7 @@ export const TABLES = {
   tracking_links: { kind: 'brand' },
   clicks: { kind: 'brand' },
   /** Every event writes it: brand first in its key on Citus only (docs/decisions.md, "Citus"). */
-  orders: { kind: 'brand', key: 'brand-first-on-citus' },
+  orders: { kind: 'brand', key: 'brand-first-on-citus', citusPrimaryKey: ['brand_id', 'id'] },
   refunds: { kind: 'brand' },
   ledger_movements: { kind: 'brand', key: 'brand-first-on-citus' },
   received_events: { kind: 'brand', key: 'brand-first-on-citus' },
@@ -65,10 +65,16 @@ export interface TableEntry {
    * brand first on Citus, where tallies are folded brand by brand).
    */
   key?: 'brand-first-on-citus' | 'queue';
+  /** Its primary key's columns on Citus, for an upsert on a brand's shard (db/brand-shards.ts). */
+  citusPrimaryKey?: readonly string[];
 }
 
 export type TableName = keyof typeof TABLES;
 export type TableKind = TableEntry['kind'];
+/** The brand tables' names: what a brand's statement may name (db/brand-shards.ts). */
+export type BrandTableName = {
+  [K in TableName]: (typeof TABLES)[K]['kind'] extends 'brand' ? K : never;
+}[TableName];
 
 /** The distributed tables' co-location anchor: every brand table is co-located with it. */
 export const COLOCATION_ANCHOR = 'creators' satisfies TableName;
@@ -83,7 +89,7 @@ export function brandTablesKeyed(key: NonNullable<TableEntry['key']>): TableName
   return tablesOf('brand').filter((name) => (TABLES[name] as TableEntry).key === key);
 }
 
-export function isBrandTable(name: string): name is TableName {
+export function isBrandTable(name: string): name is BrandTableName {
   return Object.hasOwn(TABLES, name) && TABLES[name as TableName].kind === 'brand';
 }
 

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { brandTable } from '../db/brand-shards.js';
 import { onCitus } from '../db/citus.js';
 import { inTransaction } from '../db/sql.js';
 import { recordset, type WritePart } from '../db/write-set.js';
@@ -16,7 +17,7 @@ export type OutboxEntry = {
 }[JobName];
 
 /** The outbox insert, built once: every group commit writes it. */
-const outboxInsert = `insert into "outbox_messages" (brand_id, id, job_name, data, request_id, event_id, available_at)
+const outboxInsert = `insert into ${brandTable('outbox_messages')} (brand_id, id, job_name, data, request_id, event_id, available_at)
           select x.brand_id, x.id, x.job_name, x.data, x.request_id, x.event_id, x.available_at
             from ${recordset({ brand_id: 'text', id: 'text', job_name: 'text', data: 'jsonb', request_id: 'text', event_id: 'text', available_at: 'timestamptz' })}`;
 

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { brandShardsFunction } from '../../src/db/brand-shards.js';
+import { brandForm, brandShardsFunction, brandTable } from '../../src/db/brand-shards.js';
+import { brandShardsProblem } from '../../src/db/sql.js';
+import { randomToken } from '../../src/shared/ids.js';
 import { makeShop, sendEvent } from '../factories/index.js';
 import { clusterNodes, onNode } from '../setup/citus.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
@@ -21,17 +23,22 @@ let shop: Awaited<ReturnType<typeof makeShop>>;
 /** The test database on the coordinator, then on each worker. */
 let nodes: string[];
 
-const statement = `select 1 from "orders" o join "ledger_movements" m on true where false
-  on conflict on constraint "orders_pkey"`;
+// A CTE and a quoted column named like brand tables are not tables: only the declared ones change.
+const statement = `with clicks as (select 1 as "orders") select 1 from ${brandTable('orders')} o
+  join ${brandTable('ledger_movements')} m on true, clicks where false and o.id like 'x%'`;
+const { tables, sharded } = brandForm(statement);
 const named = (c: pg.Client) =>
   c
     .query<{ sent: string }>(`select ${brandShardsFunction.name}($1, $2, $3, $4) as sent`, [
       shop.brandId,
       statement,
-      ['orders', 'ledger_movements', 'orders_pkey'],
-      ['orders', 'ledger_movements', 'orders'],
+      sharded,
+      tables,
     ])
     .then((r) => r.rows[0]!.sent);
+/** The statement with its declared tables named `orders`, `ledger_movements` (as the coordinator sends them) or their shards'. */
+const naming = (orders: string, movements: string) =>
+  statement.replace(brandTable('orders'), orders).replace(brandTable('ledger_movements'), movements);
 
 /** What a worker the brand's shards are not on answers: a serialization failure (db/retry.ts reruns it). */
 const movedOff = { code: '40001', message: expect.stringContaining('moved off this node') };
@@ -75,16 +82,51 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
       )[0]!.id;
     const [orders, movements] = [await shardOf('orders'), await shardOf('ledger_movements')];
     expect(await onNode(nodes[node]!, named)).toBe(
-      statement
-        .replace('"orders"', `"orders_${orders}"`)
-        .replace('"ledger_movements"', `"ledger_movements_${movements}"`)
-        .replace('"orders_pkey"', `"orders_pkey_${orders}"`),
+      naming(`orders_${orders}`, `ledger_movements_${movements}`),
     );
     // The coordinator, running a call itself, leaves the names for Citus to route.
-    expect(await onNode(nodes[0]!, named)).toBe(statement);
+    expect(await onNode(nodes[0]!, named)).toBe(naming('orders', 'ledger_movements'));
     // Another worker refuses as a lost race, which the engine reruns (routed anew).
     for (const [i, url] of nodes.entries())
       if (i > 0 && i !== node) await expect(onNode(url, named), `node ${i}`).rejects.toMatchObject(movedOff);
+  });
+
+  it('work for a runtime role that may only read and write the tables; a helper of another owner is named at start', async () => {
+    const run = (text: string) => ctx.orm.em.fork().execute(text);
+    const role = `lf_runtime_${randomToken(6).toLowerCase()}`;
+    await run(`create role ${role} login`);
+    await run(`grant usage on schema public to ${role}`);
+    await run(`grant select, insert, update, delete on all tables in schema public to ${role}`);
+    await run(`grant usage, select on all sequences in schema public to ${role}`);
+    const url = new URL(ctx.directDatabaseUrl);
+    url.username = role;
+    const runtime = await createTestApp({}, { databaseUrl: url.toString() });
+    try {
+      const sent = await sendEvent(runtime.app, shop.keys.sk_live, 'order.paid', {
+        order_id: 'bs-runtime',
+        amount: 10_000,
+        coupon_code: 'MINA20',
+      });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+      const pool = (await ctx.orm.em.getConnection().getNativeClient()) as pg.Pool;
+      expect(await brandShardsProblem(pool)).toBeUndefined();
+      const owner = (await ctx.orm.em.fork().execute<{ owner: string }[]>('select current_user as owner'))[0]!
+        .owner;
+      await run(`alter function ${brandShardsFunction.procedure} owner to ${role}`);
+      try {
+        expect(await brandShardsProblem(pool)).toMatch(
+          new RegExp(
+            `belongs to role ${role}, but the brand tables to ${owner}: .*run npm run migrate as ${owner}`,
+          ),
+        );
+      } finally {
+        await run(`alter function ${brandShardsFunction.procedure} owner to ${owner}`);
+      }
+    } finally {
+      await runtime.close();
+      await run(`drop owned by ${role}`).catch(() => {});
+      await run(`drop role ${role}`).catch(() => {});
+    }
   });
 
   it("makes a shard move wait for the brand's transaction; its events then land on the new worker", async () => {
@@ -98,7 +140,7 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
     await mover.connect();
     try {
       await holder.query('begin');
-      expect(await named(holder)).toContain(`"orders_${from.shard}"`);
+      expect(await named(holder)).toContain(`orders_${from.shard} o`);
       let moved = false;
       const move = mover
         .query(
@@ -130,7 +172,7 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
     expect((await placement()).port).toBe(target);
     // A call still on its way to the old worker is rerun; the new worker names the shards.
     await expect(onNode(nodes[from.node]!, named)).rejects.toMatchObject(movedOff);
-    expect(await onNode(nodes[to]!, named)).toContain(`"orders_${from.shard}"`);
+    expect(await onNode(nodes[to]!, named)).toContain(`orders_${from.shard} o`);
 
     for (let i = 3; i < 6; i++) expect((await paid(`bs-${i}`)).status).toBe(200);
     const refund = await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
@@ -144,7 +186,7 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
       .set('Authorization', `Bearer ${shop.keys.sk_live}`);
     expect(orders.status).toBe(200);
     expect(orders.body.data.map((o: { order_id: string }) => o.order_id).sort()).toEqual(
-      ['bs-0', 'bs-1', 'bs-2', 'bs-3', 'bs-4', 'bs-5'].sort(),
+      ['bs-0', 'bs-1', 'bs-2', 'bs-3', 'bs-4', 'bs-5', 'bs-runtime'].sort(),
     );
     // Every order's movements sum to its balance, on the new worker as before the move.
     const [books] = await ctx.orm.em.fork().execute<{ balance: number; movements: number }[]>(

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { quotedBrandNames } from '../../src/db/brand-shards.js';
+import { brandForm, brandTable, onPrimaryKeyConflict } from '../../src/db/brand-shards.js';
 import { migrateUp } from '../../src/db/orm.js';
 import { checkTableRegistry, registryDrift, TABLES, tablesOf } from '../../src/db/tables.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-database.js';
@@ -67,15 +67,20 @@ describe('the table registry', () => {
     }
   });
 
-  it("lets a brand's statement name brand tables and their keys, nothing else, quoted", () => {
-    expect(quotedBrandNames('select 1 from "orders" o on conflict on constraint "orders_pkey"')).toEqual({
-      names: ['orders', 'orders_pkey'],
-      tables: ['orders', 'orders'],
+  it("lets a brand's statement declare brand tables only, and nothing else is taken for one", () => {
+    const text = `with clicks as (select 1 as "orders") insert into ${brandTable('orders')} (id)
+      select '%' from clicks ${onPrimaryKeyConflict('orders')} do update set id = ${brandTable('orders')}.id
+      returning (select 1 from ${brandTable('refunds')})`;
+    expect(brandForm(text)).toEqual({
+      tables: ['orders', 'refunds'],
+      sharded: `with clicks as (select 1 as "orders") insert into %1$s (id)
+      select '%%' from clicks on conflict (brand_id, id) do update set id = %1$s.id
+      returning (select 1 from %2$s)`,
     });
-    expect(() => quotedBrandNames('select 1 from "orders" join "brands" b on true')).toThrow(
-      /names "brands" quoted, which src\/db\/tables\.ts does not register as a brand table/,
-    );
-    expect(() => quotedBrandNames('select 1 from "requeued_work"')).toThrow(/"requeued_work"/);
-    expect(() => quotedBrandNames('with "picked" as (select 1) select * from "picked"')).toThrow(/"picked"/);
+    // @ts-expect-error a reference table is no brand table
+    expect(() => brandTable('brands')).toThrow(/brands is not a brand table/);
+    // @ts-expect-error nor is a coordinator-local one
+    expect(() => brandTable('requeued_work')).toThrow(/requeued_work is not a brand table/);
+    expect(() => onPrimaryKeyConflict('refunds')).toThrow(/gives refunds no citusPrimaryKey/);
   });
 });

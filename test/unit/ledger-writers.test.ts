@@ -8,9 +8,12 @@ const code = serviceFiles().map((file) => ({
   text: readFileSync(file, 'utf8'),
 }));
 
+/** A table as SQL names it: `orders`, `"orders"`, or declared for a brand's shards, `${brandTable('orders')}`. */
+const named = (table: string) => `(?:"?${table}\\b|\\$\\{brandTable\\('${table}'\\)\\})`;
+
 /** Files whose SQL writes (insert, update, delete) the given table. */
 function writersOf(table: string): string[] {
-  const write = new RegExp(`\\b(insert\\s+into|update|delete\\s+from)\\s+"?${table}\\b`, 'i');
+  const write = new RegExp(`\\b(insert\\s+into|update|delete\\s+from)\\s+${named(table)}`, 'i');
   return code.filter(({ text }) => write.test(text)).map(({ file }) => file);
 }
 
@@ -30,7 +33,8 @@ describe('who may write the ledger and the orders', () => {
       // Always by a delta added to what the row holds, never set to a value computed elsewhere.
       const moves = text.match(/commission_balance\s*=\s*[^,\n`]+/g) ?? [];
       expect(moves.length, file).toBeGreaterThan(0);
-      for (const move of moves) expect(move, file).toMatch(/= "?\w+"?\.commission_balance \+ \w+\.\w+/);
+      for (const move of moves)
+        expect(move, file).toMatch(/= ("?\w+"?|\$\{brandTable\('\w+'\)\})\.commission_balance \+ \w+\.\w+/);
       if (file !== 'src/modules/ledger/journal.ts') expect(text, file).toContain('journal.delta(');
     }
   });

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Config } from '../../config.js';
 import { lostRace } from '../../db/retry.js';
-import { inTransactionOn, missingStoredStatements } from '../../db/sql.js';
+import { brandShardsProblem, inTransactionOn, missingStoredStatements } from '../../db/sql.js';
 import { DatabaseNotMigrated } from '../../db/unavailable.js';
 import type { Queues } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
@@ -205,6 +205,8 @@ export class Ingestion {
         throw new DatabaseNotMigrated(
           `the database lacks ${missing.length} stored statement(s) of this release (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}): run npm run migrate, which creates them`,
         );
+      const problem = await brandShardsProblem(this.connections());
+      if (problem) throw new DatabaseNotMigrated(problem);
       const { rows } = await this.connections().query<{ citus: boolean }>(
         `select exists (select 1 from pg_extension where extname = 'citus') as citus`,
       );

@@ -1,3 +1,4 @@
+import { brandTable } from '../../db/brand-shards.js';
 import { type Sql, type StoredStatement, storedStatement } from '../../db/sql.js';
 import { couponCodeKey } from '../attribution/coupon-code.entity.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
@@ -71,7 +72,7 @@ with locked as (
   select o.*
     from json_array_elements_text(?::json) with ordinality as want(lookup_key, n)
     cross join lateral (
-      select ${orderFields} from "orders" o where ${orderLookupKeySql('o')} = want.lookup_key${b('o')} limit 1${lock ? ' for update' : ''}
+      select ${orderFields} from ${brandTable('orders')} o where ${orderLookupKeySql('o')} = want.lookup_key${b('o')} limit 1${lock ? ' for update' : ''}
     ) o
 ),
 codes as (
@@ -79,7 +80,7 @@ codes as (
     from json_to_recordset(?::json) as want(brand_id text, code_key text)
     cross join lateral (
       select c.brand_id, c.code_key, c.creator_id, c.offer_id, f.commission_bps
-        from "coupon_codes" c left join "offers" f on f.brand_id = c.brand_id and f.id = c.offer_id${b('f')}
+        from ${brandTable('coupon_codes')} c left join ${brandTable('offers')} f on f.brand_id = c.brand_id and f.id = c.offer_id${b('f')}
        where c.brand_id = want.brand_id and c.code_key = want.code_key${b('c')}
        limit 1
     ) c
@@ -91,7 +92,7 @@ clicks as (
     from json_to_recordset(?::json) as want(brand_id text, id text)
     cross join lateral (
       select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
-        from "clicks" k join "offers" f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
+        from ${brandTable('clicks')} k join ${brandTable('offers')} f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
        where k.brand_id = want.brand_id and k.id = want.id${b('k')}
        limit 1
     ) k
@@ -102,7 +103,7 @@ creators as (
   select c.brand_id, c.id, c.customer_hashes
     from (select brand_id, creator_id from locked union select brand_id, creator_id from codes${shape.clicks ? ' union select brand_id, creator_id from clicks' : ''}) want
     cross join lateral (
-      select c.brand_id, c.id, c.customer_hashes from "creators" c
+      select c.brand_id, c.id, c.customer_hashes from ${brandTable('creators')} c
        where c.brand_id = want.brand_id and c.id = want.creator_id${b('c')}
     ) c
 ),${
@@ -113,7 +114,7 @@ refunds as (
     from json_to_recordset(?::json) as want(lookup_key text, refund_id text)
     join locked l on l.lookup_key = want.lookup_key
     cross join lateral (
-      select r.refund_id from "refunds" r
+      select r.refund_id from ${brandTable('refunds')} r
        where r.brand_id = l.brand_id and r.order_id = l.id and r.refund_id = want.refund_id${b('r')} limit 1
     ) r
 ),`
@@ -125,7 +126,7 @@ responses as (
   select want.i, r.request_hash, r.response_status, r.response_body
     from json_to_recordset(?::json) as want(i int, brand_id text, livemode boolean, key text)
     cross join lateral (
-      select r.request_hash, r.response_status, r.response_body, r.created_at from "idempotency_records" r
+      select r.request_hash, r.response_status, r.response_body, r.created_at from ${brandTable('idempotency_records')} r
        where r.brand_id = want.brand_id and r.livemode = want.livemode and r.key = want.key${b('r')}
        limit 1
     ) r
@@ -137,7 +138,7 @@ endpoints as (
   select e.id, e.brand_id, e.livemode, e.enabled_events
     from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
     cross join lateral (
-      select e.id, e.brand_id, e.livemode, e.enabled_events from "webhook_endpoints" e
+      select e.id, e.brand_id, e.livemode, e.enabled_events from ${brandTable('webhook_endpoints')} e
        where e.brand_id = want.brand_id and e.livemode = want.livemode and e.status = 'enabled'${b('e')}
     ) e
 )

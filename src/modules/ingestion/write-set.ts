@@ -1,3 +1,4 @@
+import { brandTable, onPrimaryKeyConflict } from '../../db/brand-shards.js';
 import { copyRows } from '../../db/copy-rows.js';
 import { columnRecordset, EPOCH_MS, recordset, type WritePart } from '../../db/write-set.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
@@ -79,18 +80,18 @@ const fromX = (columns: object) =>
 
 /** The texts of the write's own parts: fixed, so built once, not per group. */
 const partSql = {
-  newOrders: `insert into "orders" (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
+  newOrders: `insert into ${brandTable('orders')} (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset.sql}`,
   // updated_at comes in with the row (now(), the transaction's start, as before): Citus takes no
   // function but an immutable one in DO UPDATE SET. The key by name: (id) on PostgreSQL,
   // (brand_id, id) on Citus (Migration20261129000000).
-  changedOrders: `insert into "orders" (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance, updated_at)
+  changedOrders: `insert into ${brandTable('orders')} (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance, updated_at)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance, now()
               from ${orderRecordset.sql}
-            on conflict on constraint "orders_pkey" do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
-               commission_balance = "orders".commission_balance + excluded.commission_balance, updated_at = excluded.updated_at`,
-  refunds: `insert into "refunds" (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
+            ${onPrimaryKeyConflict('orders')} do update set ${written.map((c) => `${c} = excluded.${c}`).join(', ')},
+               commission_balance = ${brandTable('orders')}.commission_balance + excluded.commission_balance, updated_at = excluded.updated_at`,
+  refunds: `insert into ${brandTable('refunds')} (id, brand_id, livemode, order_id, refund_id, kind, amount, original_amount,
                                  commission_reversed, reason, event_id, request_id)
             select x.id, x.brand_id, x.livemode, x.order_id, x.refund_id, x.kind, x.amount, x.original_amount,
                    x.commission_reversed, x.reason, x.event_id, x.request_id
@@ -108,9 +109,9 @@ const partSql = {
                 event_id: 'text',
                 request_id: 'text',
               })}`,
-  receivedEvents: `insert into "received_events" (${columnList(receivedEventColumns)})
+  receivedEvents: `insert into ${brandTable('received_events')} (${columnList(receivedEventColumns)})
             select ${fromX(receivedEventColumns)} from ${receivedRecordset.sql}`,
-  idempotencyRecords: `insert into "idempotency_records" (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
+  idempotencyRecords: `insert into ${brandTable('idempotency_records')} (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
             select x.brand_id, x.livemode, x.key, x.request_hash, x.response_status, x.response_body, now()
               from ${recordset({ brand_id: 'text', livemode: 'boolean', key: 'text', request_hash: 'text', response_status: 'int', response_body: 'jsonb' })}
             on conflict (brand_id, livemode, key) do update

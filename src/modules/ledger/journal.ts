@@ -1,3 +1,4 @@
+import { brandTable } from '../../db/brand-shards.js';
 import { copyRows } from '../../db/copy-rows.js';
 import type { Sql } from '../../db/sql.js';
 import { columnRecordset, recordset, type WritePart } from '../../db/write-set.js';
@@ -130,7 +131,7 @@ const movementRecordset = columnRecordset(movementColumns);
 const movementCopy = copyRows('ledger_movements', movementColumns);
 
 /** The journal's insert, built once: every group commit writes it. */
-const movementInsert = `insert into "ledger_movements" (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
+const movementInsert = `insert into ${brandTable('ledger_movements')} (id, brand_id, livemode, order_id, creator_id, kind, amount, event_id, request_id, payout_id)
           select x.id, x.brand_id, x.livemode, x.order_id, x.creator_id, x.kind, x.amount, x.event_id, x.request_id, x.payout_id
             from ${movementRecordset.sql}`;
 

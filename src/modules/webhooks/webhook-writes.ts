@@ -1,3 +1,4 @@
+import { brandTable } from '../../db/brand-shards.js';
 import type { Sql } from '../../db/sql.js';
 import { executeWrites, recordset, type WritePart } from '../../db/write-set.js';
 import { outboxWrite } from '../../outbox/outbox.js';
@@ -122,12 +123,12 @@ const fromX = (columns: object) =>
     .map((c) => `x.${c}`)
     .join(', ');
 
-const insertEvents = `insert into "webhook_events" (${names(eventColumns)})
+const insertEvents = `insert into ${brandTable('webhook_events')} (${names(eventColumns)})
   select ${fromX(eventColumns)} from ${recordset(eventColumns)}
   on conflict (brand_id, dedup_key) do nothing`;
 
 /** The deliveries insert, built once (as `insertEvents`). */
-const insertDeliveries = `insert into "webhook_deliveries" (${names(deliveryColumns)})
+const insertDeliveries = `insert into ${brandTable('webhook_deliveries')} (${names(deliveryColumns)})
             select ${fromX(deliveryColumns)} from ${recordset(deliveryColumns)}`;
 
 /** The webhook rows of a set-based write (db/write-set.ts): events, then their deliveries. */
