@@ -77,7 +77,8 @@ function attemptOutcome(redis: RedisClient): Promise<boolean> {
 export async function redisReady(redis: RedisClient, timeoutMs = REDIS_REQUEST_TIMEOUT_MS): Promise<void> {
   if (redis.status === 'ready') return;
   if (redis.status !== 'connecting' && redis.status !== 'connect') throw redisDown(redis);
-  if (!(await answeredWithin(attemptOutcome(redis), timeoutMs, () => redisDown(redis)))) throw redisDown(redis);
+  const ready = await answeredWithin(attemptOutcome(redis), timeoutMs, () => redisDown(redis));
+  if (!ready) throw redisDown(redis);
 }
 
 /**
