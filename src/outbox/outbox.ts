@@ -4,6 +4,7 @@ import { inTransaction } from '../db/sql.js';
 import { recordset, type WritePart } from '../db/write-set.js';
 import { type JobData, type JobName, type JobPayload, jobOptions, type Queues } from '../jobs/queues.js';
 import type { Logger } from '../logger.js';
+import { answeredWithin } from '../shared/answered-within.js';
 import { newId } from '../shared/ids.js';
 import { ThrottledWarning } from './throttled-warning.js';
 
@@ -46,18 +47,6 @@ interface PendingMessage {
 
 /** BullMQ waits for Redis to be ready before adding: bounded, so a relay never holds its rows for long. */
 const ENQUEUE_TIMEOUT_MS = 2000;
-
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not accept the job within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Rows per relay pass: one `addBulk` per job name (one Redis round trip) and one update. */
 export const RELAY_BATCH = 1000;
@@ -102,7 +91,7 @@ async function relayPass(orm: MikroORM, queues: Queues, limit: number, brandId?:
     try {
       for (const [name, messages] of byQueue) {
         const now = Date.now();
-        await withTimeout(
+        await answeredWithin(
           queues[name].addBulk(
             messages.map((m) => ({
               name,
@@ -115,6 +104,7 @@ async function relayPass(orm: MikroORM, queues: Queues, limit: number, brandId?:
             })),
           ),
           ENQUEUE_TIMEOUT_MS,
+          () => new Error(`Redis did not accept the job within ${ENQUEUE_TIMEOUT_MS} ms`),
         );
         relayed.push(...messages.map((m) => ({ brand_id: m.brand_id, id: m.id })));
       }

@@ -39,7 +39,7 @@ async function until(what: string, condition: () => boolean | Promise<boolean>, 
 describe('outbox relay failures during a Redis outage', () => {
   it('a burst of failures writes one warning, and the recovery line carries their count (web and worker relay)', async () => {
     const observe = (i: number) =>
-      sendEvent(ctx.app, keys.pk_live, 'order.observed', { order_id: `burst-${i}`, amount: 100 });
+      sendEvent(ctx.app, keys.sk_live, 'order.observed', { order_id: `burst-${i}`, amount: 100 });
     expect((await observe(0)).status).toBe(200);
     await redis.kill();
 
