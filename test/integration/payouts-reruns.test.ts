@@ -432,6 +432,64 @@ describe('two passes of one run key at once', () => {
   );
 });
 
+describe('passes that meet at a payee', () => {
+  /**
+   * Backends waiting for a lock: this database's on PostgreSQL; on Citus every wait the cluster
+   * knows of (citus_lock_waits), as the passes' row locks are taken on the brand's worker.
+   */
+  const lockWaiters = async () => {
+    const [row] = await sql(
+      inject('citusUrl') === undefined
+        ? `select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and wait_event in ('transactionid', 'tuple')`
+        : `select count(distinct waiting_gpid)::int as n from citus_lock_waits`,
+    );
+    return row.n as number;
+  };
+
+  it('wait for the payee while it is held, on Citus too; then one pays its order and clawback together', async () => {
+    const shop = await subscribedShop();
+    const { mina } = shop.fixture;
+    const order = await paid(shop, 'MINA20', 20_000); // 4,000
+    await confirm();
+    await runPayouts(ctx.orm, '2027-08', 'req_meet_run');
+    await send(shop, 'refund.created', { order_id: order, refund_id: 'late', amount: 10_000 }); // -2,000
+    await paid(shop, 'MINA20', 15_000); // 3,000
+    await confirm();
+
+    // The payee's row held as a pass holds it; both passes then wait for it before reading a line.
+    const held = await holdLock(
+      `select 1 from creators where brand_id = '${shop.brandId}' and id = '${mina.creatorId}' for no key update`,
+    );
+    let finished = 0;
+    let waited = false;
+    const passes = ['req_meet_one', 'req_meet_two'].map((requestId) =>
+      runPayouts(ctx.orm, '2027-08', requestId).finally(() => {
+        finished++;
+      }),
+    );
+    try {
+      await vi.waitFor(
+        async () => {
+          if (finished === 2) return;
+          expect(await lockWaiters()).toBe(2);
+          waited = true;
+        },
+        { timeout: 15_000, interval: 20 },
+      );
+    } finally {
+      await held.release();
+      await Promise.all(passes);
+    }
+    expect(waited, 'both passes waited for the held payee').toBe(true);
+    const announced = await expectPayoutTotals(shop, [
+      [1, 4_000, 0, 4_000],
+      [1, 3_000, -2_000, 1_000],
+    ]);
+    await expectEverythingOwedPaid(shop, announced);
+  });
+});
+
 /**
  * `count` confirmed live orders of one creator, written as the engine would leave them (each with
  * its accrual): more than a payout chunk without sending them one by one.
