@@ -61,19 +61,21 @@ export const RELAY_BATCH = 1000;
  */
 export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_BATCH): Promise<number> {
   if (!(await onCitus(orm))) return relayPass(orm, queues, limit);
-  // Citus refuses a locking read over every brand's shards: the brands with rows waiting (a read
-  // that locks nothing), then each brand's rows as their own pass, on the brand's worker.
-  const brands = await orm.em
+  // Citus refuses a locking read over every brand's shards: each brand's rows go in a pass of
+  // its own, on the brand's worker. Which brands, and how many rows each, come from the oldest
+  // rows waiting (a read that locks nothing, at most `limit` entries of each shard's pending
+  // index), so brands go oldest waiting first, as the single pass of plain PostgreSQL does: a
+  // brand that never runs dry cannot hold back another's rows behind its newer ones.
+  const oldest = await orm.em
     .fork()
     .execute<{ brand_id: string }[]>(
-      `select distinct brand_id from outbox_messages where relayed_at is null limit ?`,
+      `select brand_id from outbox_messages where relayed_at is null order by id limit ?`,
       [limit],
     );
+  const share = new Map<string, number>();
+  for (const { brand_id } of oldest) share.set(brand_id, (share.get(brand_id) ?? 0) + 1);
   let relayed = 0;
-  for (const { brand_id } of brands) {
-    if (relayed >= limit) break;
-    relayed += await relayPass(orm, queues, limit - relayed, brand_id);
-  }
+  for (const [brandId, rows] of share) relayed += await relayPass(orm, queues, rows, brandId);
   return relayed;
 }
 
