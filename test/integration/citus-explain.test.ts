@@ -116,7 +116,12 @@ async function captureGroup(group: IngestRequest[]): Promise<Captured[]> {
   const recording = { query, queryAndCommit: query } as Sql;
   await client.query('begin');
   try {
-    await commitGroup(recording, group, { now: now(), gapDelayMinutes: 30, oneBrand: true });
+    await commitGroup(recording, group, {
+      now: now(),
+      gapDelayMinutes: 30,
+      oneBrand: true,
+      secretKeyBase: ctx.config.SECRET_KEY_BASE,
+    });
   } finally {
     await client.query('rollback');
   }

@@ -126,7 +126,11 @@ async function capture(group: IngestRequest[]): Promise<{ sql: string; values: r
   const recording = { query, queryAndCommit: query } as Sql;
   await engine.query('begin');
   try {
-    await commitGroup(recording, group, { now: now(), gapDelayMinutes: 30 });
+    await commitGroup(recording, group, {
+      now: now(),
+      gapDelayMinutes: 30,
+      secretKeyBase: ctx.config.SECRET_KEY_BASE,
+    });
   } finally {
     await engine.query('rollback');
   }

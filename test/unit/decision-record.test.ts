@@ -14,19 +14,28 @@ const candidate: fc.Arbitrary<Candidate> = fc.oneof(
     creator_id: id,
     offer_id: id,
   }),
-  fc.record({
-    type: fc.constant('click' as const),
-    click_ref: fc.string(),
-    last_touch_channel: id,
-    channel_allows: fc.boolean(),
-    found: fc.boolean(),
-    creator_id: id,
-    offer_id: id,
-    clicked_at: id,
-    window_days: int,
-    age_seconds: int,
-    within_window: fc.option(fc.boolean()),
-  }),
+  fc
+    .tuple(
+      fc.record({
+        type: fc.constant('click' as const),
+        click_ref: fc.string(),
+        last_touch_channel: id,
+        channel_allows: fc.boolean(),
+        found: fc.boolean(),
+        creator_id: id,
+        offer_id: id,
+        clicked_at: id,
+        window_days: int,
+        age_seconds: int,
+        within_window: fc.option(fc.boolean()),
+      }),
+      // A recorded click id, or a signed reference with what its verification found.
+      fc.oneof(
+        fc.constant({ signed: false, signature_valid: null, link_id: null }),
+        fc.record({ signed: fc.constant(true), signature_valid: fc.option(fc.boolean()), link_id: id }),
+      ),
+    )
+    .map(([click, reference]) => ({ ...click, ...reference })),
 );
 const decision: fc.Arbitrary<AttributionDecision> = fc.record({
   effect: fc.constantFrom('applied' as const, 'unchanged' as const),
