@@ -96,6 +96,19 @@ describe('a stored attribution decision', () => {
     );
   });
 
+  it("reads a click stored before signed references as a recorded click's, and stores a recorded click as before", () => {
+    const before = ['k', 'clk_1', null, 1, 1, 'cr_1', 'off_1', '2026-11-20T00:00:00.000Z', 7, 3600, 1];
+    const decision = readDecision([1, 'a', [before], null, 0, 0, null, 0, null]);
+    expect(decision.candidates[0]).toMatchObject({
+      type: 'click',
+      click_ref: 'clk_1',
+      signed: false,
+      signature_valid: null,
+      link_id: null,
+    });
+    expect((recordDecision(decision) as unknown[])[2]).toEqual([before]);
+  });
+
   it('refuses a form it does not know, rather than misread it', () => {
     expect(() => readDecision([2, 'applied'])).toThrow(/unknown form: form 2/);
   });
