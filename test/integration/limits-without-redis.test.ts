@@ -6,7 +6,7 @@ import { AddressLimits } from '../../src/http/address-limits.js';
 import { EventRateLimiter } from '../../src/http/rate-limit.js';
 import { createLogger } from '../../src/logger.js';
 import { randomToken } from '../../src/shared/ids.js';
-import { expectEnvelope, makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
+import { admin, expectEnvelope, makeBrandWithKeys, makeShop, SHOP_ORIGIN } from '../factories/index.js';
 import { type PrivateRedis, startPrivateRedis } from '../setup/private-redis.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -24,6 +24,14 @@ let connection: Redis;
 let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
 /** What the app's routes do, on the same connection: the click limit's answer is read here. */
 let limits: AddressLimits;
+let linkSlug: string;
+
+/** The `lf_click` a shopper at `address` is redirected with: a recorded click, or a signed one (no row). */
+async function clickRef(address: string): Promise<string> {
+  const res = await request(ctx.app).get(`/c/${linkSlug}`).set('X-Forwarded-For', address);
+  expect(res.status).toBe(302);
+  return new URL(res.headers.location!).searchParams.get('lf_click') ?? '';
+}
 
 beforeAll(async () => {
   redis = await startPrivateRedis();
@@ -31,6 +39,13 @@ beforeAll(async () => {
   connection = ctx.queues['payout-run'].opts.connection as Redis;
   if (connection.status !== 'ready') await once(connection, 'ready');
   ({ keys } = await makeBrandWithKeys(ctx.orm));
+  const shop = await makeShop(ctx);
+  linkSlug = (
+    await admin(ctx).post(`/admin/api/brands/${shop.brandId}/links`, {
+      creator_id: shop.fixture.mina.creatorId,
+      offer_id: shop.fixture.offerId,
+    })
+  ).body.slug;
   limits = new AddressLimits(
     new EventRateLimiter(connection, createLogger('silent'), {
       keyPrefix: `${ctx.config.QUEUE_PREFIX}:test:`,
@@ -83,6 +98,7 @@ async function expectMetered() {
   expect(viewed.headers['ratelimit-limit']).toBe('40');
   expectEnvelope(await unknownKey(anAddress()), 401, 'invalid_api_key');
   expect(await limits.count('click', anAddress())).toMatchObject({ allowed: true, failedClosed: false });
+  expect(await clickRef(anAddress())).toMatch(/^clk_/);
 }
 
 /** Secret-key events pass unmetered and counted; the rest is refused. */
@@ -115,6 +131,8 @@ async function expectSecretOnly() {
     failedOpen: false,
     retryAfterSeconds: 1,
   });
+  // The redirect writes no click it cannot count, and still hands the shopper one that attributes.
+  expect(await clickRef(anAddress())).toMatch(/^sclk_/);
 }
 
 describe('the limits without Redis', () => {
