@@ -57,6 +57,8 @@ export const citusFiles = [
   'test/integration/auth.test.ts',
   'test/integration/key-issuance.test.ts',
   'test/integration/public-traffic-limits.test.ts',
+  // Signed click references: the load probes a link, the write records the click on the brand's shards.
+  'test/integration/throttled-clicks.test.ts',
   'test/integration/admin.test.ts',
   'test/integration/seed.test.ts',
   'test/integration/openapi-conformance.test.ts',

@@ -104,7 +104,7 @@ export function redisClient(url: string, settings: ClientSettings): RedisClient 
 export function logWebRedisConnection(redis: RedisClient, logger: Logger): void {
   const trouble = new ThrottledWarning(
     logger,
-    'redis connection problem: admin job runs, traces and Bull Board answer 503 until it is back (ingestion goes on); check REDIS_URL and that Redis is running',
+    'redis connection problem: admin job runs, traces, Bull Board and publishable-key events answer 503 until it is back (secret-key ingestion goes on); check REDIS_URL and that Redis is running',
     { recoveredMessage: 'redis connection ready again', maxIntervalMs: 10 * 60_000 },
   );
   redis.on('error', (err) => trouble.failed(err));

@@ -86,7 +86,7 @@ export async function batchPipeline(batches: number, size: number): Promise<Pipe
     const { answers } = await commitGroup(
       sql,
       [{ caller, events, batch: true, requestId: newRequestId(), bytes: body.length }],
-      { now, gapDelayMinutes: 30 },
+      { now, gapDelayMinutes: 30, secretKeyBase: 'bench' },
     );
     const answer = answers[0]!;
     if (!answer.ok) throw answer.error;

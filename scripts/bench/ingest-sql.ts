@@ -87,7 +87,11 @@ export async function orderPaidPgbenchScript(databaseUrl: string, secretKey: str
       bytes: 100,
     };
     await inTransactionOn(pool, async (sql) => {
-      await commitGroup(recording(sql, statements), [request], { now, gapDelayMinutes: 30 });
+      await commitGroup(recording(sql, statements), [request], {
+        now,
+        gapDelayMinutes: 30,
+        secretKeyBase: 'bench',
+      });
       throw new RolledBack();
     }).catch((err) => {
       if (!(err instanceof RolledBack)) throw err;

@@ -1349,6 +1349,12 @@ export interface components {
           /** @description The click's age at the order's occurred_at. */
           age_seconds: number | null;
           within_window: boolean | null;
+          /** @description A signed reference (`sclk_…`): the redirect recorded no click because the shopper’s address was past its click limit (a throttled address). */
+          signed: boolean;
+          /** @description For a signed reference: whether this service signed it. Null otherwise. */
+          signature_valid: boolean | null;
+          /** @description The tracking link a signed reference names. */
+          link_id: string | null;
         };
     IntegrationStatus: {
       /** @constant */
@@ -3712,7 +3718,10 @@ export interface operations {
            *                 "clicked_at": "2026-11-18T09:00:00.000Z",
            *                 "window_days": 7,
            *                 "age_seconds": 151200,
-           *                 "within_window": true
+           *                 "within_window": true,
+           *                 "signed": false,
+           *                 "signature_valid": null,
+           *                 "link_id": null
            *               }
            *             ],
            *             "renewal": null,

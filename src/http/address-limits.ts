@@ -5,7 +5,9 @@ import { EventRateLimiter, type RateLimitDecision } from './rate-limit.js';
 /**
  * Per client address limits for traffic no key vouches for, which would otherwise reach the
  * database unthrottled: requests whose API key is not valid (each unknown key is a lookup) and
- * tracking-link clicks (each inserts a click).
+ * tracking-link clicks (each inserts a click). Without Redis to count them they fail closed:
+ * `count` refuses (`failedClosed`, `Retry-After` 1 s), and the refusal is remembered like any
+ * other, so an address's next unknown keys within that second cost no lookup.
  */
 export const ADDRESS_LIMITS = {
   /** A client with a wrong key is told so 20 times in a row, then about once a second. */
@@ -45,9 +47,15 @@ export class AddressLimits {
     return 0;
   }
 
-  /** Counts one request of the address; a refusal is also remembered in the process until it may retry. */
+  /**
+   * Counts one request of the address; a refusal is also remembered in the process until it may
+   * retry. Refused: `allowed` false, and `failedClosed` when Redis could not count it at all.
+   */
   async count(kind: AddressLimitKind, address: string): Promise<RateLimitDecision> {
-    const decision = await this.limiter.take({ key: `${kind}:${address}`, ...this.limits[kind] }, 1);
+    const decision = await this.limiter.take(
+      { key: `${kind}:${address}`, ...this.limits[kind], failClosed: true },
+      1,
+    );
     if (!decision.allowed) {
       this.onRefused(kind);
       const key = `${kind} ${address}`;
@@ -77,7 +85,7 @@ export function addressLimitsFor({
 export function tooManyInvalidKeys(retryAfterSeconds: number): AppError {
   return new AppError(
     'rate_limit_exceeded',
-    'Too many requests without a valid API key came from your address; requests from it are refused for now.',
+    'Too many requests without a valid API key came from your address (or they cannot be counted just now); requests from it are refused for now.',
     {
       hint: `Check the key (copy it again in full, or issue a new one), then retry after ${retryAfterSeconds} ${retryAfterSeconds === 1 ? 'second' : 'seconds'}.`,
       headers: { 'Retry-After': String(retryAfterSeconds) },

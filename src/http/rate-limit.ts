@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.js';
 import type { ApiCaller } from '../modules/keys/caller.js';
 import type { RedisClient } from '../redis.js';
+import { answeredWithin } from '../shared/answered-within.js';
 import { AppError } from '../shared/errors.js';
 
 /**
@@ -17,9 +18,13 @@ import { AppError } from '../shared/errors.js';
  * decides them in arrival order exactly as separate calls would: one Redis round trip per
  * bucket and turn instead of one per request (docs/benchmarks.md, "Profile notes").
  *
- * Redis trouble never blocks ingestion: on an error or no answer within `timeoutMs`
- * the request is allowed (fail open), counted in `failOpenCount` and logged at warn
- * (at most one line per `FAIL_OPEN_LOG_INTERVAL_MS`, so an outage cannot flood the log).
+ * Without Redis a request is decided unmetered: when the connection is not ready (known at
+ * once, nothing is sent), or Redis errs or has not answered within `timeoutMs` (a late event
+ * loop is not taken for a late Redis: see answeredWithin). A bucket of traffic anyone can send
+ * (`failClosed`: publishable keys, requests without a valid key, clicks) then refuses it, with
+ * `Retry-After`; any other (the brand's secret key: its orders must not stop) allows it (fail
+ * open). Both are counted (`failOpenCount`, `failClosedCount`) and logged at warn, at most one
+ * line per `UNMETERED_LOG_INTERVAL_MS`, so an outage cannot flood the log.
  */
 
 export interface RateLimitDecision {
@@ -38,6 +43,8 @@ export interface RateLimitDecision {
   exceedsCapacity: boolean;
   /** Redis failed or was too slow and the request was let through unmetered. */
   failedOpen: boolean;
+  /** Redis failed or was too slow and the request was refused unmetered (its bucket fails closed). */
+  failedClosed: boolean;
 }
 
 export interface EventRateLimiterOptions {
@@ -51,20 +58,29 @@ interface BucketTurn {
   key: string;
   perSecond: number;
   burst: number;
-  requests: { events: number; resolve: (decision: RateLimitDecision) => void }[];
+  requests: { events: number; failClosed: boolean; resolve: (decision: RateLimitDecision) => void }[];
 }
 
-type RateLimitedCaller = Pick<ApiCaller, 'brandId' | 'livemode' | 'rateLimitPerS' | 'rateLimitBurst'>;
+type RateLimitedCaller = Pick<ApiCaller, 'brandId' | 'livemode' | 'rateLimitPerS' | 'rateLimitBurst'> &
+  Partial<Pick<ApiCaller, 'kind'>>;
 
 /** One token bucket: its key (after the limiter's prefix) and its refill rate and capacity. */
 export interface Bucket {
   key: string;
   perSecond: number;
   burst: number;
+  /** Refuse, rather than allow, what Redis cannot decide: for traffic anyone can send. */
+  failClosed?: boolean;
 }
 
 const COMMAND = 'lfEventTokenBucket';
-const FAIL_OPEN_LOG_INTERVAL_MS = 10_000;
+const UNMETERED_LOG_INTERVAL_MS = 10_000;
+/**
+ * `Retry-After` of a request refused unmetered. Redis is retried within 5 s (src/redis.ts); one
+ * second is also the per-address limits' own sustained pace, so an address refused in the
+ * process for that long costs at most one unknown-key lookup a second.
+ */
+const UNMETERED_RETRY_AFTER_S = 1;
 
 /**
  * KEYS[1] bucket hash. ARGV: rate (tokens/s), burst, then each request's tokens, in arrival order.
@@ -146,15 +162,17 @@ function positive(value: number | null, fallback: number): number {
 export class EventRateLimiter {
   /** Requests let through because Redis failed or timed out (exported as a metric by the caller). */
   failOpenCount = 0;
+  /** Requests refused because Redis failed or timed out and their bucket fails closed. */
+  failClosedCount = 0;
 
   private readonly keyPrefix: string;
   private readonly defaultPerSecond: number;
   private readonly defaultBurst: number;
   private readonly timeoutMs: number;
-  private lastFailOpenLogAt = Number.NEGATIVE_INFINITY;
+  private lastUnmeteredLogAt = Number.NEGATIVE_INFINITY;
   /** Requests of this turn of the event loop, by bucket and settings, decided together. */
   private readonly thisTurn = new Map<string, BucketTurn>();
-  private failOpenSinceLog = 0;
+  private unmeteredSinceLog = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -176,9 +194,10 @@ export class EventRateLimiter {
    * is gone or Redis failed: a refund is a courtesy, never worth an error.
    */
   async refund(bucket: Bucket, events: number): Promise<number | undefined> {
+    if (this.unready()) return undefined;
     try {
       const left = Number(
-        await this.withTimeout(
+        await this.answered(
           (this.redis as unknown as BucketCommand)[REFUND_COMMAND](
             this.keyPrefix + bucket.key,
             String(bucket.burst),
@@ -200,9 +219,13 @@ export class EventRateLimiter {
     };
   }
 
-  /** The caller's (brand, mode) bucket with the brand's own settings. */
+  /** The caller's (brand, mode) bucket with the brand's own settings; a publishable key's fails closed. */
   brandBucket(caller: RateLimitedCaller): Bucket {
-    return { key: `${caller.brandId}:${caller.livemode ? 'live' : 'test'}`, ...this.settingsFor(caller) };
+    return {
+      key: `${caller.brandId}:${caller.livemode ? 'live' : 'test'}`,
+      ...this.settingsFor(caller),
+      ...(caller.kind === 'publishable' && { failClosed: true }),
+    };
   }
 
   /** Takes `events` tokens from the caller's (brand, mode) bucket, or none at all. */
@@ -226,7 +249,7 @@ export class EventRateLimiter {
       if (this.thisTurn.size === 1) setImmediate(() => this.decideTurn());
     }
     const { promise, resolve } = Promise.withResolvers<RateLimitDecision>();
-    turn.requests.push({ events, resolve });
+    turn.requests.push({ events, failClosed: bucket.failClosed === true, resolve });
     return promise;
   }
 
@@ -237,11 +260,16 @@ export class EventRateLimiter {
     for (const turn of turns) void this.decide(turn);
   }
 
-  private async decide({ key, perSecond, burst, requests }: BucketTurn): Promise<void> {
+  private async decide(turn: BucketTurn): Promise<void> {
+    const { key, perSecond, burst, requests } = turn;
+    if (this.unready()) {
+      this.unmetered(turn, new Error(`redis connection ${this.redis.status}`));
+      return;
+    }
     let reply: BucketReply;
     try {
       reply = (
-        await this.withTimeout(
+        await this.answered(
           (this.redis as unknown as BucketCommand)[COMMAND](
             key,
             String(perSecond),
@@ -251,19 +279,7 @@ export class EventRateLimiter {
         )
       ).map(Number);
     } catch (err) {
-      for (const { events, resolve } of requests) {
-        this.recordFailOpen(err);
-        resolve({
-          allowed: true,
-          limit: burst,
-          perSecond,
-          remaining: burst,
-          resetSeconds: 0,
-          retryAfterSeconds: null,
-          exceedsCapacity: events > burst,
-          failedOpen: true,
-        });
-      }
+      this.unmetered(turn, err);
       return;
     }
     requests.forEach(({ events, resolve }, i) => {
@@ -284,8 +300,29 @@ export class EventRateLimiter {
           allowed === 1 ? null : Math.max(1, retryMs < 0 ? resetSeconds : Math.ceil(retryMs / 1000)),
         exceedsCapacity: events > burst,
         failedOpen: false,
+        failedClosed: false,
       });
     });
+  }
+
+  /** Decides a turn without Redis: each request open or closed as its bucket says. */
+  private unmetered({ perSecond, burst, requests }: BucketTurn, err: unknown): void {
+    for (const { events, failClosed, resolve } of requests) {
+      if (failClosed) this.failClosedCount += 1;
+      else this.failOpenCount += 1;
+      resolve({
+        allowed: !failClosed,
+        limit: burst,
+        perSecond,
+        remaining: failClosed ? 0 : burst,
+        resetSeconds: 0,
+        retryAfterSeconds: failClosed ? UNMETERED_RETRY_AFTER_S : null,
+        exceedsCapacity: events > burst,
+        failedOpen: !failClosed,
+        failedClosed: failClosed,
+      });
+    }
+    this.logUnmetered(err, requests.length);
   }
 
   /**
@@ -296,38 +333,40 @@ export class EventRateLimiter {
     return rateLimitHeaders(decision);
   }
 
-  private withTimeout<T>(promise: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-      timer.unref();
-    });
-    // A late answer or error after the timeout is dropped (the outcome is already decided).
-    promise.catch(() => {});
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  /**
+   * Redis cannot take a command now: not connected (down, reconnecting, still connecting) and
+   * no offline queue to hold it (the web process has none). Known at once, with nothing sent.
+   */
+  private unready(): boolean {
+    return this.redis.status !== 'ready' && !this.redis.options.enableOfflineQueue;
   }
 
-  private recordFailOpen(err: unknown): void {
-    this.failOpenCount += 1;
-    this.failOpenSinceLog += 1;
+  private answered<T>(command: Promise<T>): Promise<T> {
+    return answeredWithin(command, this.timeoutMs, () => new Error(`no answer within ${this.timeoutMs} ms`));
+  }
+
+  private logUnmetered(err: unknown, requests: number): void {
+    this.unmeteredSinceLog += requests;
     const now = Date.now();
-    if (now - this.lastFailOpenLogAt < FAIL_OPEN_LOG_INTERVAL_MS) return;
+    if (now - this.lastUnmeteredLogAt < UNMETERED_LOG_INTERVAL_MS) return;
     this.logger.warn(
       {
         reason: err instanceof Error ? err.message : String(err),
-        failOpenSinceLastLog: this.failOpenSinceLog,
+        unmeteredSinceLastLog: this.unmeteredSinceLog,
         failOpenCount: this.failOpenCount,
+        failClosedCount: this.failClosedCount,
       },
-      'rate limiter unavailable, events allowed without limit (fail open)',
+      'rate limiter unavailable: secret-key events allowed without limit (fail open), publishable-key and keyless traffic refused (fail closed)',
     );
-    this.lastFailOpenLogAt = now;
-    this.failOpenSinceLog = 0;
+    this.lastUnmeteredLogAt = now;
+    this.unmeteredSinceLog = 0;
   }
 }
 
-/** See {@link EventRateLimiter.headers}. */
+/** See {@link EventRateLimiter.headers}. A fail-closed refusal carries only its `Retry-After`. */
 export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
   if (decision.failedOpen) return {};
+  if (decision.failedClosed) return { 'Retry-After': String(decision.retryAfterSeconds ?? 1) };
   const headers: Record<string, string> = {
     'RateLimit-Limit': String(decision.limit),
     'RateLimit-Remaining': String(decision.remaining),
@@ -337,9 +376,23 @@ export function rateLimitHeaders(decision: RateLimitDecision): Record<string, st
   return headers;
 }
 
-/** 429 rate_limit_exceeded for a refused decision, with the numbers and the headers to send. */
+/**
+ * 429 rate_limit_exceeded for a refused decision, with the numbers and the headers to send; 503
+ * temporary_service_error for one refused because the limit could not be counted (fail closed).
+ */
 export function rateLimitError(decision: RateLimitDecision, events: number): AppError {
   const retryAfter = decision.retryAfterSeconds ?? 1;
+  const seconds = `${retryAfter} ${retryAfter === 1 ? 'second' : 'seconds'}`;
+  if (decision.failedClosed) {
+    return new AppError(
+      'temporary_service_error',
+      'The rate limit of publishable-key events cannot be counted right now (Redis does not answer), so nothing was applied.',
+      {
+        hint: `Retry after ${seconds}, with backoff. Events sent with the secret key are not affected.`,
+        headers: rateLimitHeaders(decision),
+      },
+    );
+  }
   const unit = (n: number) => (n === 1 ? 'event' : 'events');
   const policy = `${decision.limit} ${unit(decision.limit)} burst, refilled at ${decision.perSecond} ${unit(decision.perSecond)}/s`;
   const headers = { ...rateLimitHeaders(decision), 'Retry-After': String(retryAfter) };
@@ -357,7 +410,7 @@ export function rateLimitError(decision: RateLimitDecision, events: number): App
     'rate_limit_exceeded',
     `This request needs ${events} ${unit(events)} but only ${decision.remaining} ${unit(decision.remaining)} ${decision.remaining === 1 ? 'is' : 'are'} left (${policy}). Nothing was applied.`,
     {
-      hint: `Wait ${retryAfter} ${retryAfter === 1 ? 'second' : 'seconds'} before retrying, or send a smaller batch now.`,
+      hint: `Wait ${seconds} before retrying, or send a smaller batch now.`,
       headers,
     },
   );

@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis.js';
+import { answeredWithin } from '../shared/answered-within.js';
 import { AppError } from '../shared/errors.js';
 
 /**
@@ -76,15 +77,8 @@ function attemptOutcome(redis: RedisClient): Promise<boolean> {
 export async function redisReady(redis: RedisClient, timeoutMs = REDIS_REQUEST_TIMEOUT_MS): Promise<void> {
   if (redis.status === 'ready') return;
   if (redis.status !== 'connecting' && redis.status !== 'connect') throw redisDown(redis);
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-  });
-  try {
-    if (!(await Promise.race([attemptOutcome(redis), late]))) throw redisDown(redis);
-  } finally {
-    clearTimeout(timer);
-  }
+  const ready = await answeredWithin(attemptOutcome(redis), timeoutMs, () => redisDown(redis));
+  if (!ready) throw redisDown(redis);
 }
 
 /**
@@ -96,19 +90,11 @@ export async function redisReady(redis: RedisClient, timeoutMs = REDIS_REQUEST_T
 export async function needsRedis<T>(redis: RedisClient, work: () => Promise<T>, unsure?: string): Promise<T> {
   const started = Date.now();
   await redisReady(redis);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(redisUnanswered(`no answer within ${REDIS_REQUEST_TIMEOUT_MS / 1000} s`, unsure)),
-      Math.max(0, REDIS_REQUEST_TIMEOUT_MS - (Date.now() - started)),
-    );
-  });
+  const late = () => redisUnanswered(`no answer within ${REDIS_REQUEST_TIMEOUT_MS / 1000} s`, unsure);
   try {
-    return await Promise.race([work(), timeout]);
+    return await answeredWithin(work(), Math.max(0, REDIS_REQUEST_TIMEOUT_MS - (Date.now() - started)), late);
   } catch (err) {
     if (isRedisUnavailable(err, redis)) throw redisUnanswered((err as Error).message, unsure);
     throw err;
-  } finally {
-    clearTimeout(timer);
   }
 }

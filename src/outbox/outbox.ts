@@ -5,6 +5,7 @@ import { inTransaction } from '../db/sql.js';
 import { recordset, type WritePart } from '../db/write-set.js';
 import { type JobData, type JobName, type JobPayload, jobOptions, type Queues } from '../jobs/queues.js';
 import type { Logger } from '../logger.js';
+import { answeredWithin } from '../shared/answered-within.js';
 import { newId } from '../shared/ids.js';
 import { ThrottledWarning } from './throttled-warning.js';
 
@@ -48,18 +49,6 @@ interface PendingMessage {
 /** BullMQ waits for Redis to be ready before adding: bounded, so a relay never holds its rows for long. */
 const ENQUEUE_TIMEOUT_MS = 2000;
 
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not accept the job within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Rows per relay pass: one `addBulk` per job name (one Redis round trip) and one update. */
 export const RELAY_BATCH = 1000;
 
@@ -73,19 +62,21 @@ export const RELAY_BATCH = 1000;
  */
 export async function relayOutbox(orm: MikroORM, queues: Queues, limit = RELAY_BATCH): Promise<number> {
   if (!(await onCitus(orm))) return relayPass(orm, queues, limit);
-  // Citus refuses a locking read over every brand's shards: the brands with rows waiting (a read
-  // that locks nothing), then each brand's rows as their own pass, on the brand's worker.
-  const brands = await orm.em
+  // Citus refuses a locking read over every brand's shards: each brand's rows go in a pass of
+  // its own, on the brand's worker. Which brands, and how many rows each, come from the oldest
+  // rows waiting (a read that locks nothing, at most `limit` entries of each shard's pending
+  // index), so brands go oldest waiting first, as the single pass of plain PostgreSQL does: a
+  // brand that never runs dry cannot hold back another's rows behind its newer ones.
+  const oldest = await orm.em
     .fork()
     .execute<{ brand_id: string }[]>(
-      `select distinct brand_id from outbox_messages where relayed_at is null limit ?`,
+      `select brand_id from outbox_messages where relayed_at is null order by id limit ?`,
       [limit],
     );
+  const share = new Map<string, number>();
+  for (const { brand_id } of oldest) share.set(brand_id, (share.get(brand_id) ?? 0) + 1);
   let relayed = 0;
-  for (const { brand_id } of brands) {
-    if (relayed >= limit) break;
-    relayed += await relayPass(orm, queues, limit - relayed, brand_id);
-  }
+  for (const [brandId, rows] of share) relayed += await relayPass(orm, queues, rows, brandId);
   return relayed;
 }
 
@@ -103,7 +94,7 @@ async function relayPass(orm: MikroORM, queues: Queues, limit: number, brandId?:
     try {
       for (const [name, messages] of byQueue) {
         const now = Date.now();
-        await withTimeout(
+        await answeredWithin(
           queues[name].addBulk(
             messages.map((m) => ({
               name,
@@ -116,6 +107,7 @@ async function relayPass(orm: MikroORM, queues: Queues, limit: number, brandId?:
             })),
           ),
           ENQUEUE_TIMEOUT_MS,
+          () => new Error(`Redis did not accept the job within ${ENQUEUE_TIMEOUT_MS} ms`),
         );
         relayed.push(...messages.map((m) => ({ brand_id: m.brand_id, id: m.id })));
       }

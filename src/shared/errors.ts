@@ -184,7 +184,7 @@ export const errorCodes = {
   temporary_service_error: {
     status: 503,
     explains:
-      'A temporary server-side problem: HTTP 500 for an unexpected error; 503 when the service is not ready: its database cannot be used (the message says "The service is not ready"), or Redis, which the job queue, traces and Bull Board need, is unreachable or does not answer within 3 s (ingestion goes on without it). Retry with exponential backoff and jitter; it is safe because order.paid and refund_id are idempotent. Ops: GET /readyz names the cause.',
+      'A temporary server-side problem: HTTP 500 for an unexpected error; 503 when the service is not ready: its database cannot be used (the message says "The service is not ready"), or Redis, which the job queue, traces and Bull Board need, is unreachable or does not answer within 3 s (secret-key ingestion goes on without it; events sent with a publishable key are refused, with `Retry-After`, since their rate limit cannot be counted). Retry with exponential backoff and jitter; it is safe because order.paid and refund_id are idempotent. Ops: GET /readyz names the cause.',
   },
   http_400: {
     status: 400,

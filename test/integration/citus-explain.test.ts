@@ -2,11 +2,12 @@ import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BinaryArray, positional, type Sql, type StoredStatement } from '../../src/db/sql.js';
+import { signClickReference } from '../../src/modules/attribution/click-reference.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
 import { requestHash } from '../../src/modules/ingestion/idempotency.js';
 import { newRequestId } from '../../src/shared/ids.js';
-import { makeShop, sendEvent } from '../factories/index.js';
+import { admin, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -25,6 +26,8 @@ const onCitus = inject('citusUrl') !== undefined;
 let ctx: TestContext;
 let shop: Awaited<ReturnType<typeof makeShop>>;
 let client: pg.Client;
+/** A throttled address's click reference: the load probes its link, the write records its click. */
+let signedClickRef: string;
 
 interface Captured {
   sql: string;
@@ -39,6 +42,11 @@ beforeAll(async () => {
   shop = await makeShop(ctx);
   client = new pg.Client({ connectionString: ctx.directDatabaseUrl });
   await client.connect();
+  const link = await admin(ctx).post(`/admin/api/brands/${shop.brandId}/links`, {
+    creator_id: shop.fixture.mina.creatorId,
+    offer_id: shop.fixture.offerId,
+  });
+  signedClickRef = signClickReference(ctx.config.SECRET_KEY_BASE, link.body.id, new Date())!;
   // Orders to change, refund and read.
   for (const id of ['ex-1', 'ex-2', 'ex-3'])
     expect(
@@ -116,14 +124,19 @@ async function captureGroup(group: IngestRequest[]): Promise<Captured[]> {
   const recording = { query, queryAndCommit: query } as Sql;
   await client.query('begin');
   try {
-    await commitGroup(recording, group, { now: now(), gapDelayMinutes: 30, oneBrand: true });
+    await commitGroup(recording, group, {
+      now: now(),
+      gapDelayMinutes: 30,
+      oneBrand: true,
+      secretKeyBase: ctx.config.SECRET_KEY_BASE,
+    });
   } finally {
     await client.query('rollback');
   }
   return captured;
 }
 
-/** New orders (single event), a batch, and changes with an Idempotency-Key. */
+/** New orders (single event), a batch, changes with an Idempotency-Key, and clicks recorded and signed. */
 function groups(): Record<string, IngestRequest[]> {
   const single = (events: ReturnType<typeof event>[], extra: Partial<IngestRequest> = {}): IngestRequest => ({
     caller: caller(),
@@ -154,6 +167,12 @@ function groups(): Record<string, IngestRequest[]> {
       single([event('order.paid', keyed.data)], {
         idempotency: { key: 'ex-key', hash: requestHash('/v1/events', keyed) },
       }),
+    ],
+    clicks: [
+      single([
+        event('order.paid', { order_id: 'ex-click', amount: 10_000, click_ref: shop.fixture.mina.clickRef }),
+        event('order.paid', { order_id: 'ex-signed', amount: 10_000, click_ref: signedClickRef }),
+      ]),
     ],
   };
 }

@@ -374,10 +374,12 @@ describe('Redis outage', () => {
         down.app,
       );
       expect(paid.status).toBe(200);
+      // The secret key's: publishable-key events are refused while Redis is down (their rate limit
+      // cannot be counted; limits-without-redis.test.ts).
       const observed = await send(
         'order.observed',
         { order_id: 'outage-2', amount: 5000 },
-        downKeys.pk_live,
+        downKeys.sk_live,
         down.app,
       );
       expect(observed.status).toBe(200);

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobPayload } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
-import { outboxWrite } from '../../src/outbox/outbox.js';
+import { outboxWrite, relayOutbox } from '../../src/outbox/outbox.js';
 import { outboxPruneJob } from '../../workers/outbox-prune.js';
 import { startOutboxRelay } from '../../workers/outbox-relay.js';
 import { makeBrandWithKeys, sendEvent } from '../factories/index.js';
@@ -39,7 +39,7 @@ async function until(what: string, condition: () => boolean | Promise<boolean>, 
 describe('outbox relay failures during a Redis outage', () => {
   it('a burst of failures writes one warning, and the recovery line carries their count (web and worker relay)', async () => {
     const observe = (i: number) =>
-      sendEvent(ctx.app, keys.pk_live, 'order.observed', { order_id: `burst-${i}`, amount: 100 });
+      sendEvent(ctx.app, keys.sk_live, 'order.observed', { order_id: `burst-${i}`, amount: 100 });
     expect((await observe(0)).status).toBe(200);
     await redis.kill();
 
@@ -134,5 +134,49 @@ describe('outbox-prune', () => {
     );
     expect(left).toEqual({ total: 300, relayed: 200 });
     expect(outboxPruneJob.schedule({ PAYOUT_SCHEDULE: '0 0 10 * *' })).toBe('17 * * * *');
+  });
+});
+
+describe('outbox relay order', () => {
+  // On Citus each brand's rows go in a pass of their own (outbox.ts): which brands, and how many
+  // rows each, must follow the oldest rows waiting, as plain PostgreSQL's one pass does.
+  it('a brand whose outbox never runs dry holds back no other brand: lone events go within the passes their age allows', async () => {
+    const sql = (text: string, params: unknown[] = []) => ctx.orm.em.fork().execute(text, params);
+    await sql(`delete from outbox_messages`);
+    let n = 0;
+    const send = async (brandId: string, count: number) => {
+      const write = outboxWrite(
+        Array.from({ length: count }, () => ({
+          brandId,
+          jobName: 'order-gap-detection' as const,
+          data: { request_id: `req_fair_${++n}`, triggered_by: 'admin' as const },
+          availableAt: new Date(),
+        })),
+      );
+      await ctx.orm.em.fork().execute(write.sql, [JSON.stringify(write.rows)], 'run');
+    };
+    const waiting = async (brands: string[]) => {
+      const [row] = await sql(
+        `select count(*)::int as n from outbox_messages where brand_id = any(string_to_array(?, ',')) and relayed_at is null`,
+        [brands.join(',')],
+      );
+      return (row as { n: number }).n;
+    };
+
+    // 30 rows of the busy brand, then one each of 20 others (some of them, by their shards, come
+    // after it in any order that ignores age); the busy brand then adds twice what a pass takes
+    // before every pass, so its backlog only grows.
+    await send('brand_busy', 30);
+    const lone = Array.from({ length: 20 }, (_, i) => `brand_lone_${i}`);
+    for (const brandId of lone) await send(brandId, 1);
+    const passes: number[] = [];
+    for (let pass = 1; pass <= 15 && (await waiting(lone)) > 0; pass++) {
+      await send('brand_busy', 20);
+      passes.push(await relayOutbox(ctx.orm, ctx.queues, 10));
+    }
+    expect(await waiting(lone)).toBe(0);
+    // Oldest first: the 30 rows before them in three passes, then the 20 in two.
+    expect(passes).toEqual([10, 10, 10, 10, 10]);
+    expect(await waiting(['brand_busy'])).toBe(30 + 5 * 20 - 30);
   });
 });

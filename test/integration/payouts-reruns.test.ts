@@ -177,17 +177,11 @@ describe('a payout is final once announced', () => {
     const announced = await expectAnnouncementsMatchReads(shop);
     // The first payouts read as they were announced; what became due since is a payout of its own.
     expect(announced.slice(0, 2)).toEqual(first);
-    // The two passes at once may split what became due: one locks the order, the other skips it
-    // and takes the clawback (SKIP LOCKED), each finalizing a payout of its own (about 1 run in 6).
-    // Either way the lines are paid once and add up to the same payout.
-    const later = announced.slice(2);
-    expect(later.length === 1 || later.length === 2, JSON.stringify(later)).toBe(true);
-    const sum = (field: 'order_count' | 'commission_amount' | 'clawback_amount' | 'net_amount') =>
-      later.reduce((total, p) => total + Number(p[field]), 0);
-    for (const p of later) expect(p).toMatchObject({ creator_id: mina.creatorId, run_key: '2026-12' });
-    expect([sum('order_count'), sum('commission_amount'), sum('clawback_amount'), sum('net_amount')]).toEqual(
-      [1, 4_000, -1_000, 3_000],
-    );
+    // The two passes at once take the payee in turns: what became due since is one payout.
+    expect(announced.slice(2).map((p) => [p.creator_id, p.run_key, p.order_count, p.net_amount])).toEqual([
+      [mina.creatorId, '2026-12', 1, 3_000],
+    ]);
+    expect(announced[2]).toMatchObject({ commission_amount: 4_000, clawback_amount: -1_000 });
     expect(announced.find((p) => p.creator_id === joon.creatorId)).toMatchObject({ net_amount: 3_000 });
     const owed = await expectEverythingOwedPaid(shop, announced);
     expect(owed.reduce((sum, r) => sum + r.owed, 0)).toBe(9_000);
@@ -374,47 +368,126 @@ async function gatedRole() {
   };
 }
 
-describe('two passes and one clawback', () => {
-  // Netting a clawback writes payout_clawbacks and no column of the movement, so the row lock
-  // alone cannot tell a pass that the movement it waited for was netted meanwhile; before, such a
-  // pass netted it again and failed on payout_clawbacks' key (seen once in CI's concurrent rerun).
+describe('two passes of one run key at once', () => {
+  // A schedule and an admin run that meet, or "run" pressed twice. Before, the second pass
+  // skipped the order the first had locked and took the clawback, and each made a payout of its
+  // own: the order's, and one of the clawback alone (negative).
   staged(
-    'a pass whose snapshot predates the netting of a clawback it then locks leaves it to the other pass',
+    'the second waits for the first at the payee: one payout, its order and its clawback together',
     async () => {
       const shop = await subscribedShop();
       const order = await paid(shop, 'MINA20', 20_000); // 4,000
       await confirm();
-      await runPayouts(ctx.orm, '2027-07', 'req_claw_run');
+      await runPayouts(ctx.orm, '2027-07', 'req_twice_run');
       await send(shop, 'refund.created', { order_id: order, refund_id: 'late', amount: 10_000 }); // -2,000
+      await paid(shop, 'MINA20', 15_000); // 3,000
+      await confirm();
 
       const gate = await gatedRole();
       const held = await gate.hold();
-      let first: Promise<string> | undefined;
-      let outcome: string | undefined;
-      try {
-        // Pass 1: its clawback select takes its snapshot (the clawback not netted yet), then waits.
-        first = runPayouts(gate.orm, '2027-07', 'req_claw_first').then(
+      const settle = (run: Promise<unknown>) =>
+        run.then(
           () => 'finished',
           (err: Error) => err.message,
         );
+      let first: Promise<string> | undefined;
+      let second: Promise<string> | undefined;
+      let outcomes: (string | undefined)[] = [];
+      try {
+        // Pass 1 has locked the new order and stops in its clawback select.
+        first = settle(runPayouts(gate.orm, '2027-07', 'req_twice_first'));
         await waitingFor(`a.wait_event = 'advisory'`);
-        // Pass 2 meanwhile nets the clawback into a payout of its own, announces it and commits.
-        await runPayouts(ctx.orm, '2027-07', 'req_claw_second');
+        // Pass 2 meanwhile waits for pass 1 at the payee (before, it ran on at once).
+        let secondDone = false;
+        second = settle(runPayouts(ctx.orm, '2027-07', 'req_twice_second')).finally(() => {
+          secondDone = true;
+        });
+        await vi.waitFor(
+          async () => {
+            if (secondDone) return;
+            const [row] = await sql(
+              `select count(*)::int as n from pg_stat_activity a
+                where a.datname = current_database() and a.wait_event in ('transactionid', 'tuple')`,
+            );
+            expect(row.n).toBe(1);
+          },
+          { timeout: 15_000, interval: 20 },
+        );
       } finally {
-        // Pass 1 goes on with its old snapshot, and gets the row lock pass 2 let go.
         await held.release();
-        outcome = await first;
+        outcomes = await Promise.all([first, second]);
         await gate.drop();
       }
-      expect(outcome).toBe('finished');
+      expect(outcomes).toEqual(['finished', 'finished']);
       const announced = await expectPayoutTotals(shop, [
         [1, 4_000, 0, 4_000],
-        [0, 0, -2_000, -2_000],
+        [1, 3_000, -2_000, 1_000],
       ]);
       const owed = await expectEverythingOwedPaid(shop, announced);
-      expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 2_000 }]);
+      expect(owed).toEqual([{ creator_id: shop.fixture.mina.creatorId, owed: 5_000 }]);
+      expect(await sql(`select payees, items from payout_runs where run_key = '2027-07'`)).toEqual([
+        { payees: 1, items: 3 },
+      ]);
     },
   );
+});
+
+describe('passes that meet at a payee', () => {
+  /**
+   * Backends waiting for a lock: this database's on PostgreSQL; on Citus every wait the cluster
+   * knows of (citus_lock_waits), as the passes' row locks are taken on the brand's worker.
+   */
+  const lockWaiters = async () => {
+    const [row] = await sql(
+      inject('citusUrl') === undefined
+        ? `select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and wait_event in ('transactionid', 'tuple')`
+        : `select count(distinct waiting_gpid)::int as n from citus_lock_waits`,
+    );
+    return row.n as number;
+  };
+
+  it('wait for the payee while it is held, on Citus too; then one pays its order and clawback together', async () => {
+    const shop = await subscribedShop();
+    const { mina } = shop.fixture;
+    const order = await paid(shop, 'MINA20', 20_000); // 4,000
+    await confirm();
+    await runPayouts(ctx.orm, '2027-08', 'req_meet_run');
+    await send(shop, 'refund.created', { order_id: order, refund_id: 'late', amount: 10_000 }); // -2,000
+    await paid(shop, 'MINA20', 15_000); // 3,000
+    await confirm();
+
+    // The payee's row held as a pass holds it; both passes then wait for it before reading a line.
+    const held = await holdLock(
+      `select 1 from creators where brand_id = '${shop.brandId}' and id = '${mina.creatorId}' for no key update`,
+    );
+    let finished = 0;
+    let waited = false;
+    const passes = ['req_meet_one', 'req_meet_two'].map((requestId) =>
+      runPayouts(ctx.orm, '2027-08', requestId).finally(() => {
+        finished++;
+      }),
+    );
+    try {
+      await vi.waitFor(
+        async () => {
+          if (finished === 2) return;
+          expect(await lockWaiters()).toBe(2);
+          waited = true;
+        },
+        { timeout: 15_000, interval: 20 },
+      );
+    } finally {
+      await held.release();
+      await Promise.all(passes);
+    }
+    expect(waited, 'both passes waited for the held payee').toBe(true);
+    const announced = await expectPayoutTotals(shop, [
+      [1, 4_000, 0, 4_000],
+      [1, 3_000, -2_000, 1_000],
+    ]);
+    await expectEverythingOwedPaid(shop, announced);
+  });
 });
 
 /**

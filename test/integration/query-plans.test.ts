@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BinaryArray, positional, type Sql, type StoredStatement, sqlLiteral } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logger.js';
+import { signClickReference } from '../../src/modules/attribution/click-reference.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import {
   commitGroup,
@@ -15,7 +16,7 @@ import { oneOrderWhere } from '../../src/modules/orders/lookup-key.js';
 import { deliveriesOfRequestSql } from '../../src/modules/webhooks/webhooks.service.js';
 import { requestRecordsSql } from '../../src/ops/trace.js';
 import { newRequestId } from '../../src/shared/ids.js';
-import { makeBrand, makeCreators } from '../factories/index.js';
+import { admin, makeBrand, makeCreators } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 // Plans that cannot degrade (docs/decisions.md): the engine's load and write statements are
@@ -26,6 +27,8 @@ let ctx: TestContext;
 let engine: pg.Client;
 let caller: IngestRequest['caller'];
 let clickRef: string;
+/** A reference the redirect signed for a throttled address: the load probes its link instead of a click. */
+let signedClickRef: string;
 
 const GROWN_ORDERS = 3000;
 const tables = [
@@ -53,6 +56,11 @@ beforeAll(async () => {
   const brand = await makeBrand(ctx.orm);
   const fixture = await makeCreators(ctx, brand.id);
   clickRef = fixture.mina.clickRef;
+  const link = await admin(ctx).post(`/admin/api/brands/${brand.id}/links`, {
+    creator_id: fixture.mina.creatorId,
+    offer_id: fixture.offerId,
+  });
+  signedClickRef = signClickReference(ctx.config.SECRET_KEY_BASE, link.body.id, new Date())!;
   caller = {
     brandId: brand.id,
     livemode: true,
@@ -70,7 +78,7 @@ const now = () => new Date();
 const event = (type: string, data: Record<string, unknown>) =>
   validateEvent({ type, data }, { now: now(), keyKind: 'secret' });
 
-/** A group that uses every part of the load and the write: new, changed and renewed orders, refunds, a click, a key. */
+/** A group that uses every part of the load and the write: new, changed and renewed orders, refunds, clicks, a key. */
 function mixedGroup(tag: string): IngestRequest[] {
   const body = { type: 'order.paid', data: { order_id: `${tag}-keyed`, amount: 5000 } };
   return [
@@ -79,6 +87,7 @@ function mixedGroup(tag: string): IngestRequest[] {
       events: [
         event('order.paid', { order_id: `${tag}-new`, amount: 10_000, coupon_code: 'MINA20' }),
         event('order.paid', { order_id: `${tag}-click`, amount: 10_000, click_ref: clickRef }),
+        event('order.paid', { order_id: `${tag}-signed`, amount: 10_000, click_ref: signedClickRef }),
         event('order.paid', { order_id: 'grown-7', amount: 12_000, coupon_code: 'JOON' }),
         event('order.paid', { order_id: `${tag}-renewal`, amount: 10_000, parent_order_id: 'grown-8' }),
         event('refund.created', { order_id: 'grown-9', refund_id: `${tag}-r`, amount: 100 }),
@@ -126,7 +135,11 @@ async function capture(group: IngestRequest[]): Promise<{ sql: string; values: r
   const recording = { query, queryAndCommit: query } as Sql;
   await engine.query('begin');
   try {
-    await commitGroup(recording, group, { now: now(), gapDelayMinutes: 30 });
+    await commitGroup(recording, group, {
+      now: now(),
+      gapDelayMinutes: 30,
+      secretKeyBase: ctx.config.SECRET_KEY_BASE,
+    });
   } finally {
     await engine.query('rollback');
   }

@@ -316,3 +316,30 @@ describe('EventRateLimiter fail-open', () => {
     }
   });
 });
+
+describe('EventRateLimiter under a late event loop', () => {
+  /** Blocks the event loop, as a big batch or a GC pause does. */
+  function busyFor(ms: number): void {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {}
+  }
+
+  it('uses the answer that arrived while the loop was blocked past the timeout, rather than failing open', async () => {
+    const rl = new EventRateLimiter(redis, silent, {
+      keyPrefix: prefix(),
+      timeoutMs: 50,
+      defaultPerSecond: 0.001,
+      defaultBurst: 1,
+    });
+    // The script is loaded and the bucket empty: the real answer to the next request is a refusal.
+    expect(await rl.consume(caller(), 1)).toMatchObject({ allowed: true, failedOpen: false });
+    const pending = rl.consume(caller(), 1);
+    // The limiter sends its call from a setImmediate queued by consume; this one runs just after it.
+    await new Promise((resolve) => setImmediate(resolve));
+    // Redis answers within a millisecond or so; the reply waits on the socket while the loop is
+    // busy far past the 50 ms, and the expired timer runs first in the next turn.
+    busyFor(400);
+    expect(await pending).toMatchObject({ allowed: false, failedOpen: false, failedClosed: false });
+    expect(rl.failOpenCount).toBe(0);
+  });
+});

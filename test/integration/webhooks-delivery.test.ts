@@ -391,7 +391,7 @@ describe('nothing is lost between the ledger and the queue', () => {
           },
         ],
         // One brand's group, as on Citus the engine commits it (its load names the brand).
-        { now, gapDelayMinutes: 30, oneBrand: true },
+        { now, gapDelayMinutes: 30, oneBrand: true, secretKeyBase: ctx.config.SECRET_KEY_BASE },
       ),
     );
     expect(await deliveryOf(endpoint.id)).toMatchObject({ status: 'pending' });

@@ -14,19 +14,28 @@ const candidate: fc.Arbitrary<Candidate> = fc.oneof(
     creator_id: id,
     offer_id: id,
   }),
-  fc.record({
-    type: fc.constant('click' as const),
-    click_ref: fc.string(),
-    last_touch_channel: id,
-    channel_allows: fc.boolean(),
-    found: fc.boolean(),
-    creator_id: id,
-    offer_id: id,
-    clicked_at: id,
-    window_days: int,
-    age_seconds: int,
-    within_window: fc.option(fc.boolean()),
-  }),
+  fc
+    .tuple(
+      fc.record({
+        type: fc.constant('click' as const),
+        click_ref: fc.string(),
+        last_touch_channel: id,
+        channel_allows: fc.boolean(),
+        found: fc.boolean(),
+        creator_id: id,
+        offer_id: id,
+        clicked_at: id,
+        window_days: int,
+        age_seconds: int,
+        within_window: fc.option(fc.boolean()),
+      }),
+      // A recorded click id, or a signed reference with what its verification found.
+      fc.oneof(
+        fc.constant({ signed: false, signature_valid: null, link_id: null }),
+        fc.record({ signed: fc.constant(true), signature_valid: fc.option(fc.boolean()), link_id: id }),
+      ),
+    )
+    .map(([click, reference]) => ({ ...click, ...reference })),
 );
 const decision: fc.Arbitrary<AttributionDecision> = fc.record({
   effect: fc.constantFrom('applied' as const, 'unchanged' as const),
@@ -85,6 +94,19 @@ describe('a stored attribution decision', () => {
         expect(readDecision(d)).toBe(d);
       }),
     );
+  });
+
+  it("reads a click stored before signed references as a recorded click's, and stores a recorded click as before", () => {
+    const before = ['k', 'clk_1', null, 1, 1, 'cr_1', 'off_1', '2026-11-20T00:00:00.000Z', 7, 3600, 1];
+    const decision = readDecision([1, 'a', [before], null, 0, 0, null, 0, null]);
+    expect(decision.candidates[0]).toMatchObject({
+      type: 'click',
+      click_ref: 'clk_1',
+      signed: false,
+      signature_valid: null,
+      link_id: null,
+    });
+    expect((recordDecision(decision) as unknown[])[2]).toEqual([before]);
   });
 
   it('refuses a form it does not know, rather than misread it', () => {

@@ -19,10 +19,12 @@ function book(): OrderBook {
     catalog: {
       codes: new Map([['MINA', { creatorId: 'cr_mina', offerId: 'off_1', commissionBps: 2000 }]]),
       clicks: new Map(),
+      signedClicks: new Map(),
       creatorHashes: new Map([['cr_mina', ['a'.repeat(64)]]]),
     },
     journal: new Journal(),
     newRefunds: [],
+    newClicks: [],
   };
 }
 

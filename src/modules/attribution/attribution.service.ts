@@ -16,6 +16,7 @@ import type {
   OfferOut,
 } from './attribution.schemas.js';
 import { Click } from './click.entity.js';
+import { signClickReference } from './click-reference.js';
 import { CouponCode, couponCodeKey } from './coupon-code.entity.js';
 import { Creator } from './creator.entity.js';
 import { Offer } from './offer.entity.js';
@@ -144,20 +145,19 @@ export async function createClick(em: EntityManager, brandId: string, input: z.o
 }
 
 /**
- * The tracking redirect: one statement records the click from the link and returns the
- * landing URL, so a burst of clicks costs one round trip each.
- */
-/**
- * Follows a tracking link: its landing URL, and the click recorded unless `record` is false (an
- * address over its click limit is still sent on to the shop, but counts no click).
+ * Follows a tracking link: its landing URL and the click reference to hand the shopper. Recorded,
+ * one statement inserting the click from the link and returning the landing URL (one round trip
+ * per click); or, when `record` is false (an address past its click limit), signed: the
+ * reference carries the link and the time and costs no row until an order is attributed by it
+ * (click-reference.ts).
  */
 export async function followLink(
   em: EntityManager,
   slug: string,
-  { record }: { record: boolean },
+  { record, secretKeyBase }: { record: boolean; secretKeyBase: string },
 ): Promise<{ clickRef: string | null; landingUrl: string }> {
-  const clickRef = record ? newId('clk') : null;
-  const rows = await em.execute<{ landing_url: string }[]>(
+  const recorded = record ? newId('clk') : null;
+  const rows = await em.execute<{ landing_url: string; link_id: string }[]>(
     record
       ? `with link as (
        select l.id, l.brand_id, l.creator_id, l.offer_id, o.landing_url
@@ -169,18 +169,19 @@ export async function followLink(
        insert into clicks (id, brand_id, creator_id, offer_id, link_id, clicked_at)
        select ?, brand_id, creator_id, offer_id, id, now() from link
      )
-     select landing_url from link`
-      : `select o.landing_url from link_slugs s
+     select landing_url, id as link_id from link`
+      : `select o.landing_url, l.id as link_id from link_slugs s
            join tracking_links l on l.brand_id = s.brand_id and l.slug = s.slug
            join offers o on o.brand_id = l.brand_id and o.id = l.offer_id
           where s.slug = ?`,
-    record ? [slug, clickRef] : [slug],
+    record ? [slug, recorded] : [slug],
   );
   const row = rows[0];
   if (!row)
     throw new AppError('link_not_found', 'This tracking link does not exist.', {
       hint: 'Check the link you were given.',
     });
+  const clickRef = recorded ?? signClickReference(secretKeyBase, row.link_id, new Date());
   return { clickRef, landingUrl: row.landing_url };
 }
 

@@ -17,7 +17,7 @@ export function clickRedirectRoutes(deps: AppDeps) {
       operationId: 'followTrackingLink',
       summary: 'Tracking redirect',
       description:
-        'Records a click, then redirects to the offer’s landing URL with `lf_click=<click_ref>` added. An address past its click limit is still redirected, without a click recorded (no `lf_click`).',
+        'Records a click, then redirects to the offer’s landing URL with `lf_click=<click_ref>` added. Past its address’s click limit the redirect records nothing: its `lf_click` is a signed reference (`sclk_…`) carrying the link and the time, which attributes an order as a click would.',
       tag: 'Tracking',
       security: 'none',
       params: z.object({ slug: text().max(32) }),
@@ -25,10 +25,14 @@ export function clickRedirectRoutes(deps: AppDeps) {
       responseHeaders: { 302: ['Location'] },
       errors: ['link_not_found', 'invalid_request_body'],
       async handle(req, res, { params }) {
-        // Each click is a row: past its address's limit the shopper still reaches the shop, but
-        // the hit counts no click (a human never clicks that fast; a bot inflating clicks does).
+        // Each recorded click is a row: past its address's limit (a bot, or many shoppers behind
+        // one carrier or office address) the click is signed instead, which writes nothing
+        // unless an order comes of it.
         const { allowed } = await limits.count('click', clientAddress(req));
-        const { clickRef, landingUrl } = await followLink(orm.em.fork(), params.slug, { record: allowed });
+        const { clickRef, landingUrl } = await followLink(orm.em.fork(), params.slug, {
+          record: allowed,
+          secretKeyBase: config.SECRET_KEY_BASE,
+        });
         const target = new URL(landingUrl);
         if (clickRef) target.searchParams.set('lf_click', clickRef);
         res.setHeader('Cache-Control', 'no-store');

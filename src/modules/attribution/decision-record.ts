@@ -55,6 +55,8 @@ const recordCandidate = (c: Candidate): Values =>
         c.window_days,
         c.age_seconds,
         bit(c.within_window),
+        // Only a signed reference's: a recorded click's record stays as it was.
+        ...(c.signed ? [bit(c.signature_valid), c.link_id] : []),
       ];
 
 const readCandidate = (v: Values): Candidate =>
@@ -72,6 +74,9 @@ const readCandidate = (v: Values): Candidate =>
         window_days: v[8],
         age_seconds: v[9],
         within_window: bool(v[10]),
+        signed: v.length > 11,
+        signature_valid: v.length > 11 ? bool(v[11]) : null,
+        link_id: v[12] ?? null,
       };
 
 /** The candidate a result came from, by index: the common case, stored as one digit. */

@@ -1,3 +1,4 @@
+import { isSignedClickReference, type SignedClick } from './click-reference.js';
 import { couponCodeKey } from './coupon-code.entity.js';
 
 export interface Attribution {
@@ -20,6 +21,9 @@ export interface CodeTarget {
 export interface ClickTarget extends CodeTarget {
   clickedAt: Date;
   attributionWindowDays: number;
+  linkId: string | null;
+  /** Resolved from a signed reference (its click recorded by nothing yet), not a click row. */
+  signed: boolean;
 }
 
 /**
@@ -30,6 +34,8 @@ export interface ClickTarget extends CodeTarget {
 export interface AttributionCatalog {
   codes: Map<string, CodeTarget>;
   clicks: Map<string, ClickTarget>;
+  /** The signed click references that verified, by reference, whether their link was found or not. */
+  signedClicks: Map<string, SignedClick>;
   creatorHashes: Map<string, string[]>;
 }
 
@@ -69,6 +75,15 @@ export type Candidate =
       /** The click's age at the order's occurred_at. */
       age_seconds: number | null;
       within_window: boolean | null;
+      /**
+       * A signed reference (`sclk_…`): handed out by the redirect, recording nothing, because
+       * the shopper's address was past its click limit.
+       */
+      signed: boolean;
+      /** For a signed reference: whether this service signed it (false: forged, altered or under an old key). */
+      signature_valid: boolean | null;
+      /** The tracking link a signed reference names (null for a recorded click id). */
+      link_id: string | null;
     };
 
 /**
@@ -104,6 +119,8 @@ export function traceAttribution(
   }
   if (!input.clickRef) return { attribution: null, candidates };
   const allowed = clickAttributionAllowed(input.lastTouchChannel);
+  const signed = isSignedClickReference(input.clickRef);
+  const reference = signed ? catalog.signedClicks.get(input.clickRef) : undefined;
   const click = allowed ? catalog.clicks.get(input.clickRef) : undefined;
   const within = click ? clickInWindow(click.clickedAt, input.occurredAt, click.attributionWindowDays) : null;
   candidates.push({
@@ -118,6 +135,9 @@ export function traceAttribution(
     window_days: click?.attributionWindowDays ?? null,
     age_seconds: click ? Math.round((input.occurredAt.getTime() - click.clickedAt.getTime()) / 1000) : null,
     within_window: within,
+    signed,
+    signature_valid: signed ? reference !== undefined : null,
+    link_id: reference?.linkId ?? null,
   });
   if (!click || !within) return { attribution: null, candidates };
   return {

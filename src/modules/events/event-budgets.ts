@@ -45,12 +45,14 @@ export class EventBudgets {
     const brand = this.limiter.brandBucket(caller);
     if (caller.kind === 'secret') return [brand];
     const { brandShare, perAddress } = this.publishable;
+    // Anyone can send with the key: without Redis to count it, its traffic is refused.
     return [
-      { key: `${brand.key}:pk:${clientAddress}`, ...perAddress },
+      { key: `${brand.key}:pk:${clientAddress}`, ...perAddress, failClosed: true },
       {
         key: `${brand.key}:pk`,
         perSecond: brand.perSecond * brandShare,
         burst: Math.max(1, Math.floor(brand.burst * brandShare)),
+        failClosed: true,
       },
     ];
   }

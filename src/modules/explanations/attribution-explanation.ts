@@ -70,11 +70,20 @@ function candidateSentence(c: Candidate): string {
   if (!c.channel_allows) {
     return `Click ${c.click_ref} not considered: last_touch_channel '${c.last_touch_channel}' is not lf, so another channel had the last touch.`;
   }
-  if (!c.found) return `Click ${c.click_ref} is not a click of this brand.`;
+  if (c.signed && !c.signature_valid)
+    return `Click reference ${c.click_ref} was not signed by this service (altered, made up, or signed under a secret since replaced): it attributes nothing.`;
+  if (!c.found)
+    return c.signed
+      ? `Click reference ${c.click_ref} names tracking link ${c.link_id}, which this brand does not have (another brand's link, or one since deleted).`
+      : `Click ${c.click_ref} is not a click of this brand.`;
   const days = (c.age_seconds! / 86_400).toFixed(1);
+  // Signed at the redirect instead of recorded: the shopper's address had used up its clicks.
+  const throttled = c.signed
+    ? ', from a throttled address (signed at the redirect, not recorded there),'
+    : '';
   return c.within_window
-    ? `Click ${c.click_ref} (creator ${c.creator_id}) happened ${days} days before the order, inside its ${c.window_days}-day window.`
-    : `Click ${c.click_ref} (creator ${c.creator_id}) happened ${days} days before the order, outside its ${c.window_days}-day window.`;
+    ? `Click ${c.click_ref} (creator ${c.creator_id})${throttled} happened ${days} days before the order, inside its ${c.window_days}-day window.`
+    : `Click ${c.click_ref} (creator ${c.creator_id})${throttled} happened ${days} days before the order, outside its ${c.window_days}-day window.`;
 }
 
 /** The decision of one order.paid, in sentences: candidates in order, the winner and why, the arithmetic. */

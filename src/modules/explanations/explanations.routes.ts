@@ -28,6 +28,15 @@ const Candidate = z
       window_days: z.int().nullable(),
       age_seconds: z.int().nullable().meta({ description: "The click's age at the order's occurred_at." }),
       within_window: z.boolean().nullable(),
+      signed: z.boolean().meta({
+        description:
+          'A signed reference (`sclk_…`): the redirect recorded no click because the shopper’s address was past its click limit (a throttled address).',
+      }),
+      signature_valid: z
+        .boolean()
+        .nullable()
+        .meta({ description: 'For a signed reference: whether this service signed it. Null otherwise.' }),
+      link_id: nullableString.meta({ description: 'The tracking link a signed reference names.' }),
     }),
   ])
   .meta({ id: 'AttributionCandidate' });
@@ -148,6 +157,9 @@ const example = {
             window_days: 7,
             age_seconds: 151_200,
             within_window: true,
+            signed: false,
+            signature_valid: null,
+            link_id: null,
           },
         ],
         renewal: null,

@@ -131,6 +131,15 @@ export const ingestionStatements = [
 
 const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
 
+export interface GroupOptions {
+  now: Date;
+  gapDelayMinutes: number;
+  /** Citus: the group is one brand's (ingestion.ts). */
+  oneBrand?: boolean;
+  /** Verifies signed click references (attribution/click-reference.ts). */
+  secretKeyBase: string;
+}
+
 /** What a group's planning produced: one answer per request and the writes that make them true. */
 interface GroupPlan {
   answers: IngestAnswer[];
@@ -148,7 +157,7 @@ interface GroupPlan {
 async function planGroup(
   sql: Sql,
   requests: readonly IngestRequest[],
-  options: { now: Date; gapDelayMinutes: number; dryRun?: boolean; oneBrand?: boolean },
+  options: GroupOptions & { dryRun?: boolean },
 ): Promise<GroupPlan> {
   const lock = !options.dryRun;
   const answers: (IngestAnswer | undefined)[] = requests.map(() => undefined);
@@ -171,7 +180,11 @@ async function planGroup(
     live.map((r) => ({ scope: scopeOf(r), terms: r.caller.terms, events: r.events })),
     probes,
     options.now,
-    { lock, ...(options.oneBrand && requests[0] ? { oneBrand: requests[0].caller.brandId } : {}) },
+    {
+      lock,
+      secretKeyBase: options.secretKeyBase,
+      ...(options.oneBrand && requests[0] ? { oneBrand: requests[0].caller.brandId } : {}),
+    },
   );
   for (const stored of responses) {
     const r = requests[stored.i]!;
@@ -229,7 +242,7 @@ async function planGroup(
 export async function commitGroup(
   sql: Sql,
   requests: readonly IngestRequest[],
-  options: { now: Date; gapDelayMinutes: number; oneBrand?: boolean },
+  options: GroupOptions,
 ): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
   // On Citus the group is one brand's: its call names the brand first, to be run on its worker.
@@ -253,7 +266,7 @@ export async function commitGroup(
 export async function dryRunRequest(
   sql: Sql,
   request: IngestRequest,
-  options: { now: Date; gapDelayMinutes: number; oneBrand?: boolean },
+  options: GroupOptions,
 ): Promise<IngestAnswer> {
   const { answers } = await planGroup(sql, [request], { ...options, dryRun: true });
   return answers[0]!;

@@ -121,6 +121,7 @@ export class Ingestion {
           now: new Date(),
           gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES,
           oneBrand: this.onCitus,
+          secretKeyBase: this.deps.config.SECRET_KEY_BASE,
         });
       },
       ENGINE_TRANSACTION_SETTINGS,
@@ -244,6 +245,7 @@ export class Ingestion {
               now,
               gapDelayMinutes: this.deps.config.ORDER_GAP_DELAY_MINUTES,
               oneBrand: this.onCitus,
+              secretKeyBase: this.deps.config.SECRET_KEY_BASE,
             }),
           ENGINE_TRANSACTION_SETTINGS,
         );

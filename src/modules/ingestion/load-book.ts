@@ -1,5 +1,10 @@
 import { brandTable } from '../../db/brand-shards.js';
 import { type Sql, type StoredStatement, storedStatement } from '../../db/sql.js';
+import {
+  isSignedClickReference,
+  type SignedClick,
+  verifyClickReference,
+} from '../attribution/click-reference.js';
 import { couponCodeKey } from '../attribution/coupon-code.entity.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
@@ -8,7 +13,7 @@ import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
 import { WebhookEmitter } from '../webhooks/emitter.js';
 import type { Subscriber } from '../webhooks/webhook-writes.js';
 import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
-import { type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
+import { type NewClick, type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
 import { orderColumns, orderFromRow } from './order-state.js';
 import type { ValidEvent } from './valid-event.js';
 
@@ -49,7 +54,8 @@ interface LoadShape {
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
 // probe with LIMIT 1 on a column set that exactly one index guaranteeing uniqueness covers
 // (orders by lookup_key, the hash index of its exclusion constraint; clicks, offers and
-// creators by primary key, brand first;
+// creators by primary key, brand first, and a signed click reference's link by its primary key
+// instead of a click (a gate on the wanted row picks one of the two probes);
 // codes by (brand_id, code_key); refunds by (order, refund_id); idempotency records by
 // primary key), and the engine's
 // connections plan with seq scans disabled (ingestion.ts): whatever the statistics say, each
@@ -89,12 +95,24 @@ codes as (
       ? `
 clicks as (
   select k.*
-    from json_to_recordset(?::json) as want(brand_id text, id text)
+    from json_to_recordset(?::json) as want(brand_id text, id text, link_id text)
     cross join lateral (
+<<<<<<< HEAD
       select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
         from ${brandTable('clicks')} k join ${brandTable('offers')} f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
        where k.brand_id = want.brand_id and k.id = want.id${b('k')}
        limit 1
+=======
+      (select k.id, k.brand_id, k.creator_id, k.offer_id, k.link_id, k.clicked_at, f.commission_bps, f.attribution_window_days
+         from ${brandTable('clicks')} k join ${brandTable('offers')} f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
+        where want.link_id is null and k.brand_id = want.brand_id and k.id = want.id${b('k')}
+        limit 1)
+      union all
+      (select want.id, l.brand_id, l.creator_id, l.offer_id, l.id, null, f.commission_bps, f.attribution_window_days
+         from ${brandTable('tracking_links')} l join ${brandTable('offers')} f on f.brand_id = l.brand_id and f.id = l.offer_id${b('f')}
+        where want.link_id is not null and l.brand_id = want.brand_id and l.id = want.link_id${b('l')}
+        limit 1)
+>>>>>>> main
     ) k
 ),`
       : ''
@@ -208,11 +226,16 @@ export const loadStatements = loadShapes.flat().flatMap((s) => [s.lock.stored, s
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
 
-/** What the requests' events name: orders (renewal parents included), codes, clicks, refund ids. */
-function needsOf(requests: readonly BookRequest[]) {
+/**
+ * What the requests' events name: orders (renewal parents included), codes, clicks, refund ids.
+ * A signed click reference is verified here: one that verifies names its link (looked up in the
+ * sending brand), one that does not is looked up nowhere.
+ */
+function needsOf(requests: readonly BookRequest[], secretKeyBase: string) {
   const orders = new Set<string>();
   const codes = new Map<string, { brand_id: string; code_key: string }>();
-  const clicks = new Map<string, { brand_id: string; id: string }>();
+  const clicks = new Map<string, { brand_id: string; id: string; link_id?: string }>();
+  const signedClicks = new Map<string, SignedClick>();
   const refunds: { lookup_key: string; refund_id: string }[] = [];
   // The code of the event before, most often the same: named once.
   let lastCode: { brandId: string; code: string } | undefined;
@@ -226,13 +249,29 @@ function needsOf(requests: readonly BookRequest[]) {
         const code_key = couponCodeKey(data.couponCode);
         codes.set(`${scope.brandId}/${code_key}`, { brand_id: scope.brandId, code_key });
       }
-      if (data.clickRef)
-        clicks.set(`${scope.brandId}/${data.clickRef}`, { brand_id: scope.brandId, id: data.clickRef });
+      if (data.clickRef) {
+        const id = data.clickRef;
+        if (!isSignedClickReference(id))
+          clicks.set(`${scope.brandId}/${id}`, { brand_id: scope.brandId, id });
+        else {
+          const signed = signedClicks.get(id) ?? verifyClickReference(secretKeyBase, id);
+          if (signed) {
+            signedClicks.set(id, signed);
+            clicks.set(`${scope.brandId}/${id}`, { brand_id: scope.brandId, id, link_id: signed.linkId });
+          }
+        }
+      }
       if (data.refundId)
         refunds.push({ lookup_key: orderLookupKey(scope, data.orderId), refund_id: data.refundId });
     }
   }
-  return { orders: [...orders].sort(), codes: [...codes.values()], clicks: [...clicks.values()], refunds };
+  return {
+    orders: [...orders].sort(),
+    codes: [...codes.values()],
+    clicks: [...clicks.values()],
+    signedClicks,
+    refunds,
+  };
 }
 
 /** Every brand and mode of the group, once: their enabled webhook endpoints come with the load. */
@@ -253,9 +292,9 @@ export async function loadOrderBooks(
   requests: readonly BookRequest[],
   keys: readonly KeyProbe[],
   now: Date,
-  options: { lock: boolean; oneBrand?: string } = { lock: true },
+  options: { lock: boolean; oneBrand?: string; secretKeyBase: string },
 ): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[] }> {
-  const needs = needsOf(requests);
+  const needs = needsOf(requests, options.secretKeyBase);
   const shapes = loadShapes[options.oneBrand === undefined ? 0 : 1]!;
   const { shape, lock, peek } =
     needs.clicks.length + needs.refunds.length + keys.length === 0 ? shapes[0]! : shapes[1]!;
@@ -276,6 +315,7 @@ export async function loadOrderBooks(
   const r = row!;
   const journal = new Journal();
   const newRefunds: NewRefund[] = [];
+  const newClicks: NewClick[] = [];
   const creatorHashes = new Map<string, string[]>(r.creators!.map((c) => [c.id, c.customer_hashes ?? []]));
   const books = new Map<string, OrderBook>();
   for (const { scope, terms } of requests) {
@@ -300,11 +340,15 @@ export async function loadOrderBooks(
               creatorId: k.creator_id,
               offerId: k.offer_id,
               commissionBps: k.commission_bps,
-              clickedAt: new Date(k.clicked_at),
+              // A signed reference's time is the one it carries.
+              clickedAt: needs.signedClicks.get(k.id)?.clickedAt ?? new Date(k.clicked_at),
               attributionWindowDays: k.attribution_window_days,
+              linkId: k.link_id,
+              signed: needs.signedClicks.has(k.id),
             },
           ]),
       ),
+      signedClicks: needs.signedClicks,
       creatorHashes,
     };
     const endpoints = r.endpoints!.filter(
@@ -318,6 +362,7 @@ export async function loadOrderBooks(
       catalog,
       journal,
       newRefunds,
+      newClicks,
       webhooks: new WebhookEmitter(scope, endpoints, now),
     });
   }

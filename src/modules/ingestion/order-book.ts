@@ -39,6 +39,16 @@ export interface NewRefund {
   request_id: string;
 }
 
+/** A click first recorded at ingestion: a signed reference's, once an order is attributed by it. */
+export interface NewClick {
+  id: string;
+  brand_id: string;
+  creator_id: string;
+  offer_id: string;
+  link_id: string;
+  clicked_at: string;
+}
+
 /**
  * What one group commit reads and changes for one brand and mode, in memory: the orders its
  * events name (rows locked), the attribution catalog, and, shared by every book of the group,
@@ -54,6 +64,8 @@ export interface OrderBook {
   catalog: AttributionCatalog;
   journal: Journal;
   newRefunds: NewRefund[];
+  /** Shared by every book of the group, as `newRefunds`. */
+  newClicks: NewClick[];
   /** The scope's webhook events, for its enabled endpoints (loaded with the book); absent: none. */
   webhooks?: WebhookEmitter;
 }

@@ -72,6 +72,29 @@ function flagsOf(decision: Decided | null, candidates: readonly Candidate[]): st
   return flags;
 }
 
+/**
+ * A signed reference that attributed an order becomes a click row (its id the reference: a
+ * resend, or another order by the same reference, writes nothing new), so the click is there for
+ * reads like any other; a reference no order came of never costs a row.
+ */
+function recordSignedClick(book: OrderBook, clickRef: string): void {
+  const click = book.catalog.clicks.get(clickRef);
+  if (
+    !click?.signed ||
+    !click.linkId ||
+    book.newClicks.some((c) => c.id === clickRef && c.brand_id === book.scope.brandId)
+  )
+    return;
+  book.newClicks.push({
+    id: clickRef,
+    brand_id: book.scope.brandId,
+    creator_id: click.creatorId,
+    offer_id: click.offerId!,
+    link_id: click.linkId,
+    clicked_at: click.clickedAt.toISOString(),
+  });
+}
+
 const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: string } =>
   Boolean(o?.creatorId);
 
@@ -263,5 +286,6 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
   book.journal.record(cause, order.id, movementsBetween(before, after, !existing?.creatorId));
   book.webhooks?.conversionChanged(cause.requestId, was, order);
   book.webhooks?.orderConfirmed(cause.requestId, wasStatus, order);
+  if (resolved?.via === 'click') recordSignedClick(book, resolved.clickRef!);
   return { ...outcomeOf(order), decision: record('applied') };
 }

@@ -111,6 +111,11 @@ const partSql = {
               })}`,
   receivedEvents: `insert into ${brandTable('received_events')} (${columnList(receivedEventColumns)})
             select ${fromX(receivedEventColumns)} from ${receivedRecordset.sql}`,
+  // A signed reference's click, first written by the order it attributed; later ones find it there.
+  clicks: `insert into ${brandTable('clicks')} (id, brand_id, creator_id, offer_id, link_id, clicked_at)
+            select x.id, x.brand_id, x.creator_id, x.offer_id, x.link_id, x.clicked_at
+              from ${recordset({ id: 'text', brand_id: 'text', creator_id: 'text', offer_id: 'text', link_id: 'text', clicked_at: 'timestamptz' })}
+            on conflict do nothing`,
   idempotencyRecords: `insert into ${brandTable('idempotency_records')} (brand_id, livemode, key, request_hash, response_status, response_body, created_at)
             select x.brand_id, x.livemode, x.key, x.request_hash, x.response_status, x.response_body, now()
               from ${recordset({ brand_id: 'text', livemode: 'boolean', key: 'text', request_hash: 'text', response_status: 'int', response_body: 'jsonb' })}
@@ -147,6 +152,7 @@ export type GroupWritePart =
   | 'webhookEvents'
   | 'webhookDeliveries'
   | 'outbox'
+  | 'clicks'
   | 'idempotencyRecords';
 
 /**
@@ -162,7 +168,11 @@ export function groupWrites(
   responses: IdempotencyRow[],
 ): GroupWrites {
   const all = [...books];
-  const { journal, newRefunds } = all[0] ?? { journal: new Journal(), newRefunds: [] };
+  const { journal, newRefunds, newClicks } = all[0] ?? {
+    journal: new Journal(),
+    newRefunds: [],
+    newClicks: [],
+  };
   const rows = all.flatMap((book) =>
     [...book.orders.values()]
       .filter((o) => o.changed)
@@ -218,6 +228,7 @@ export function groupWrites(
     webhookEvents: webhookEventsPart!,
     webhookDeliveries: webhookDeliveriesPart!,
     outbox: { ...outbox, rows: [...outbox.rows, ...deliveryHandOver(deliveries).rows] },
+    clicks: { sql: partSql.clicks, rows: newClicks },
     idempotencyRecords: {
       sql: partSql.idempotencyRecords,
       rows: responses,

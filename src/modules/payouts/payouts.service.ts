@@ -126,11 +126,28 @@ const payoutCreated = (payout: PayoutRow & { brand_id: string }, requestId: stri
 });
 
 /**
- * One chunk of one creator's payout, in one transaction: up to 1000 confirmed live orders and
- * 1000 clawbacks not netted yet, locked with SKIP LOCKED (a line is claimed by its row lock and
+ * Serialises a payee's chunks, whichever pass or run key they belong to (a schedule and an admin
+ * run that meet, ops pressing "run" twice): the creator's row, locked until the chunk commits.
+ * The chunk's reads come after it, each with a snapshot of its own, so they see every line the
+ * previous holder paid or netted; without it, one pass locked the orders and the other, skipping
+ * them, took the clawbacks, and each finalized a payout of its own (one of them only a clawback,
+ * negative). A row of the brand's shard, so it holds on Citus as on PostgreSQL; NO KEY UPDATE,
+ * so the foreign-key checks of rows naming the creator (orders, movements) never wait for it.
+ */
+async function lockPayee(sql: Sql, payee: Payee): Promise<void> {
+  await sql.query(`select 1 from creators where brand_id = ? and id = ? for no key update`, [
+    payee.brand_id,
+    payee.creator_id,
+  ]);
+}
+
+/**
+ * One chunk of one creator's payout, in one transaction, after the payee's lock: up to 1000
+ * confirmed live orders and 1000 clawbacks not netted yet, locked with SKIP LOCKED (rows an
+ * ingestion holds wait for a later pass; a line is claimed by its row lock and
  * the state it leaves in: the order `paid_out`, the clawback in payout_clawbacks, whose key
  * makes netting it twice impossible). The chunk adds to the payee's open payout of the run
- * (payouts_open_unique: one per brand, creator and run, so concurrent passes share it); the
+ * (payouts_open_unique: one per brand, creator and run, so passes taking turns share it); the
  * orders take the lifecycle's `payout` transition; the Journal records `payout` movements that
  * take every line involved to zero, so the ledger's "movements sum to the entry" rule is kept in
  * one place. The chunk that finds nothing past it makes the open payout final and writes its
@@ -139,6 +156,7 @@ const payoutCreated = (payout: PayoutRow & { brand_id: string }, requestId: stri
  * goes into a new payout with its own id and its own payout.created.
  */
 async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: string): Promise<Chunk> {
+  await lockPayee(sql, payee);
   // One row past the chunk tells whether this chunk is the payee's last.
   const found = await sql.query<OrderRow & { settled: string }>(
     `select o.commission_amount - o.refunded_commission_amount as settled, ${orderOutColumns('o')}
@@ -155,23 +173,6 @@ async function payChunk(sql: Sql, payee: Payee, runKey: string, requestId: strin
       order by m.id limit ${CHUNK + 1} for update of m skip locked`,
     [payee.brand_id, payee.creator_id],
   );
-  // Netting a clawback changes no column of its movement, so a pass whose snapshot predates
-  // another pass's commit still locks the movement once that pass let go, and would net it again
-  // (a payout_clawbacks key violation, failing the pass). Looked at again in a statement of its
-  // own, after the locks are held: its snapshot sees every netting committed before.
-  const netted =
-    foundClawbacks.length === 0
-      ? new Set<string>()
-      : new Set(
-          (
-            await sql.query<{ movement_id: string }>(
-              `select pc.movement_id from payout_clawbacks pc where pc.brand_id = ? and pc.movement_id = any(?::text[])`,
-              [payee.brand_id, foundClawbacks.map((m) => m.id)],
-            )
-          ).map((r) => r.movement_id),
-        );
-  if (netted.size > 0)
-    foundClawbacks.splice(0, foundClawbacks.length, ...foundClawbacks.filter((m) => !netted.has(m.id)));
   const last = found.length <= CHUNK && foundClawbacks.length <= CHUNK;
   const orders = found.slice(0, CHUNK);
   const clawbacks = foundClawbacks.slice(0, CHUNK);
@@ -292,7 +293,8 @@ function payoutObject(row: PayoutRow) {
  * yet gets a payout for `runKey`. Test mode is never paid out. A payout is final once announced:
  * a rerun of the run key (a retry, an admin run) pays only what became due since, into a new
  * payout; a retry of a pass that stopped halfway finishes the payout it left open. Two passes at
- * once split the lines between them. Returns what this pass did.
+ * once take each payee's chunks in turn (`lockPayee`), so they make what one pass makes: one
+ * payout per payee, its orders and clawbacks together. Returns what this pass did.
  */
 export async function runPayouts(
   orm: MikroORM,
@@ -323,6 +325,7 @@ export async function runPayouts(
     // stand, in their own transaction (so no transaction locks two payouts), before this run's.
     if (payee.open_elsewhere)
       payouts += await inTransaction(orm, async (sql) => {
+        await lockPayee(sql, payee);
         const final = await finalizeOpenPayouts(sql, payee, { otherThan: runKey });
         await recordWebhookEvents(
           sql,
