@@ -121,6 +121,14 @@ const textArray = (values: readonly string[]) => `array[${values.map((v) => `'${
  */
 export function onBrandShards(positionalText: string, argumentCount: number): string {
   if (positionalText.includes('$lfsql$')) throw new Error('a stored statement may not contain $lfsql$');
+  // A brand table named without its declaration would be sent to the distributed table from the worker.
+  const undeclared = [...positionalText.matchAll(/"([a-z_][a-z0-9_]*)"(?!\/\*lf brand table)/g)]
+    .map((m) => m[1]!)
+    .filter(isBrandTable);
+  if (undeclared.length > 0)
+    throw new Error(
+      `a brand's statement names ${[...new Set(undeclared)].join(', ')} without brandTable(): declare each table it names`,
+    );
   const { tables, sharded } = brandForm(positionalText);
   if (tables.length === 0) return `return query ${positionalText};`;
   const args = Array.from({ length: argumentCount }, (_, i) => `$${i + 1}`).join(', ');

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { brandForm, brandTable, onPrimaryKeyConflict } from '../../src/db/brand-shards.js';
 import { migrateUp } from '../../src/db/orm.js';
+import { storedStatement } from '../../src/db/sql.js';
 import { checkTableRegistry, registryDrift, TABLES, tablesOf } from '../../src/db/tables.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-database.js';
 
@@ -82,5 +83,11 @@ describe('the table registry', () => {
     // @ts-expect-error nor is a coordinator-local one
     expect(() => brandTable('requeued_work')).toThrow(/requeued_work is not a brand table/);
     expect(() => onPrimaryKeyConflict('refunds')).toThrow(/gives refunds no citusPrimaryKey/);
+    // A brand table named the old way, undeclared, is refused when the statement is made.
+    expect(() =>
+      storedStatement(`select 1 from "orders" o, ${brandTable('refunds')} r`, 'one int', {
+        brandFirst: true,
+      }),
+    ).toThrow(/names orders without brandTable\(\)/);
   });
 });

@@ -97,12 +97,6 @@ clicks as (
   select k.*
     from json_to_recordset(?::json) as want(brand_id text, id text, link_id text)
     cross join lateral (
-<<<<<<< HEAD
-      select k.id, k.brand_id, k.creator_id, k.offer_id, k.clicked_at, f.commission_bps, f.attribution_window_days
-        from ${brandTable('clicks')} k join ${brandTable('offers')} f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
-       where k.brand_id = want.brand_id and k.id = want.id${b('k')}
-       limit 1
-=======
       (select k.id, k.brand_id, k.creator_id, k.offer_id, k.link_id, k.clicked_at, f.commission_bps, f.attribution_window_days
          from ${brandTable('clicks')} k join ${brandTable('offers')} f on f.brand_id = k.brand_id and f.id = k.offer_id${b('f')}
         where want.link_id is null and k.brand_id = want.brand_id and k.id = want.id${b('k')}
@@ -112,7 +106,6 @@ clicks as (
          from ${brandTable('tracking_links')} l join ${brandTable('offers')} f on f.brand_id = l.brand_id and f.id = l.offer_id${b('f')}
         where want.link_id is not null and l.brand_id = want.brand_id and l.id = want.link_id${b('l')}
         limit 1)
->>>>>>> main
     ) k
 ),`
       : ''
