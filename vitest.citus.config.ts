@@ -25,6 +25,8 @@ export const citusFiles = [
   'test/integration/citus-availability.test.ts',
   // A brand's statements on its shards where they are; a shard move waits for its transaction.
   'test/integration/citus-brand-shards.test.ts',
+  // The same shards moved by logical replication, split and isolated to a tenant's own under load.
+  'test/integration/citus-shard-moves.test.ts',
   // A single-node database given the extension afterwards: npm run migrate distributes it (point 5).
   'test/integration/citus-catch-up.test.ts',
   // Every table registered with its kind; an unregistered one refused by npm run migrate.
