@@ -6,6 +6,7 @@ import { SignJWT } from 'jose';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLISHABLE_BODY_LIMIT } from '../../src/http/body-by-key.js';
+import { errorCodes } from '../../src/shared/errors.js';
 import { expectEnvelope, makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -278,6 +279,8 @@ describe('a publishable key’s body: small and uncompressed; a secret key’s a
       post(key).set('Content-Type', 'application/json').send(padded(bytes));
     const refused = expectEnvelope(await send(keys.pk_live, PUBLISHABLE_BODY_LIMIT + 1), 413, 'http_413');
     expect(refused.message).toContain(`${PUBLISHABLE_BODY_LIMIT / 1024} KiB`);
+    // The error table (the document's and /docs' explanation of the code) says the same limit.
+    expect(errorCodes.http_413.explains).toContain(`${PUBLISHABLE_BODY_LIMIT / 1024} KiB with a publishable`);
     expect(refused.hint).toMatch(/secret \(sk_\) key/);
     expect((await send(keys.pk_live, PUBLISHABLE_BODY_LIMIT)).status).toBe(200);
     expect((await send(keys.sk_live, PUBLISHABLE_BODY_LIMIT + 1)).status).toBe(200);
