@@ -67,6 +67,18 @@ function infrastructureError(err: unknown): { status: number; message: string } 
   return { status, message: e.expose && e.message ? e.message : `The request failed with HTTP ${status}.` };
 }
 
+/**
+ * Refused before all its body arrived (a bad key, a body over its limit): the connection is then
+ * closed after the answer, so what is still on its way is never read, where node's server would
+ * read and drop all of it to keep the connection for another request. `complete` alone will not
+ * do: it turns true only after the first handlers ran, even for a request without a body.
+ */
+function bodyStillComing(req: Request): boolean {
+  const { headers } = req;
+  const hasBody = headers['transfer-encoding'] !== undefined || Number(headers['content-length']) > 0;
+  return hasBody && !req.complete;
+}
+
 export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandler {
   // One line when the database becomes unusable, then one with the count at growing intervals;
   // a failure after a quiet minute starts a new outage (the handler sees no successes).
@@ -83,6 +95,7 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
         logger.error({ err, request_id: req.requestId }, 'a streamed answer failed part way: cut short');
       return;
     }
+    if (bodyStillComing(req)) res.setHeader('Connection', 'close');
     if (err instanceof AppError) {
       for (const [name, value] of Object.entries(err.details.headers ?? {})) res.setHeader(name, value);
       sendJson(res, err.status, errorBody(req, baseUrl, err.status, err.code, err.message, err.details));

@@ -201,12 +201,13 @@ export const errorCodes = {
   },
   http_413: {
     status: 413,
-    explains: 'The request body is too large: 1 MiB for one event, 10 MiB for a batch. Split the batch.',
+    explains:
+      'The request body is too large: 1 MiB for one event, 10 MiB for a batch; 64 KiB with a publishable (pk_) key. Split the batch; send larger bodies from your server with a secret key.',
   },
   http_415: {
     status: 415,
     explains:
-      'The request body uses a Content-Encoding or charset this API cannot read. Send UTF-8 JSON, uncompressed or compressed with gzip, deflate or br.',
+      'The request body uses a Content-Encoding or charset this API cannot read. Send UTF-8 JSON, uncompressed or compressed with gzip, deflate or br; with a publishable (pk_) key, uncompressed only.',
   },
   http_500: {
     status: 500,
