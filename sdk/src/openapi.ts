@@ -2067,6 +2067,8 @@ export interface components {
   headers: {
     /** @description Identifies this request in our logs; the same value as `request_id` in bodies. Quote it to support. */
     RequestId: string;
+    /** @description Seconds to wait before retrying the refused request; nothing of it was applied. */
+    RetryAfter: number;
     /** @description Events the brand and mode's token bucket holds when full (the burst). Sent once a request reached the rate limiter (after authentication, before the body is validated); absent while the limiter is unavailable. */
     RateLimitLimit: number;
     /** @description Whole events left in the bucket after this request (a batch of N counts N). */
@@ -2077,8 +2079,6 @@ export interface components {
     DryRun: 'true';
     /** @description Sent when this is the stored response of an earlier request with the same `Idempotency-Key` and body: nothing was applied again. */
     IdempotentReplayed: 'true';
-    /** @description Seconds to wait before retrying the refused request; nothing of it was applied. */
-    RetryAfter: number;
   };
   pathItems: never;
 }
@@ -2174,8 +2174,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2648,7 +2669,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2698,8 +2719,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2793,7 +2835,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2843,8 +2885,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2927,7 +2990,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2977,8 +3040,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3046,7 +3130,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3096,8 +3180,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3175,7 +3280,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3225,8 +3330,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3312,7 +3438,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3362,8 +3488,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3438,7 +3585,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3488,8 +3635,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3587,7 +3755,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3637,8 +3805,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3798,7 +3987,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3848,8 +4037,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3950,7 +4160,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3984,6 +4194,17 @@ export interface operations {
       415: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4070,7 +4291,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4114,6 +4335,17 @@ export interface operations {
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4181,7 +4413,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4221,8 +4453,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4286,7 +4539,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4346,8 +4599,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4399,7 +4673,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4449,8 +4723,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4502,7 +4797,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4552,8 +4847,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4617,7 +4933,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4667,8 +4983,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4720,7 +5057,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4770,8 +5107,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4828,7 +5186,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4878,8 +5236,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4961,7 +5340,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -5011,8 +5390,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -5073,7 +5473,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -5133,8 +5533,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
