@@ -55,11 +55,8 @@ function templatesOf(doc: Document): Template[] {
   return templates.sort((a, b) => a.params - b.params);
 }
 
-/**
- * Answers no operation gave: no route took the request (404 `http_404`, 405 `http_405`), a CORS
- * preflight (OPTIONS, answered before any route).
- */
-const NO_OPERATION = new Set(['http_404', 'http_405']);
+/** No route took the request: its path is unknown, or known but not with this method (or on this host). */
+const NO_ROUTE = new Set(['http_404', 'http_405']);
 
 /** `operationId (METHOD path): status code`, and the test files where it was answered. */
 export function undeclaredAnswers(doc: Document, recorded: FileAnswers[]): Map<string, Set<string>> {
@@ -67,7 +64,8 @@ export function undeclaredAnswers(doc: Document, recorded: FileAnswers[]): Map<s
   const found = new Map<string, Set<string>>();
   for (const { file, answers } of recorded) {
     for (const [requestMethod, path, status, code] of answers) {
-      if (requestMethod === 'OPTIONS' || (code && NO_OPERATION.has(code))) continue;
+      // A CORS preflight is answered before any route.
+      if (requestMethod === 'OPTIONS' || (code && NO_ROUTE.has(code))) continue;
       // express answers HEAD with the GET route.
       const method = requestMethod === 'HEAD' ? 'GET' : requestMethod;
       const template = templates.find((t) => t.method === method && t.pattern.test(path));
@@ -121,9 +119,9 @@ function listed(title: string, lines: string[]): string {
 
 /**
  * For a global setup: a directory for the run's answers, provided to the workers as
- * `answersDir`, and the check its teardown runs: what failed (undefined when nothing did), the
- * directory removed. `everyCode`: also check that every code of the error table was answered,
- * when the whole suite ran.
+ * `answersDir`, and the check its teardown runs: what failed (undefined when nothing did; it
+ * never throws), the directory removed. `everyCode`: also check that every code of the error
+ * table was answered, when the whole suite ran.
  */
 export function answerRecord(project: TestProject, options: { everyCode: boolean }) {
   const dir = mkdtempSync(join(tmpdir(), 'lf-answers-'));
@@ -162,6 +160,9 @@ export function answerRecord(project: TestProject, options: { everyCode: boolean
             );
         }
         return failures.length > 0 ? failures.join('\n\n') : undefined;
+      } catch (err) {
+        // Said as the run's failure, so the rest of the teardown (dropping databases) still runs.
+        return `The answers of the run could not be checked: ${(err as Error).stack}`;
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
