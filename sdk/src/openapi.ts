@@ -2073,6 +2073,8 @@ export interface components {
   headers: {
     /** @description Identifies this request in our logs; the same value as `request_id` in bodies. Quote it to support. */
     RequestId: string;
+    /** @description Seconds to wait before retrying the refused request; nothing of it was applied. */
+    RetryAfter: number;
     /** @description Events the brand and mode's token bucket holds when full (the burst). Sent once a request reached the rate limiter (after authentication, before the body is validated); absent while the limiter is unavailable. */
     RateLimitLimit: number;
     /** @description Whole events left in the bucket after this request (a batch of N counts N). */
@@ -2083,8 +2085,6 @@ export interface components {
     DryRun: 'true';
     /** @description Sent when this is the stored response of an earlier request with the same `Idempotency-Key` and body: nothing was applied again. */
     IdempotentReplayed: 'true';
-    /** @description Seconds to wait before retrying the refused request; nothing of it was applied. */
-    RetryAfter: number;
   };
   pathItems: never;
 }
@@ -2180,8 +2180,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2654,7 +2675,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2704,8 +2725,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2799,7 +2841,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2849,8 +2891,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2933,7 +2996,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2983,8 +3046,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3052,7 +3136,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3102,8 +3186,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3181,7 +3286,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3231,8 +3336,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3318,7 +3444,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3368,8 +3494,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3444,7 +3591,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3494,8 +3641,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3593,7 +3761,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3643,8 +3811,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3807,7 +3996,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3857,8 +4046,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3959,7 +4169,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3993,6 +4203,17 @@ export interface operations {
       415: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4079,7 +4300,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4123,6 +4344,17 @@ export interface operations {
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4190,7 +4422,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4230,8 +4462,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4295,7 +4548,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4355,8 +4608,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4408,7 +4682,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4458,8 +4732,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4511,7 +4806,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4561,8 +4856,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4626,7 +4942,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4676,8 +4992,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4729,7 +5066,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4779,8 +5116,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4837,7 +5195,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4887,8 +5245,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4970,7 +5349,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -5020,8 +5399,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -5082,7 +5482,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -5142,8 +5542,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
