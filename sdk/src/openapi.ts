@@ -2085,6 +2085,8 @@ export interface components {
     DryRun: 'true';
     /** @description Sent when this is the stored response of an earlier request with the same `Idempotency-Key` and body: nothing was applied again. */
     IdempotentReplayed: 'true';
+    /** @description Sent when the request was refused rather than failed: seconds to wait before retrying; nothing of it was applied. */
+    RetryAfterWhenRefused: number;
   };
   pathItems: never;
 }
@@ -2396,6 +2398,7 @@ export interface operations {
           'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
           'RateLimit-Reset': components['headers']['RateLimitReset'];
           'Dry-Run': components['headers']['DryRun'];
+          'Retry-After': components['headers']['RetryAfterWhenRefused'];
           [name: string]: unknown;
         };
         content: {
@@ -2601,6 +2604,7 @@ export interface operations {
           'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
           'RateLimit-Reset': components['headers']['RateLimitReset'];
           'Dry-Run': components['headers']['DryRun'];
+          'Retry-After': components['headers']['RetryAfterWhenRefused'];
           [name: string]: unknown;
         };
         content: {

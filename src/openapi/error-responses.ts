@@ -67,6 +67,7 @@ const opsSurface = (def: AnyRoute) => def.path.startsWith('/admin/');
 const keyed = (def: AnyRoute) => def.path.startsWith('/v1/');
 const adminApi = (def: AnyRoute) => def.path.startsWith('/admin/api/');
 const keyIssuance = (def: AnyRoute) => def.path.startsWith('/api/');
+const eventIntake = (def: AnyRoute) => def.method === 'post' && def.path.startsWith('/v1/events');
 const readsDatabase = (def: AnyRoute) => def.path !== '/openapi.json' && !def.path.startsWith('/docs');
 
 /**
@@ -78,7 +79,8 @@ const readsDatabase = (def: AnyRoute) => def.path !== '/openapi.json' && !def.pa
  * the ops token check of the admin API and the login token check of key issuance (401); the
  * API key check of every /v1 route (http/api-auth.ts: 401 for a key it does not take, 403
  * for a suspended brand or a publishable key from an origin the brand did not register, 429 with
- * `Retry-After` for an address past its limit of requests without a valid key); route.ts's query
+ * `Retry-After` for an address past its limit of requests without a valid key); the event routes'
+ * 503 with `Retry-After` for publishable-key events while the rate limiter cannot count them; route.ts's query
  * validation (422 invalid_request_query) on every route with a query schema; and the error
  * handler's 500 for anything unexpected and 503 when the database cannot be used, on every route
  * that reads it (all but this document and /docs, built at start). A status a middleware
@@ -101,6 +103,8 @@ const outsideAnswers: { where: (def: AnyRoute) => boolean; answer: OutsideAnswer
   { where: keyed, answer: { status: 429, code: 'rate_limit_exceeded', headers: ['Retry-After'] } },
   { where: everyRoute, answer: { status: 500, code: 'temporary_service_error' } },
   { where: readsDatabase, answer: { status: 503, code: 'temporary_service_error' } },
+  // Publishable-key events while the rate limiter cannot count them (http/rate-limit.ts, fail closed).
+  { where: eventIntake, answer: { status: 503, code: 'temporary_service_error', headers: ['Retry-After'] } },
 ];
 
 /** The answers `def` gives from outside its handler (outsideAnswers). */

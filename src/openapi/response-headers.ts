@@ -88,6 +88,21 @@ const responseHeaders: Record<ResponseHeaderName, z.ZodType> = {
   }),
 };
 
+/** Retry-After on a status that sends it only for some causes (a 503 refusing publishable traffic, not a database outage). */
+const retryAfterWhenRefused = z
+  .int()
+  .min(1)
+  .max(RATE_LIMIT_MAX)
+  .optional()
+  .meta({
+    header: {
+      id: 'RetryAfterWhenRefused',
+      description:
+        'Sent when the request was refused rather than failed: seconds to wait before retrying; nothing of it was applied.',
+    },
+    examples: [1],
+  });
+
 /**
  * `Request-Id` on every response, and for each status the headers the route declares and those
  * of the answers it gives from outside its handler (error-responses.ts).
@@ -106,7 +121,12 @@ export function withHeaders(def: AnyRoute, responses: Record<string, ZodOpenApiR
     ]);
     response.headers = z.object({
       'Request-Id': RequestIdHeader,
-      ...Object.fromEntries([...names].map((name) => [name, responseHeaders[name]])),
+      ...Object.fromEntries(
+        [...names].map((name) => [
+          name,
+          name === 'Retry-After' && status !== '429' ? retryAfterWhenRefused : responseHeaders[name],
+        ]),
+      ),
     });
   }
 }
