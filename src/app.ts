@@ -6,6 +6,7 @@ import type { AppDeps } from './deps.js';
 import { addressLimitsFor } from './http/address-limits.js';
 import { requireAdmin } from './http/admin-auth.js';
 import { answerPreflight, authenticateApiKey } from './http/api-auth.js';
+import { bodyByKey } from './http/body-by-key.js';
 import { clientAddressOf } from './http/client-address.js';
 import { serveDirect } from './http/direct-routes.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
@@ -111,9 +112,12 @@ export function buildApp(appDeps: AppDeps): express.Express {
   if (authHosts.size > 0) {
     const authHost = Router();
     authHost.use((req, _res, next) => next(authHosts.has(hostName(req.headers.host)) ? undefined : 'router'));
-    // Any Content-Type, as on /v1: the login JWT is a Bearer header, which no browser sends on its own.
-    authHost.use('/api', jsonBody(MiB));
-    mountRoutes(authHost, issuanceRoutes, [authenticateLoginToken(loginTokenVerifier(config))]);
+    // Any Content-Type, as on /v1: the login JWT is a Bearer header, which no browser sends on its
+    // own. The token is checked first: a request refused on it is answered without its body read.
+    mountRoutes(authHost, issuanceRoutes, [
+      authenticateLoginToken(loginTokenVerifier(config)),
+      jsonBody(MiB),
+    ]);
     app.use(authHost);
   }
 
@@ -131,6 +135,8 @@ export function buildApp(appDeps: AppDeps): express.Express {
 
   // What a /v1 route runs before its own handler, in both lanes: express's router here and the
   // event routes' direct lane below (test/integration/direct-routes.test.ts checks they match).
+  // The key first, from the headers alone: a request refused on it (or on its address's invalid
+  // keys) is answered before a byte of its body is read, and the body's limits are the key's.
   const eventBatchBody = jsonBody(10 * MiB);
   const body = jsonBody(MiB);
   const apiKey = authenticateApiKey(
@@ -138,7 +144,14 @@ export function buildApp(appDeps: AppDeps): express.Express {
     addressLimitsFor(deps),
     clientAddressOf(config.TRUST_PROXY_HOPS),
   );
-  const beforeV1Route = (def: AnyRoute) => [def.path === '/v1/events/batch' ? eventBatchBody : body, apiKey];
+  const v1Handlers = new Map(
+    publicRoutes.map((def) => [
+      def,
+      [apiKey, bodyByKey(def.path === '/v1/events/batch' ? eventBatchBody : body, def.refusePublishableKey)],
+    ]),
+  );
+  // Only public routes are asked for (a route missing here fails the boot, never runs unauthenticated).
+  const beforeV1Route = (def: AnyRoute) => v1Handlers.get(def)!;
   const preflight = answerPreflight(keyCache);
   const v1 = Router();
   v1.use('/v1', preflight);

@@ -2073,6 +2073,8 @@ export interface components {
   headers: {
     /** @description Identifies this request in our logs; the same value as `request_id` in bodies. Quote it to support. */
     RequestId: string;
+    /** @description Seconds to wait before retrying the refused request; nothing of it was applied. */
+    RetryAfter: number;
     /** @description Events the brand and mode's token bucket holds when full (the burst). Sent once a request reached the rate limiter (after authentication, before the body is validated); absent while the limiter is unavailable. */
     RateLimitLimit: number;
     /** @description Whole events left in the bucket after this request (a batch of N counts N). */
@@ -2083,8 +2085,8 @@ export interface components {
     DryRun: 'true';
     /** @description Sent when this is the stored response of an earlier request with the same `Idempotency-Key` and body: nothing was applied again. */
     IdempotentReplayed: 'true';
-    /** @description Seconds to wait before retrying the refused request; nothing of it was applied. */
-    RetryAfter: number;
+    /** @description Sent when the request was refused rather than failed: seconds to wait before retrying; nothing of it was applied. */
+    RetryAfterWhenRefused: number;
   };
   pathItems: never;
 }
@@ -2180,8 +2182,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2375,6 +2398,7 @@ export interface operations {
           'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
           'RateLimit-Reset': components['headers']['RateLimitReset'];
           'Dry-Run': components['headers']['DryRun'];
+          'Retry-After': components['headers']['RetryAfterWhenRefused'];
           [name: string]: unknown;
         };
         content: {
@@ -2580,6 +2604,7 @@ export interface operations {
           'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
           'RateLimit-Reset': components['headers']['RateLimitReset'];
           'Dry-Run': components['headers']['DryRun'];
+          'Retry-After': components['headers']['RetryAfterWhenRefused'];
           [name: string]: unknown;
         };
         content: {
@@ -2654,7 +2679,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2704,8 +2729,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2799,7 +2845,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2849,8 +2895,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -2933,7 +3000,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -2983,8 +3050,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3052,7 +3140,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3102,8 +3190,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3181,7 +3290,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3231,8 +3340,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3318,7 +3448,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3368,8 +3498,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3444,7 +3595,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3494,8 +3645,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3593,7 +3765,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3643,8 +3815,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3807,7 +4000,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`. */
+      /** @description Error codes: `brand_not_active`, `publishable_key_cannot_read_orders`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3857,8 +4050,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -3959,7 +4173,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -3993,6 +4207,17 @@ export interface operations {
       415: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4079,7 +4304,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4123,6 +4348,17 @@ export interface operations {
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4190,7 +4426,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4230,8 +4466,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4295,7 +4552,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4355,8 +4612,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4408,7 +4686,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4458,8 +4736,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4511,7 +4810,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4561,8 +4860,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4626,7 +4946,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4676,8 +4996,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4729,7 +5070,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4779,8 +5120,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4837,7 +5199,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -4887,8 +5249,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -4970,7 +5353,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -5020,8 +5403,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;
@@ -5082,7 +5486,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description Error codes: `brand_not_active`, `secret_key_required`. */
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
       403: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
@@ -5142,8 +5546,29 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
       /** @description Error codes: `temporary_service_error`. */
       500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;

@@ -11,6 +11,10 @@ declare global {
       /** The brand of a verified login JWT (auth host only). */
       loginBrandId?: string;
     }
+    interface Locals {
+      /** The `error.code` of an error answer, for the request's log line (http/request-log.ts). */
+      errorCode?: string;
+    }
   }
 }
 

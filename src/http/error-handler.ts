@@ -67,6 +67,18 @@ function infrastructureError(err: unknown): { status: number; message: string } 
   return { status, message: e.expose && e.message ? e.message : `The request failed with HTTP ${status}.` };
 }
 
+/**
+ * Refused before all its body arrived (a bad key, a body over its limit): the connection is then
+ * closed after the answer, so what is still on its way is never read, where node's server would
+ * read and drop all of it to keep the connection for another request. `complete` alone will not
+ * do: it turns true only after the first handlers ran, even for a request without a body.
+ */
+function bodyStillComing(req: Request): boolean {
+  const { headers } = req;
+  const hasBody = headers['transfer-encoding'] !== undefined || Number(headers['content-length']) > 0;
+  return hasBody && !req.complete;
+}
+
 export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandler {
   // One line when the database becomes unusable, then one with the count at growing intervals;
   // a failure after a quiet minute starts a new outage (the handler sees no successes).
@@ -76,6 +88,15 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
     { maxIntervalMs: 10 * 60_000, quietMs: 60_000 },
   );
   return (err, req, res, _next) => {
+    const answer = (
+      status: number,
+      code: string,
+      message: string,
+      extra?: { param?: string; hint?: string },
+    ) => {
+      res.locals.errorCode = code;
+      sendJson(res, status, errorBody(req, baseUrl, status, code, message, extra));
+    };
     if (res.headersSent) {
       // A streamed answer (CSV) failed after its first byte: the client gets it cut short. The
       // client going away is not an error of ours.
@@ -83,58 +104,39 @@ export function errorHandler(baseUrl: string, logger: Logger): ErrorRequestHandl
         logger.error({ err, request_id: req.requestId }, 'a streamed answer failed part way: cut short');
       return;
     }
+    if (bodyStillComing(req)) res.setHeader('Connection', 'close');
     if (err instanceof AppError) {
       for (const [name, value] of Object.entries(err.details.headers ?? {})) res.setHeader(name, value);
-      sendJson(res, err.status, errorBody(req, baseUrl, err.status, err.code, err.message, err.details));
+      answer(err.status, err.code, err.message, err.details);
       return;
     }
     const infra = infrastructureError(err);
     if (infra && infra.status < 500) {
-      sendJson(
-        res,
-        infra.status,
-        errorBody(req, baseUrl, infra.status, `http_${infra.status}`, infra.message),
-      );
+      answer(infra.status, `http_${infra.status}`, infra.message);
       return;
     }
     const refused = storageRefusal(err);
     if (refused) {
       // A value validation let through: the client gets a 422 it must not retry, ops a warning to close the gap.
       logger.warn({ err, request_id: req.requestId }, 'the database refused a value of the request');
-      sendJson(
-        res,
-        refused.status,
-        errorBody(req, baseUrl, refused.status, refused.code, refused.message, refused.details),
-      );
+      answer(refused.status, refused.code, refused.message, refused.details);
       return;
     }
     const unavailable = databaseUnavailable(err);
     if (unavailable) {
       databaseDown.failed(unavailable.cause, { code: unavailable.code, request_id: req.requestId });
-      sendJson(
-        res,
+      answer(
         503,
-        errorBody(
-          req,
-          baseUrl,
-          503,
-          'temporary_service_error',
-          `The service is not ready: its database cannot be used right now. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
-        ),
+        'temporary_service_error',
+        `The service is not ready: its database cannot be used right now. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
       );
       return;
     }
     logger.error({ err, request_id: req.requestId }, 'unhandled error while serving request');
-    sendJson(
-      res,
+    answer(
       500,
-      errorBody(
-        req,
-        baseUrl,
-        500,
-        'temporary_service_error',
-        `An unexpected error happened on our side. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
-      ),
+      'temporary_service_error',
+      `An unexpected error happened on our side. Retry with backoff; if it persists, contact support quoting ${req.requestId}.`,
     );
   };
 }

@@ -21,6 +21,10 @@ function bodyError(status: number, type: string, message: string): Error {
   return Object.assign(new Error(message), { status, type, expose: true });
 }
 
+function entityTooLarge(): Error {
+  return bodyError(413, 'entity.too.large', 'request entity too large');
+}
+
 /** `application/json`, parameters (a charset) allowed; `+json` types are not: nothing here defines one. */
 function isJsonMediaType(contentType: string | undefined): boolean {
   return mediaType(contentType) === 'application/json';
@@ -33,6 +37,14 @@ export interface JsonBodyOptions {
    * site's page can send without asking the browser first, an `application/json` one is not.
    */
   jsonOnly?: boolean;
+  /** The answer to a body over the limit, instead of the generic 413 (whose message names the secret keys' limits). */
+  tooLarge?: () => Error;
+  /**
+   * When set, a body with a Content-Encoding (other than identity) is refused with it before a
+   * byte is read: a few KiB of gzip inflate to megabytes, so only callers trusted with that cost
+   * may send one.
+   */
+  refuseEncoded?: (encoding: string) => Error;
 }
 
 /**
@@ -40,10 +52,21 @@ export interface JsonBodyOptions {
  * text/plain included), unless `jsonOnly`. An uncompressed UTF-8 body, nearly every request, is
  * read here; a compressed one or another charset goes to body-parser, which inflates, decodes or refuses it (415). Under single events
  * body-parser's generality cost about a tenth of the web process's CPU (docs/benchmarks.md,
- * "Profile notes"); the limits, errors and empty-body rules below are its own.
+ * "Profile notes"); the limits, errors and empty-body rules below are its own. Mounted after
+ * authentication, so a request refused on its credentials is answered with its body unread.
  */
-export function jsonBody(limitBytes: number, { jsonOnly = false }: JsonBodyOptions = {}): RequestHandler {
-  const general = express.json({ limit: limitBytes, type: () => true, strict: false });
+export function jsonBody(
+  limitBytes: number,
+  { jsonOnly = false, tooLarge = entityTooLarge, refuseEncoded }: JsonBodyOptions = {},
+): RequestHandler {
+  const parser = express.json({ limit: limitBytes, type: () => true, strict: false });
+  const general: RequestHandler =
+    tooLarge === entityTooLarge
+      ? parser
+      : (req, res, next) =>
+          parser(req, res, (err?: unknown) =>
+            next((err as { type?: string } | undefined)?.type === 'entity.too.large' ? tooLarge() : err),
+          );
   return (req, res, next) => {
     // Already read (a route's own larger limit ran first), or no body at all.
     if (req.readableEnded || req.body !== undefined) return next();
@@ -52,7 +75,6 @@ export function jsonBody(limitBytes: number, { jsonOnly = false }: JsonBodyOptio
     // `Content-Length: 0` (fetch's PUT without a body) carries nothing to refuse.
     const empty = headers['transfer-encoding'] === undefined && Number(headers['content-length']) === 0;
     if (jsonOnly && !empty && !isJsonMediaType(headers['content-type'])) {
-      req.resume(); // drained unread, so the answer can be sent
       next(
         new AppError(
           'json_content_type_required',
@@ -65,18 +87,19 @@ export function jsonBody(limitBytes: number, { jsonOnly = false }: JsonBodyOptio
       return;
     }
     const encoding = headers['content-encoding'];
+    const encoded = encoding !== undefined && encoding.toLowerCase() !== 'identity';
+    if (encoded && refuseEncoded && !empty) {
+      next(refuseEncoded(encoding));
+      return;
+    }
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(headers['content-type'] ?? '')?.[1]?.toLowerCase();
-    if (
-      (encoding !== undefined && encoding.toLowerCase() !== 'identity') ||
-      (charset && charset !== 'utf-8')
-    ) {
+    if (encoded || (charset && charset !== 'utf-8')) {
       general(req, res, next);
       return;
     }
     const declared = headers['content-length'] === undefined ? undefined : Number(headers['content-length']);
     if (declared !== undefined && declared > limitBytes) {
-      req.resume(); // drained unread, so the answer can be sent
-      next(bodyError(413, 'entity.too.large', 'request entity too large'));
+      next(tooLarge());
       return;
     }
     // Decoded as it arrives: one Buffer of a body over 128 KiB turned into a string costs four
@@ -90,7 +113,7 @@ export function jsonBody(limitBytes: number, { jsonOnly = false }: JsonBodyOptio
       settled = true;
       req.off('data', onData).off('end', onEnd).off('aborted', onAborted).off('error', onError);
       if (err) {
-        req.resume(); // drain what is left, so the answer can be sent
+        req.resume(); // what else arrives before the answer closes the connection is dropped
         next(err);
         return;
       }
@@ -106,7 +129,7 @@ export function jsonBody(limitBytes: number, { jsonOnly = false }: JsonBodyOptio
     };
     const onData = (chunk: Buffer) => {
       received += chunk.length;
-      if (received > limitBytes) settle(bodyError(413, 'entity.too.large', 'request entity too large'));
+      if (received > limitBytes) settle(tooLarge());
       else text += decoder.write(chunk);
     };
     // Node's parser ends a request only once its Content-Length has arrived.

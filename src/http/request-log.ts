@@ -3,7 +3,9 @@ import type { Logger } from '../logger.js';
 
 /**
  * One line per finished request: method, path (never the query string: it may carry
- * personal data), status, duration and request_id; bodies and headers are never logged.
+ * personal data), status, the error code of an error answer, duration and request_id; bodies and
+ * headers are never logged. The test run reads these lines to check every answer against the
+ * OpenAPI document (test/setup/answers.ts).
  * Written only when info is enabled, so a production process at `warn` spends nothing here
  * (pino-http built a child logger per request whatever the level).
  */
@@ -15,7 +17,7 @@ export function logRequests(logger: Logger): RequestHandler {
       const fields = {
         request_id: req.requestId,
         req: { method: req.method, path: req.originalUrl.split('?')[0] },
-        res: { status: res.statusCode },
+        res: { status: res.statusCode, error_code: res.locals?.errorCode },
         responseTime: Math.round(performance.now() - started),
       };
       if (res.writableFinished) logger.info(fields, 'request completed');

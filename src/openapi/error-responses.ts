@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { oas32, ZodOpenApiOperationObject, ZodOpenApiResponseObject } from 'zod-openapi';
-import type { AnyRoute } from '../http/route.js';
+import type { AnyRoute, ResponseHeaderName } from '../http/route.js';
 import { docUrl, type ErrorCode, errorCodes, isRetryable } from '../shared/errors.js';
 
 // The error side of the document: the envelope, each operation's error responses, their examples.
@@ -54,34 +54,72 @@ export const ErrorEnvelope = z
 /** app.ts runs the JSON body parser for every request under these paths, whatever its method. */
 const JSON_BODY_PATHS = /^\/(v1|admin\/api|api)\//;
 
+/** An answer an operation gives from outside its own handler, with the response headers it carries. */
+export interface OutsideAnswer {
+  status: number;
+  code: ErrorCode;
+  headers?: readonly ResponseHeaderName[];
+}
+
+const everyRoute = () => true;
+const parsesBody = (def: AnyRoute) => JSON_BODY_PATHS.test(def.path);
+const opsSurface = (def: AnyRoute) => def.path.startsWith('/admin/');
+const keyed = (def: AnyRoute) => def.path.startsWith('/v1/');
+const adminApi = (def: AnyRoute) => def.path.startsWith('/admin/api/');
+const keyIssuance = (def: AnyRoute) => def.path.startsWith('/api/');
+const eventIntake = (def: AnyRoute) => def.method === 'post' && def.path.startsWith('/v1/events');
+const readsDatabase = (def: AnyRoute) => def.path !== '/openapi.json' && !def.path.startsWith('/docs');
+
 /**
- * Errors an operation meets outside its handler, from what app.ts mounts: the host check
- * (404 wrong_host) before every route; the JSON body parser (400 malformed JSON, 413 too
- * large, 415 unsupported encoding or charset) on any request with a body under
- * JSON_BODY_PATHS; 400 for a path parameter that is not valid percent-encoding; the ops
- * surface's CSRF guards on everything under /admin/ (403 for a request another origin's page made, 415 for
- * a body not sent as JSON); route.ts's query validation (422 invalid_request_query) on every
- * route with a query schema; and the error handler's 500 for anything unexpected.
+ * What app.ts mounts before the routes, and which routes it runs before: the host check (404
+ * wrong_host) before every route; the JSON body parser (400 malformed JSON, 413 too large, 415
+ * unsupported encoding or charset) on any request with a body under JSON_BODY_PATHS; 400 for a
+ * path parameter that is not valid percent-encoding; the ops surface's CSRF guards on everything
+ * under /admin/ (403 for a request another origin's page made, 415 for a body not sent as JSON);
+ * the ops token check of the admin API and the login token check of key issuance (401); the
+ * API key check of every /v1 route (http/api-auth.ts: 401 for a key it does not take, 403
+ * for a suspended brand or a publishable key from an origin the brand did not register, 429 with
+ * `Retry-After` for an address past its limit of requests without a valid key); the event routes'
+ * 503 with `Retry-After` for publishable-key events while the rate limiter cannot count them; route.ts's query
+ * validation (422 invalid_request_query) on every route with a query schema; and the error
+ * handler's 500 for anything unexpected and 503 when the database cannot be used, on every route
+ * that reads it (all but this document and /docs, built at start). A status a middleware
+ * answers is added here, once, for every route it runs before; the test run fails on any answer
+ * the document does not declare (test/setup/answers.ts).
  */
-function infrastructureErrors(def: AnyRoute): [number, ErrorCode][] {
-  const parsesBody = JSON_BODY_PATHS.test(def.path);
-  const admin = def.path.startsWith('/admin/');
-  const errors: [number, ErrorCode][] = [];
-  if (parsesBody || def.params) errors.push([400, 'http_400']);
-  if (admin) errors.push([403, 'cross_origin_request_not_allowed']);
-  errors.push([404, 'wrong_host']);
-  if (parsesBody) errors.push([413, 'http_413'], [415, 'http_415']);
-  if (admin) errors.push([415, 'json_content_type_required']);
-  if (def.query) errors.push([422, 'invalid_request_query']);
-  errors.push([500, 'temporary_service_error']);
-  return errors;
+const outsideAnswers: { where: (def: AnyRoute) => boolean; answer: OutsideAnswer }[] = [
+  { where: (def) => parsesBody(def) || def.params !== undefined, answer: { status: 400, code: 'http_400' } },
+  { where: keyed, answer: { status: 401, code: 'invalid_api_key' } },
+  { where: adminApi, answer: { status: 401, code: 'invalid_admin_token' } },
+  { where: keyIssuance, answer: { status: 401, code: 'invalid_login_token' } },
+  { where: opsSurface, answer: { status: 403, code: 'cross_origin_request_not_allowed' } },
+  { where: keyed, answer: { status: 403, code: 'brand_not_active' } },
+  { where: keyed, answer: { status: 403, code: 'origin_not_allowed' } },
+  { where: everyRoute, answer: { status: 404, code: 'wrong_host' } },
+  { where: parsesBody, answer: { status: 413, code: 'http_413' } },
+  { where: parsesBody, answer: { status: 415, code: 'http_415' } },
+  { where: opsSurface, answer: { status: 415, code: 'json_content_type_required' } },
+  { where: (def) => def.query !== undefined, answer: { status: 422, code: 'invalid_request_query' } },
+  { where: keyed, answer: { status: 429, code: 'rate_limit_exceeded', headers: ['Retry-After'] } },
+  { where: everyRoute, answer: { status: 500, code: 'temporary_service_error' } },
+  { where: readsDatabase, answer: { status: 503, code: 'temporary_service_error' } },
+  // Publishable-key events while the rate limiter cannot count them (http/rate-limit.ts, fail closed).
+  { where: eventIntake, answer: { status: 503, code: 'temporary_service_error', headers: ['Retry-After'] } },
+];
+
+/** The answers `def` gives from outside its handler (outsideAnswers). */
+export function outsideAnswersOf(def: AnyRoute): OutsideAnswer[] {
+  return outsideAnswers.filter(({ where }) => where(def)).map(({ answer }) => answer);
 }
 
 /** One response per error status: the codes sharing a status share the envelope schema. */
 export function errorResponses(def: AnyRoute): Record<string, ZodOpenApiResponseObject> {
   const byStatus = new Map<number, ErrorCode[]>();
   const declared: [number, ErrorCode][] = def.errors.map((code) => [errorCodes[code].status, code]);
-  for (const [status, code] of [...declared, ...infrastructureErrors(def)]) {
+  for (const [status, code] of [
+    ...declared,
+    ...outsideAnswersOf(def).map((a) => [a.status, a.code] as const),
+  ]) {
     const group = byStatus.get(status) ?? [];
     if (!group.includes(code)) byStatus.set(status, [...group, code]);
   }

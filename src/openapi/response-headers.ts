@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ZodOpenApiResponseObject } from 'zod-openapi';
 import type { AnyRoute, ResponseHeaderName } from '../http/route.js';
+import { outsideAnswersOf } from './error-responses.js';
 
 /** On every response, errors included (http/request-id.ts runs first). */
 const RequestIdHeader = z
@@ -87,7 +88,25 @@ const responseHeaders: Record<ResponseHeaderName, z.ZodType> = {
   }),
 };
 
-/** `Request-Id` on every response, and the headers the route declares for each status. */
+/** Retry-After on a status that sends it only for some causes (a 503 refusing publishable traffic, not a database outage). */
+const retryAfterWhenRefused = z
+  .int()
+  .min(1)
+  .max(RATE_LIMIT_MAX)
+  .optional()
+  .meta({
+    header: {
+      id: 'RetryAfterWhenRefused',
+      description:
+        'Sent when the request was refused rather than failed: seconds to wait before retrying; nothing of it was applied.',
+    },
+    examples: [1],
+  });
+
+/**
+ * `Request-Id` on every response, and for each status the headers the route declares and those
+ * of the answers it gives from outside its handler (error-responses.ts).
+ */
 export function withHeaders(def: AnyRoute, responses: Record<string, ZodOpenApiResponseObject>): void {
   for (const status of Object.keys(def.responseHeaders ?? {})) {
     if (!responses[status]) {
@@ -95,10 +114,19 @@ export function withHeaders(def: AnyRoute, responses: Record<string, ZodOpenApiR
     }
   }
   for (const [status, response] of Object.entries(responses)) {
-    const names = def.responseHeaders?.[Number(status)] ?? [];
+    const outside = outsideAnswersOf(def).filter((a) => a.status === Number(status));
+    const names = new Set([
+      ...(def.responseHeaders?.[Number(status)] ?? []),
+      ...outside.flatMap((a) => a.headers ?? []),
+    ]);
     response.headers = z.object({
       'Request-Id': RequestIdHeader,
-      ...Object.fromEntries(names.map((name) => [name, responseHeaders[name]])),
+      ...Object.fromEntries(
+        [...names].map((name) => [
+          name,
+          name === 'Retry-After' && status !== '429' ? retryAfterWhenRefused : responseHeaders[name],
+        ]),
+      ),
     });
   }
 }

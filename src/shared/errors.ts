@@ -1,6 +1,8 @@
 /**
  * Every error the service can answer with. One table feeds the error handler, the
  * OpenAPI document and the /docs page, so a code cannot exist without its explanation.
+ * `notAnswered` marks a code the contract names but this service never sends, and says why: the
+ * test run fails when any other code was not answered through HTTP (test/setup/answers.ts).
  */
 export const errorCodes = {
   invalid_api_key: {
@@ -179,7 +181,7 @@ export const errorCodes = {
   rate_limit_exceeded: {
     status: 429,
     explains:
-      'Too many events for this brand and mode. Wait the number of seconds in `Retry-After`, then retry; a batch counts as one event per element.',
+      'Too many events for the brand and mode, or sent with its publishable key from your address (a batch counts as one event per element); or, on any /v1 endpoint, too many requests without a valid API key from your address. Nothing of the request was applied. Wait the number of seconds in `Retry-After`, then retry.',
   },
   temporary_service_error: {
     status: 503,
@@ -201,19 +203,22 @@ export const errorCodes = {
   },
   http_413: {
     status: 413,
-    explains: 'The request body is too large: 1 MiB for one event, 10 MiB for a batch. Split the batch.',
+    explains:
+      'The request body is too large: 1 MiB for one event, 10 MiB for a batch; 64 KiB with a publishable (pk_) key. Split the batch; send larger bodies from your server with a secret key.',
   },
   http_415: {
     status: 415,
     explains:
-      'The request body uses a Content-Encoding or charset this API cannot read. Send UTF-8 JSON, uncompressed or compressed with gzip, deflate or br.',
+      'The request body uses a Content-Encoding or charset this API cannot read. Send UTF-8 JSON, uncompressed or compressed with gzip, deflate or br; with a publishable (pk_) key, uncompressed only.',
   },
   http_500: {
     status: 500,
     explains:
       'An unexpected server error. It is logged with the request_id; retry with backoff, and quote the request_id to support if it persists.',
+    notAnswered:
+      'api-v1.md names it as the form a proxy or infrastructure layer answers in; this service answers its own 500s as temporary_service_error',
   },
-} as const satisfies Record<string, { status: number; explains: string }>;
+} as const satisfies Record<string, { status: number; explains: string; notAnswered?: string }>;
 
 export type ErrorCode = keyof typeof errorCodes;
 

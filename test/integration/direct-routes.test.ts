@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PUBLISHABLE_BODY_LIMIT } from '../../src/http/body-by-key.js';
 import { makeBrandWithKeys, SHOP_ORIGIN } from '../factories/index.js';
 import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -102,6 +103,36 @@ const cases: [string, string, Send][] = [
         .set('Origin', 'https://evil.example')
         .send(paid()),
   ],
+  [
+    'a publishable key with a compressed body (refused before it is read)',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.pk_live}`)
+        .set('Origin', SHOP_ORIGIN)
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', 'gzip')
+        .send('{}'),
+  ],
+  [
+    'a publishable key with a body over its limit',
+    '/v1/events',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.pk_live}`)
+        .set('Origin', SHOP_ORIGIN)
+        .set('Content-Type', 'application/json')
+        .send(`{}${' '.repeat(PUBLISHABLE_BODY_LIMIT)}`),
+  ],
+  [
+    'a publishable key on the batch route',
+    '/v1/events/batch',
+    (p) =>
+      post(p)
+        .set('Authorization', `Bearer ${keys.pk_live}`)
+        .set('Origin', SHOP_ORIGIN)
+        .send({ events: [paid()] }),
+  ],
   ['no key', '/v1/events', (p) => post(p).send(paid())],
   [
     'a wrong host',
@@ -141,6 +172,8 @@ const cases: [string, string, Send][] = [
         .set('Authorization', `Bearer ${keys.sk_live}`)
         .set('Content-Type', 'application/json')
         .set('Content-Encoding', 'gzip')
+        // As it is: supertest would send a Buffer typed JSON as the JSON of its bytes.
+        .serialize((body) => body)
         .send(gzipSync(JSON.stringify(paid()))),
   ],
   [

@@ -44,4 +44,16 @@ describe('logs', () => {
     for (const secret of secrets) expect(log).not.toContain(secret);
     for (const res of pings) expect(log).toContain(res.headers['request-id']);
   });
+
+  it("name an error answer's code in its request line (the test run's record of answers reads it)", async () => {
+    const res = await request(ctx.app).get('/v1/ping').set('Authorization', 'Bearer sk_live_unknown');
+    expect(res.status).toBe(401);
+    const line = ctx.logLines
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'request completed' && l.request_id === res.headers['request-id']);
+    expect(line).toMatchObject({
+      req: { method: 'GET', path: '/v1/ping' },
+      res: { status: 401, error_code: 'invalid_api_key' },
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { SignJWT } from 'jose';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventIn } from '../../src/modules/events/event-in.schemas.js';
@@ -15,6 +16,11 @@ import { ADMIN_TOKEN, createTestApp, type TestContext } from '../setup/test-app.
  */
 
 const AUTH_HOST = 'auth.example.com';
+const LOGIN_JWT = {
+  AUTH_JWT_SECRET: 'login-jwt-secret-for-openapi-conformance-0123',
+  AUTH_JWT_ISSUER: 'https://login.example.com',
+  AUTH_JWT_AUDIENCE: 'lf-key-issuance',
+};
 
 interface Response {
   description: string;
@@ -40,15 +46,15 @@ let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
 /** A brand whose bucket holds 2 events, for 429. */
 let tight: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
 let slug: string;
+/** The brand's login JWT, for key issuance on the auth host. */
+let loginToken: string;
 let server: Server;
 
 beforeAll(async () => {
   ctx = await createTestApp({
     AUTH_HOSTS: AUTH_HOST,
-    AUTH_JWT_SECRET: 'login-jwt-secret-for-openapi-conformance-0123',
-    AUTH_JWT_ISSUER: 'https://login.example.com',
-    AUTH_JWT_AUDIENCE: 'lf-key-issuance',
-    // One proxy hop trusted, so KEYLESS_CLIENT's X-Forwarded-For is the client address.
+    ...LOGIN_JWT,
+    // One proxy hop trusted, so FIRST_TEST_CLIENT's X-Forwarded-For is the client address.
     TRUST_PROXY_HOPS: '1',
   });
   doc = (await request(ctx.app).get('/openapi.json')).body;
@@ -61,6 +67,12 @@ beforeAll(async () => {
   });
   slug = link.body.slug;
   tight = (await makeBrandWithKeys(ctx.orm, { rate_limit_per_s: 1, rate_limit_burst: 2 })).keys;
+  loginToken = await new SignJWT({ brand_id: shop.brand.id })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(LOGIN_JWT.AUTH_JWT_ISSUER)
+    .setAudience(LOGIN_JWT.AUTH_JWT_AUDIENCE)
+    .setExpirationTime('1h')
+    .sign(new TextEncoder().encode(LOGIN_JWT.AUTH_JWT_SECRET));
   // Every request here comes from one address, which the 401 checks push past its limit of wrong
   // keys; keys it has used before are still looked up (api-auth.ts), as a brand's server's are.
   for (const key of [keys.sk_live, keys.pk_live, keys.sk_test, tight.sk_live])
@@ -102,21 +114,23 @@ const operations = () =>
     Object.entries(ops).map(([method, op]) => ({ path, method, op })),
   );
 
-/** What gets a request past the middleware before the body parser: the auth host, the ops token. */
+/**
+ * What gets a request past the middleware before the body parser, which reads a body only once
+ * its credentials are accepted: a secret key on /v1, the auth host and a login token, the ops token.
+ */
 function headersFor(path: string): Record<string, string> {
-  if (path.startsWith('/api/')) return { Host: AUTH_HOST };
+  if (path.startsWith('/v1/')) return { Authorization: `Bearer ${keys.sk_live}` };
+  if (path.startsWith('/api/')) return { Host: AUTH_HOST, Authorization: `Bearer ${loginToken}` };
   if (path.startsWith('/admin/')) return { Authorization: `Bearer ${ADMIN_TOKEN}` };
   return {};
 }
 
 /**
- * The client address of the first test's requests, which carry no API key: they use up the
- * per-address budget for requests without a valid key (src/http/address-limits.ts, 20 then one a
- * second), and a refused address is refused whatever key it sends next. From an address of their
- * own, that refusal does not reach the next tests' requests (it did whenever the next test began
- * within a second of it, i.e. on a machine not busy with other work).
+ * An address of its own for the first test's requests: whatever they might be refused for per
+ * address (a refused address is refused whatever key it sends next, src/http/address-limits.ts)
+ * cannot reach the next tests' requests.
  */
-const KEYLESS_CLIENT = { 'X-Forwarded-For': '192.0.2.10' };
+const FIRST_TEST_CLIENT = { 'X-Forwarded-For': '192.0.2.10' };
 
 /** A request to the operation with `{param}` filled in. */
 function send(path: string, method: string, segment = 'x') {
@@ -131,10 +145,10 @@ describe('errors met outside the handler, as declared', () => {
     for (const { path, method, op } of operations()) {
       const name = `${method.toUpperCase()} ${path}`;
       const declared = (status: number) => op.responses[`${status}`]?.['x-error-codes'] ?? [];
-      const keyless = (segment?: string) => send(path, method, segment).set(KEYLESS_CLIENT);
+      const sent = (segment?: string) => send(path, method, segment).set(FIRST_TEST_CLIENT);
 
-      const malformedBody = await keyless().set('Content-Type', 'application/json').send('{"type":');
-      const malformedPath = path.includes('{') ? await keyless('%E0%A4%A') : undefined;
+      const malformedBody = await sent().set('Content-Type', 'application/json').send('{"type":');
+      const malformedPath = path.includes('{') ? await sent('%E0%A4%A') : undefined;
       const got400 = [malformedBody, malformedPath].filter((res) => res?.status === 400);
       for (const res of got400) expect(res?.body.error.code, name).toBe('http_400');
       expect(declared(400).includes('http_400'), name).toBe(got400.length > 0);
@@ -144,28 +158,28 @@ describe('errors met outside the handler, as declared', () => {
       const tooLarge = await statusForBody(
         url,
         method,
-        { ...headersFor(path), ...KEYLESS_CLIENT },
+        { ...headersFor(path), ...FIRST_TEST_CLIENT },
         limit + 1,
       );
       expect(declared(413).includes('http_413'), name).toBe(tooLarge === 413);
 
-      const encoded = await keyless()
+      const encoded = await sent()
         .set('Content-Type', 'application/json')
         .set('Content-Encoding', 'x-unknown')
         .send('{}');
       expect(declared(415).includes('http_415'), name).toBe(encoded.status === 415);
 
       // The ops surface's CSRF guards (issue 36): what another site's page could send.
-      const crossSite = await keyless().set('Sec-Fetch-Site', 'cross-site');
+      const crossSite = await sent().set('Sec-Fetch-Site', 'cross-site');
       const refusedCrossSite = crossSite.body.error?.code === 'cross_origin_request_not_allowed';
       expect(refusedCrossSite, name).toBe(path.startsWith('/admin/'));
       expect(declared(403).includes('cross_origin_request_not_allowed'), name).toBe(refusedCrossSite);
-      const textBody = await keyless().set('Content-Type', 'text/plain').send('{}');
+      const textBody = await sent().set('Content-Type', 'text/plain').send('{}');
       const refusedText = textBody.body.error?.code === 'json_content_type_required';
       expect(refusedText, name).toBe(path.startsWith('/admin/'));
       expect(declared(415).includes('json_content_type_required'), name).toBe(refusedText);
 
-      const elsewhere = await keyless().set('Host', 'elsewhere.example.com');
+      const elsewhere = await sent().set('Host', 'elsewhere.example.com');
       expect(`${elsewhere.status} ${elsewhere.body.error?.code}`, name).toBe('404 wrong_host');
       expect(declared(404), name).toContain('wrong_host');
 

@@ -4,6 +4,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { randomToken } from '../../src/shared/ids.js';
 import { expectEnvelope, makeBrandWithKeys } from '../factories/index.js';
+import { watchOutput } from '../setup/child-output.js';
 import { compiledEntry } from '../setup/compiled.js';
 import {
   ADMIN_TOKEN,
@@ -144,27 +145,19 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts a process entry (compiled: test/setup/compiled.ts) and resolves once it logs `ready`. */
+/**
+ * Starts a process entry (compiled: test/setup/compiled.ts) and resolves once it logs `ready`; its
+ * output watched (test/setup/child-output.ts), which records the web process's answers.
+ */
 function start(entry: string, env: Record<string, string>, ready: string) {
   const child = spawn(process.execPath, [compiledEntry(entry)], {
     env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  const started = new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      output += chunk;
-      if (output.includes(ready)) resolve();
-    });
-    child.stderr!.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.once('exit', (code) =>
-      reject(new Error(`${entry} exited with ${code} before it was ready:\n${output}`)),
-    );
-  });
+  const output = watchOutput(child);
+  const started = output.until(`${entry} to be ready`, () => output.text().includes(ready), 60_000);
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { child, started, exited, output: () => output };
+  return { child, started, exited, output: output.text };
 }
 
 describe('graceful shutdown on SIGTERM', () => {

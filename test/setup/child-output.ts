@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { recordLogLine } from './answers.js';
 
 export interface ChildOutput {
   /** stdout and stderr so far, interleaved as they arrived. */
@@ -26,6 +27,13 @@ export function watchOutput(child: ChildProcess): ChildOutput {
   };
   child.stdout?.on('data', add);
   child.stderr?.on('data', add);
+  // A web process's answers, from its request log lines, for the run's check (answers.ts).
+  let partial = '';
+  child.stdout?.on('data', (chunk: Buffer | string) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) recordLogLine(line);
+  });
   // 'close' comes after the last chunk of both streams, unlike 'exit'.
   child.once('close', () => {
     closed = true;

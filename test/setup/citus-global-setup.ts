@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { resolveRedis } from '../../scripts/local-services.js';
+import { answerRecord } from './answers-check.js';
 import { startCitus } from './citus.js';
 import { buildChildProcesses } from './compiled.js';
 import { startRun } from './run-databases.js';
@@ -33,7 +34,11 @@ export default async function setup(project: TestProject) {
   project.provide('testRunTag', tag);
   project.provide('redisUrl', redis.url);
   project.provide('poolerPort', undefined);
+  // Every answer the service gave is declared (answers-check.ts); that every error code was
+  // answered is `npm test`'s check: these files are a part of the suite.
+  const answers = answerRecord(project, { everyCode: false });
   return async () => {
+    const undeclared = await answers.check();
     const { dropCitusDatabases } = await import('./citus.js');
     const { runDatabaseName } = await import('./run-databases.js');
     const prefix = runDatabaseName(tag, '', '');
@@ -45,5 +50,6 @@ export default async function setup(project: TestProject) {
     await client.end().catch(() => {});
     await redis.stop();
     await cluster.stop();
+    if (undeclared) throw new Error(undeclared);
   };
 }

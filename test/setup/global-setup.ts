@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { resolveDatabase, resolveRedis } from '../../scripts/local-services.js';
 import { findPgBouncer, startPgBouncer } from '../../scripts/pgbouncer.js';
 import { migrateUp } from '../../src/db/orm.js';
+import { answerRecord } from './answers-check.js';
 import { buildChildProcesses } from './compiled.js';
 import { dropDeadRunsDatabases, dropRunDatabases, dropUnusedTemplates, startRun } from './run-databases.js';
 
@@ -86,7 +87,10 @@ export default async function setup(project: TestProject) {
   project.provide('testRunTag', tag);
   project.provide('redisUrl', redis.url);
   project.provide('poolerPort', pooler?.port);
+  // Every answer the service gave is declared, and every error code was answered (answers-check.ts).
+  const answers = answerRecord(project, { everyCode: true });
   return async () => {
+    const undeclaredOrUnprovoked = await answers.check();
     await pooler?.stop();
     // Whatever the files left (one that failed before its cleanup, a context never closed).
     const left = await dropRunDatabases(client, tag)
@@ -96,5 +100,6 @@ export default async function setup(project: TestProject) {
       process.stderr.write(`dropped ${left.length} databases test files left behind: ${left.join(', ')}\n`);
     await redis.stop();
     await database.stop();
+    if (undeclaredOrUnprovoked) throw new Error(undeclaredOrUnprovoked);
   };
 }

@@ -1,4 +1,5 @@
-import { afterAll, vi } from 'vitest';
+import { afterAll, expect, vi } from 'vitest';
+import { flushAnswers } from './answers.js';
 
 /**
  * Runs before every test file (vitest.config.ts: setupFiles). The config sets `isolate: false`,
@@ -15,6 +16,8 @@ import { afterAll, vi } from 'vitest';
  * of the run's CPU (1.5 s to 3 s per file). A file that leaves a timer or promise behind which
  * fails later fails the run (vitest reports the unhandled error), as it would have in a process
  * that lived long enough.
+ *
+ * When the file ends, what it made the service answer joins the run's record (answers.ts).
  */
 vi.resetModules();
 
@@ -22,6 +25,7 @@ const env = { ...process.env };
 const cwd = process.cwd();
 
 afterAll(() => {
+  flushAnswers(expect.getState().testPath ?? 'unknown file');
   for (const name of Object.keys(process.env)) if (!(name in env)) delete process.env[name];
   Object.assign(process.env, env);
   if (process.cwd() !== cwd) process.chdir(cwd);

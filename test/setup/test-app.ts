@@ -6,6 +6,7 @@ import { initOrm } from '../../src/db/orm.js';
 import { closeQueues, createQueues, type Queues } from '../../src/jobs/queues.js';
 import { createRedis } from '../../src/redis.js';
 import { randomToken } from '../../src/shared/ids.js';
+import { keepOpenApiDocument } from './answers.js';
 import { capturingLogger } from './capturing-logger.js';
 import { pooledUrl, sessionStateLeftInPool, viaPooler } from './pooler.js';
 import { createTestDatabase, dropTestDatabase } from './test-database.js';
@@ -61,6 +62,7 @@ export async function createTestApp(
   redis.on('error', () => {});
   const queues = createQueues(redis, config.QUEUE_PREFIX);
   const app = buildApp({ config, orm, redis, queues, logger });
+  await keepOpenApiDocument(app, config.API_HOSTS[0] ?? config.TEST_API_HOSTS[0]);
   return {
     app,
     orm,
@@ -105,7 +107,8 @@ export async function anotherWebProcess(
   const redis = createRedis(ctx.config.REDIS_URL);
   redis.on('error', () => {});
   const queues = createQueues(redis, `lftest_${randomToken(8)}`);
-  const app = buildApp({ config: ctx.config, orm, redis, queues, logger: capturingLogger('warn').logger });
+  // At info, so its answers are recorded for the run's check (answers.ts).
+  const app = buildApp({ config: ctx.config, orm, redis, queues, logger: capturingLogger().logger });
   return {
     app,
     async close() {

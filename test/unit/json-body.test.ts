@@ -14,8 +14,18 @@ beforeAll(async () => {
   const app = express();
   // `/strict` as the ops surface has it; the lenient reader after it finds the body read.
   app.use('/strict', jsonBody(64, { jsonOnly: true }));
+  // `/own` with its own answers, as a publishable key's reader has them.
+  const refusal = (status: number, type: string, message: string) =>
+    Object.assign(new Error(message), { status, type });
+  app.use(
+    '/own',
+    jsonBody(64, {
+      tooLarge: () => refusal(413, 'own.too.large', 'over 64 bytes'),
+      refuseEncoded: (encoding) => refusal(415, 'own.encoded', `no ${encoding}`),
+    }),
+  );
   app.use(jsonBody(64));
-  app.post(['/', '/strict'], (req, res) => {
+  app.post(['/', '/strict', '/own'], (req, res) => {
     res.json({ body: req.body === undefined ? '(undefined)' : req.body });
   });
   app.use(((err, _req, res, _next) => {
@@ -111,6 +121,28 @@ describe('jsonBody', () => {
       '{"u":8}',
     ]);
     expect(utf8).toEqual({ status: 200, body: { body: { u: 8 } } });
+  });
+
+  it('tooLarge and refuseEncoded: its own 413 however the body is over, its own refusal of any Content-Encoding', async () => {
+    const big = `{"a":"${'x'.repeat(80)}"}`;
+    const own413 = { status: 413, body: { type: 'own.too.large', message: 'over 64 bytes' } };
+    expect(await send({ 'Content-Length': String(big.length) }, [big], '/own')).toEqual(own413);
+    expect(await send({ 'Transfer-Encoding': 'chunked' }, [big.slice(0, 40), big.slice(40)], '/own')).toEqual(
+      own413,
+    );
+    // Another charset goes to body-parser, whose 413 becomes the reader's own.
+    const utf16 = {
+      'Content-Type': 'application/json; charset=utf-16le',
+      'Content-Length': String(big.length),
+    };
+    expect(await send(utf16, [big], '/own')).toEqual(own413);
+    const zipped = gzipSync('{"z":true}');
+    expect(
+      await send({ 'Content-Encoding': 'gzip', 'Content-Length': String(zipped.length) }, [zipped], '/own'),
+    ).toEqual({ status: 415, body: { type: 'own.encoded', message: 'no gzip' } });
+    expect(
+      await send({ 'Content-Encoding': 'identity', 'Content-Length': '7' }, ['{"i":1}'], '/own'),
+    ).toEqual({ status: 200, body: { body: { i: 1 } } });
   });
 
   it('jsonOnly: a body not typed application/json is 415 json_content_type_required, unread; JSON and empty bodies pass', async () => {

@@ -72,7 +72,9 @@ describe('OpenAPI document', () => {
       '413',
       '415',
       '422',
+      '429',
       '500',
+      '503',
     ]);
     expect(responses['403'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/ErrorEnvelope',
@@ -80,6 +82,8 @@ describe('OpenAPI document', () => {
     expect(responses['403']['x-error-codes']).toEqual([
       'secret_key_required',
       'publishable_key_cannot_read_orders',
+      'brand_not_active',
+      'origin_not_allowed',
     ]);
     expect(responses['403'].description).toContain('`publishable_key_cannot_read_orders`');
   });
@@ -139,17 +143,24 @@ describe('OpenAPI document: what every operation can meet outside its handler (i
   const codes = (op: { responses: Record<string, { 'x-error-codes'?: string[] }> }) =>
     Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, r['x-error-codes'] ?? []]));
 
-  it('under the JSON body parser: 400 malformed JSON, 413 too large, 415 unreadable encoding; with a query: 422 invalid_request_query; everywhere: 404 wrong_host and 500', () => {
+  it('under the JSON body parser: 400 malformed JSON, 413 too large, 415 unreadable encoding; with a query: 422 invalid_request_query; under /v1 the API key check: 401, 403, 429; everywhere: 404 wrong_host, 500, and 503 but for the document itself', () => {
     expect(codes(extra.paths['/v1/orders/{order_id}/refunds'].post)).toEqual({
       200: [],
       400: ['http_400'],
       401: ['invalid_api_key'],
-      403: ['secret_key_required', 'publishable_key_cannot_read_orders'],
+      403: [
+        'secret_key_required',
+        'publishable_key_cannot_read_orders',
+        'brand_not_active',
+        'origin_not_allowed',
+      ],
       404: ['order_not_found', 'wrong_host'],
       413: ['http_413'],
       415: ['http_415'],
       422: ['invalid_request_query'],
+      429: ['rate_limit_exceeded'],
       500: ['temporary_service_error'],
+      503: ['temporary_service_error'],
     });
     // Outside it a body is never read: only a malformed path parameter is a 400.
     expect(codes(extra.paths['/reference/{page}'].get)).toEqual({
@@ -157,8 +168,18 @@ describe('OpenAPI document: what every operation can meet outside its handler (i
       400: ['http_400'],
       404: ['wrong_host'],
       500: ['temporary_service_error'],
+      503: ['temporary_service_error'],
     });
     expect(codes(extra.paths['/reference'].get)).toEqual({
+      200: [],
+      404: ['wrong_host'],
+      500: ['temporary_service_error'],
+      503: ['temporary_service_error'],
+    });
+    // Built at start: the document reads no database.
+    const document = route({ ...plainRoute, path: '/openapi.json', operationId: 'getOpenApiDocument' });
+    const served = JSON.parse(JSON.stringify(buildOpenApiDocument([document], 'https://api.example.com')));
+    expect(codes(served.paths['/openapi.json'].get)).toEqual({
       200: [],
       404: ['wrong_host'],
       500: ['temporary_service_error'],
@@ -181,6 +202,8 @@ describe('OpenAPI document: what every operation can meet outside its handler (i
     expect(Object.keys(op.responses['200'].headers)).toEqual(['Request-Id', 'Idempotent-Replayed']);
     expect(Object.keys(op.responses['404'].headers)).toEqual(['Request-Id', 'Dry-Run']);
     expect(Object.keys(op.responses['401'].headers)).toEqual(['Request-Id']);
+    // From the API key check's limit, for every /v1 route (error-responses.ts).
+    expect(Object.keys(op.responses['429'].headers)).toEqual(['Request-Id', 'Retry-After']);
     expect(extra.components.headers.RequestId).toMatchObject({ required: true, schema: { type: 'string' } });
     expect(op.parameters).toContainEqual(
       expect.objectContaining({
