@@ -19,6 +19,9 @@ const RequestIdHeader = z
 /** A brand's bucket holds at most 1,000,000 events and refills at 1 event/s or more (BrandPatch). */
 const RATE_LIMIT_MAX = 1_000_000;
 
+/** Seconds to wait before retrying: at least one, at most a full bucket's refill. */
+const retryAfterSeconds = () => z.int().min(1).max(RATE_LIMIT_MAX);
+
 /** The response headers routes declare (`responseHeaders`), each a component of the document. */
 const responseHeaders: Record<ResponseHeaderName, z.ZodType> = {
   'RateLimit-Limit': z
@@ -55,17 +58,13 @@ const responseHeaders: Record<ResponseHeaderName, z.ZodType> = {
       header: { id: 'RateLimitReset', description: 'Seconds until the bucket is full again.' },
       examples: [1],
     }),
-  'Retry-After': z
-    .int()
-    .min(1)
-    .max(RATE_LIMIT_MAX)
-    .meta({
-      header: {
-        id: 'RetryAfter',
-        description: 'Seconds to wait before retrying the refused request; nothing of it was applied.',
-      },
-      examples: [2],
-    }),
+  'Retry-After': retryAfterSeconds().meta({
+    header: {
+      id: 'RetryAfter',
+      description: 'Seconds to wait before retrying the refused request; nothing of it was applied.',
+    },
+    examples: [2],
+  }),
   'Idempotent-Replayed': z
     .literal('true')
     .optional()
@@ -89,10 +88,7 @@ const responseHeaders: Record<ResponseHeaderName, z.ZodType> = {
 };
 
 /** Retry-After on a status that sends it only for some causes (a 503 refusing publishable traffic, not a database outage). */
-const retryAfterWhenRefused = z
-  .int()
-  .min(1)
-  .max(RATE_LIMIT_MAX)
+const retryAfterWhenRefused = retryAfterSeconds()
   .optional()
   .meta({
     header: {
