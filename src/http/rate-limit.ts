@@ -20,7 +20,9 @@ import { AppError } from '../shared/errors.js';
  *
  * Without Redis a request is decided unmetered: when the connection is not ready (known at
  * once, nothing is sent), or Redis errs or has not answered within `timeoutMs` (a late event
- * loop is not taken for a late Redis: see answeredWithin). A bucket of traffic anyone can send
+ * loop is not taken for a late Redis: see answeredWithin), `closedTimeoutMs` for a fail-closed
+ * bucket, whose timeout refuses someone rather than letting them through: a Redis that is only
+ * slow then still meters them. A bucket of traffic anyone can send
  * (`failClosed`: publishable keys, requests without a valid key, clicks) then refuses it, with
  * `Retry-After`; any other (the brand's secret key: its orders must not stop) allows it (fail
  * open). Both are counted (`failOpenCount`, `failClosedCount`) and logged at warn, at most one
@@ -52,6 +54,8 @@ export interface EventRateLimiterOptions {
   defaultPerSecond?: number;
   defaultBurst?: number;
   timeoutMs?: number;
+  /** The same, for a fail-closed bucket. */
+  closedTimeoutMs?: number;
 }
 
 interface BucketTurn {
@@ -169,6 +173,7 @@ export class EventRateLimiter {
   private readonly defaultPerSecond: number;
   private readonly defaultBurst: number;
   private readonly timeoutMs: number;
+  private readonly closedTimeoutMs: number;
   private lastUnmeteredLogAt = Number.NEGATIVE_INFINITY;
   /** Requests of this turn of the event loop, by bucket and settings, decided together. */
   private readonly thisTurn = new Map<string, BucketTurn>();
@@ -183,6 +188,7 @@ export class EventRateLimiter {
     this.defaultPerSecond = positive(options.defaultPerSecond ?? null, 100);
     this.defaultBurst = Math.max(1, Math.floor(positive(options.defaultBurst ?? null, 1000)));
     this.timeoutMs = positive(options.timeoutMs ?? null, 50);
+    this.closedTimeoutMs = positive(options.closedTimeoutMs ?? null, 500);
     // Idempotent: the same script under the same name, so several limiters may share a client.
     redis.defineCommand(COMMAND, { lua: TOKEN_BUCKET_LUA, numberOfKeys: 1 });
     redis.defineCommand(REFUND_COMMAND, { lua: REFUND_LUA, numberOfKeys: 1 });
@@ -276,6 +282,8 @@ export class EventRateLimiter {
             String(burst),
             ...requests.map((r) => String(r.events)),
           ),
+          // A bucket's requests share its kind: one decides the turn's deadline.
+          requests[0]!.failClosed ? this.closedTimeoutMs : this.timeoutMs,
         )
       ).map(Number);
     } catch (err) {
@@ -341,8 +349,8 @@ export class EventRateLimiter {
     return this.redis.status !== 'ready' && !this.redis.options.enableOfflineQueue;
   }
 
-  private answered<T>(command: Promise<T>): Promise<T> {
-    return answeredWithin(command, this.timeoutMs, () => new Error(`no answer within ${this.timeoutMs} ms`));
+  private answered<T>(command: Promise<T>, timeoutMs = this.timeoutMs): Promise<T> {
+    return answeredWithin(command, timeoutMs, () => new Error(`no answer within ${timeoutMs} ms`));
   }
 
   private logUnmetered(err: unknown, requests: number): void {

@@ -317,6 +317,59 @@ describe('EventRateLimiter fail-open', () => {
   });
 });
 
+describe('EventRateLimiter with a slow Redis', () => {
+  it('waits longer for a fail-closed bucket than for a fail-open one: a slow answer still meters the traffic it would refuse', async () => {
+    // A proxy that hands on every answer of the real Redis 200 ms late, once the connection is up.
+    const upstreamUrl = new URL(inject('redisUrl'));
+    const sockets: Socket[] = [];
+    let late = false;
+    const server: Server = createServer((client) => {
+      const upstream = connect(Number(upstreamUrl.port || 6379), upstreamUrl.hostname);
+      sockets.push(client, upstream);
+      client.on('data', (chunk) => upstream.write(chunk));
+      upstream.on('data', (chunk) =>
+        late ? setTimeout(() => client.write(chunk), 200) : client.write(chunk),
+      );
+      client.on('error', () => {});
+      upstream.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const slowRedis = new Redis({
+      port: (server.address() as { port: number }).port,
+      host: '127.0.0.1',
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    });
+    slowRedis.on('error', () => {});
+    await new Promise<void>((resolve) => slowRedis.once('ready', () => resolve()));
+    const rl = new EventRateLimiter(slowRedis, silent, {
+      keyPrefix: prefix(),
+      timeoutMs: 50,
+      closedTimeoutMs: 2_000,
+    });
+    try {
+      // The script is loaded while Redis answers at once (EVALSHA then finds it).
+      await rl.take({ key: 'warm', perSecond: 1, burst: 5 }, 1);
+      late = true;
+      expect(await rl.take({ key: 'open', perSecond: 1, burst: 5 }, 1)).toMatchObject({
+        allowed: true,
+        failedOpen: true,
+      });
+      expect(await rl.take({ key: 'closed', perSecond: 1, burst: 5, failClosed: true }, 1)).toMatchObject({
+        allowed: true,
+        remaining: 4,
+        failedOpen: false,
+        failedClosed: false,
+      });
+    } finally {
+      slowRedis.disconnect();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 describe('EventRateLimiter under a late event loop', () => {
   /** Blocks the event loop, as a big batch or a GC pause does. */
   function busyFor(ms: number): void {
