@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { sqlLiteral } from '../../src/db/sql.js';
+import { sqlLiteral } from '../../src/db/fast-path/index.js';
 import { randomToken } from '../../src/shared/ids.js';
 import {
   dropDeadRunsDatabases,

@@ -1,5 +1,4 @@
-import { brandTable } from '../../db/brand-shards.js';
-import { recordset, type WritePart } from '../../db/write-set.js';
+import { brandTable, recordset, type WritePart } from '../../db/fast-path/index.js';
 import { isoTime } from '../../shared/iso-time.js';
 
 /** What an order counts for in integration status: whether it has no creator, whether it carries click_ref. */
@@ -56,7 +55,7 @@ const minuteOf = (at: Date | number) => {
 
 /** The tally insert, built once: every group commit writes it. Its id is taken from the
  * table's sequence by name: a Citus shard, which the brand's write names there, has no default
- * for it (db/brand-shards.ts). */
+ * for it (db/fast-path/brand-shards.ts). */
 const integrationTallyInsert = `insert into ${brandTable('integration_tallies')} (id, brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
                                            paid_events, refund_events, browser_events, last_event_at)
           select nextval('integration_tallies_id_seq'), x.brand_id, x.livemode, coalesce(x.bucket, date_trunc('minute', now())), x.orders, x.unattributed,

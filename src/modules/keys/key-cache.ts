@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import { queryOnce } from '../../db/sql.js';
+import { queryOnce } from '../../db/fast-path/index.js';
 import type { Logger } from '../../logger.js';
 import { ThrottledWarning } from '../../outbox/throttled-warning.js';
 import { randomToken } from '../../shared/ids.js';

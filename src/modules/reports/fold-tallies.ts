@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { brandPasses, onCitus } from '../../db/citus.js';
-import { inTransaction } from '../../db/sql.js';
+import { inTransaction } from '../../db/fast-path/index.js';
 import { foldBalanceTallies } from '../creators/balance-tallies.js';
 import { foldIntegrationTallies } from '../integration/integration-tallies.js';
 import { countGrains, type Dim, isCoarse, type Level } from './count-grains.js';

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { inTransaction, queryOnce } from '../../db/sql.js';
+import { inTransaction, queryOnce } from '../../db/fast-path/index.js';
 import { DELIVERY_TIMEOUT_MS, deliverySchedule, disableFailingEndpoints, retryDelayMs } from './delivery.js';
 import type { PumpSession } from './endpoint-pumps.js';
 import { eventBody } from './event-types.js';

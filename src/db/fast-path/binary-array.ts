@@ -218,3 +218,19 @@ export const arrayTypes: Record<string, ArrayType> = {
     int64(out, at, (Number(value) - PG_EPOCH_MS) * 1000),
   ),
 };
+
+/**
+ * A binary array sent as a parameter in binary format (node-postgres sends what `toPostgres`
+ * returns as it is when that is a Buffer). Its own class, so it is never written into SQL text
+ * as a literal (`transactionOn`).
+ */
+export class BinaryArray {
+  /** `type`: the array's SQL type (`text[]`), for tools that write it out as text. */
+  constructor(
+    readonly bytes: Buffer,
+    readonly type: string,
+  ) {}
+  toPostgres(): Buffer {
+    return this.bytes;
+  }
+}
