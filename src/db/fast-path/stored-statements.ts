@@ -3,7 +3,13 @@ import type pg from 'pg';
 import { CITUS_INSTALLED } from '../citus-installed.js';
 import { COLOCATION_ANCHOR } from '../tables.js';
 import { brandForm, brandShardsFunction, onBrandShards } from './brand-shards.js';
-import { inTransactionOn, positional, type Sql, type StoredCall, type TransactionSettings } from './transaction.js';
+import {
+  inTransactionOn,
+  positional,
+  type Sql,
+  type StoredCall,
+  type TransactionSettings,
+} from './transaction.js';
 
 /**
  * A hot statement kept planned from one transaction to the next without named prepared

@@ -18,10 +18,7 @@ export interface Sql {
  * and a big group's COPYs.
  */
 export interface Transaction extends Sql {
-  query<R = Record<string, unknown>>(
-    text: string | StoredCall,
-    values?: readonly unknown[],
-  ): Promise<R[]>;
+  query<R = Record<string, unknown>>(text: string | StoredCall, values?: readonly unknown[]): Promise<R[]>;
   queryAndCommit<R = Record<string, unknown>>(
     text: string | StoredCall,
     values?: readonly unknown[],
