@@ -6,7 +6,7 @@
  *
  * One loop per element type, each writing bytes directly: the write runs for every column of
  * every row of a group, and a loop calling per-type functions through one call site (or Buffer's
- * range-checked writers) took 6% more of the batch path's instructions (docs/benchmarks.md, "Profile notes").
+ * range-checked writers) took more of the batch path's instructions (docs/benchmarks.md, "Profile notes").
  */
 
 /** A column's element type: its OID (array_recv refuses any other), SQL array type and encoder. */

@@ -2,10 +2,9 @@ import { ArrayWriter, EPOCH_MS, int4, int32, int64, PG_EPOCH_MS, StringFields } 
 
 /**
  * Rows as `COPY … FROM STDIN (FORMAT binary)` takes them, for a big group's new rows. PostgreSQL
- * writes an INSERT's rows to the WAL one record each (54 bytes of headers per row); COPY fills a
- * page with many rows and logs them as one record (7 bytes per row): 45 bytes less per row of
- * orders, received events and movements, a tenth of an event's WAL (docs/benchmarks.md,
- * "Profile notes"). The rows are PostgreSQL's binary tuples: per row the number of fields, then
+ * writes an INSERT's rows to the WAL one record each, headers and all; COPY fills a page with
+ * many rows and logs them as one record: less WAL per row of orders, received events and
+ * movements (docs/decisions.md, docs/benchmarks.md "Profile notes"). The rows are PostgreSQL's binary tuples: per row the number of fields, then
  * each field as its length and bytes (-1 for null), in each type's binary form.
  */
 export interface CopyRows {

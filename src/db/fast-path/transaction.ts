@@ -102,8 +102,8 @@ function beginStatement(settings: TransactionSettings): string {
  * A value as an SQL literal: the one place a literal is escaped (test/unit/sql-literals.test.ts).
  * Only `'` needs doubling in a standard string; one holding a backslash is written as an escape
  * string (E'…', backslashes doubled), which reads the same whatever standard_conforming_strings
- * says. pg's `escapeLiteral` writes the same text, but a character at a time: 25 times slower
- * on a group's 16 KB literal (58 against 2.4 µs), and it turns null or a number into `''`.
+ * says. pg's `escapeLiteral` writes the same text, but a character at a time, many times slower
+ * on a group's long literal (docs/decisions.md), and it turns null or a number into `''`.
  */
 export function sqlLiteral(value: string | number | boolean | null): string {
   if (value === null) return 'null';

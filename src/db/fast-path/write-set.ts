@@ -163,7 +163,7 @@ const checkedParts = new WeakMap<StoredStatement, readonly string[]>();
 
 /**
  * The parts must spell the stored statement's text exactly. Parts' texts are module constants,
- * so once checked they are compared by reference, not rebuilt (8 KB of text) for every group.
+ * so once checked they are compared by reference, not rebuilt (kilobytes of text) for every group.
  */
 function checkShape(stored: StoredStatement, parts: readonly WritePart[]): void {
   const checked = checkedParts.get(stored);

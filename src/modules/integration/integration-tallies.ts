@@ -85,7 +85,7 @@ export function integrationTallies(
 ): WritePart {
   const tallies = new Map<string, Tally>();
   // A group's events nearly all share one brand, mode and minute: the last tally is tried first,
-  // before a key is spelt and hashed (two per event: 2% of the batch path's time).
+  // before a key is spelt and hashed (two per event, on the batch path).
   let last: Tally | undefined;
   const tally = (brandId: string, livemode: boolean, bucket: string | null) => {
     if (last && last.bucket === bucket && last.brand_id === brandId && last.livemode === livemode)
