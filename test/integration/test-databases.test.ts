@@ -115,7 +115,8 @@ describe('the databases a test run creates', () => {
     await create(recent, at(TEMPLATE_UNUSED_DAYS - 1));
     await create(unrecorded);
     const dropped = await dropUnusedTemplates(admin, template, now);
-    expect(dropped).toContain(old);
+    // Another test run's sweep on this server (runs of other checkouts) may have dropped it first.
+    if (!dropped.includes(old)) expect(await exists(old)).toBe(false);
     expect(dropped).not.toContain(recent);
     expect(await exists(old)).toBe(false);
     expect(await exists(recent)).toBe(true);
