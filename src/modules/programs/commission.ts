@@ -61,7 +61,8 @@ export function compileRules(rules: ProgramRules): CompiledProgram {
     } else if (!prefixes.has(rule.match.sku_prefix)) prefixes.set(rule.match.sku_prefix, decision);
   }
   const tierRates = new Map<string, number>();
-  for (const level of rules.tiers?.levels ?? []) if (!tierRates.has(level.key)) tierRates.set(level.key, level.rate_bps);
+  for (const level of rules.tiers?.levels ?? [])
+    if (!tierRates.has(level.key)) tierRates.set(level.key, level.rate_bps);
   return {
     defaultRateBps: rules.default_rate_bps,
     perOrderCap: rules.caps?.per_order ?? null,
@@ -224,7 +225,17 @@ function finish(
     for (const [rateBps, sum] of byRate) beforeCaps += commissionFor(sum, rateBps);
   }
   if (input.zeroed)
-    return { commission: 0, beforeCaps: 0, cappedAmount: 0, cappedByOrder: 0, cap: null, tier, zeroed: true, parts, rules };
+    return {
+      commission: 0,
+      beforeCaps: 0,
+      cappedAmount: 0,
+      cappedByOrder: 0,
+      cap: null,
+      tier,
+      zeroed: true,
+      parts,
+      rules,
+    };
   const program = input.program;
   const perOrder = program?.perOrderCap ?? null;
   const afterOrderCap = perOrder === null ? beforeCaps : Math.min(beforeCaps, perOrder);
@@ -248,7 +259,13 @@ export function computeCommission(input: CommissionInput): CommissionResult {
   const rate = orderRateOf(input);
   const program = input.program;
   if (!program || !input.items?.length) {
-    const rest: CommissionPart = { line: null, sku: null, amount, rate_bps: rate.rateBps, source: rate.source };
+    const rest: CommissionPart = {
+      line: null,
+      sku: null,
+      amount,
+      rate_bps: rate.rateBps,
+      source: rate.source,
+    };
     return finish(input, [rest], [null], rate.tier);
   }
   // Step 1: each line's KRW is the difference of cumulative conversions, so no won is lost or gained.
@@ -322,10 +339,16 @@ export function monthOf(occurredAt: Date, timeZone: string): string {
 }
 
 /** The tier level earned by a net revenue: the highest min_net_revenue at or below it; null below the lowest. */
-export function tierLevelFor(netRevenue: number, tiers: { levels: ReadonlyArray<TierLevel> } | null): TierLevel | null {
+export function tierLevelFor(
+  netRevenue: number,
+  tiers: { levels: ReadonlyArray<TierLevel> } | null,
+): TierLevel | null {
   let best: TierLevel | null = null;
   for (const level of tiers?.levels ?? []) {
-    if (level.min_net_revenue <= netRevenue && (best === null || level.min_net_revenue > best.min_net_revenue))
+    if (
+      level.min_net_revenue <= netRevenue &&
+      (best === null || level.min_net_revenue > best.min_net_revenue)
+    )
       best = level;
   }
   return best;

@@ -76,7 +76,8 @@ export function describeCommission(
     phrases.push(
       `capped by the per-order cap (${won(result.cappedByOrder)}) and the monthly cap per creator (${won(byMonth)}): ${won(result.cappedAmount)} not paid`,
     );
-  else if (result.cappedByOrder > 0) phrases.push(`capped by the per-order cap: ${won(result.cappedByOrder)} not paid`);
+  else if (result.cappedByOrder > 0)
+    phrases.push(`capped by the per-order cap: ${won(result.cappedByOrder)} not paid`);
   else if (byMonth > 0) phrases.push(`capped by the monthly cap per creator: ${won(byMonth)} not paid`);
   return `Commission ${won(result.commission)}: ${phrases.join('; ')}.`;
 }
