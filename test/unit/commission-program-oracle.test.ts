@@ -50,7 +50,15 @@ function krw(minorAmount: bigint, currency: Currency, fxRate: string | null): bi
   return (2n * numerator + denominator) / (2n * denominator);
 }
 
-function oracle(rules: ProgramRules | null, o: Order) {
+/** How many orders went through each branch of the arithmetic (coverage of the generators). */
+class Tally extends Map<string, number> {
+  add(branch: string) {
+    this.set(branch, (this.get(branch) ?? 0) + 1);
+  }
+}
+
+/** `seen` counts which branches of the arithmetic an order went through (coverage of the generators). */
+function oracle(rules: ProgramRules | null, o: Order, seen?: Tally) {
   const amount = krw(BigInt(o.amount), o.currency, o.fxRate);
   const level = rules?.tiers?.levels.find((l) => l.key === o.tierKey);
   let orderRate: { rate: number; source: string; tier: string | null };
@@ -80,8 +88,13 @@ function oracle(rules: ProgramRules | null, o: Order) {
       lines.push({ line: i, sku: item.sku, k: krw(sent, o.currency, o.fxRate) - before });
     });
     const total = lines.reduce((s, l) => s + l.k, 0n);
+    if (lines.length > 0)
+      seen?.add(total < amount ? 'lines below' : total === amount ? 'lines equal' : 'lines above');
+    if (o.items?.some((i) => i.amount === null)) seen?.add('item without amount');
     let fitted = lines.map((l) => l.k);
     if (total > amount) {
+      seen?.add('scaled');
+      if (total * amount > BigInt(Number.MAX_SAFE_INTEGER)) seen?.add('past 2^53');
       fitted = lines.map((l) => (l.k * amount) / total);
       const remainder = lines.map((l) => (l.k * amount) % total);
       const got = lines.map(() => false);
@@ -90,6 +103,8 @@ function oracle(rules: ProgramRules | null, o: Order) {
         for (let i = 0; i < lines.length; i++) {
           if (!got[i] && (best < 0 || remainder[i]! > remainder[best]!)) best = i;
         }
+        if (left === 1n && remainder.some((r, i) => i > best && !got[i] && r === remainder[best]))
+          seen?.add('tie');
         got[best] = true;
         fitted[best]! += 1n;
       }
@@ -99,6 +114,11 @@ function oracle(rules: ProgramRules | null, o: Order) {
       if (l.sku !== null) {
         const sku = l.sku;
         rule = rules.product_rates.find((r) => 'sku' in r.match && r.match.sku === sku);
+        const prefixes = rules.product_rates.filter(
+          (r) => 'sku_prefix' in r.match && sku.startsWith(r.match.sku_prefix),
+        );
+        if (rule && prefixes.length > 0) seen?.add('exact over prefix');
+        if (!rule && prefixes.length > 1) seen?.add('longest prefix');
         if (!rule) {
           let longest = -1;
           for (const r of rules.product_rates) {
@@ -155,6 +175,13 @@ function oracle(rules: ProgramRules | null, o: Order) {
     rate_bps: p.rate,
     source: p.source,
   }));
+  for (const p of parts) seen?.add(`source ${p.source}`);
+  if (c < c1) seen?.add('cut by the monthly cap');
+  if (c1 < c0) seen?.add('cut by the per-order cap');
+  if (perMonth !== null && BigInt(perMonth) < BigInt(o.othersNet)) seen?.add('negative headroom');
+  if (rules && o.tierKey !== null && !level) seen?.add('tier the version lacks');
+  if (o.currency !== 'KRW') seen?.add('converted');
+  if (o.zeroed) seen?.add('zeroed');
   if (o.zeroed)
     return {
       commission: 0,
@@ -268,8 +295,27 @@ const lineAmount = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 0, max: 100_000 }) },
   { weight: 1, arbitrary: fc.integer({ min: 0, max: 2_147_483_647 }) },
   { weight: 1, arbitrary: fc.constant(null) },
+  // Equal lines: equal remainders when scaled, so ties are decided often.
+  { weight: 2, arbitrary: fc.constantFrom(1, 3, 1000) },
 );
-const items = fc.array(fc.record({ sku: fc.option(sku, { freq: 4 }), amount: lineAmount }), { maxLength: 7 });
+const items = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.array(fc.record({ sku: fc.option(sku, { freq: 4 }), amount: lineAmount }), {
+      maxLength: 7,
+    }),
+  },
+  // Lines of one amount: scaled down, their remainders tie and the lower index must get the won.
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        fc.constantFrom(1, 3, 7, 1000),
+        fc.array(fc.option(sku, { freq: 4 }), { minLength: 2, maxLength: 7 }),
+      )
+      .map(([amount, skus]) => skus.map((s) => ({ sku: s, amount }))),
+  },
+);
 
 /** The order's amount below, equal to or above what its lines sum to, or anything. */
 const orderArb: fc.Arbitrary<Order> = fc
@@ -277,7 +323,7 @@ const orderArb: fc.Arbitrary<Order> = fc
     currency: fc.constantFrom<Currency>('KRW', 'KRW', 'USD', 'JPY', 'EUR', 'GBP'),
     fxRate,
     items: fc.option(items, { freq: 8 }),
-    relation: fc.constantFrom('equal', 'below', 'above', 'any'),
+    relation: fc.constantFrom('equal', 'below', 'just below', 'above', 'any'),
     share: fc.double({ min: 0, max: 1, noNaN: true }),
     extra: fc.integer({ min: 0, max: 1_000_000 }),
     any: fc.integer({ min: 0, max: 2_147_483_647 }),
@@ -294,9 +340,11 @@ const orderArb: fc.Arbitrary<Order> = fc
         ? sum
         : g.relation === 'below'
           ? Math.floor(sum * g.share)
-          : g.relation === 'above'
-            ? sum + g.extra
-            : g.any;
+          : g.relation === 'just below'
+            ? Math.max(0, sum - 1 - (g.extra % 7))
+            : g.relation === 'above'
+              ? sum + g.extra
+              : g.any;
     return {
       amount: Math.min(amount, 2_147_483_647),
       currency: g.currency,
@@ -312,11 +360,37 @@ const orderArb: fc.Arbitrary<Order> = fc
 
 describe('computeCommission against the oracle', () => {
   it('gives the same commission, before caps, capped amount, cap, tier and parts', () => {
+    const seen = new Tally();
     fc.assert(
       fc.property(fc.option(rulesArb, { freq: 6 }), orderArb, (rules, order) => {
-        expect(implementation(rules, order)).toEqual(oracle(rules, order));
+        expect(implementation(rules, order)).toEqual(oracle(rules, order, seen));
       }),
       { numRuns: 3000 },
+    );
+    expect([...seen.keys()].sort()).toEqual(
+      [
+        'converted',
+        'cut by the monthly cap',
+        'cut by the per-order cap',
+        'exact over prefix',
+        'item without amount',
+        'lines above',
+        'lines below',
+        'lines equal',
+        'longest prefix',
+        'negative headroom',
+        'past 2^53',
+        'scaled',
+        'source brand_default',
+        'source not_eligible',
+        'source offer',
+        'source product',
+        'source program_default',
+        'source tier',
+        'tie',
+        'tier the version lacks',
+        'zeroed',
+      ].sort(),
     );
   });
 

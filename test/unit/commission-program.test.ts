@@ -199,6 +199,11 @@ describe('step 2: lines fitted to the order', () => {
     const expected = floors.map((f, i) => Number(f) + (order.indexOf(i) < left ? 1 : 0));
     expect(r.parts.map((p) => p.amount)).toEqual(expected);
     expect(r.parts.reduce((s, p) => s + p.amount, 0)).toBe(Number(amount));
+    // Here floating-point division would give 51038280994581, 23788809304577, 85640215300842.
+    const close = [873_644_097, 407_203_229, 1_465_940_214].map((amount) => ({ amount }));
+    expect(
+      amounts({ amount: 1_604_673_056, currency: 'JPY', fxRate: '100000', items: close, program: empty }),
+    ).toEqual([51_038_280_994_581, 23_788_809_304_578, 85_640_215_300_841]);
   });
 });
 
