@@ -298,7 +298,7 @@ const lineAmount = fc.oneof(
   // Equal lines: equal remainders when scaled, so ties are decided often.
   { weight: 2, arbitrary: fc.constantFrom(1, 3, 1000) },
 );
-const items = fc.oneof(
+const items: fc.Arbitrary<Array<{ sku: string | null; amount: number | null }>> = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.array(fc.record({ sku: fc.option(sku, { freq: 4 }), amount: lineAmount }), {
