@@ -289,7 +289,7 @@ const rulesArb: fc.Arbitrary<ProgramRules> = fc.record({
 const fxRate = fc.oneof(
   fc.integer({ min: 1, max: 100_000 }).map(String),
   fc.integer({ min: 1, max: 1_000_000_000 }).map((n) => (n / 10_000).toString()),
-  fc.constantFrom('0.5', '1350.5', '9.123', '0.0001', '100000'),
+  fc.constantFrom('0.5', '1350.5', '9.123', '0.0001', '100000', '99999.99999999', '1234.56789012'),
 );
 const lineAmount = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 0, max: 100_000 }) },

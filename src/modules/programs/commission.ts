@@ -1,4 +1,10 @@
-import { type Currency, commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.js';
+import {
+  type Currency,
+  commissionFor,
+  minorUnits,
+  reversedCommissionFor,
+  toKrw,
+} from '../../shared/money.js';
 
 /**
  * An order's commission under a commission program version (commission-programs.md, "The
@@ -254,8 +260,31 @@ function finish(
   };
 }
 
+const identity = (minor: number) => minor;
+
+/**
+ * toKrw at one order's rate, the rate read once: in integers while minor × rate stays a safe
+ * integer (the same figure toKrw's Decimal gives, a fraction of its cost for each line), else
+ * toKrw itself.
+ */
+function krwAt(currency: Currency, fxRate: string | null): (minor: number) => number {
+  if (currency === 'KRW') return identity;
+  const form = fxRate === null ? null : /^(\d+)(?:\.(\d+))?$/.exec(fxRate);
+  const numerator = form ? Number(form[1]! + (form[2] ?? '')) : Number.NaN;
+  const denominator = 10 ** ((form?.[2]?.length ?? 0) + minorUnits[currency]);
+  if (!Number.isSafeInteger(numerator) || !Number.isSafeInteger(denominator))
+    return (minor) => toKrw(minor, currency, fxRate);
+  return (minor) => {
+    const product = minor * numerator;
+    if (!Number.isSafeInteger(product)) return toKrw(minor, currency, fxRate);
+    const rest = product % denominator;
+    return (product - rest) / denominator + (2 * rest >= denominator ? 1 : 0);
+  };
+}
+
 export function computeCommission(input: CommissionInput): CommissionResult {
-  const amount = toKrw(input.amount, input.currency, input.fxRate);
+  const krw = krwAt(input.currency, input.fxRate);
+  const amount = krw(input.amount);
   const rate = orderRateOf(input);
   const program = input.program;
   if (!program || !input.items?.length) {
@@ -277,10 +306,10 @@ export function computeCommission(input: CommissionInput): CommissionResult {
     const lineAmount = input.items[i]!.amount;
     if (lineAmount === null || lineAmount === undefined) continue;
     cumulative += lineAmount;
-    const krw = input.currency === 'KRW' ? cumulative : toKrw(cumulative, input.currency, input.fxRate);
+    const cumulativeNow = krw(cumulative);
     lines.push(i);
-    k.push(krw - cumulativeKrw);
-    cumulativeKrw = krw;
+    k.push(cumulativeNow - cumulativeKrw);
+    cumulativeKrw = cumulativeNow;
   }
   // Step 2: an order-level discount scales the lines down to the amount; otherwise they stay.
   const fitted = cumulativeKrw > amount ? fitLines(k, cumulativeKrw, amount) : k;
