@@ -118,7 +118,8 @@ export interface CommissionInput {
   brandDefaultBps: number;
   /**
    * per_creator_month − Σ(commission − reversed) of the creator's other orders of the month and
-   * mode (`monthHeadroom()`); null when the version has no monthly cap. May be negative.
+   * mode, as `monthHeadroom()` gives it (null exactly when the version has no monthly cap; a null
+   * under a version with one caps nothing). May be negative.
    */
   monthHeadroom: number | null;
   /** Self-purchase or a renewal past the recurring limit: 0, and nothing counted as capped. */
