@@ -45,10 +45,14 @@ interface VersionRow {
   note: string | null;
   time_zone: string;
   rules: ProgramRules;
-  effective_from: Date | null;
-  created_at: Date;
-  published_at: Date | null;
+  effective_from: Instant | null;
+  created_at: Instant;
+  published_at: Instant | null;
 }
+
+/** Raw SQL gives timestamptz as PostgreSQL's text (db/timestamps.ts). */
+type Instant = Date | string;
+const instant = (v: Instant): Date => new Date(v);
 
 const columns = `id, brand_id, number, status, note, time_zone, rules, effective_from, created_at, published_at`;
 
@@ -61,9 +65,9 @@ function fromRow(row: VersionRow): ProgramVersion {
     note: row.note,
     timeZone: row.time_zone,
     rules: canonicalRules(row.rules),
-    effectiveFrom: row.effective_from,
-    createdAt: row.created_at,
-    publishedAt: row.published_at,
+    effectiveFrom: row.effective_from === null ? null : instant(row.effective_from),
+    createdAt: instant(row.created_at),
+    publishedAt: row.published_at === null ? null : instant(row.published_at),
   };
 }
 
@@ -222,12 +226,12 @@ export async function publishVersion(
         hint: 'A version cannot rewrite what was priced: give now or a later instant (60 s of clock skew are allowed).',
       },
     );
-  const [latest] = await sql.query<{ effective_from: Date | null }>(
+  const [latest] = await sql.query<{ effective_from: Instant | null }>(
     `select max(effective_from) as effective_from from commission_program_versions
       where brand_id = ? and status = 'published'`,
     [brandId],
   );
-  const after = latest?.effective_from;
+  const after = latest?.effective_from ? instant(latest.effective_from) : undefined;
   if (after && effectiveFrom.getTime() <= after.getTime())
     throw new AppError(
       'effective_from_not_after_latest',
