@@ -240,10 +240,10 @@ export async function publishVersion(
     );
   const [row] = await sql.query<VersionRow>(
     `update commission_program_versions
-        set status = 'published', effective_from = ?, published_at = now(), updated_at = now()
+        set status = ?, effective_from = ?, published_at = now(), updated_at = now()
       where brand_id = ? and id = ? and status = 'draft'
       returning ${columns}`,
-    [effectiveFrom, brandId, versionId],
+    ['published', effectiveFrom, brandId, versionId],
   );
   return fromRow(row!);
 }
