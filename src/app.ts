@@ -32,6 +32,7 @@ import { authenticateLoginToken, loginTokenVerifier } from './modules/keys/login
 import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
 import { payoutRoutes } from './modules/payouts/payouts.routes.js';
+import { programRoutes } from './modules/programs/programs.routes.js';
 import { reportRoutes } from './modules/reports/reports.routes.js';
 import { webhookAdminRoutes } from './modules/webhooks/webhooks.admin-routes.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
@@ -50,6 +51,7 @@ export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
     ...orderRoutes(deps),
     ...payoutRoutes(deps),
     ...creatorRoutes(deps),
+    ...programRoutes(deps),
     ...reportRoutes(deps),
     ...explanationRoutes(deps),
     ...integrationRoutes(deps),

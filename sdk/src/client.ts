@@ -4,6 +4,7 @@ import { type BackoffOptions, type RequestSpec, type RetryInfo, Transport } from
 import { byCursor, type PagedList } from './paged-list.js';
 import type {
   AttributionExplanation,
+  CommissionProgram,
   ConversionReport,
   ConversionReportParams,
   Creator,
@@ -273,6 +274,15 @@ export class CreatorsResource {
   }
 }
 
+export class CommissionProgramResource {
+  constructor(private readonly transport: Transport) {}
+
+  /** `GET /v1/commission_program`: the published version in force now (`current`) and the next one. */
+  retrieve(): Promise<CommissionProgram> {
+    return this.transport.request<CommissionProgram>({ method: 'GET', path: '/v1/commission_program' });
+  }
+}
+
 export class ReportsResource {
   constructor(private readonly transport: Transport) {}
 
@@ -311,6 +321,7 @@ export class LfClient {
   readonly integration: IntegrationResource;
   readonly payouts: PayoutsResource;
   readonly creators: CreatorsResource;
+  readonly commissionProgram: CommissionProgramResource;
   readonly reports: ReportsResource;
   readonly webhookEndpoints: WebhookEndpointsResource;
   readonly webhookEvents: WebhookEventsResource;
@@ -339,6 +350,7 @@ export class LfClient {
     this.integration = new IntegrationResource(this.transport);
     this.payouts = new PayoutsResource(this.transport);
     this.creators = new CreatorsResource(this.transport);
+    this.commissionProgram = new CommissionProgramResource(this.transport);
     this.reports = new ReportsResource(this.transport);
     this.webhookEndpoints = new WebhookEndpointsResource(this.transport);
     this.webhookEvents = new WebhookEventsResource(this.transport);

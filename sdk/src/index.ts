@@ -1,5 +1,6 @@
 export {
   BATCH_LIMIT,
+  CommissionProgramResource,
   CreatorsResource,
   EventsResource,
   IntegrationResource,
@@ -38,6 +39,8 @@ export type { components, operations, paths } from './openapi.js';
 export type { PagedList } from './paged-list.js';
 export type {
   AttributionExplanation,
+  CommissionProgram,
+  CommissionProgramVersion,
   ConversionReport,
   ConversionReportParams,
   Creator,

@@ -202,6 +202,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/commission_program': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read the commission program in force
+     * @description The brand's published commission program version in force now (`current`; null before the first takes effect: each order then earns its offer's or the brand's rate) and the one scheduled to take effect next (`next`), if any. Drafts are never shown. An order is priced with the version in force at its `occurred_at`. The same for both modes.
+     */
+    get: operations['getCommissionProgram'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/reports/conversions': {
     parameters: {
       query?: never;
@@ -940,12 +960,14 @@ export interface components {
       | 'creator_not_found'
       | 'offer_not_found'
       | 'link_not_found'
+      | 'commission_program_version_not_found'
       | 'job_not_found'
       | 'webhook_endpoint_not_found'
       | 'webhook_event_not_found'
       | 'webhook_url_not_allowed'
       | 'webhook_endpoint_limit_reached'
       | 'webhook_endpoint_disabled'
+      | 'version_not_draft'
       | 'coupon_code_taken'
       | 'idempotency_key_reused'
       | 'json_content_type_required'
@@ -960,6 +982,11 @@ export interface components {
       | 'invalid_datetime'
       | 'occurred_at_out_of_range'
       | 'personal_data_not_allowed'
+      | 'invalid_time_zone'
+      | 'duplicate_product_rule'
+      | 'overlapping_tiers'
+      | 'effective_from_in_past'
+      | 'effective_from_not_after_latest'
       | 'invalid_cursor'
       | 'invalid_request_body'
       | 'invalid_request_query'
@@ -1154,6 +1181,64 @@ export interface components {
       paid_out: number;
       /** @description KRW (won). Commission of orders refunded after their payout, not yet netted (zero or negative): the next payout deducts it. */
       clawback_pending: number;
+    };
+    CommissionProgram: {
+      /** @constant */
+      object: 'commission_program';
+      /** @description The published version in force now; null before the first takes effect (today’s rates apply). */
+      current: components['schemas']['CommissionProgramVersion'] | null;
+      /** @description The published version that takes effect next, after now; null if none is scheduled. */
+      next: components['schemas']['CommissionProgramVersion'] | null;
+    };
+    CommissionProgramVersion: {
+      /** @description Prefix `cpv_`. */
+      id: string;
+      /** @constant */
+      object: 'commission_program_version';
+      brand_id: string;
+      /** @description 1, 2, … per brand, in order of creation. */
+      number: number;
+      /**
+       * @description `draft` (may be changed) or `published` (immutable; in force from `effective_from`).
+       * @enum {string}
+       */
+      status: 'draft' | 'published';
+      note: string | null;
+      time_zone: string;
+      rules: components['schemas']['CommissionProgramRules'];
+      /** @description Null while a draft. */
+      effective_from: string | null;
+      /** Format: date-time */
+      created_at: string;
+      published_at: string | null;
+    };
+    CommissionProgramRules: {
+      default_rate_bps: number | null;
+      product_rates: {
+        match:
+          | {
+              sku: string;
+            }
+          | {
+              sku_prefix: string;
+            };
+        rate_bps?: number;
+        /** @constant */
+        eligible?: false;
+      }[];
+      tiers: {
+        window_days: number;
+        levels: {
+          key: string;
+          name: string;
+          min_net_revenue: number;
+          rate_bps: number;
+        }[];
+      } | null;
+      caps: {
+        per_order: number | null;
+        per_creator_month: number | null;
+      } | null;
     };
     ConversionReport: {
       /** @constant */
@@ -3637,6 +3722,174 @@ export interface operations {
       };
       /** @description Error codes: `invalid_request_body`. */
       422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getCommissionProgram: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The program now and next. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "commission_program",
+           *       "current": {
+           *         "id": "cpv_01kb3x8d7e9f0g1h2j3k4m5n6p",
+           *         "object": "commission_program_version",
+           *         "brand_id": "brand_01kb2w7c6d8e9f0g1h2j3k4m5n",
+           *         "number": 2,
+           *         "status": "published",
+           *         "note": "Winter program: serums at 15%, gift sets excluded",
+           *         "time_zone": "Asia/Seoul",
+           *         "rules": {
+           *           "default_rate_bps": 1000,
+           *           "product_rates": [
+           *             {
+           *               "match": {
+           *                 "sku_prefix": "SERUM-"
+           *               },
+           *               "rate_bps": 1500
+           *             },
+           *             {
+           *               "match": {
+           *                 "sku": "GIFT-SET-01"
+           *               },
+           *               "eligible": false
+           *             }
+           *           ],
+           *           "tiers": {
+           *             "window_days": 30,
+           *             "levels": [
+           *               {
+           *                 "key": "silver",
+           *                 "name": "Silver",
+           *                 "min_net_revenue": 1000000,
+           *                 "rate_bps": 1200
+           *               },
+           *               {
+           *                 "key": "gold",
+           *                 "name": "Gold",
+           *                 "min_net_revenue": 5000000,
+           *                 "rate_bps": 1500
+           *               }
+           *             ]
+           *           },
+           *           "caps": {
+           *             "per_order": 50000,
+           *             "per_creator_month": 2000000
+           *           }
+           *         },
+           *         "effective_from": "2026-12-01T00:00:00.000Z",
+           *         "created_at": "2026-11-28T09:00:00.000Z",
+           *         "published_at": "2026-11-28T09:30:00.000Z"
+           *       },
+           *       "next": null
+           *     }
+           */
+          'application/json': components['schemas']['CommissionProgram'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
         headers: {
           'Request-Id': components['headers']['RequestId'];
           [name: string]: unknown;

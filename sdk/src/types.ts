@@ -36,6 +36,10 @@ export type ListPayoutsParams = Omit<NonNullable<operations['listPayouts']['para
 /** A creator with its codes and commission balance in the key's mode. */
 export type Creator = Schemas['Creator'];
 export type CreatorList = Schemas['CreatorList'];
+/** The commission program in force now and the next one scheduled (published versions only). */
+export type CommissionProgram = Schemas['CommissionProgram'];
+/** One published version of a commission program: its rules, time zone and effective instant. */
+export type CommissionProgramVersion = Schemas['CommissionProgramVersion'];
 export type ConversionReport = Schemas['ConversionReport'];
 export type ConversionReportParams = operations['getConversionReport']['parameters']['query'];
 /** Why an order is (or is not) attributed: every event that decided it, with its candidates. */

@@ -76,6 +76,8 @@ function sdkCalls(def: AnyRoute): string | undefined {
       return 'const creators = await lf.creators.list().toArray();\nconsole.log(creators.map((c) => [c.name, c.balance.payable]));';
     case 'getCreator':
       return "const creator = await lf.creators.get('cr_01kb0k9y2c3d4e5f6g7h8j9k0m');\nconsole.log(creator.name, creator.balance);";
+    case 'getCommissionProgram':
+      return 'const program = await lf.commissionProgram.retrieve();\nconsole.log(program.current?.number, program.current?.rules.default_rate_bps, program.next?.effective_from);';
     case 'getConversionReport':
       return "const report = await lf.reports.conversions({\n  from: '2026-11-01T00:00:00+09:00',\n  to: '2026-12-01T00:00:00+09:00',\n  group_by: 'creator',\n});\nconsole.log(report.totals.orders, report.totals.commission);";
     case 'listWebhookEndpoints':

@@ -26,6 +26,8 @@ const tagDescriptions: Record<string, string> = {
     'What each creator was paid, run by run, and the orders and clawbacks each payout settled (live mode only).',
   Creators:
     "The brand's creators with their codes and commission balances: pending, payable, paid out, clawed back.",
+  'Commission program':
+    'The commission program in force and the next one: per-product rates, tiers and caps, published as versions.',
   Reports: 'Conversions per creator, day or product over a period, with the browser funnel; JSON or CSV.',
   Webhooks: 'Endpoints that receive signed notifications, their deliveries, and the events sent to them.',
   'Key issuance': "Issue API keys with the brand's login JWT, on the auth host.",
@@ -34,6 +36,8 @@ const tagDescriptions: Record<string, string> = {
   'Admin: payouts': 'Ops only: payout runs per brand.',
   'Admin: operations': 'Ops only: run scheduled jobs, trace a request.',
   'Admin: webhooks': "Ops only: a brand's webhook endpoints and deliveries.",
+  'Admin: commission program':
+    "Ops only: a brand's commission program versions: drafted, changed, then published to take effect at an instant.",
   Tracking: 'The tracking redirect that records a click on a creator link.',
   'Browser script':
     'lf.js, the script shops put on their pages (see "Browser script (lf.js)" above for the markup and what it sends).',

@@ -77,6 +77,11 @@ export const errorCodes = {
   creator_not_found: { status: 404, explains: 'No creator with this id belongs to the brand.' },
   offer_not_found: { status: 404, explains: 'No offer with this id belongs to the brand.' },
   link_not_found: { status: 404, explains: 'No tracking link has this slug. Check the link you were given.' },
+  commission_program_version_not_found: {
+    status: 404,
+    explains:
+      "No commission program version with this id belongs to the brand. List the brand's versions (GET /admin/api/brands/{brand_id}/commission_program/versions) for their ids.",
+  },
   job_not_found: { status: 404, explains: 'No scheduled job has this name. `hint` lists the job names.' },
   webhook_endpoint_not_found: {
     status: 404,
@@ -102,6 +107,11 @@ export const errorCodes = {
     status: 409,
     explains:
       'The webhook endpoint is disabled (by you, or after 3 days of failed deliveries), so nothing is sent to it. Fix the receiver, then PATCH it with `status: enabled` and resend.',
+  },
+  version_not_draft: {
+    status: 409,
+    explains:
+      'The commission program version is published, and a published version never changes: it cannot be changed (PATCH) or published again. Create a new version with the rules you want and publish it to take effect after it.',
   },
   coupon_code_taken: {
     status: 409,
@@ -162,6 +172,31 @@ export const errorCodes = {
     status: 422,
     explains:
       '`customer_hash` must be a 32 to 64 character hex hash (sha256 recommended) of a buyer identifier, never a raw e-mail, phone number or name. The rejected value is neither logged nor stored.',
+  },
+  invalid_time_zone: {
+    status: 422,
+    explains:
+      '`time_zone` must be a name of the IANA time zone database, e.g. `Asia/Seoul` or `America/New_York` (offsets such as `+09:00` and abbreviations such as `KST` are not names). `param` names the field.',
+  },
+  duplicate_product_rule: {
+    status: 422,
+    explains:
+      'Two product rules of `rules.product_rates` match the same `sku`, or the same `sku_prefix`. `param` names the later one (e.g. `rules.product_rates[7].match.sku`): remove it or merge it into the earlier one.',
+  },
+  overlapping_tiers: {
+    status: 422,
+    explains:
+      'Two levels of `rules.tiers.levels` have the same `key` or the same `min_net_revenue`. `param` names the later one: give each level its own key and its own threshold.',
+  },
+  effective_from_in_past: {
+    status: 422,
+    explains:
+      'A version cannot take effect in the past (it would reprice what was already priced): `effective_from` must be now or later; 60 seconds of clock skew are allowed.',
+  },
+  effective_from_not_after_latest: {
+    status: 422,
+    explains:
+      "`effective_from` must be after the `effective_from` of every published version of the brand's program (`hint` names the latest): versions take effect in the order they are published.",
   },
   invalid_cursor: {
     status: 422,

@@ -34,6 +34,8 @@ let shop: { brandId: string; keys: Awaited<ReturnType<typeof makeBrandWithKeys>>
 let other: { brandId: string; creatorId: string; offerId: string };
 /** Webhook endpoints to fuzz: the shop's (live key) and the second brand's (admin API). */
 let webhook: { shopEndpoint: string; otherEndpoint: string; eventId: string };
+/** A draft commission program version of the other brand (the fuzz may publish it: then 409s). */
+let programVersion: string;
 
 beforeAll(async () => {
   ctx = await createTestApp({
@@ -67,6 +69,11 @@ beforeAll(async () => {
     .send({ type: 'order.paid', data: { order_id: 'wh-1', amount: 1000, coupon_code: 'MINA20' } });
   const [event] = (await db.query('select id from webhook_events limit 1')).rows;
   webhook = { shopEndpoint: endpoint.body.id, otherEndpoint: otherEndpoint.body.id, eventId: event.id };
+  const version = await request(ctx.app)
+    .post(`/admin/api/brands/${other.brandId}/commission_program/versions`)
+    .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    .send({ rules: {} });
+  programVersion = version.body.id;
 });
 
 afterAll(async () => {
@@ -822,6 +829,38 @@ const brandFields: Path[] = [
   ['status'],
 ];
 
+/** Every kind of rule a program holds, each once. */
+const programRules = () => ({
+  default_rate_bps: 1000,
+  product_rates: [
+    { match: { sku: 'A-1' }, rate_bps: 1500 },
+    { match: { sku_prefix: 'GIFT-' }, eligible: false },
+  ],
+  tiers: { window_days: 30, levels: [{ key: 'gold', name: 'Gold', min_net_revenue: 1000, rate_bps: 1200 }] },
+  caps: { per_order: 5000, per_creator_month: 100_000 },
+});
+
+const programFields: Path[] = [
+  ['rules'],
+  ['rules', 'default_rate_bps'],
+  ['rules', 'product_rates'],
+  ['rules', 'product_rates', 0],
+  ['rules', 'product_rates', 0, 'match'],
+  ['rules', 'product_rates', 0, 'match', 'sku'],
+  ['rules', 'product_rates', 1, 'match', 'sku_prefix'],
+  ['rules', 'product_rates', 0, 'rate_bps'],
+  ['rules', 'product_rates', 1, 'eligible'],
+  ['rules', 'tiers'],
+  ['rules', 'tiers', 'window_days'],
+  ['rules', 'tiers', 'levels', 0],
+  ['rules', 'tiers', 'levels', 0, 'key'],
+  ['rules', 'tiers', 'levels', 0, 'min_net_revenue'],
+  ['rules', 'caps'],
+  ['rules', 'caps', 'per_order'],
+  ['time_zone'],
+  ['note'],
+];
+
 const webhookEndpointFields: Path[] = [
   ['url'],
   ['enabled_events'],
@@ -928,6 +967,32 @@ const adminCases = {
     path: (b: string) =>
       `/admin/api/brands/${b}/webhook_endpoints/${webhook.otherEndpoint}/deliveries?limit=2`,
   },
+  adminCreateCommissionProgramVersion: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/commission_program/versions`,
+    base: () => ({ rules: programRules(), time_zone: 'Asia/Seoul', note: 'fuzz' }),
+    fields: programFields,
+  },
+  adminListCommissionProgramVersions: {
+    method: 'get',
+    path: (b: string) => `/admin/api/brands/${b}/commission_program/versions?limit=2`,
+  },
+  adminGetCommissionProgramVersion: {
+    method: 'get',
+    path: (v: string) => `/admin/api/brands/${other.brandId}/commission_program/versions/${v}`,
+  },
+  adminUpdateCommissionProgramVersion: {
+    method: 'patch',
+    path: (b: string) => `/admin/api/brands/${b}/commission_program/versions/${programVersion}`,
+    base: () => ({ rules: programRules(), time_zone: 'Asia/Seoul', note: 'fuzz' }),
+    fields: programFields,
+  },
+  adminPublishCommissionProgramVersion: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/commission_program/versions/${programVersion}/publish`,
+    base: () => ({ effective_from: '2099-01-01T00:00:00Z' }),
+    fields: [['effective_from'], ['x']],
+  },
 } as const satisfies Record<
   string,
   {
@@ -951,6 +1016,7 @@ const readCases = {
   listPayoutLines: { path: '/v1/payouts/{}/lines', query: ['limit', 'cursor'] },
   listCreators: { path: '/v1/creators', query: ['limit', 'cursor'] },
   getCreator: { path: '/v1/creators/{}', query: [] },
+  getCommissionProgram: { path: '/v1/commission_program', query: [] },
   getConversionReport: {
     path: '/v1/reports/conversions',
     query: ['from', 'to', 'group_by', 'time_zone', 'creator_id'],
@@ -1158,7 +1224,12 @@ describe('any input: never a 5xx, always the error envelope', () => {
       async ([op, segment, edits, edit]) => {
         const c = adminCases[op];
         // Jobs and trace take their own ids; a random one never names a real job.
-        const own = op === 'adminRunJob' || op === 'adminTraceRequest' ? 'nothing' : other.brandId;
+        const own =
+          op === 'adminRunJob' || op === 'adminTraceRequest'
+            ? 'nothing'
+            : op === 'adminGetCommissionProgramVersion'
+              ? programVersion
+              : other.brandId;
         const path = c.path(pct(segment === 'OTHER' ? own : segment));
         const base = 'base' in c ? c.base() : undefined;
         const body = base === undefined ? undefined : edit ? mutate(base, edits) : base;

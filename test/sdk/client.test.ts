@@ -11,7 +11,7 @@ import {
 } from '../../sdk/src/index.js';
 import { checkObservedOrder } from '../../src/modules/integration/integration.service.js';
 import { runPayouts } from '../../src/modules/payouts/payouts.service.js';
-import { makeShop } from '../factories/index.js';
+import { admin, makeShop } from '../factories/index.js';
 import { type RecordingProxy, type Service, startProxy, startService } from './support.js';
 
 /** LfClient against the real service on a real port, through a recording proxy that forwards everything. */
@@ -199,6 +199,26 @@ describe('LfClient round trips against the service', () => {
         observed_event_id: observed.id,
       }),
     ]);
+  });
+
+  it('commissionProgram.retrieve: the published version in force, none before', async () => {
+    const { brandId, keys } = await makeShop(service.ctx);
+    const own = client(keys.sk_live);
+    expect(await own.commissionProgram.retrieve()).toEqual({
+      object: 'commission_program',
+      current: null,
+      next: null,
+    });
+    const versions = `/admin/api/brands/${brandId}/commission_program/versions`;
+    const made = await admin(service.ctx).post(versions, { rules: { default_rate_bps: 1200 } });
+    const published = await admin(service.ctx).post(`${versions}/${made.body.id}/publish`, {
+      effective_from: new Date().toISOString(),
+    });
+    expect(published.status).toBe(200);
+    const program = await own.commissionProgram.retrieve();
+    expect(program.current).toEqual(published.body);
+    expect(program.current?.rules.default_rate_bps).toBe(1200);
+    expect(program.next).toBeNull();
   });
 });
 

@@ -3,6 +3,7 @@ import { opsAdminRoutes } from '../../ops/ops.admin-routes.js';
 import { attributionAdminRoutes } from '../attribution/attribution.admin-routes.js';
 import { brandAdminRoutes } from '../brands/brands.admin-routes.js';
 import { payoutAdminRoutes } from '../payouts/payouts.admin-routes.js';
+import { programAdminRoutes } from '../programs/programs.admin-routes.js';
 
 /** The ops surface of admin-api.md, guarded by ADMIN_TOKEN where it is mounted. */
 export function adminRoutes(deps: AppDeps) {
@@ -10,6 +11,7 @@ export function adminRoutes(deps: AppDeps) {
     ...brandAdminRoutes(deps),
     ...attributionAdminRoutes(deps),
     ...payoutAdminRoutes(deps),
+    ...programAdminRoutes(deps),
     ...opsAdminRoutes(deps),
   ];
 }

@@ -1,0 +1,60 @@
+import { Migration } from '@mikro-orm/migrations';
+
+type TablesModule = typeof import('../src/db/tables.js');
+
+/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
+async function tableRegistry(): Promise<TablesModule> {
+  const base = '../src/db/tables';
+  return import(`${base}.js`).catch(() => import(`${base}.ts`));
+}
+
+/**
+ * Commission programs (commission-programs.md): a brand's program versions, numbered per brand,
+ * drafts until published with the instant they come into force. A published version is never
+ * changed again, and no two of a brand's take effect at the same instant. Keyed by brand; on
+ * Citus distributed by it beside the other brand tables (src/db/tables.ts). A new, empty table.
+ */
+export class Migration20261201000000 extends Migration {
+  override name = 'Migration20261201000000';
+
+  override async up(): Promise<void> {
+    await this.execute(`create table "commission_program_versions" (
+      "brand_id" varchar(255) not null,
+      "id" varchar(40) not null,
+      "number" int not null,
+      "status" text not null default 'draft',
+      "note" varchar(200) null,
+      "time_zone" varchar(64) not null,
+      "rules" jsonb not null,
+      "effective_from" timestamptz null,
+      "created_at" timestamptz not null default now(),
+      "updated_at" timestamptz not null default now(),
+      "published_at" timestamptz null,
+      constraint "commission_program_versions_pkey" primary key ("brand_id", "id"),
+      constraint "commission_program_versions_number_unique" unique ("brand_id", "number"),
+      constraint "commission_program_versions_status_check" check ("status" in ('draft', 'published')),
+      constraint "commission_program_versions_published_check"
+        check (("status" = 'published') = ("effective_from" is not null and "published_at" is not null)),
+      constraint "commission_program_versions_brand_id_foreign"
+        foreign key ("brand_id") references "brands" ("id") on delete cascade
+    );`);
+    // The versions in force, in order: what pricing reads, and one instant per published version.
+    await this.execute(`create unique index "commission_program_versions_in_force_index"
+      on "commission_program_versions" ("brand_id", "effective_from") where "status" = 'published';`);
+    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
+    if (citus.length === 0) return;
+    const distributed = await this.execute(
+      `select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`,
+    );
+    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
+    if (distributed.length > 0)
+      await (await tableRegistry()).placeRegisteredTables(
+        // biome-ignore lint/suspicious/noExplicitAny: raw rows.
+        (sql) => this.execute(sql) as Promise<any[]>,
+      );
+  }
+
+  override async down(): Promise<void> {
+    await this.execute(`drop table "commission_program_versions";`);
+  }
+}
