@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { pageOf, pageQuery } from '../../shared/paging.js';
 import { text } from '../../shared/text.js';
+import { CreatorTierOut } from '../programs/creator-tiers.js';
 
 const krw = (description: string) => z.int().meta({ description: `KRW (won). ${description}` });
 
@@ -32,6 +33,10 @@ export const CreatorOut = z
       .array(z.object({ code: z.string(), offer_id: z.string().nullable() }))
       .meta({ description: 'The creator’s discount codes, as the brand wrote them.' }),
     balance: CreatorBalance,
+    tier: CreatorTierOut.nullable().meta({
+      description:
+        "The creator's commission tier in force now (commission programs with tiers); null: none. As JSON in CSV.",
+    }),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'Creator' });
@@ -44,6 +49,7 @@ export const creatorExample: CreatorOutput = {
   name: 'Mina',
   codes: [{ code: 'MINA20', offer_id: 'of_01kc6m0q1w2e3r4t5y6u7i8o9q' }],
   balance: { currency: 'KRW', pending: 15600, payable: 7800, paid_out: 85800, clawback_pending: -7800 },
+  tier: { key: 'gold', since: '2026-11-15T15:00:00.000Z', locked: false },
   created_at: '2026-11-02T01:00:00.000Z',
 };
 
