@@ -1170,10 +1170,10 @@ export interface components {
         offer_id: string | null;
       }[];
       balance: components['schemas']['CreatorBalance'];
-      /** @description The creator's commission tier in force now (commission programs with tiers); null: none. As JSON in CSV. */
-      tier: components['schemas']['CreatorTier'] | null;
       /** Format: date-time */
       created_at: string;
+      /** @description The creator's commission tier in force now (commission programs with tiers); null: none. As JSON in CSV (its last column). */
+      tier: components['schemas']['CreatorTier'] | null;
     };
     CreatorBalance: {
       /** @constant */
@@ -3582,12 +3582,12 @@ export interface operations {
            *             "paid_out": 85800,
            *             "clawback_pending": -7800
            *           },
+           *           "created_at": "2026-11-02T01:00:00.000Z",
            *           "tier": {
            *             "key": "gold",
            *             "since": "2026-11-15T15:00:00.000Z",
            *             "locked": false
-           *           },
-           *           "created_at": "2026-11-02T01:00:00.000Z"
+           *           }
            *         }
            *       ],
            *       "has_more": false,
@@ -3595,7 +3595,7 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['CreatorList'];
-          /** @example id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,tier,created_at */
+          /** @example id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at,tier */
           'text/csv': string;
         };
       };
@@ -3740,12 +3740,12 @@ export interface operations {
            *         "paid_out": 85800,
            *         "clawback_pending": -7800
            *       },
+           *       "created_at": "2026-11-02T01:00:00.000Z",
            *       "tier": {
            *         "key": "gold",
            *         "since": "2026-11-15T15:00:00.000Z",
            *         "locked": false
-           *       },
-           *       "created_at": "2026-11-02T01:00:00.000Z"
+           *       }
            *     }
            */
           'application/json': components['schemas']['Creator'];

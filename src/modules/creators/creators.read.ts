@@ -83,8 +83,8 @@ async function withCodesAndBalances(
     name: r.name,
     codes: codes.filter((c) => c.creator_id === r.id).map((c) => ({ code: c.code, offer_id: c.offer_id })),
     balance: balances.get(r.id)!,
-    tier: tiers.get(r.id) ?? null,
     created_at: new Date(r.created_at).toISOString(),
+    tier: tiers.get(r.id) ?? null,
   }));
 }
 
