@@ -323,7 +323,7 @@ export interface paths {
      *
      *     Answer 2xx within 10 seconds; anything else (redirects included: they are not followed) is retried with exponential backoff and jitter, the first retry within 30 seconds, for about 3 days. An endpoint that keeps failing for 3 days is disabled and shows in `GET /v1/integration/status`. Delivery is at least once: use the event `id` to drop duplicates. Test keys manage test-mode endpoints, which receive only test-mode events.
      *
-     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
+     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`, `creator.tier_changed`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
      */
     post: operations['createWebhookEndpoint'];
     delete?: never;
@@ -412,7 +412,7 @@ export interface paths {
      *
      *     Answer 2xx within 10 seconds; anything else (redirects included: they are not followed) is retried with exponential backoff and jitter, the first retry within 30 seconds, for about 3 days. An endpoint that keeps failing for 3 days is disabled and shows in `GET /v1/integration/status`. Delivery is at least once: use the event `id` to drop duplicates. Test keys manage test-mode endpoints, which receive only test-mode events.
      *
-     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
+     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`, `creator.tier_changed`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
      */
     get: operations['getWebhookEvent'];
     put?: never;
@@ -899,7 +899,7 @@ export interface components {
     WebhookEndpointCreate: {
       /** @description Where events are POSTed: https, on a host that resolves only to public addresses (a development server also takes http and local addresses). */
       url: string;
-      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing. */
+      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing, creator.tier_changed. */
       enabled_events: (
         | 'conversion.created'
         | 'conversion.updated'
@@ -908,6 +908,7 @@ export interface components {
         | 'commission.clawed_back'
         | 'payout.created'
         | 'integration.order_missing'
+        | 'creator.tier_changed'
         | '*'
       )[];
       description?: string | null;
@@ -915,7 +916,7 @@ export interface components {
     WebhookEndpointPatch: {
       /** @description Where events are POSTed: https, on a host that resolves only to public addresses (a development server also takes http and local addresses). */
       url?: string;
-      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing. */
+      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing, creator.tier_changed. */
       enabled_events?: (
         | 'conversion.created'
         | 'conversion.updated'
@@ -924,6 +925,7 @@ export interface components {
         | 'commission.clawed_back'
         | 'payout.created'
         | 'integration.order_missing'
+        | 'creator.tier_changed'
         | '*'
       )[];
       description?: string | null;
@@ -985,6 +987,7 @@ export interface components {
       | 'invalid_time_zone'
       | 'duplicate_product_rule'
       | 'overlapping_tiers'
+      | 'unknown_tier_level'
       | 'effective_from_in_past'
       | 'effective_from_not_after_latest'
       | 'invalid_cursor'
@@ -1169,6 +1172,8 @@ export interface components {
       balance: components['schemas']['CreatorBalance'];
       /** Format: date-time */
       created_at: string;
+      /** @description The creator's commission tier in force now (commission programs with tiers); null: none. As JSON in CSV (its last column). */
+      tier: components['schemas']['CreatorTier'] | null;
     };
     CreatorBalance: {
       /** @constant */
@@ -1181,6 +1186,17 @@ export interface components {
       paid_out: number;
       /** @description KRW (won). Commission of orders refunded after their payout, not yet netted (zero or negative): the next payout deducts it. */
       clawback_pending: number;
+    };
+    CreatorTier: {
+      /** @description The level key of the version in force; null: locked at no tier. */
+      key: string | null;
+      /**
+       * Format: date-time
+       * @description When the creator reached this level (or lost its last).
+       */
+      since: string;
+      /** @description Set by ops: the daily tier job leaves a locked tier alone. */
+      locked: boolean;
     };
     CommissionProgram: {
       /** @constant */
@@ -1623,7 +1639,8 @@ export interface components {
       | components['schemas']['WebhookEvent_order_paid_out']
       | components['schemas']['WebhookEvent_commission_clawed_back']
       | components['schemas']['WebhookEvent_payout_created']
-      | components['schemas']['WebhookEvent_integration_order_missing'];
+      | components['schemas']['WebhookEvent_integration_order_missing']
+      | components['schemas']['WebhookEvent_creator_tier_changed'];
     /**
      * @description An order was attributed to a creator: a new attributed order.paid, or a resend that added a coupon code or click to an unattributed order.
      * @example {
@@ -2123,6 +2140,70 @@ export interface components {
       amount: number | null;
       currency: string | null;
       observed_event_id: string;
+    };
+    /**
+     * @description A creator's tier level changed (live endpoints only): set by ops, or by the daily tier job from its net revenue over the window. Orders with `occurred_at` from `effective_at` on are priced with the new tier.
+     * @example {
+     *       "id": "whevt_01kb0m3x7d2p9q4r6s8t0v1w2y",
+     *       "object": "event",
+     *       "type": "creator.tier_changed",
+     *       "created": 1795000000,
+     *       "livemode": true,
+     *       "api_version": "v1",
+     *       "request_id": "req_01kb0m3x7c9d8e7f6g5h4j3k2m",
+     *       "data": {
+     *         "object": {
+     *           "object": "creator_tier_change",
+     *           "livemode": true,
+     *           "creator_id": "cr_01kb0k9y2c3d4e5f6g7h8j9k0m",
+     *           "from": "silver",
+     *           "to": "gold",
+     *           "net_revenue": 5230000,
+     *           "window_days": 30,
+     *           "effective_at": "2026-12-01T15:00:00.000Z"
+     *         }
+     *       }
+     *     }
+     */
+    WebhookEvent_creator_tier_changed: {
+      /** @description Prefix `whevt_`. Your dedup key: a delivery may arrive twice. */
+      id: string;
+      /** @constant */
+      object: 'event';
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'creator.tier_changed';
+      /** @description Unix seconds when the change happened. */
+      created: number;
+      livemode: boolean;
+      /** @constant */
+      api_version: 'v1';
+      /** @description The API request (`req_…`) or job run (`sched_…`) that caused the change: quote it to support. */
+      request_id: string;
+      data: {
+        object: components['schemas']['WebhookCreatorTierChange'];
+      };
+    };
+    WebhookCreatorTierChange: {
+      /** @constant */
+      object: 'creator_tier_change';
+      livemode: boolean;
+      creator_id: string;
+      /** @description The level key before; null: no tier. */
+      from: string | null;
+      /** @description The level key from `effective_at` on; null: no tier. */
+      to: string | null;
+      /** @description KRW of net revenue over the window the tier job judged; null when set by ops. */
+      net_revenue: number | null;
+      /** @description The tiers' window of the version in force; null if it has no tiers. */
+      window_days: number | null;
+      /**
+       * Format: date-time
+       * @description Orders from this instant on use the new tier.
+       */
+      effective_at: string;
     };
     /** @description Every error response has this shape. */
     ErrorEnvelope: {
@@ -3501,7 +3582,12 @@ export interface operations {
            *             "paid_out": 85800,
            *             "clawback_pending": -7800
            *           },
-           *           "created_at": "2026-11-02T01:00:00.000Z"
+           *           "created_at": "2026-11-02T01:00:00.000Z",
+           *           "tier": {
+           *             "key": "gold",
+           *             "since": "2026-11-15T15:00:00.000Z",
+           *             "locked": false
+           *           }
            *         }
            *       ],
            *       "has_more": false,
@@ -3509,7 +3595,7 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['CreatorList'];
-          /** @example id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at */
+          /** @example id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at,tier */
           'text/csv': string;
         };
       };
@@ -3654,7 +3740,12 @@ export interface operations {
            *         "paid_out": 85800,
            *         "clawback_pending": -7800
            *       },
-           *       "created_at": "2026-11-02T01:00:00.000Z"
+           *       "created_at": "2026-11-02T01:00:00.000Z",
+           *       "tier": {
+           *         "key": "gold",
+           *         "since": "2026-11-15T15:00:00.000Z",
+           *         "locked": false
+           *       }
            *     }
            */
           'application/json': components['schemas']['Creator'];

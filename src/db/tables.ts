@@ -51,6 +51,7 @@ export const TABLES = {
   conversion_fine_tallies: { kind: 'brand', key: 'queue' },
   conversion_counts: { kind: 'brand' },
   commission_program_versions: { kind: 'brand' },
+  creator_tiers: { kind: 'brand' },
 
   /** Operational counters of the coordinator's own processes (/metrics). */
   requeued_work: { kind: 'coordinator' },

@@ -23,7 +23,7 @@ type Shape = z.ZodType | undefined;
 type Out<S extends Shape> = S extends z.ZodType ? z.output<S> : undefined;
 
 export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shape, B extends Shape = Shape> {
-  method: 'get' | 'post' | 'patch' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI path syntax: `/v1/orders/{order_id}`. */
   path: string;
   operationId: string;

@@ -188,6 +188,11 @@ export const errorCodes = {
     explains:
       'Two levels of `rules.tiers.levels` have the same `key` or the same `min_net_revenue`. `param` names the later one: give each level its own key and its own threshold.',
   },
+  unknown_tier_level: {
+    status: 422,
+    explains:
+      "The commission program version in force has no tier level with this key (or has no tiers, or no version is in force). `param` is `level`; `hint` lists the version's level keys. Send one of them, or null for no tier.",
+  },
   effective_from_in_past: {
     status: 422,
     explains:

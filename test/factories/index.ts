@@ -45,6 +45,7 @@ export function admin(ctx: TestContext) {
         .set(auth)
         .send(body ?? {}),
     patch: (path: string, body: object) => agent.patch(path).set(auth).send(body),
+    put: (path: string, body: object) => agent.put(path).set(auth).send(body),
   };
 }
 

@@ -1,8 +1,17 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { inTransaction } from '../../src/db/fast-path/index.js';
+import { creatorTierAt } from '../../src/modules/programs/creator-tiers.js';
+
 import { versionInForceAt, versionsInForce } from '../../src/modules/programs/programs.service.js';
-import { admin, expectEnvelope, expectSecretKeyRequired, makeBrandWithKeys } from '../factories/index.js';
+import {
+  admin,
+  expectEnvelope,
+  expectSecretKeyRequired,
+  makeBrandWithKeys,
+  makeShop,
+} from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -536,5 +545,172 @@ describe('bad input: nothing stored, each error with its param', () => {
       'invalid_request_body',
       'rules.product_rates',
     );
+  });
+});
+
+describe('creator tiers', () => {
+  const levels = [
+    { key: 'silver', name: 'Silver', min_net_revenue: 1_000_000, rate_bps: 1200 },
+    { key: 'gold', name: 'Gold', min_net_revenue: 5_000_000, rate_bps: 1500 },
+  ];
+  const tierPath = (brand: string, creator: string) => `/admin/api/brands/${brand}/creators/${creator}/tier`;
+  const creatorTier = async (key: string, creator: string) =>
+    (await request(ctx.app).get(`/v1/creators/${creator}`).set('Authorization', `Bearer ${key}`)).body.tier;
+  const tierEvents = async (brand: string) =>
+    ctx.orm.em
+      .fork()
+      .execute<{ livemode: boolean; request_id: string; data: { object: Record<string, unknown> } }[]>(
+        `select livemode, request_id, data from webhook_events where brand_id = ? and type = 'creator.tier_changed' order by id`,
+        [brand],
+      );
+
+  it('sets a level of the version in force, shown on the creator in both modes; a change of level is a creator.tier_changed to live endpoints', async () => {
+    const shop = await makeShop(ctx);
+    const { mina, joon } = shop.fixture;
+    for (const [key, livemode] of [
+      [shop.keys.sk_live, true],
+      [shop.keys.sk_test, false],
+    ] as const) {
+      const made = await request(ctx.app)
+        .post('/v1/webhook_endpoints')
+        .set('Authorization', `Bearer ${key}`)
+        .send({ url: 'https://hooks.example.com/tiers', enabled_events: ['creator.tier_changed'] });
+      expect(made.body.livemode).toBe(livemode);
+    }
+    const v = await draft(shop.brandId, { rules: { tiers: { levels } } });
+    expect((await publish(shop.brandId, v.id, inSeconds(-5))).status).toBe(200);
+    expect(await creatorTier(shop.keys.sk_live, mina.creatorId)).toBeNull();
+
+    const set = await admin(ctx).put(tierPath(shop.brandId, mina.creatorId), {
+      level: 'gold',
+      locked: false,
+    });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const since = set.body.tier.since as string;
+    expect(set.body).toEqual({
+      object: 'creator_tier',
+      creator_id: mina.creatorId,
+      tier: { key: 'gold', since, locked: false },
+    });
+    expect(await creatorTier(shop.keys.sk_live, mina.creatorId)).toEqual(set.body.tier);
+    expect(await creatorTier(shop.keys.sk_test, mina.creatorId)).toEqual(set.body.tier);
+    expect(await creatorTier(shop.keys.sk_live, joon.creatorId)).toBeNull();
+    const list = await request(ctx.app)
+      .get('/v1/creators')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    expect(
+      Object.fromEntries(list.body.data.map((c: { id: string; tier: unknown }) => [c.id, c.tier])),
+    ).toEqual({ [mina.creatorId]: set.body.tier, [joon.creatorId]: null });
+    const events = await tierEvents(shop.brandId);
+    expect(events).toEqual([
+      {
+        livemode: true,
+        request_id: set.headers['request-id'],
+        data: {
+          object: {
+            object: 'creator_tier_change',
+            livemode: true,
+            creator_id: mina.creatorId,
+            from: null,
+            to: 'gold',
+            net_revenue: null,
+            window_days: 30,
+            effective_at: since,
+          },
+        },
+      },
+    ]);
+
+    // The same again changes nothing; locking keeps `since`; neither is a change of level.
+    expect(
+      (await admin(ctx).put(tierPath(shop.brandId, mina.creatorId), { level: 'gold', locked: false })).body,
+    ).toEqual(set.body);
+    const locked = await admin(ctx).put(tierPath(shop.brandId, mina.creatorId), {
+      level: 'gold',
+      locked: true,
+    });
+    expect(locked.body.tier).toEqual({ key: 'gold', since, locked: true });
+    expect(await tierEvents(shop.brandId)).toHaveLength(1);
+    // Down to silver, then none.
+    const silver = await admin(ctx).put(tierPath(shop.brandId, mina.creatorId), {
+      level: 'silver',
+      locked: true,
+    });
+    expect(silver.body.tier).toMatchObject({ key: 'silver', locked: true });
+    expect(Date.parse(silver.body.tier.since)).toBeGreaterThanOrEqual(Date.parse(since));
+    const none = await admin(ctx).put(tierPath(shop.brandId, mina.creatorId), { level: null, locked: false });
+    expect(none.body.tier).toBeNull();
+    expect(await creatorTier(shop.keys.sk_live, mina.creatorId)).toBeNull();
+    expect((await tierEvents(shop.brandId)).map((e) => [e.data.object.from, e.data.object.to])).toEqual([
+      [null, 'gold'],
+      ['gold', 'silver'],
+      ['silver', null],
+    ]);
+
+    // History: the engine reads the tier in force at an instant.
+    const at = (iso: string) =>
+      inTransaction(ctx.orm, (sql) => creatorTierAt(sql, shop.brandId, mina.creatorId, new Date(iso)));
+    expect(await at(new Date(Date.parse(since) - 1).toISOString())).toBeNull();
+    expect(await at(since)).toBe('gold');
+    expect(await at(silver.body.tier.since)).toBe('silver');
+    expect(await at(inSeconds(60).toISOString())).toBeNull();
+  });
+
+  it('422 unknown_tier_level for a level the version in force lacks, or with no tiers in force; null locks at no tier', async () => {
+    const shop = await makeShop(ctx);
+    const { mina } = shop.fixture;
+    const path = tierPath(shop.brandId, mina.creatorId);
+    const none = expectEnvelope(
+      await admin(ctx).put(path, { level: 'gold', locked: false }),
+      422,
+      'unknown_tier_level',
+    );
+    expect(none.param).toBe('level');
+    // A draft with tiers is not in force, nor is a version scheduled later.
+    const later = await draft(shop.brandId, { rules: { tiers: { levels } } });
+    await draft(shop.brandId, { rules: { tiers: { levels } } });
+    expect((await publish(shop.brandId, later.id, inSeconds(3600))).status).toBe(200);
+    expectEnvelope(await admin(ctx).put(path, { level: 'gold', locked: false }), 422, 'unknown_tier_level');
+    const lockedNone = await admin(ctx).put(path, { level: null, locked: true });
+    expect(lockedNone.status).toBe(200);
+    expect(lockedNone.body.tier).toEqual({ key: null, since: expect.any(String), locked: true });
+    expect(await creatorTier(shop.keys.sk_live, mina.creatorId)).toEqual(lockedNone.body.tier);
+    expect(await tierEvents(shop.brandId)).toEqual([]);
+
+    const other = await makeShop(ctx);
+    const v = await draft(other.brandId, { rules: { tiers: { levels } } });
+    expect((await publish(other.brandId, v.id, inSeconds(-5))).status).toBe(200);
+    const unknown = expectEnvelope(
+      await admin(ctx).put(tierPath(other.brandId, other.fixture.mina.creatorId), {
+        level: 'platinum',
+        locked: false,
+      }),
+      422,
+      'unknown_tier_level',
+    );
+    expect(unknown).toMatchObject({ param: 'level', hint: expect.stringContaining('silver, gold') });
+    // Another brand's creator, an unknown one, a bad body.
+    expectEnvelope(
+      await admin(ctx).put(tierPath(other.brandId, mina.creatorId), { level: null, locked: false }),
+      404,
+      'creator_not_found',
+    );
+    expectEnvelope(
+      await admin(ctx).put(tierPath(other.brandId, 'cr_nope'), { level: null, locked: false }),
+      404,
+      'creator_not_found',
+    );
+    for (const [body, param] of [
+      [{ level: 'gold' }, 'locked'],
+      [{ locked: true }, 'level'],
+      [{ level: 'gold', locked: true, since: 'now' }, 'since'],
+    ] as const)
+      expect(
+        expectEnvelope(
+          await admin(ctx).put(tierPath(other.brandId, other.fixture.mina.creatorId), body),
+          422,
+          'invalid_request_body',
+        ).param,
+      ).toBe(param);
   });
 });

@@ -251,7 +251,7 @@ describe('Accept', () => {
     const creators = await csv('/v1/creators');
     expect(creators.headers['content-disposition']).toBe('attachment; filename="creators.csv"');
     expect((creators.body as string).split('\r\n')[0]).toBe(
-      'id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at',
+      'id,object,livemode,name,codes,balance.currency,balance.pending,balance.payable,balance.paid_out,balance.clawback_pending,created_at,tier',
     );
     const creatorRows = parse(creators.body, { columns: true }) as Record<string, string>[];
     expect(creatorRows).toHaveLength(2);

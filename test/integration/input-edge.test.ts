@@ -718,7 +718,7 @@ function expectSane(res: request.Response, sent: string): void {
 }
 
 function send(
-  method: 'get' | 'post' | 'patch' | 'delete' | 'options',
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete' | 'options',
   path: string,
   headers: Record<string, string>,
   body?: unknown,
@@ -987,6 +987,12 @@ const adminCases = {
     base: () => ({ rules: programRules(), time_zone: 'Asia/Seoul', note: 'fuzz' }),
     fields: programFields,
   },
+  adminSetCreatorTier: {
+    method: 'put',
+    path: (b: string) => `/admin/api/brands/${b}/creators/${other.creatorId}/tier`,
+    base: () => ({ level: null, locked: false }),
+    fields: [['level'], ['locked']],
+  },
   adminPublishCommissionProgramVersion: {
     method: 'post',
     path: (b: string) => `/admin/api/brands/${b}/commission_program/versions/${programVersion}/publish`,
@@ -996,7 +1002,7 @@ const adminCases = {
 } as const satisfies Record<
   string,
   {
-    method: 'get' | 'post' | 'patch' | 'delete';
+    method: 'get' | 'post' | 'put' | 'patch' | 'delete';
     path: (segment: string) => string;
     base?: () => unknown;
     fields?: Path[];

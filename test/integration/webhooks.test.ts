@@ -290,7 +290,7 @@ describe('tenant and mode isolation', () => {
 });
 
 describe('every event type, once per change', () => {
-  it('conversion.created/updated, commission.clawed_back, order.confirmed, order.paid_out, payout.created and integration.order_missing reach the receiver once each, signed', async () => {
+  it('conversion.created/updated, commission.clawed_back, order.confirmed, order.paid_out, payout.created, integration.order_missing and creator.tier_changed reach the receiver once each, signed', async () => {
     const brand = await makeShop(ctx);
     const endpoint = await createEndpoint(brand.keys.sk_live, '/all');
     const sk = brand.keys.sk_live;
@@ -421,6 +421,42 @@ describe('every event type, once per change', () => {
       },
     });
 
+    // creator.tier_changed: ops set a level of the program in force (live endpoints only).
+    const versions = `/admin/api/brands/${brand.brandId}/commission_program/versions`;
+    const gold = { key: 'gold', name: 'Gold', min_net_revenue: 1_000_000, rate_bps: 2500 };
+    const version = await admin(ctx).post(versions, { rules: { tiers: { levels: [gold] } } });
+    expect(
+      (
+        await admin(ctx).post(`${versions}/${version.body.id}/publish`, {
+          effective_from: new Date().toISOString(),
+        })
+      ).status,
+    ).toBe(200);
+    const tier = await admin(ctx).put(
+      `/admin/api/brands/${brand.brandId}/creators/${brand.fixture.mina.creatorId}/tier`,
+      {
+        level: 'gold',
+        locked: false,
+      },
+    );
+    expect(tier.status).toBe(200);
+    await relayOutbox(ctx.orm, ctx.queues);
+    await until('the tier change', () => typesAt('/all').includes('creator.tier_changed'));
+    expect(bodies('/all').find((b) => b.type === 'creator.tier_changed')).toMatchObject({
+      request_id: tier.headers['request-id'],
+      livemode: true,
+      data: {
+        object: {
+          object: 'creator_tier_change',
+          creator_id: brand.fixture.mina.creatorId,
+          from: null,
+          to: 'gold',
+          net_revenue: null,
+          window_days: 30,
+        },
+      },
+    });
+
     // Every type arrived; nothing twice; each body is a valid event of its type, correctly signed.
     await until('the worker to go quiet', async () => {
       const [row] = await ctx.orm.em
@@ -434,7 +470,7 @@ describe('every event type, once per change', () => {
     const all = receiver.at('/all');
     expect(new Set(all.map((r) => JSON.parse(r.body).type))).toEqual(new Set(webhookEventTypes));
     expect(new Set(all.map((r) => JSON.parse(r.body).id)).size).toBe(all.length);
-    expect(all.length).toBe(13);
+    expect(all.length).toBe(14);
     for (const r of all) {
       expect(WebhookEventOut.safeParse(JSON.parse(r.body)).error).toBeUndefined();
       expect(r.headers['content-type']).toBe('application/json');
@@ -453,7 +489,7 @@ describe('every event type, once per change', () => {
       attempts: 1,
       last_status_code: 200,
       next_attempt_at: null,
-      event_type: 'integration.order_missing',
+      event_type: 'creator.tier_changed',
     });
     expect(deliveries.body.data[0].last_duration_ms).toBeGreaterThanOrEqual(0);
     const ids = deliveries.body.data.map((d: { id: string }) => d.id);
@@ -461,7 +497,7 @@ describe('every event type, once per change', () => {
     const next = await k.get(
       `/v1/webhook_endpoints/${endpoint.id}/deliveries?limit=100&starting_after=${ids.at(-1)}`,
     );
-    expect(next.body.data).toHaveLength(8);
+    expect(next.body.data).toHaveLength(9);
     expect(next.body.has_more).toBe(false);
 
     // The event reads back as delivered; the trace of the request lists its deliveries.

@@ -4,6 +4,7 @@ import { AppError } from '../../shared/errors.js';
 import { pageFrom } from '../../shared/paging.js';
 import { signedCursor } from '../../shared/signed-cursor.js';
 import type { ApiCaller } from '../keys/caller.js';
+import { tiersAt } from '../programs/creator-tiers.js';
 import { creatorBalancesSql } from './balance-tallies.js';
 import type { CreatorOutput } from './creators.schemas.js';
 
@@ -74,6 +75,7 @@ async function withCodesAndBalances(
       )
     : [];
   const balances = await balancesOf(em, caller, ids);
+  const tiers = await tiersAt((text, values) => em.execute(text, values), caller.brandId, ids);
   return rows.map((r) => ({
     id: r.id,
     object: 'creator',
@@ -82,6 +84,7 @@ async function withCodesAndBalances(
     codes: codes.filter((c) => c.creator_id === r.id).map((c) => ({ code: c.code, offer_id: c.offer_id })),
     balance: balances.get(r.id)!,
     created_at: new Date(r.created_at).toISOString(),
+    tier: tiers.get(r.id) ?? null,
   }));
 }
 

@@ -42,7 +42,7 @@ export function creatorRoutes({ orm, config }: AppDeps) {
       csv: {
         columns: creatorCsvColumns,
         description:
-          'Every creator (after `cursor`, if given; `limit` does not apply), one row each: the balance one column per field (`balance.pending`, …), `codes` as JSON.',
+          'Every creator (after `cursor`, if given; `limit` does not apply), one row each: the balance one column per field (`balance.pending`, …), `codes` and `tier` as JSON.',
       },
       responses: {
         200: {

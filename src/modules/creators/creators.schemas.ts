@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { pageOf, pageQuery } from '../../shared/paging.js';
 import { text } from '../../shared/text.js';
+import { CreatorTierOut } from '../programs/creator-tiers.js';
 
 const krw = (description: string) => z.int().meta({ description: `KRW (won). ${description}` });
 
@@ -33,6 +34,10 @@ export const CreatorOut = z
       .meta({ description: 'The creator’s discount codes, as the brand wrote them.' }),
     balance: CreatorBalance,
     created_at: z.iso.datetime(),
+    tier: CreatorTierOut.nullable().meta({
+      description:
+        "The creator's commission tier in force now (commission programs with tiers); null: none. As JSON in CSV (its last column).",
+    }),
   })
   .meta({ id: 'Creator' });
 export type CreatorOutput = z.input<typeof CreatorOut>;
@@ -45,6 +50,7 @@ export const creatorExample: CreatorOutput = {
   codes: [{ code: 'MINA20', offer_id: 'of_01kc6m0q1w2e3r4t5y6u7i8o9q' }],
   balance: { currency: 'KRW', pending: 15600, payable: 7800, paid_out: 85800, clawback_pending: -7800 },
   created_at: '2026-11-02T01:00:00.000Z',
+  tier: { key: 'gold', since: '2026-11-15T15:00:00.000Z', locked: false },
 };
 
 export const CreatorList = pageOf(CreatorOut, 'CreatorList');

@@ -3,6 +3,8 @@ import { inTransaction } from '../../db/fast-path/index.js';
 import type { AppDeps } from '../../deps.js';
 import { route } from '../../http/route.js';
 import { signedCursor } from '../../shared/signed-cursor.js';
+import { text } from '../../shared/text.js';
+import { CreatorTierResult, CreatorTierSet, setCreatorTier } from './creator-tiers.js';
 import {
   ProgramVersionCreate,
   ProgramVersionList,
@@ -33,6 +35,8 @@ const draftExample = {
   effective_from: null,
   published_at: null,
 } satisfies z.input<typeof ProgramVersionOut>;
+
+const CreatorTierParams = z.strictObject({ brand_id: text().max(40), creator_id: text().max(255) });
 
 /** Ops manage a brand's commission program: versions drafted, changed, then published for good. */
 export function programAdminRoutes({ orm, config }: AppDeps) {
@@ -177,6 +181,39 @@ export function programAdminRoutes({ orm, config }: AppDeps) {
           publishVersion(sql, params.brand_id, params.version_id, new Date(body.effective_from)),
         );
         res.json(toVersionOut(version));
+      },
+    }),
+    route({
+      method: 'put',
+      path: '/admin/api/brands/{brand_id}/creators/{creator_id}/tier',
+      operationId: 'adminSetCreatorTier',
+      summary: 'Set a creator’s tier',
+      description:
+        'From now on: `level` a level key of the commission program version in force (422 `unknown_tier_level` otherwise), or null for no tier; `locked: true` keeps the daily tier job from changing it. A change of level sends `creator.tier_changed` to the brand’s live endpoints; the same level and lock again change nothing.',
+      tag,
+      security: 'admin',
+      params: CreatorTierParams,
+      body: CreatorTierSet,
+      bodyExample: { level: 'gold', locked: true },
+      responses: {
+        200: {
+          description: 'The creator’s tier now.',
+          schema: CreatorTierResult,
+          example: {
+            object: 'creator_tier',
+            creator_id: 'cr_01kc6m0q1w2e3r4t5y6u7i8o9p',
+            tier: { key: 'gold', since: '2026-11-28T09:00:00.000Z', locked: true },
+          },
+        },
+      },
+      errors: ['invalid_admin_token', 'creator_not_found', 'invalid_request_body', 'unknown_tier_level'],
+      async handle(req, res, { params, body }) {
+        const tier = await inTransaction(orm, (sql) =>
+          setCreatorTier(sql, params.brand_id, params.creator_id, body, req.requestId),
+        );
+        res.json({ object: 'creator_tier', creator_id: params.creator_id, tier } satisfies z.input<
+          typeof CreatorTierResult
+        >);
       },
     }),
   ];

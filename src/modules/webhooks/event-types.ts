@@ -11,6 +11,7 @@ export const webhookEventTypes = [
   'commission.clawed_back',
   'payout.created',
   'integration.order_missing',
+  'creator.tier_changed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -89,6 +90,25 @@ export const MissingOrderObject = z
     observed_event_id: z.string(),
   })
   .meta({ id: 'WebhookMissingOrder' });
+
+export const TierChangeObject = z
+  .object({
+    object: z.literal('creator_tier_change'),
+    livemode: z.boolean(),
+    creator_id: z.string(),
+    from: z.string().nullable().meta({ description: 'The level key before; null: no tier.' }),
+    to: z.string().nullable().meta({ description: 'The level key from `effective_at` on; null: no tier.' }),
+    net_revenue: z
+      .int()
+      .nullable()
+      .meta({ description: 'KRW of net revenue over the window the tier job judged; null when set by ops.' }),
+    window_days: z
+      .int()
+      .nullable()
+      .meta({ description: "The tiers' window of the version in force; null if it has no tiers." }),
+    effective_at: z.iso.datetime().meta({ description: 'Orders from this instant on use the new tier.' }),
+  })
+  .meta({ id: 'WebhookCreatorTierChange' });
 
 const created = 1_795_000_000;
 const conversion: ConversionObject = {
@@ -189,6 +209,18 @@ export const webhookEventExamples: Record<
       observed_event_id: 'evt_01kb0p4q5r6s7t8v9w0x1y2z3a',
     },
   },
+  'creator.tier_changed': {
+    object: {
+      object: 'creator_tier_change',
+      livemode: true,
+      creator_id: conversion.creator_id,
+      from: 'silver',
+      to: 'gold',
+      net_revenue: 5_230_000,
+      window_days: 30,
+      effective_at: '2026-12-01T15:00:00.000Z',
+    },
+  },
 };
 
 const descriptions: Record<WebhookEventType, string> = {
@@ -205,6 +237,8 @@ const descriptions: Record<WebhookEventType, string> = {
     'A payout was made (live mode only), sent in the transaction that makes it final, once the run has paid every line it found for the creator: its totals never change after, and equal `GET /v1/payouts/{payout_id}` and the sum of its lines, so it is safe to pay from. Usually one per creator and run; a later pass of the same run (a retry, an admin rerun) that finds more due (an order confirmed since, a clawback) makes another payout, with its own id and its own payout.created, and never adds to one announced.',
   'integration.order_missing':
     'A browser observed an order (order.observed) for which no order.paid arrived within the gap delay. Resend order.paid for it.',
+  'creator.tier_changed':
+    "A creator's tier level changed (live endpoints only): set by ops, or by the daily tier job from its net revenue over the window. Orders with `occurred_at` from `effective_at` on are priced with the new tier.",
 };
 
 const objects: Record<WebhookEventType, z.ZodType> = {
@@ -215,6 +249,7 @@ const objects: Record<WebhookEventType, z.ZodType> = {
   'commission.clawed_back': ClawbackObject,
   'payout.created': PayoutObject,
   'integration.order_missing': MissingOrderObject,
+  'creator.tier_changed': TierChangeObject,
 };
 
 const exampleRequestIds: Partial<Record<WebhookEventType, string>> = {
