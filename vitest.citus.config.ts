@@ -25,9 +25,9 @@ export const citusFiles = [
   'test/integration/citus-availability.test.ts',
   // A brand's statements on its shards where they are; a shard move waits for its transaction.
   'test/integration/citus-brand-shards.test.ts',
-  // Not yet here: test/integration/citus-shard-moves.test.ts (a brand's shards moved, split and
-  // isolated under load), run with CITUS_FILES=test/integration/citus-shard-moves.test.ts until a
-  // whole CI run has shown it steady beside the other files (docs/scale-out.md).
+  // A brand's shards moved by logical replication, split and isolated under its events: nothing
+  // acknowledged lost or counted twice.
+  'test/integration/citus-shard-moves.test.ts',
   // A single-node database given the extension afterwards: npm run migrate distributes it (point 5).
   'test/integration/citus-catch-up.test.ts',
   // Every table registered with its kind; an unregistered one refused by npm run migrate.

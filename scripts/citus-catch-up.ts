@@ -4,10 +4,11 @@
 // the migrator does not run it again. Once the extension is there, this distributes the tables
 // as the migration would have, in one transaction; with the tables distributed already, it places
 // only registered tables left plain (src/db/tables.ts); nothing when there is no extension. Then the release's stored statements named by a brand are
-// distributed by it (db/sql.ts `installStoredStatements`).
+// distributed by it (db/fast-path/stored-statements.ts `installStoredStatements`).
 import pg from 'pg';
 import { distributeOnCitus } from '../migrations/Migration20261129000000.js';
 import { brandFirstTallyKeys } from '../migrations/Migration20261130000000.js';
+import { CITUS_INSTALLED } from '../src/db/citus-installed.js';
 import { installReleaseStatements } from '../src/db/stored-statements.js';
 import { placeRegisteredTables } from '../src/db/tables.js';
 
@@ -17,7 +18,7 @@ export async function distributeIfCitus(url: string): Promise<string | undefined
   await client.connect();
   try {
     const { rows } = await client.query<{ citus: boolean; migrated: boolean; tallyKeys: boolean }>(
-      `select exists (select 1 from pg_extension where extname = 'citus') as citus,
+      `select ${CITUS_INSTALLED} as citus,
               exists (select 1 from mikro_orm_migrations where name = 'Migration20261129000000') as migrated,
               exists (select 1 from mikro_orm_migrations where name = 'Migration20261130000000') as "tallyKeys"`,
     );

@@ -1,7 +1,7 @@
 import express, { Router } from 'express';
 import { sessionUrl } from './db/connections.js';
+import { useNamedStatements } from './db/fast-path/index.js';
 import { LagTolerantReads } from './db/lag-tolerant-reads.js';
-import { useNamedStatements } from './db/sql.js';
 import type { AppDeps } from './deps.js';
 import { addressLimitsFor } from './http/address-limits.js';
 import { requireAdmin } from './http/admin-auth.js';

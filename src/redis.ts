@@ -12,7 +12,7 @@ export type RedisClient = Redis | Cluster;
 /**
  * A web command Redis has not answered in this long fails (a hung or partitioned Redis keeps the
  * connection "ready"): a request waits for Redis a bounded time (src/ops/needs-redis.ts). The
- * rate limiter gives up after 50 ms on its own.
+ * rate limiter gives up much sooner on its own (src/http/rate-limit.ts).
  */
 export const WEB_COMMAND_TIMEOUT_MS = 2000;
 
@@ -20,7 +20,7 @@ export const WEB_COMMAND_TIMEOUT_MS = 2000;
  * For the web process: fail fast while Redis is down (no offline queue), so a request
  * never waits on Redis. No auto-pipelining: the rate limiter already sends one call per bucket
  * and turn of the event loop, and ioredis built a pipeline object per turn, copying every
- * command onto it (4% of the web process's CPU under single events). Workers pass
+ * command onto it (a visible share of the web process's CPU under single events). Workers pass
  * `{ worker: true }` (`maxRetriesPerRequest: null`, as BullMQ requires, and no command
  * timeout: their blocking commands wait on purpose). The same settings for a cluster, on each
  * of its node connections.

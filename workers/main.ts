@@ -1,8 +1,8 @@
 import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
 import { loadConfigOrExit } from '../src/config.js';
 import { logConnectionBudget, workerConnectionBudget } from '../src/db/connections.js';
+import { useNamedStatements } from '../src/db/fast-path/index.js';
 import { initOrm } from '../src/db/orm.js';
-import { useNamedStatements } from '../src/db/sql.js';
 import { createQueues, type JobData, type JobName, jobNames, queuePrefix } from '../src/jobs/queues.js';
 import { createLogger } from '../src/logger.js';
 import { logWebhookUrlPolicy } from '../src/modules/webhooks/url-guard.js';

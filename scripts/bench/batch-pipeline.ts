@@ -3,8 +3,9 @@
 // answer's bytes, as the server does between reading a body and handing bytes to node-postgres.
 // `npm run bench -- --instructions` counts its instructions under valgrind (bench/instructions.ts):
 // a count that stays put while this machine's speed swings by a third.
-import type { Sql } from '../../src/db/sql.js';
-import { BinaryArray } from '../../src/db/sql.js';
+
+import { BinaryArray } from '../../src/db/fast-path/binary-array.js';
+import type { Transaction } from '../../src/db/fast-path/transaction.js';
 import { DEMO_BRAND_ID, demoCreators, demoTerms } from '../../src/modules/admin/demo-seed.js';
 import { couponCodeKey } from '../../src/modules/attribution/coupon-code.entity.js';
 import { validateBatchEnvelope } from '../../src/modules/events/event-validation.js';
@@ -53,7 +54,7 @@ export interface PipelineRun {
 export async function batchPipeline(batches: number, size: number): Promise<PipelineRun> {
   const run: PipelineRun = { events: 0, writeBytes: 0, answerBytes: 0, attributed: 0 };
   // Answers what the engine asks: the load gets its rows, the write (sent with COMMIT) nothing.
-  const sql: Sql = {
+  const sql: Transaction = {
     query: async <R>() => [loaded] as R[],
     queryAndCommit: async <R>(_statement: unknown, values: readonly unknown[] = []) => {
       for (const value of values)

@@ -2,13 +2,9 @@
 // running the real ingestion code once against the bench database (then rolled back), with the
 // generated ids turned into pgbench variables so every pgbench transaction writes a new order.
 import pg from 'pg';
-import {
-  BinaryArray,
-  inTransactionOn,
-  type Sql,
-  type StoredStatement,
-  sqlLiteral,
-} from '../../src/db/sql.js';
+import { BinaryArray } from '../../src/db/fast-path/binary-array.js';
+import { inTransactionOn, type Sql, type StoredStatement, sqlLiteral } from '../../src/db/fast-path/index.js';
+import { asTransaction } from '../../src/db/fast-path/transaction.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
 import { hashKey } from '../../src/modules/keys/keys.service.js';
@@ -18,12 +14,11 @@ interface Statement {
   params: readonly unknown[];
 }
 
-/** Records every statement a transaction runs. */
 /** Records every statement a transaction runs; the last one runs without its commit (rolled back). */
 function recording(sql: Sql, into: Statement[]): Sql {
   const query = (text: string | StoredStatement, values: readonly unknown[] = []) => {
     into.push({ sql: typeof text === 'string' ? text : text.call, params: values });
-    return sql.query(text, values);
+    return asTransaction(sql).query(text, values);
   };
   return { query, queryAndCommit: query } as Sql;
 }

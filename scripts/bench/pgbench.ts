@@ -1,5 +1,5 @@
 // pgbench beside the HTTP figures: the same client count, the same database. Writes run with
-// -M prepared (the service's ingestion statements are named prepared statements, src/db/sql.ts);
+// -M prepared (the service's ingestion statements are named prepared statements, src/db/fast-path/transaction.ts);
 // reads with -M simple (the order reads go through MikroORM's em.execute, values written into the
 // text and planned on every request).
 import { execFile } from 'node:child_process';

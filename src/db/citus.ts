@@ -1,4 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { citusInstalled } from './citus-installed.js';
 
 const known = new WeakMap<object, Promise<boolean>>();
 
@@ -13,12 +14,8 @@ export function onCitus(orm: MikroORM | EntityManager): Promise<boolean> {
   const driver = em.getDriver();
   let found = known.get(driver);
   if (!found) {
-    found = em
-      .fork()
-      .execute<{ citus: boolean }[]>(
-        `select exists (select 1 from pg_extension where extname = 'citus') as citus`,
-      )
-      .then((rows) => rows[0]!.citus);
+    const fork = em.fork();
+    found = citusInstalled((text) => fork.execute(text));
     // A failure is asked again next time.
     found.catch(() => known.delete(driver));
     known.set(driver, found);

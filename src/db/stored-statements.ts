@@ -1,13 +1,13 @@
 import pg from 'pg';
 import { ingestionStatements } from '../modules/ingestion/commit-group.js';
-import { installStoredStatements, missingStoredStatements } from './sql.js';
+import { installStoredStatements, missingStoredStatements } from './fast-path/index.js';
 
-/** The stored statements this release's code calls (db/sql.ts `StoredStatement`). */
+/** The stored statements this release's code calls (db/fast-path/stored-statements.ts `StoredStatement`). */
 export const releaseStatements = ingestionStatements;
 
 /**
  * Creates this release's stored statements that the database lacks, and on Citus distributes
- * those named by a brand (db/sql.ts `installStoredStatements`): the last step of `npm run migrate`
+ * those named by a brand (db/fast-path/stored-statements.ts `installStoredStatements`): the last step of `npm run migrate`
  * and of every test database's migration. Functions of earlier releases stay, for their
  * processes still running during a rolling deploy.
  */

@@ -66,13 +66,13 @@ export interface TableEntry {
    * brand first on Citus, where tallies are folded brand by brand).
    */
   key?: 'brand-first-on-citus' | 'queue';
-  /** Its primary key's columns on Citus, for an upsert on a brand's shard (db/brand-shards.ts). */
+  /** Its primary key's columns on Citus, for an upsert on a brand's shard (db/fast-path/brand-shards.ts). */
   citusPrimaryKey?: readonly string[];
 }
 
 export type TableName = keyof typeof TABLES;
 export type TableKind = TableEntry['kind'];
-/** The brand tables' names: what a brand's statement may name (db/brand-shards.ts). */
+/** The brand tables' names: what a brand's statement may name (db/fast-path/brand-shards.ts). */
 export type BrandTableName = {
   [K in TableName]: (typeof TABLES)[K]['kind'] extends 'brand' ? K : never;
 }[TableName];

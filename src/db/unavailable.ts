@@ -24,7 +24,7 @@ const LOST_CONNECTION =
   /timeout exceeded when trying to connect|Connection terminated|connection timeout|is not queryable|Client has encountered a connection error/i;
 
 /**
- * Citus's words on the coordinator when a worker cannot be used (issue 37): a worker refusing or
+ * Citus's words on the coordinator when a worker cannot be used: a worker refusing or
  * dropping the connection comes as 08006 (matched above by its SQLSTATE), but the same outage at
  * COMMIT time comes as XX000 `could not commit transaction for shard N on at least one active
  * node` (measured: a worker stopped between a single-shard INSERT and its COMMIT; nothing was

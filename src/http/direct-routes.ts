@@ -21,8 +21,8 @@ type Handle = (req: Request, res: Response, callback?: NextFunction) => void;
  *
  * The handlers get node's own request and response, not express's: giving each request
  * express's prototypes (`Object.setPrototypeOf`) cost V8 a map search and field
- * generalisations per request; with express's methods the handlers then called, 5.9% of a single
- * event's web CPU, 1.7% after (docs/benchmarks.md, "Profile notes"). So the handlers of these routes
+ * generalisations per request, with express's methods the handlers then called, a measurable
+ * share of a single event's web CPU (docs/benchmarks.md, "Profile notes"). So the handlers of these routes
  * use only node's API and the properties set below (`params`, `query`, `path`, `route`, ...),
  * never express's methods (`res.vary`, `req.header`, `res.status`, ...).
  */

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { JobsOptions } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import type { Config } from '../config.js';
-import { inTransaction, type Sql } from '../db/sql.js';
+import { inTransaction, type Sql } from '../db/fast-path/index.js';
 import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { payoutRunKey } from '../modules/payouts/payouts.service.js';
 import { type JobData, type JobName, jobOptions, type Queues } from './queues.js';

@@ -1,8 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { brandTable } from '../db/brand-shards.js';
 import { onCitus } from '../db/citus.js';
-import { inTransaction } from '../db/sql.js';
-import { recordset, type WritePart } from '../db/write-set.js';
+import { brandTable, inTransaction, recordset, type WritePart } from '../db/fast-path/index.js';
 import { type JobData, type JobName, type JobPayload, jobOptions, type Queues } from '../jobs/queues.js';
 import type { Logger } from '../logger.js';
 import { answeredWithin } from '../shared/answered-within.js';

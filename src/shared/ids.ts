@@ -8,8 +8,8 @@ const tail = new Uint8Array(16);
 
 /**
  * Randomness drawn 4 KiB at a time, as crypto.randomUUID caches its entropy: each call into
- * OpenSSL made a job object and a getpid (2 µs), once a millisecond; now once per 256
- * milliseconds' ids. Under 1% of a single event's web CPU (docs/benchmarks.md, "Profile notes").
+ * OpenSSL made a job object and a getpid, once a millisecond; now once per 256 milliseconds' ids
+ * (docs/benchmarks.md, "Profile notes").
  * Each process fills its own pool (cluster workers are new processes, not copies of this one).
  */
 const pool = new Uint8Array(4096);

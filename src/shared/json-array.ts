@@ -4,10 +4,9 @@ const ROWS_PER_PIECE = 32;
 const PIECE_CHARS = 32 * 1024;
 
 /**
- * `JSON.stringify(items)` as UTF-8 bytes, written piece by piece for a long array. V8 (13.6,
- * Node 24) writes JSON three to five times slower per byte once one call's output passes 128 Ki
- * characters: a group's 500 order rows (165 KB) took 3 µs a row in one call and 1.2 µs in pieces
- * of 32, bytes included (docs/benchmarks.md, "Profile notes"). The bytes are exactly those of
+ * `JSON.stringify(items)` as UTF-8 bytes, written piece by piece for a long array: V8 writes JSON
+ * several times slower per byte once one call's output passes 128 Ki characters, which a batch's
+ * rows do (docs/benchmarks.md, "Profile notes"). The bytes are exactly those of
  * `JSON.stringify(items)`; a short array is returned as that string.
  */
 export function jsonArray(items: readonly unknown[]): string | Buffer {

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { brandForm, brandShardsFunction, brandTable } from '../../src/db/brand-shards.js';
-import { brandShardsProblem } from '../../src/db/sql.js';
+import { brandForm, brandShardsFunction } from '../../src/db/fast-path/brand-shards.js';
+import { brandShardsProblem, brandTable } from '../../src/db/fast-path/index.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { makeShop, sendEvent } from '../factories/index.js';
 import { clusterNodes, onNode } from '../setup/citus.js';
@@ -10,7 +10,7 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
  * On Citus a brand's stored statements run on the brand's shards, on the worker the call is
- * delegated to (db/brand-shards.ts): the quoted table names become the shards' there, stay the
+ * delegated to (db/fast-path/brand-shards.ts): the quoted table names become the shards' there, stay the
  * distributed tables' on the coordinator (where Citus routes them), and another worker refuses
  * as a lost race (rerun). A shard move waits for a brand's transaction that named its shards (the
  * ShareLock Citus' executor takes), and once moved the brand's events land on its new worker.

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BinaryArray, positional, type Sql, type StoredStatement } from '../../src/db/sql.js';
+import { BinaryArray } from '../../src/db/fast-path/binary-array.js';
+import type { Sql, StoredStatement } from '../../src/db/fast-path/index.js';
+import { positional } from '../../src/db/fast-path/transaction.js';
 import { signClickReference } from '../../src/modules/attribution/click-reference.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
@@ -201,7 +203,7 @@ async function captureService(work: () => Promise<void>): Promise<Captured[]> {
 
 describe.runIf(onCitus)("every statement of a brand's hot path is one routed task on Citus", () => {
   // The load is a function distributed by its brand argument too, run on the brand's shards on
-  // its worker (db/brand-shards.ts); where the shards are not there (a move under way) it names
+  // its worker (db/fast-path/brand-shards.ts); where the shards are not there (a move under way) it names
   // the distributed tables, and Citus routes its text: one task as well.
   it("the ingestion's load: a single event's, a batch's, changes' and an Idempotency-Key's", async () => {
     for (const [name, group] of Object.entries(groups())) {
@@ -219,7 +221,7 @@ describe.runIf(onCitus)("every statement of a brand's hot path is one routed tas
     }
   });
 
-  // The write's statement is a function distributed by its brand argument (db/sql.ts
+  // The write's statement is a function distributed by its brand argument (db/fast-path/stored-statements.ts
   // `installStoredStatements`): its call is one task, delegated whole to the brand's worker, where
   // its inserts and upserts run against the brand's shards (no INSERT … SELECT through the
   // coordinator, no COPY: docs/scale-out.md, "Two-phase commits on the hot path").

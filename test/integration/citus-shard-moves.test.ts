@@ -6,7 +6,7 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * A brand's shards change place while its events arrive: moved by logical replication (Citus'
  * default, which copies the shards while writes go on and blocks them only to catch up), split,
  * and the brand isolated to shards of its own (these two with writes blocked while they copy). A brand's statements write its shards directly
- * (db/brand-shards.ts): each must take the lock that makes the operation wait for it, and see
+ * (db/fast-path/brand-shards.ts): each must take the lock that makes the operation wait for it, and see
  * where the shards are after it. Under load from several senders that resend until they get an
  * answer, as a brand's server does: every acknowledged event is stored once, and every order's
  * movements sum to its balance. Skipped under `npm test`: there are no shards.

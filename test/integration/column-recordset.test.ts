@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { positional } from '../../src/db/sql.js';
-import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
+import { columnRecordset, EPOCH_MS } from '../../src/db/fast-path/index.js';
+import { positional } from '../../src/db/fast-path/transaction.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
-/** The hot path's rows as binary column arrays (db/write-set.ts), read by the real server. */
+/** The hot path's rows as binary column arrays (db/fast-path/write-set.ts), read by the real server. */
 let pool: pg.Pool;
 let databaseUrl: string | undefined;
 const set = columnRecordset({

@@ -1,12 +1,19 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OutOfRange } from '../../src/db/binary-array.js';
-import { copyRows, numericDigits } from '../../src/db/copy-rows.js';
-import { installStoredStatements, inTransactionOn, positional, storedStatement } from '../../src/db/sql.js';
-import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
+import { OutOfRange } from '../../src/db/fast-path/binary-array.js';
+import { numericDigits } from '../../src/db/fast-path/copy-rows.js';
+import {
+  columnRecordset,
+  copyRows,
+  EPOCH_MS,
+  installStoredStatements,
+  inTransactionOn,
+} from '../../src/db/fast-path/index.js';
+import { storedStatement } from '../../src/db/fast-path/stored-statements.js';
+import { asTransaction, positional } from '../../src/db/fast-path/transaction.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
-/** A big group's new rows as COPY … FROM STDIN (FORMAT binary) (db/copy-rows.ts), read by the real server. */
+/** A big group's new rows as COPY … FROM STDIN (FORMAT binary) (db/fast-path/copy-rows.ts), read by the real server. */
 let pool: pg.Pool;
 let databaseUrl: string | undefined;
 const columns = {
@@ -52,7 +59,7 @@ const nothing = storedStatement('select ?::int', 'ok int');
 
 async function copyIn(rows: object[]) {
   await inTransactionOn(pool, (sql) =>
-    sql.copyAndCommit!([{ text: copy.text, data: copy.encode(rows) }], nothing, [1]),
+    asTransaction(sql).copyAndCommit!([{ text: copy.text, data: copy.encode(rows) }], nothing, [1]),
   );
 }
 
@@ -133,7 +140,7 @@ describe('rows copied in binary', () => {
     rows[30]!.code = 'KRWX';
     const failed = inTransactionOn(pool, async (sql) => {
       await sql.query(`insert into inserted_rows (id) values ('long-marker')`);
-      await sql.copyAndCommit!([{ text: copy.text, data: copy.encode(rows) }], nothing, [1]);
+      await asTransaction(sql).copyAndCommit!([{ text: copy.text, data: copy.encode(rows) }], nothing, [1]);
     });
     await expect(failed).rejects.toMatchObject({ code: '22001' });
     const { rows: left } = await pool.query(
@@ -145,7 +152,11 @@ describe('rows copied in binary', () => {
   it('leaves the connection clean when the COPY fails before it reads the data sent behind it', async () => {
     const missing = copyRows('no_such_table', columns);
     const failed = inTransactionOn(pool, (sql) =>
-      sql.copyAndCommit!([{ text: missing.text, data: missing.encode(sampleRows('x')) }], nothing, [1]),
+      asTransaction(sql).copyAndCommit!(
+        [{ text: missing.text, data: missing.encode(sampleRows('x')) }],
+        nothing,
+        [1],
+      ),
     );
     await expect(failed).rejects.toMatchObject({ code: '42P01' });
     // The same connection (the pool holds one): the server dropped the data as outside a COPY.
@@ -166,7 +177,9 @@ describe('rows copied in binary', () => {
     // A backslash makes it an escape string (E'…'), which must still read as sent inside that message.
     const id = `lit-'quoted' back\\slash E'\\x41' \\' $$ ?; --`;
     await inTransactionOn(pool, (sql) =>
-      sql.copyAndCommit!([{ text: copy.text, data: copy.encode(sampleRows('lit')) }], insert, [id]),
+      asTransaction(sql).copyAndCommit!([{ text: copy.text, data: copy.encode(sampleRows('lit')) }], insert, [
+        id,
+      ]),
     );
     expect((await pool.query(`select id from inserted_rows where id like 'lit-%'`)).rows).toEqual([{ id }]);
     expect(
@@ -207,7 +220,11 @@ describe('rows copied in binary', () => {
     const end = (prefix: string, failAt?: number) =>
       inTransactionOn(pool, async (sql) => {
         await sql.query('select 1');
-        await sql.copyAndCommit!(copies(prefix, failAt), marker, markerValues(`${prefix}-marker`));
+        await asTransaction(sql).copyAndCommit!(
+          copies(prefix, failAt),
+          marker,
+          markerValues(`${prefix}-marker`),
+        );
       });
 
     beforeAll(() => installStoredStatements(pool, [marker]));

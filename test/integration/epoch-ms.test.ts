@@ -1,12 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { positional } from '../../src/db/sql.js';
-import { columnRecordset, EPOCH_MS } from '../../src/db/write-set.js';
+import { columnRecordset, EPOCH_MS } from '../../src/db/fast-path/index.js';
+import { positional } from '../../src/db/fast-path/transaction.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /**
  * Instants travel in the hot path's rows as milliseconds since 1970, written as binary
- * timestamptz (microseconds since 2000, db/write-set.ts): every millisecond must come back
+ * timestamptz (microseconds since 2000, db/fast-path/write-set.ts): every millisecond must come back
  * exactly, with no stray microsecond, across the years an order or event can carry.
  */
 let pool: pg.Pool;

@@ -1,6 +1,8 @@
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inTransactionOn, storedStatement } from '../../src/db/sql.js';
+import { inTransactionOn } from '../../src/db/fast-path/index.js';
+import { storedStatement } from '../../src/db/fast-path/stored-statements.js';
+import { asTransaction } from '../../src/db/fast-path/transaction.js';
 import { COPY_FROM_ORDERS } from '../../src/modules/ingestion/commit-group.js';
 import { makeShop } from '../factories/index.js';
 import { watchBusyClients } from '../setup/busy-clients.js';
@@ -9,7 +11,7 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
 /**
  * No query goes to a PostgreSQL connection still running another: node-postgres 8.19+ warns
  * ("Calling client.query() when the client is already executing a query is deprecated") and pg 9
- * drops its queue. Each ingestion path (db/sql.ts: BEGIN with the load, the write and COMMIT, a
+ * drops its queue. Each ingestion path (db/fast-path/transaction.ts: BEGIN with the load, the write and COMMIT, a
  * big group's COPYs with the rest in their message or behind it, a dry run) runs watched.
  */
 let ctx: TestContext;
@@ -74,11 +76,11 @@ describe('one query at a time on each connection', () => {
     const divide = storedStatement('select 10 / ?::int as quotient', 'quotient int');
     await pool.query(divide.definition.replace('create function', 'create or replace function'));
     const failed = inTransactionOn(pool, async (sql) => {
-      await sql.query('select ?::int as one', [1]);
-      return sql.queryAndCommit(divide, [0]);
+      await asTransaction(sql).query('select ?::int as one', [1]);
+      return asTransaction(sql).queryAndCommit(divide, [0]);
     });
     await expect(failed).rejects.toMatchObject({ code: '22012' });
-    const rows = await inTransactionOn(pool, (sql) => sql.queryAndCommit(divide, [5]));
+    const rows = await inTransactionOn(pool, (sql) => asTransaction(sql).queryAndCommit(divide, [5]));
     expect(rows).toEqual([{ quotient: 2 }]);
     expect(watch.calls).toEqual([]);
   });

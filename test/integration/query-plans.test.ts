@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BinaryArray, positional, type Sql, type StoredStatement, sqlLiteral } from '../../src/db/sql.js';
+import { BinaryArray } from '../../src/db/fast-path/binary-array.js';
+import { type Sql, type StoredStatement, sqlLiteral } from '../../src/db/fast-path/index.js';
+import { positional } from '../../src/db/fast-path/transaction.js';
 import { createLogger } from '../../src/logger.js';
 import { signClickReference } from '../../src/modules/attribution/click-reference.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';

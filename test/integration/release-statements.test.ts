@@ -1,7 +1,7 @@
 import pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { brandShardsFunction } from '../../src/db/brand-shards.js';
+import { brandShardsFunction } from '../../src/db/fast-path/brand-shards.js';
 import {
   installReleaseStatements,
   missingReleaseStatements,

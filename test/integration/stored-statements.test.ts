@@ -1,14 +1,20 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installStoredStatements, inTransactionOn, sqlLiteral, storedStatement } from '../../src/db/sql.js';
-import { executeWrites } from '../../src/db/write-set.js';
+import {
+  executeWrites,
+  installStoredStatements,
+  inTransactionOn,
+  sqlLiteral,
+} from '../../src/db/fast-path/index.js';
+import { storedStatement } from '../../src/db/fast-path/stored-statements.js';
+import { asTransaction } from '../../src/db/fast-path/transaction.js';
 import { jsonArray } from '../../src/shared/json-array.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
 
 /**
  * A stored statement sent first travels in one simple-protocol message with BEGIN, its values
- * written in as literals (db/sql.ts): every value must reach PostgreSQL exactly as sent, the
+ * written in as literals (db/fast-path/transaction.ts): every value must reach PostgreSQL exactly as sent, the
  * transaction's settings must apply to it, and a failure must leave nothing behind. The same
  * statement sent later, and last with COMMIT, goes by the extended protocol: the same answers.
  */
@@ -19,7 +25,7 @@ const echo = storedStatement(
   'doc json, text text, seqscan text',
 );
 const divide = storedStatement(`select 10 / ?::int as quotient`, 'quotient int');
-// The form Citus distributes by its brand (db/sql.ts): the brand first, before the statement's own.
+// The form Citus distributes by its brand (db/fast-path/stored-statements.ts): the brand first, before the statement's own.
 const branded = storedStatement(`select ?::text as text, ?::int as n`, 'text text, n int', {
   brandFirst: true,
 });
@@ -52,8 +58,14 @@ describe('stored statements, first in one message with BEGIN, later as parameter
       const rows = await inTransactionOn(
         pool,
         async (sql) => {
-          const [first] = await sql.query<{ doc: unknown; text: string; seqscan: string }>(echo, [doc, text]);
-          const [last] = await sql.queryAndCommit<{ doc: unknown; text: string }>(echo, [doc, text]);
+          const [first] = await asTransaction(sql).query<{ doc: unknown; text: string; seqscan: string }>(
+            echo,
+            [doc, text],
+          );
+          const [last] = await asTransaction(sql).queryAndCommit<{ doc: unknown; text: string }>(echo, [
+            doc,
+            text,
+          ]);
           return [first!, last!];
         },
         { enable_seqscan: 'off' },
@@ -67,13 +79,13 @@ describe('stored statements, first in one message with BEGIN, later as parameter
 
   it('commit with the last statement, and roll everything back when it fails', async () => {
     await inTransactionOn(pool, async (sql) => {
-      await sql.query(`insert into probe (v) values (?)`, ['kept']);
-      expect(await sql.queryAndCommit(divide, [5])).toEqual([{ quotient: 2 }]);
+      await asTransaction(sql).query(`insert into probe (v) values (?)`, ['kept']);
+      expect(await asTransaction(sql).queryAndCommit(divide, [5])).toEqual([{ quotient: 2 }]);
     });
     await expect(
       inTransactionOn(pool, async (sql) => {
-        await sql.query(`insert into probe (v) values (?)`, ['lost']);
-        await sql.queryAndCommit(divide, [0]);
+        await asTransaction(sql).query(`insert into probe (v) values (?)`, ['lost']);
+        await asTransaction(sql).queryAndCommit(divide, [0]);
       }),
     ).rejects.toThrow(/division by zero/);
     expect((await pool.query('select v from probe order by v')).rows).toEqual([{ v: 'kept' }]);
@@ -86,8 +98,8 @@ describe('stored statements, first in one message with BEGIN, later as parameter
     const bytes = jsonArray(items);
     expect(Buffer.isBuffer(bytes)).toBe(true);
     const rows = await inTransactionOn(pool, async (sql) => {
-      const [first] = await sql.query<{ doc: unknown }>(echo, [bytes, 'x']);
-      const [last] = await sql.queryAndCommit<{ doc: unknown }>(echo, [bytes, 'x']);
+      const [first] = await asTransaction(sql).query<{ doc: unknown }>(echo, [bytes, 'x']);
+      const [last] = await asTransaction(sql).queryAndCommit<{ doc: unknown }>(echo, [bytes, 'x']);
       return [first!, last!];
     });
     for (const row of rows) expect(row.doc).toEqual(items);
@@ -145,8 +157,8 @@ describe('stored statements, first in one message with BEGIN, later as parameter
     expect(branded.brandArgument).toBe(1);
     expect(branded.name).not.toBe(storedStatement(branded.text, 'text text, n int').name);
     const rows = await inTransactionOn(pool, async (sql) => {
-      const [first] = await sql.query(branded, ['brand_a', `it's`, 1]);
-      const [last] = await sql.queryAndCommit(branded, ['brand_a', 'two', 2]);
+      const [first] = await asTransaction(sql).query(branded, ['brand_a', `it's`, 1]);
+      const [last] = await asTransaction(sql).queryAndCommit(branded, ['brand_a', 'two', 2]);
       return [first, last];
     });
     expect(rows).toEqual([
@@ -157,7 +169,7 @@ describe('stored statements, first in one message with BEGIN, later as parameter
 
   it('refuse a value that is not text, a number, a boolean or null', async () => {
     await expect(
-      inTransactionOn(pool, (sql) => sql.query(echo, [{ not: 'json text' }, 'x'])),
+      inTransactionOn(pool, (sql) => asTransaction(sql).query(echo, [{ not: 'json text' }, 'x'])),
     ).rejects.toThrow(/send it as JSON text/);
   });
 });

@@ -1,8 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { brandForm, brandTable, onPrimaryKeyConflict } from '../../src/db/brand-shards.js';
+import { brandForm } from '../../src/db/fast-path/brand-shards.js';
+import { brandTable, onPrimaryKeyConflict } from '../../src/db/fast-path/index.js';
+import { storedStatement } from '../../src/db/fast-path/stored-statements.js';
 import { migrateUp } from '../../src/db/orm.js';
-import { storedStatement } from '../../src/db/sql.js';
 import { checkTableRegistry, registryDrift, TABLES, tablesOf } from '../../src/db/tables.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-database.js';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { sqlLiteral } from '../../src/db/sql.js';
+import { sqlLiteral } from '../../src/db/fast-path/index.js';
 import { randomToken } from '../../src/shared/ids.js';
 import {
   dropDeadRunsDatabases,
@@ -115,7 +115,8 @@ describe('the databases a test run creates', () => {
     await create(recent, at(TEMPLATE_UNUSED_DAYS - 1));
     await create(unrecorded);
     const dropped = await dropUnusedTemplates(admin, template, now);
-    expect(dropped).toContain(old);
+    // Another test run's sweep on this server (runs of other checkouts) may have dropped it first.
+    if (!dropped.includes(old)) expect(await exists(old)).toBe(false);
     expect(dropped).not.toContain(recent);
     expect(await exists(old)).toBe(false);
     expect(await exists(recent)).toBe(true);

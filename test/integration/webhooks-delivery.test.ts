@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inTransaction } from '../../src/db/sql.js';
+import { inTransaction } from '../../src/db/fast-path/index.js';
 import type { JobPayload } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { freePortRange } from '../../scripts/local-services.js';
+import { sqlLiteral } from '../../src/db/fast-path/index.js';
 import { migrateUp } from '../../src/db/orm.js';
-import { sqlLiteral } from '../../src/db/sql.js';
 
 /**
  * A real Citus cluster for `npm run test:citus` (issue 37): `CITUS_URL` (a coordinator whose

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
-import { sqlLiteral } from '../../src/db/sql.js';
+import { sqlLiteral } from '../../src/db/fast-path/index.js';
 
 /**
  * The databases a test run creates, and their cleanup. Every one is named `lf_test_run<tag>_…`

@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
-import { sqlLiteral } from '../../src/db/sql.js';
+import { sqlLiteral } from '../../src/db/fast-path/index.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { createCitusDatabase, dropCitusDatabase } from './citus.js';
 import { closeRunDatabase, ofRun, runDatabaseName } from './run-databases.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sqlLiteral } from '../../src/db/sql.js';
+import { sqlLiteral } from '../../src/db/fast-path/index.js';
 import { root, sourceFiles } from './source-files.js';
 
 // One SQL literal escaper (review 36, item 9): a second one drifts from the first (a backslash
@@ -18,9 +18,9 @@ const code = ['src', 'workers', 'scripts', 'migrations', 'test']
   .filter(({ file }) => file !== self);
 
 describe('SQL literals', () => {
-  it('are escaped in one place: src/db/sql.ts (sqlLiteral)', () => {
+  it('are escaped in one place: src/db/fast-path/transaction.ts (sqlLiteral)', () => {
     const escaping = code.filter(({ text }) => escapes.some((e) => e.test(text))).map(({ file }) => file);
-    expect(escaping).toEqual(['src/db/sql.ts']);
+    expect(escaping).toEqual(['src/db/fast-path/transaction.ts']);
   });
 
   it('the patterns find each way of escaping by hand', () => {

@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { OutOfRange } from '../../src/db/binary-array.js';
-import { type Sql, storedStatement } from '../../src/db/sql.js';
-import {
-  columnRecordset,
-  EPOCH_MS,
-  executeWrites,
-  type WritePart,
-  writeStatementText,
-} from '../../src/db/write-set.js';
+import { OutOfRange } from '../../src/db/fast-path/binary-array.js';
+import { columnRecordset, EPOCH_MS, type Sql, type WritePart } from '../../src/db/fast-path/index.js';
+import { storedStatement } from '../../src/db/fast-path/stored-statements.js';
+import { sendWrites, writeStatementText } from '../../src/db/fast-path/write-set.js';
 import { storageRefusal } from '../../src/shared/errors.js';
 
 /** A binary array parameter read back: element type and each value's bytes (null: null). */
@@ -181,15 +176,15 @@ describe('executeWrites with a stored statement', () => {
   } as unknown as Sql;
 
   it('sends the stored statement for parts that spell it, checked once and then by reference', async () => {
-    await executeWrites(sql, parts, { stored });
-    await executeWrites(sql, [...parts], { stored });
+    await sendWrites(sql, parts, { stored });
+    await sendWrites(sql, [...parts], { stored });
     expect(sent).toEqual([stored, stored]);
   });
 
   it('refuses parts that no longer spell it, also after parts that did', async () => {
-    await expect(executeWrites(sql, [part('orders'), part('refunds')], { stored })).rejects.toThrow(
+    await expect(sendWrites(sql, [part('orders'), part('refunds')], { stored })).rejects.toThrow(
       /differs from stored statement lf_/,
     );
-    await expect(executeWrites(sql, [part('orders')], { stored })).rejects.toThrow(/changed shape/);
+    await expect(sendWrites(sql, [part('orders')], { stored })).rejects.toThrow(/changed shape/);
   });
 });

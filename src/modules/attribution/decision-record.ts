@@ -4,8 +4,8 @@ import type { Candidate } from './resolve.js';
 /**
  * How a decision is stored in `received_events.attribution` (a `json` column, kept as sent): its
  * values in a fixed order without field names, booleans as 0/1, enums as one letter, and the
- * result as the index of the candidate it came from when it did. About 90 bytes instead of 500
- * for a coupon-code order.paid, stored and in WAL (issue 22). `readDecision` gives back the object
+ * result as the index of the candidate it came from when it did: a fraction of the object's bytes,
+ * stored and in WAL (docs/decisions.md). `readDecision` gives back the object
  * `recordDecision` was given; a decision stored before this form (a JSON object) is read as it is.
  */
 export type DecisionRecord = unknown[];

@@ -1,5 +1,4 @@
-import { type Sql, storedStatement } from '../../db/sql.js';
-import { executeWrites, writeStatementText } from '../../db/write-set.js';
+import { hotWrite, type Sql } from '../../db/fast-path/index.js';
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import type { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
@@ -39,50 +38,28 @@ const everyPart = Object.keys(groupWrites([], [], [], [])) as GroupWritePart[];
  * executor set-up and its statement triggers whether it holds rows or not: for a group of
  * single events, more than its empty parts' share (docs/benchmarks.md, "Profile notes").
  */
-const writeShapes = (
+const shapeParts = [
+  // New orders paid: single events' and most batches' groups.
+  ['newOrders', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
   [
-    // New orders paid: single events' and most batches' groups.
-    ['newOrders', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
-    [
-      'newOrders',
-      'movements',
-      'receivedEvents',
-      'conversionTallies',
-      'integrationTallies',
-      'idempotencyRecords',
-    ],
-    // Refunds, cancellations and confirmations of known orders.
-    ['changedOrders', 'refunds', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
-    // Browser signals (a page view, an observed order), which hand work to the gap sweep.
-    ['receivedEvents', 'browserSignalTallies', 'integrationTallies', 'outbox'],
-    everyPart,
-  ] satisfies GroupWritePart[][]
-).map((parts) => {
-  const shape = new Set<GroupWritePart>(parts);
-  const included = everyPart.filter((part) => shape.has(part));
-  return { parts: included, ...writeStatements(included) };
-});
+    'newOrders',
+    'movements',
+    'receivedEvents',
+    'conversionTallies',
+    'integrationTallies',
+    'idempotencyRecords',
+  ],
+  // Refunds, cancellations and confirmations of known orders.
+  ['changedOrders', 'refunds', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
+  // Browser signals (a page view, an observed order), which hand work to the gap sweep.
+  ['receivedEvents', 'browserSignalTallies', 'integrationTallies', 'outbox'],
+  everyPart,
+] satisfies GroupWritePart[][];
 
 /**
- * A shape's statement, and the same on Citus, where a group is one brand's (ingestion.ts): a
- * function distributed by a brand argument put first, so the coordinator hands the whole call
- * to the brand's worker and the inserts and upserts run there against its shards, in a
- * transaction on that one worker (no two-phase commit: docs/scale-out.md). Plain PostgreSQL's
- * statement and function are the same as before.
- */
-function writeStatements(parts: GroupWritePart[]) {
-  const template = groupWrites([], [], [], []);
-  const text = writeStatementText(parts.map((part) => template[part]));
-  return {
-    statement: storedStatement(text, 'ok int'),
-    oneBrand: storedStatement(text, 'ok int', { brandFirst: true, settings: ENGINE_TRANSACTION_SETTINGS }),
-  };
-}
-
-/**
- * The parts a big group of new orders sends by COPY (db/copy-rows.ts): its new rows. Nothing
- * reads them in between, so any order does; received events first, so a group held behind a
- * lock on them waits before it has written anything.
+ * The parts a big group of new orders sends by COPY (db/fast-path/copy-rows.ts): its new rows.
+ * Nothing reads them in between, so any order does; received events first, so a group held behind
+ * a lock on them waits before it has written anything.
  */
 const copiedParts: GroupWritePart[] = ['receivedEvents', 'movements', 'newOrders'];
 
@@ -93,30 +70,29 @@ const copiedParts: GroupWritePart[] = ['receivedEvents', 'movements', 'newOrders
  */
 export const COPY_FROM_ORDERS = 100;
 
-/** The shapes that write new orders again, less the parts a big group copies in ahead of their statement. */
-const copyShapes = new Map(
-  writeShapes
-    .filter((shape) => shape.parts.includes('newOrders'))
-    .map((shape) => {
-      const parts = shape.parts.filter((part) => !copiedParts.includes(part));
-      return [shape, { parts, statement: writeStatements(parts).statement }];
-    }),
-);
-
 /**
- * The smallest shape that holds every part the group fills; its copying form for a big group,
- * but on Citus (`oneBrand`): a COPY goes from the coordinator to the brand's shards, and beside
- * the write's call on the brand's worker that is a second piece of work on that worker, which
- * Citus commits in two phases (measured: docs/scale-out.md). There the call inserts every row.
+ * A shape's stored write: as it is, one brand's on Citus (where a group is one brand's:
+ * ingestion.ts), and for shapes that write new orders, the form that copies a big group's new
+ * rows in ahead of the rest.
  */
-function writeShapeOf(writes: GroupWrites, oneBrand: boolean) {
+const writeShapes = shapeParts.map((parts) => {
+  const template = groupWrites([], [], [], []);
+  return {
+    parts,
+    write: hotWrite(
+      parts.map((part) => template[part]),
+      {
+        settings: ENGINE_TRANSACTION_SETTINGS,
+        copied: parts.includes('newOrders') ? copiedParts.map((part) => template[part]) : [],
+      },
+    ),
+  };
+});
+
+/** The smallest shape that holds every part the group fills. */
+function writeShapeOf(writes: GroupWrites) {
   const filled = everyPart.filter((part) => writes[part].rows.length > 0);
-  const shape = writeShapes.find((s) => filled.every((part) => s.parts.includes(part)))!;
-  if (oneBrand) return { parts: shape.parts, statement: shape.oneBrand, copies: [] };
-  const copying = copyShapes.get(shape);
-  return copying && writes.newOrders.rows.length >= COPY_FROM_ORDERS
-    ? { ...copying, copies: copiedParts }
-    : { parts: shape.parts, statement: shape.statement, copies: [] };
+  return writeShapes.find((s) => filled.every((part) => s.parts.includes(part)))!;
 }
 
 /**
@@ -125,8 +101,7 @@ function writeShapeOf(writes: GroupWrites, oneBrand: boolean) {
  */
 export const ingestionStatements = [
   ...loadStatements,
-  ...writeShapes.flatMap((shape) => [shape.statement, shape.oneBrand]),
-  ...[...copyShapes.values()].map((shape) => shape.statement),
+  ...writeShapes.flatMap((shape) => shape.write.statements),
 ];
 
 const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
@@ -245,21 +220,18 @@ export async function commitGroup(
   options: GroupOptions,
 ): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
-  // On Citus the group is one brand's: its call names the brand first, to be run on its worker.
-  const brand = options.oneBrand ? requests[0]?.caller.brandId : undefined;
-  const shape = writeShapeOf(writes, brand !== undefined);
-  // The last statement: COMMIT goes with it (db/sql.ts).
-  await executeWrites(
+  // On Citus the group is one brand's: its write runs on the brand's worker, and never copies
+  // (a COPY from the coordinator beside the call there makes the commit two-phase).
+  const brandId = options.oneBrand ? requests[0]?.caller.brandId : undefined;
+  const copy = brandId === undefined && writes.newOrders.rows.length >= COPY_FROM_ORDERS;
+  const shape = writeShapeOf(writes);
+  // The last statement: COMMIT goes with it.
+  await shape.write.commit(
     sql,
     shape.parts.map((part) => writes[part]),
-    {
-      commit: true,
-      stored: shape.statement,
-      leading: brand === undefined ? [] : [brand],
-      copies: shape.copies.map((part) => writes[part]),
-    },
+    { ...(brandId === undefined ? {} : { brandId }), copy },
   );
-  return { answers, handedOver, copied: shape.copies.length > 0 };
+  return { answers, handedOver, copied: copy };
 }
 
 /** A request's answer as a real send would get it now, with nothing written and nothing locked. */

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import type { Sql } from '../../db/sql.js';
+import type { Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { Scope } from './order-book.js';
 

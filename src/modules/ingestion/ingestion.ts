@@ -1,8 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Config } from '../../config.js';
+import { citusInstalled } from '../../db/citus-installed.js';
+import { brandShardsProblem, inTransactionOn, missingStoredStatements } from '../../db/fast-path/index.js';
 import { lostRace } from '../../db/retry.js';
-import { brandShardsProblem, inTransactionOn, missingStoredStatements } from '../../db/sql.js';
 import { DatabaseNotMigrated } from '../../db/unavailable.js';
 import type { Queues } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
@@ -208,10 +209,7 @@ export class Ingestion {
         );
       const problem = await brandShardsProblem(this.connections());
       if (problem) throw new DatabaseNotMigrated(problem);
-      const { rows } = await this.connections().query<{ citus: boolean }>(
-        `select exists (select 1 from pg_extension where extname = 'citus') as citus`,
-      );
-      this.onCitus = rows[0]!.citus;
+      this.onCitus = await citusInstalled((text) => this.connections().query(text));
     })().catch((err) => {
       this.installed = undefined;
       throw err;

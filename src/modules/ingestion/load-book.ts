@@ -1,5 +1,11 @@
-import { brandTable } from '../../db/brand-shards.js';
-import { type Sql, type StoredStatement, storedStatement } from '../../db/sql.js';
+import {
+  type BrandQuery,
+  brandQuery,
+  brandTable,
+  type HotQuery,
+  hotQuery,
+  type Sql,
+} from '../../db/fast-path/index.js';
 import {
   isSignedClickReference,
   type SignedClick,
@@ -68,7 +74,7 @@ interface LoadShape {
 //
 // On Citus (`oneBrand`) a group holds one brand's requests (ingestion.ts): the load is then the
 // brand's stored statement, its call delegated to the brand's worker and run there on the brand's
-// shards, named by the quoted table names (db/brand-shards.ts). Every table it reads is also
+// shards, named by the quoted table names (db/fast-path/brand-shards.ts). Every table it reads is also
 // filtered by that brand, the same parameter each time, so that where Citus routes it instead
 // (a shard on the move) it goes whole to one worker.
 function loadSql(shape: LoadShape, lock: boolean, oneBrand: boolean): string {
@@ -176,11 +182,14 @@ const lean: LoadShape = { clicks: false, refunds: false, responses: false };
 /** Where a one-brand load names its brand: a parameter like the others, at each place it is named. */
 const BRAND = '{brand}';
 
-interface LoadStatement {
-  stored: StoredStatement;
-  /** The brand's positions among the parameters (none unless one brand's). */
-  brandAt: number[];
-}
+type LoadStatement =
+  | { query: HotQuery; oneBrand: false }
+  | {
+      query: BrandQuery;
+      oneBrand: true;
+      /** The brand's positions among the parameters. */
+      brandAt: number[];
+    };
 
 function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): LoadStatement {
   const text = loadSql(shape, lock, oneBrand);
@@ -190,14 +199,13 @@ function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): Load
     if (token === BRAND) brandAt.push(n);
     n++;
   }
-  return {
-    stored: storedStatement(
-      text.replaceAll(BRAND, '?::varchar'),
-      loaded,
-      oneBrand ? { brandFirst: true, settings: ENGINE_TRANSACTION_SETTINGS } : {},
-    ),
-    brandAt,
-  };
+  return oneBrand
+    ? {
+        query: brandQuery(text.replaceAll(BRAND, '?::varchar'), loaded, ENGINE_TRANSACTION_SETTINGS),
+        oneBrand,
+        brandAt,
+      }
+    : { query: hotQuery(text, loaded), oneBrand };
 }
 
 /** The load's values with the brand put in at each of its places. */
@@ -214,7 +222,7 @@ const loadShapes = [false, true].map((oneBrand) =>
     peek: loadStatement(shape, false, oneBrand),
   })),
 );
-export const loadStatements = loadShapes.flat().flatMap((s) => [s.lock.stored, s.peek.stored]);
+export const loadStatements = loadShapes.flat().flatMap((s) => [s.lock.query.stored, s.peek.query.stored]);
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
@@ -300,11 +308,14 @@ export async function loadOrderBooks(
     ...(shape.responses ? [JSON.stringify(keys)] : []),
     JSON.stringify(scopesOf(requests)),
   ];
-  const brandFirst = options.oneBrand === undefined ? [] : [options.oneBrand];
-  const [row] = await sql.query<Record<string, Rows>>(load.stored, [
-    ...brandFirst,
-    ...withBrand(values, load.brandAt, options.oneBrand),
-  ]);
+  // The one-brand shapes are chosen exactly when options.oneBrand is set.
+  const [row] = load.oneBrand
+    ? await load.query.run<Record<string, Rows>>(
+        sql,
+        options.oneBrand!,
+        withBrand(values, load.brandAt, options.oneBrand),
+      )
+    : await load.query.run<Record<string, Rows>>(sql, values);
   const r = row!;
   const journal = new Journal();
   const newRefunds: NewRefund[] = [];

@@ -138,7 +138,7 @@ export interface RowPlace {
 
 /**
  * The row to write, keyed by column; KRW orders keep no original amount or currency. Instants as
- * `time` writes them: ISO text, or milliseconds for a recordset that reads them so (db/write-set.ts).
+ * `time` writes them: ISO text, or milliseconds for a recordset that reads them so (db/fast-path/write-set.ts).
  * With `place`, the row also carries its brand, mode and settlement delta, in the one object
  * literal (adding them afterwards cost a shape change per row).
  */

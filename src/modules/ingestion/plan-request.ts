@@ -48,7 +48,7 @@ function applyOne(book: OrderBook, cause: Cause, event: ValidEvent): OrderOutcom
 /**
  * The event's data as kept in received_events: the fields it carries, without the customer hash
  * and without the fields it left empty (a null says nothing; readers take a missing field as
- * null). About 120 bytes less per order.paid, stored and in WAL (docs/decisions.md).
+ * null): less per order.paid, stored and in WAL (docs/decisions.md).
  */
 function storedData(event: ValidEvent): Record<string, unknown> {
   const stored: Record<string, unknown> = {};

@@ -1,6 +1,12 @@
-import { brandTable, onPrimaryKeyConflict } from '../../db/brand-shards.js';
-import { copyRows } from '../../db/copy-rows.js';
-import { columnRecordset, EPOCH_MS, recordset, type WritePart } from '../../db/write-set.js';
+import {
+  brandTable,
+  columnRecordset,
+  copyRows,
+  EPOCH_MS,
+  onPrimaryKeyConflict,
+  recordset,
+  type WritePart,
+} from '../../db/fast-path/index.js';
 import { type OutboxEntry, outboxWrite } from '../../outbox/outbox.js';
 import type { DecisionRecord } from '../attribution/decision-record.js';
 import { integrationTallies } from '../integration/integration-tallies.js';
@@ -156,7 +162,7 @@ export type GroupWritePart =
   | 'idempotencyRecords';
 
 /**
- * Everything a group commit writes, as one statement (db/write-set.ts). New orders are plain
+ * Everything a group commit writes, as one statement (db/fast-path/write-set.ts). New orders are plain
  * inserts (a concurrent insert of the same order collides and the group is rerun); changed
  * orders, which the load locked, are upserted by primary key, so the write is an index probe
  * by construction and never a join a cached plan could turn into a scan.

@@ -1,5 +1,4 @@
-import { brandTable } from '../../db/brand-shards.js';
-import { recordset, type WritePart } from '../../db/write-set.js';
+import { brandTable, recordset, type WritePart } from '../../db/fast-path/index.js';
 import { isoTime } from '../../shared/iso-time.js';
 
 /** What an order counts for in integration status: whether it has no creator, whether it carries click_ref. */
@@ -56,7 +55,7 @@ const minuteOf = (at: Date | number) => {
 
 /** The tally insert, built once: every group commit writes it. Its id is taken from the
  * table's sequence by name: a Citus shard, which the brand's write names there, has no default
- * for it (db/brand-shards.ts). */
+ * for it (db/fast-path/brand-shards.ts). */
 const integrationTallyInsert = `insert into ${brandTable('integration_tallies')} (id, brand_id, livemode, bucket_start, orders, unattributed_orders, click_ref_orders,
                                            paid_events, refund_events, browser_events, last_event_at)
           select nextval('integration_tallies_id_seq'), x.brand_id, x.livemode, coalesce(x.bucket, date_trunc('minute', now())), x.orders, x.unattributed,
@@ -86,7 +85,7 @@ export function integrationTallies(
 ): WritePart {
   const tallies = new Map<string, Tally>();
   // A group's events nearly all share one brand, mode and minute: the last tally is tried first,
-  // before a key is spelt and hashed (two per event: 2% of the batch path's time).
+  // before a key is spelt and hashed (two per event, on the batch path).
   let last: Tally | undefined;
   const tally = (brandId: string, livemode: boolean, bucket: string | null) => {
     if (last && last.bucket === bucket && last.brand_id === brandId && last.livemode === livemode)

@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { brandPasses, onCitus } from '../../db/citus.js';
+import { inTransactionOn, type Sql } from '../../db/fast-path/index.js';
 import { NeedsPrimary } from '../../db/lag-tolerant-reads.js';
-import { inTransactionOn, type Sql } from '../../db/sql.js';
 import { newId } from '../../shared/ids.js';
 import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { orderLookupKeySql } from '../orders/lookup-key.js';

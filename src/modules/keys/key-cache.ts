@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import { queryOnce } from '../../db/sql.js';
+import { queryOnce } from '../../db/fast-path/index.js';
 import type { Logger } from '../../logger.js';
 import { ThrottledWarning } from '../../outbox/throttled-warning.js';
 import { randomToken } from '../../shared/ids.js';
@@ -101,7 +101,7 @@ export class KeyCache {
   private retryTimer: NodeJS.Timeout | undefined;
   /**
    * A listener that cannot connect retries every 5 s at most: its first failure logs at once,
-   * then a line with the count at growing intervals, not one line per retry (issue 38).
+   * then a line with the count at growing intervals, not one line per retry.
    */
   private readonly listenerDown: ThrottledWarning;
 
@@ -156,9 +156,8 @@ export class KeyCache {
     if (known !== undefined) return known ?? undefined;
     const now = Date.now();
     // When a busy key's entry expires, every request in flight misses at once. Each reading for
-    // itself took a pool connection, and the pool started a server backend for each: 22 in a 10 s
-    // stretch at 64 connections, when PostgreSQL's processes besides the ingestion backend took
-    // 17.6% of its CPU, against 5.2% with one read (docs/benchmarks.md, "Profile notes").
+    // itself took a pool connection, and the pool started a server backend for each, at a cost
+    // in PostgreSQL's CPU that one read avoids (docs/benchmarks.md, "Profile notes").
     const inFlight = this.reading.get(secretHash);
     if (inFlight) return inFlight;
     const generation = this.generation;

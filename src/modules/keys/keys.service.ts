@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { queryOnce } from '../../db/sql.js';
+import { queryOnce } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import { newId, randomToken } from '../../shared/ids.js';
 import type { BrandStatus } from '../brands/brand.entity.js';

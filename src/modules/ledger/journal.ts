@@ -1,7 +1,11 @@
-import { brandTable } from '../../db/brand-shards.js';
-import { copyRows } from '../../db/copy-rows.js';
-import type { Sql } from '../../db/sql.js';
-import { columnRecordset, recordset, type WritePart } from '../../db/write-set.js';
+import {
+  brandTable,
+  columnRecordset,
+  copyRows,
+  recordset,
+  type Sql,
+  type WritePart,
+} from '../../db/fast-path/index.js';
 import { movementIdOf, newId } from '../../shared/ids.js';
 import type { MovementKind } from './ledger-movement.entity.js';
 

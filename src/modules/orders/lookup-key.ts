@@ -2,7 +2,7 @@
  * An order's lookup key, brand_id/live|test/order_id: what every lookup of one order probes, by
  * the hash index of the exclusion constraint on this expression (orders_lookup_key_unique).
  * Brand ids never contain '/', so the key is unambiguous. An index on the expression rather than
- * a stored column (issue 22: 40 bytes less per order, stored and in WAL); a query must write the
+ * a stored column (less per order, stored and in WAL: docs/decisions.md); a query must write the
  * expression as `orderLookupKeySql` does for the planner to match it to the index.
  */
 export const orderLookupKey = (scope: { brandId: string; livemode: boolean }, orderId: string) =>
@@ -17,8 +17,8 @@ export function orderLookupKeySql(alias?: string): string {
 /**
  * Where one order of a brand is found by its order_id (`alias` the orders row), with its values.
  * On one PostgreSQL the lookup key alone, one probe of its hash index: naming the brand beside it
- * let a never-analyzed planner AND the brand's whole list index in (900 ms a read among 2.5
- * million orders, docs/benchmarks.md). On Citus the brand, mode and order_id, which route the
+ * let a never-analyzed planner AND the brand's whole list index in (a read then grew with the
+ * brand's orders: docs/benchmarks.md). On Citus the brand, mode and order_id, which route the
  * statement to the brand's shard and probe its unique key (brand_id, livemode, order_id).
  */
 export function oneOrderWhere(

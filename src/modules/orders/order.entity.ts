@@ -43,7 +43,7 @@ export const Order = defineEntity({
     /**
      * The order's settlement line: what its creator is owed on it now. It changes only together
      * with the journal movements that name the order, so they always sum to it (a column of the
-     * order since issue 22: one row per order, not two; Migration20261125220000).
+     * order: one row per order, not two; Migration20261125220000).
      */
     commissionBalance: p.bigint('number').default(0),
     creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
@@ -73,7 +73,7 @@ export const Order = defineEntity({
   },
   uniques: [
     // The lookup key (lookup-key.ts): an expression, not a stored column, kept unique by an
-    // exclusion constraint on a hash index (4 bytes an entry, whatever the key; issue 22).
+    // exclusion constraint on a hash index (a fixed-size entry, whatever the key).
     {
       name: 'orders_lookup_key_unique',
       expression: `alter table "orders" add constraint "orders_lookup_key_unique" exclude using hash (${orderLookupKeySql()} with =)`,

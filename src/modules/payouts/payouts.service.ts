@@ -1,8 +1,14 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { brandPasses } from '../../db/citus.js';
-import { inTransaction, inTransactionOn, type Sql, sqlLiteral } from '../../db/sql.js';
-import { executeWrites, recordset } from '../../db/write-set.js';
+import {
+  executeWrites,
+  inTransaction,
+  inTransactionOn,
+  recordset,
+  type Sql,
+  sqlLiteral,
+} from '../../db/fast-path/index.js';
 import { newId } from '../../shared/ids.js';
 import { Journal, lineMoveWrite, movementWrite } from '../ledger/journal.js';
 import { jobTransition } from '../orders/order-lifecycle.js';

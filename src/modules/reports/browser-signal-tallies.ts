@@ -1,5 +1,4 @@
-import { brandTable } from '../../db/brand-shards.js';
-import { recordset, type WritePart } from '../../db/write-set.js';
+import { brandTable, recordset, type WritePart } from '../../db/fast-path/index.js';
 import { isoTime } from '../../shared/iso-time.js';
 import { browserEventTypes } from '../events/events.schemas.js';
 
@@ -19,7 +18,7 @@ export const bucketOf = (column: string) =>
 
 /** The tally insert, built once: every group commit writes it. Its id is taken from the
  * table's sequence by name: a Citus shard, which the brand's write names there, has no default
- * for it (db/brand-shards.ts). */
+ * for it (db/fast-path/brand-shards.ts). */
 const signalTallyInsert = `insert into ${brandTable('browser_signal_tallies')} (id, brand_id, livemode, bucket_start, type, count)
           select nextval('browser_signal_tallies_id_seq'), x.brand_id, x.livemode, ${bucketOf('x.occurred_at')}, x.type, count(*)
             from ${recordset({ brand_id: 'text', livemode: 'boolean', type: 'text', occurred_at: 'timestamptz' })}

@@ -1,5 +1,4 @@
-import { brandTable } from '../../db/brand-shards.js';
-import { recordset, type WritePart } from '../../db/write-set.js';
+import { brandTable, recordset, type WritePart } from '../../db/fast-path/index.js';
 import type { ConversionFact } from './conversion-facts.js';
 
 export interface ScopedFact extends ConversionFact {
@@ -9,7 +8,7 @@ export interface ScopedFact extends ConversionFact {
 
 /** The tally insert, built once: every group commit writes it. Its id is taken from the
  * table's sequence by name: a Citus shard, which the brand's write names there, has no default
- * for it (db/brand-shards.ts). */
+ * for it (db/fast-path/brand-shards.ts). */
 const conversionTallyInsert = `insert into ${brandTable('conversion_tallies')} (id, brand_id, livemode, bucket_start, creator_id, sku, orders, heads,
                                           amount, commission, refunded_amount, reversed_commission)
           select nextval('conversion_tallies_id_seq'), x.brand_id, x.livemode, x.bucket, x.creator, x.sku, x.orders, x.heads,

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { brandPasses, onCitus } from '../../db/citus.js';
-import { inTransaction } from '../../db/sql.js';
+import { inTransaction } from '../../db/fast-path/index.js';
 import { foldBalanceTallies } from '../creators/balance-tallies.js';
 import { foldIntegrationTallies } from '../integration/integration-tallies.js';
 import { countGrains, type Dim, isCoarse, type Level } from './count-grains.js';
@@ -23,8 +23,8 @@ const foldBrowserSignals = `
  * every level that dimension keeps (count-grains.ts): its quarter hour, hour, and day, month and
  * year in Korea Standard Time (UTC+09:00, fixed). Orders count by `heads` where a row stands for
  * whole orders, by `orders` per SKU. One pass of grouping sets sums every grain at once: fanning
- * each tally out into a row per grain and sorting those was 25 times slower (600,000 tallies of a
- * backfill: 8.7 s against 0.36 s, docs/benchmarks.md "Profile notes").
+ * each tally out into a row per grain and sorting those was many times slower on a backfill
+ * (docs/benchmarks.md "Profile notes").
  */
 const kst = (field: 'day' | 'month' | 'year') =>
   `date_trunc('${field}', m.bucket_start + interval '9 hours', 'UTC') - interval '9 hours'`;
@@ -111,7 +111,7 @@ const foldConversions = `
  * (`into`, reading the rows as `moved` or what the CTEs `between` make of them) are one
  * statement, so a crash folds a batch wholly or not at all. On one PostgreSQL a statement takes
  * the oldest ids of every brand (an index probe for the first; `order by id limit n` chose a sort
- * of the whole never-analyzed table, 70 ms a statement at 600,000 tallies). On Citus, brand by
+ * of the whole never-analyzed table, growing with the backlog). On Citus, brand by
  * brand, each statement routed to the brand's shard (its key leads with the brand there,
  * Migration20261130000000): up to `batch` of the brand's tallies, whichever the brand's index
  * finds first (a sum does not care), taken by their row addresses. One fold per table (and
@@ -131,8 +131,8 @@ async function foldAll(
   for (const brandId of await brandPasses(orm, table, 'true'))
     moved += await foldBatches(orm, table, into, between, betweenBatches, batch, brandId);
   // A tally table is a queue: every row is deleted within a minute. Until a vacuum, its dead
-  // rows stay in its index, and a report walks all of a year's of them (8 ms a report after
-  // 2 million tallies). Autovacuum may come late or not at all (it is a setting); a vacuum of
+  // rows stay in its index, and a report walks all of a year's of them, more with every
+  // million tallies. Autovacuum may come late or not at all (it is a setting); a vacuum of
   // what one minute left is cheap. Another worker's vacuum in progress is enough (skip_locked).
   if (moved > 0) await orm.em.fork().execute(`vacuum (skip_locked) ${table}`);
   return moved;
@@ -167,7 +167,7 @@ async function foldBatches(
   let moved = 0;
   for (let n = 0; n < batches; n++) {
     const folded = await inTransaction(orm, async (sql) => {
-      // Memory to sum a batch's grains in hash tables, not by sorting them (3 times slower).
+      // Memory to sum a batch's grains in hash tables, not by sorting them (slower).
       const [gate] = await sql.query<{ ok: boolean }>(
         `select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok, set_config('work_mem', '64MB', true)`,
         [`fold ${table}${brandId === undefined ? '' : ` ${brandId}`}`],
@@ -232,7 +232,7 @@ async function brandsWithBacklog(orm: MikroORM, backlog: number): Promise<string
  * waiting: they move to conversion_fine_tallies, whose reading a report of whole days skips
  * (report-readings.ts). Brand by brand, a step each in turn, so a brand's report waits for its
  * own tallies only: folding in id order across brands made a backfilling brand wait behind
- * another's older backlog (year report p99 958 ms against 73 alone, docs/benchmarks.md). It goes
+ * another's older backlog (many times its time alone: docs/benchmarks.md). It goes
  * on while a backfill keeps a backlog up, so what a report finds when the backfill ends is what
  * arrived during the last step, not during the wait for the next one.
  */
@@ -273,7 +273,7 @@ const FOLLOW_MS = 250;
  * report-rollup's step between its minutes: a backlog's coarse grains (foldCoarse), and when it
  * found one (a backfill is arriving), again every FOLLOW_MS until the next step is due, so what a
  * report finds when the backfill ends is what arrived in the last quarter second, not in the
- * last COARSE_STEP_SECONDS (59,000 tallies waiting in the full bench: year report p99 532 ms).
+ * last COARSE_STEP_SECONDS (the full bench's backfill left a backlog a report waited on).
  * Quiet brands cost one count of at most the threshold's rows a step, as before.
  */
 export async function coarseStep(orm: MikroORM, backlog = COARSE_FIRST_BACKLOG): Promise<number> {

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { onCitus } from '../../db/citus.js';
-import { sqlLiteral } from '../../db/sql.js';
+import { sqlLiteral } from '../../db/fast-path/index.js';
 import { browserEventTypes } from '../events/events.schemas.js';
 
 const BATCH = 1000;

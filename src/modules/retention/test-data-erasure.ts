@@ -1,7 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { brandPasses } from '../../db/citus.js';
-import { inTransaction } from '../../db/sql.js';
-import { executeWrites } from '../../db/write-set.js';
+import { executeWrites, inTransaction } from '../../db/fast-path/index.js';
 import { eraseTestMovements } from '../ledger/journal.js';
 import { testDataErasureCutoff } from '../orders/order-lifecycle.js';
 import {

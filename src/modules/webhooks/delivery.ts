@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { inTransaction, type Sql } from '../../db/sql.js';
+import { inTransaction, type Sql } from '../../db/fast-path/index.js';
 
 /** A receiver gets this long to answer (connection included). */
 export const DELIVERY_TIMEOUT_MS = 10_000;

@@ -13,7 +13,7 @@ export interface PumpSession {
 }
 
 /**
- * One pump per endpoint per worker process (issue 39). A wake-up for an endpoint whose pump runs
+ * One pump per endpoint per worker process. A wake-up for an endpoint whose pump runs
  * only flags it to claim once more before it stops, and returns at once: the pump's own worker
  * slot does the work, the wake-up's slot is free again. Several processes may pump one endpoint
  * at once: their claims (SKIP LOCKED, a lease) keep each delivery to one sender, and each

@@ -1,4 +1,4 @@
-import { recordset } from '../../db/write-set.js';
+import { recordset } from '../../db/fast-path/index.js';
 import type { WebhookEventBody } from './event-types.js';
 
 /** A claimed delivery, with its event and its endpoint (the same endpoint on every row of a claim). */

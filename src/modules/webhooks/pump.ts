@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { inTransaction, queryOnce } from '../../db/sql.js';
+import { inTransaction, queryOnce } from '../../db/fast-path/index.js';
 import { DELIVERY_TIMEOUT_MS, deliverySchedule, disableFailingEndpoints, retryDelayMs } from './delivery.js';
 import type { PumpSession } from './endpoint-pumps.js';
 import { eventBody } from './event-types.js';
@@ -82,7 +82,7 @@ export const soloSession = (): PumpSession => ({
 });
 
 /**
- * Delivers one endpoint's due deliveries in batches (issue 39): claims up to a batch of them in
+ * Delivers one endpoint's due deliveries in batches: claims up to a batch of them in
  * one statement, sends them in order over the endpoint's kept-alive connections with at most
  * `inFlight` requests at once, each signed and checked against the SSRF rules (http-post.ts),
  * records the batch's results in one statement, and claims again until none is due. A failed

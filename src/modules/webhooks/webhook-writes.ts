@@ -1,6 +1,4 @@
-import { brandTable } from '../../db/brand-shards.js';
-import type { Sql } from '../../db/sql.js';
-import { executeWrites, recordset, type WritePart } from '../../db/write-set.js';
+import { brandTable, executeWrites, recordset, type Sql, type WritePart } from '../../db/fast-path/index.js';
 import { outboxWrite } from '../../outbox/outbox.js';
 import { newId } from '../../shared/ids.js';
 import { WEBHOOK_API_VERSION, type WebhookEventType } from './event-types.js';
@@ -131,7 +129,7 @@ const insertEvents = `insert into ${brandTable('webhook_events')} (${names(event
 const insertDeliveries = `insert into ${brandTable('webhook_deliveries')} (${names(deliveryColumns)})
             select ${fromX(deliveryColumns)} from ${recordset(deliveryColumns)}`;
 
-/** The webhook rows of a set-based write (db/write-set.ts): events, then their deliveries. */
+/** The webhook rows of a set-based write (db/fast-path/write-set.ts): events, then their deliveries. */
 export function webhookWrites(events: WebhookEventRow[], deliveries: WebhookDeliveryRow[]): WritePart[] {
   return [
     { sql: insertEvents, rows: events },

@@ -1,7 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
-import { inTransaction } from '../../db/sql.js';
-import { executeWrites } from '../../db/write-set.js';
+import { executeWrites, inTransaction } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { eventBody, type WebhookEventBody } from './event-types.js';

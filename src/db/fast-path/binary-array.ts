@@ -6,7 +6,7 @@
  *
  * One loop per element type, each writing bytes directly: the write runs for every column of
  * every row of a group, and a loop calling per-type functions through one call site (or Buffer's
- * range-checked writers) took 6% more of the batch path's instructions (docs/benchmarks.md, "Profile notes").
+ * range-checked writers) took more of the batch path's instructions (docs/benchmarks.md, "Profile notes").
  */
 
 /** A column's element type: its OID (array_recv refuses any other), SQL array type and encoder. */
@@ -59,9 +59,6 @@ export class ArrayWriter {
 export const PG_EPOCH_MS = Date.UTC(2000, 0, 1);
 const TWO_32 = 2 ** 32;
 
-/** Buffer's own UTF-8 writer without `write`'s argument juggling; returns the bytes written. */
-type Utf8Writable = Buffer & { utf8Write(s: string, at: number): number };
-
 export function int32(out: Buffer, at: number, value: number): void {
   out[at] = value >>> 24;
   out[at + 1] = value >>> 16;
@@ -105,7 +102,57 @@ function header(out: Buffer, at: number, oid: number, count: number): void {
 const isNull = (value: unknown) => value === null || value === undefined;
 
 /** Values of a string column compared with the one before them before it stops looking for repeats. */
-export const REPEAT_PROBES = 8;
+const REPEAT_PROBES = 8;
+
+/** Buffer's own UTF-8 writer without `write`'s argument juggling; returns the bytes written. */
+type Utf8Writable = Buffer & { utf8Write(s: string, at: number): number };
+
+/**
+ * One string column's values as binary fields (a 4-byte length, a version byte when `version` is
+ * not negative, the UTF-8): the arrays' and COPY's alike. A value equal to the one before it (a
+ * group's brand, a status, a request's id, the same payload) is a copy of that one's bytes; a
+ * column whose first values never repeat stops comparing.
+ */
+export class StringFields {
+  private previous: string | undefined;
+  private previousAt = 0;
+  private previousSize = 0;
+  private looking = true;
+  private repeats = 0;
+
+  /** Before a column's first value. */
+  reset(): void {
+    this.previous = undefined;
+    this.looking = true;
+    this.repeats = 0;
+  }
+
+  /**
+   * Writes `s`, the column's value at `position`, at `at` of `out`, which has room for `4 + 1 +
+   * 3 × s.length` bytes (UTF-8 takes at most 3 bytes per UTF-16 unit); returns the bytes written.
+   */
+  write(out: Buffer, at: number, s: string, version: number, position: number): number {
+    if (this.looking) {
+      if (s === this.previous) {
+        out.copyWithin(at, this.previousAt, this.previousAt + this.previousSize);
+        this.repeats++;
+        return this.previousSize;
+      }
+      this.looking = position < REPEAT_PROBES || this.repeats > 0;
+    }
+    const lead = version < 0 ? 0 : 1;
+    if (lead) out[at + 4] = version;
+    const length = lead + (out as Utf8Writable).utf8Write(s, at + 4 + lead);
+    int32(out, at, length);
+    this.previous = s;
+    this.previousAt = at;
+    this.previousSize = 4 + length;
+    return 4 + length;
+  }
+}
+
+/** The arrays' string column, reset for each array (encoding is synchronous). */
+const arrayStrings = new StringFields();
 
 /** Text-like values (text, json's text, jsonb's version byte and text), made once per value by `text`. */
 function stringArray(oid: number, param: string, text: (value: unknown) => string, version = -1): ArrayType {
@@ -121,7 +168,6 @@ function stringArray(oid: number, param: string, text: (value: unknown) => strin
         else {
           const s = text(value);
           values[i] = s;
-          // UTF-8 takes at most 3 bytes per UTF-16 unit.
           bound += 4 + lead + 3 * s.length;
         }
       }
@@ -129,13 +175,7 @@ function stringArray(oid: number, param: string, text: (value: unknown) => strin
       const start = writer.at;
       header(out, start, oid, values.length);
       let at = start + 20;
-      // A value equal to the one before it (a group's brand, a status, a request's id) is a copy
-      // of that one's bytes; a column whose first values never repeat stops looking.
-      let looking = true;
-      let previous: string | undefined;
-      let previousAt = 0;
-      let previousSize = 0;
-      let repeats = 0;
+      arrayStrings.reset();
       for (let i = 0; i < values.length; i++) {
         const s = values[i] as string | null | undefined;
         if (s === null || s === undefined) {
@@ -144,22 +184,7 @@ function stringArray(oid: number, param: string, text: (value: unknown) => strin
           at += 4;
           continue;
         }
-        if (looking) {
-          if (s === previous) {
-            out.copyWithin(at, previousAt, previousAt + previousSize);
-            at += previousSize;
-            repeats++;
-            continue;
-          }
-          looking = i < REPEAT_PROBES || repeats > 0;
-        }
-        if (lead) out[at + 4] = version;
-        const length = lead + (out as Utf8Writable).utf8Write(s, at + 4 + lead);
-        int32(out, at, length);
-        previous = s;
-        previousAt = at;
-        previousSize = 4 + length;
-        at += 4 + length;
+        at += arrayStrings.write(out, at, s, version, i);
       }
       writer.at = at;
     },
@@ -218,3 +243,19 @@ export const arrayTypes: Record<string, ArrayType> = {
     int64(out, at, (Number(value) - PG_EPOCH_MS) * 1000),
   ),
 };
+
+/**
+ * A binary array sent as a parameter in binary format (node-postgres sends what `toPostgres`
+ * returns as it is when that is a Buffer). Its own class, so it is never written into SQL text
+ * as a literal (`transactionOn`).
+ */
+export class BinaryArray {
+  /** `type`: the array's SQL type (`text[]`), for tools that write it out as text. */
+  constructor(
+    readonly bytes: Buffer,
+    readonly type: string,
+  ) {}
+  toPostgres(): Buffer {
+    return this.bytes;
+  }
+}

@@ -1,11 +1,10 @@
-import { ArrayWriter, EPOCH_MS, int4, int32, int64, PG_EPOCH_MS, REPEAT_PROBES } from './binary-array.js';
+import { ArrayWriter, EPOCH_MS, int4, int32, int64, PG_EPOCH_MS, StringFields } from './binary-array.js';
 
 /**
  * Rows as `COPY … FROM STDIN (FORMAT binary)` takes them, for a big group's new rows. PostgreSQL
- * writes an INSERT's rows to the WAL one record each (54 bytes of headers per row); COPY fills a
- * page with many rows and logs them as one record (7 bytes per row): 45 bytes less per row of
- * orders, received events and movements, a tenth of an event's WAL (docs/benchmarks.md,
- * "Profile notes"). The rows are PostgreSQL's binary tuples: per row the number of fields, then
+ * writes an INSERT's rows to the WAL one record each, headers and all; COPY fills a page with
+ * many rows and logs them as one record: less WAL per row of orders, received events and
+ * movements (docs/decisions.md, docs/benchmarks.md "Profile notes"). The rows are PostgreSQL's binary tuples: per row the number of fields, then
  * each field as its length and bytes (-1 for null), in each type's binary form.
  */
 export interface CopyRows {
@@ -30,33 +29,21 @@ const fieldOf: Record<string, string> = {
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
-/** Buffer's own UTF-8 writer without `write`'s argument juggling; returns the bytes written. */
-type Utf8Writable = Buffer & { utf8Write(s: string, at: number): number };
-
 /**
- * Writes fields into an ArrayWriter; one method per binary form, each taking null for null. A
- * string equal to its column's value in the row before (a group's brand, statuses, kinds, the
- * same payload) is a copy of that value's bytes, as in binary-array.ts; a column whose first
- * rows never repeat stops comparing.
+ * Writes fields into an ArrayWriter; one method per binary form, each taking null for null.
+ * String columns repeat as the arrays' do (binary-array.ts `StringFields`).
  */
 class FieldWriter {
   private rows = 0;
-  private previous: (string | undefined)[] = [];
-  private previousAt: number[] = [];
-  private previousSize: number[] = [];
-  private looking: boolean[] = [];
-  private repeats: number[] = [];
+  private strings: StringFields[] = [];
 
   constructor(readonly w: ArrayWriter) {}
 
   /** Before a COPY's rows: no column has a value before. */
   start(columns: number): void {
     this.rows = 0;
-    this.previous = new Array(columns).fill(undefined);
-    this.previousAt = new Array(columns).fill(0);
-    this.previousSize = new Array(columns).fill(0);
-    this.looking = new Array(columns).fill(true);
-    this.repeats = new Array(columns).fill(0);
+    while (this.strings.length < columns) this.strings.push(new StringFields());
+    for (const column of this.strings) column.reset();
   }
 
   private null(): void {
@@ -75,27 +62,9 @@ class FieldWriter {
   /** `s` as column `c`'s field, after a version byte if `version` is not negative. */
   private string(s: string, c: number, version: number): void {
     const w = this.w;
-    if (this.looking[c]) {
-      if (s === this.previous[c]) {
-        const size = this.previousSize[c]!;
-        const from = this.previousAt[c]!;
-        w.reserve(size).copyWithin(w.at, from, from + size);
-        w.at += size;
-        this.repeats[c]!++;
-        return;
-      }
-      this.looking[c] = this.rows <= REPEAT_PROBES || this.repeats[c]! > 0;
-    }
-    const lead = version < 0 ? 0 : 1;
-    // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    const out = w.reserve(4 + lead + 3 * s.length);
-    if (lead) out[w.at + 4] = version;
-    const length = lead + (out as Utf8Writable).utf8Write(s, w.at + 4 + lead);
-    int32(out, w.at, length);
-    this.previous[c] = s;
-    this.previousAt[c] = w.at;
-    this.previousSize[c] = 4 + length;
-    w.at += 4 + length;
+    // Room for the value itself; a repeat's copy is never longer.
+    const out = w.reserve(5 + 3 * s.length);
+    w.at += this.strings[c]!.write(out, w.at, s, version, this.rows - 1);
   }
 
   text(value: unknown, c: number): void {

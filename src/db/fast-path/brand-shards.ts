@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { type BrandTableName, isBrandTable, TABLES } from './tables.js';
+import { CITUS_INSTALLED } from '../citus-installed.js';
+import { type BrandTableName, isBrandTable, TABLES } from '../tables.js';
 
 /**
  * A brand's stored statement on Citus runs on the brand's worker (its call is delegated there:
- * db/sql.ts `installStoredStatements`). Sent to the distributed tables, each of its statements
+ * db/fast-path/stored-statements.ts `installStoredStatements`). Sent to the distributed tables, each of its statements
  * would go through Citus' planner there on every call (a data-modifying CTE planned as subplans
  * whose rows are copied into the shards one table at a time, never cached: docs/decisions.md,
  * "Citus"). Sent to the brand's shards, which are tables of that worker, it is PostgreSQL's own
@@ -24,7 +25,7 @@ import { type BrandTableName, isBrandTable, TABLES } from './tables.js';
  *
  * The lock is `lock_shard_metadata`, which Citus lets only the tables' owner take: the function
  * is `security definer`, created by `npm run migrate` as the role that owns the tables, so the
- * runtime role needs no more than its grants on the tables (checked at start: db/sql.ts
+ * runtime role needs no more than its grants on the tables (checked at start: db/fast-path/stored-statements.ts
  * `brandShardsProblem`).
  */
 const body = `
@@ -32,7 +33,7 @@ declare
   anchor bigint;
   names text[];
 begin
-  if not exists (select 1 from pg_extension where extname = 'citus') then
+  if not ${CITUS_INSTALLED} then
     return plain;
   end if;
   -- The brand's shards are co-located (they move and split together, and a move blocks writes to

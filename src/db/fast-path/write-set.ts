@@ -1,7 +1,8 @@
-import { jsonArray } from '../shared/json-array.js';
-import { ArrayWriter, arrayTypes } from './binary-array.js';
+import { jsonArray } from '../../shared/json-array.js';
+import { ArrayWriter, arrayTypes, BinaryArray } from './binary-array.js';
 import type { CopyRows } from './copy-rows.js';
-import { BinaryArray, type Sql, type StoredStatement } from './sql.js';
+import type { StoredStatement } from './stored-statements.js';
+import { asTransaction, type Sql } from './transaction.js';
 
 /** One data-modifying CTE of a set-based write: its rows travel as one JSON parameter, or column by column. */
 export interface WritePart {
@@ -87,10 +88,22 @@ export function columnRecordset(columns: Record<string, string>) {
  * however many rows and tables. Empty parts stay in (they insert nothing), so a caller's
  * statement text never varies and is prepared and planned once per connection. The parts see
  * one snapshot, so none may read another's rows; foreign keys between them hold because they
- * are checked at statement end. `copies` (a big group's new rows) go in by COPY just before it,
- * in the same transaction, which the statement then commits (`Sql.copyAndCommit`).
+ * are checked at statement end. With `commit`, COMMIT goes with it.
  */
-export async function executeWrites(
+export function executeWrites(
+  sql: Sql,
+  parts: WritePart[],
+  options: { commit?: boolean } = {},
+): Promise<void> {
+  return sendWrites(sql, parts, options);
+}
+
+/**
+ * `executeWrites` as the hot path sends it (hot-statements.ts): as a stored statement, behind its
+ * own arguments (`leading`: its brand on Citus); `copies` (a big group's new rows) go in by COPY
+ * just before it, in the same transaction, which the statement then commits.
+ */
+export async function sendWrites(
   sql: Sql,
   parts: WritePart[],
   options: {
@@ -110,15 +123,18 @@ export async function executeWrites(
     ...(p.columns ? p.columns(p.rows) : [rowsParameter(p)]),
   ]);
   const values = options.leading?.length ? [...options.leading, ...partValues] : partValues;
+  const transaction = asTransaction(sql);
   if (copies.length === 0) {
-    await (options.commit ? sql.queryAndCommit(statement, values) : sql.query(statement, values));
+    await (options.commit
+      ? transaction.queryAndCommit(statement, values)
+      : transaction.query(statement, values));
     return;
   }
-  if (copies.some((p) => !p.copy) || !options.commit || !options.stored || !sql.copyAndCommit)
+  if (copies.some((p) => !p.copy) || !options.commit || !options.stored || !transaction.copyAndCommit)
     throw new Error(
       'parts to copy need their COPY, a stored statement to commit with, and a transaction that copies',
     );
-  await sql.copyAndCommit(
+  await transaction.copyAndCommit(
     copies.map((p) => ({ text: p.copy!.text, data: p.copy!.encode(p.rows) })),
     options.stored,
     values,
@@ -147,7 +163,7 @@ const checkedParts = new WeakMap<StoredStatement, readonly string[]>();
 
 /**
  * The parts must spell the stored statement's text exactly. Parts' texts are module constants,
- * so once checked they are compared by reference, not rebuilt (8 KB of text) for every group.
+ * so once checked they are compared by reference, not rebuilt (kilobytes of text) for every group.
  */
 function checkShape(stored: StoredStatement, parts: readonly WritePart[]): void {
   const checked = checkedParts.get(stored);

@@ -1,0 +1,576 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  compileRules,
+  computeCommission,
+  monthHeadroom,
+  monthOf,
+  type ProgramRules,
+  reversedFor,
+  tierLevelFor,
+} from '../../src/modules/programs/commission.js';
+import { toKrw } from '../../src/shared/money.js';
+
+/*
+ * An independent oracle of commission-programs.md, "The arithmetic": BigInt everywhere, the
+ * fx rate as a rational, linear scans of the rules, the won left over handed out one at a time.
+ * It shares no code with commission.ts or money.ts.
+ */
+
+type Currency = 'KRW' | 'USD' | 'JPY' | 'EUR' | 'GBP';
+const minor: Record<Currency, bigint> = { KRW: 1n, JPY: 1n, USD: 100n, EUR: 100n, GBP: 100n };
+
+interface Order {
+  amount: number;
+  currency: Currency;
+  fxRate: string | null;
+  items: Array<{ sku: string | null; amount: number | null }> | null;
+  tierKey: string | null;
+  offerBps: number | null;
+  brandDefaultBps: number;
+  /** Σ(commission − reversed) of the creator's other orders of the month. */
+  othersNet: number;
+  zeroed: boolean;
+}
+
+interface Part {
+  line: number | null;
+  sku: string | null;
+  amount: number;
+  rate_bps: number;
+  source: string;
+}
+
+/** KRW of minor units at a decimal rate, half up: round(minorAmount × fx / 10^minor). */
+function krw(minorAmount: bigint, currency: Currency, fxRate: string | null): bigint {
+  if (currency === 'KRW') return minorAmount;
+  const [whole, fraction = ''] = fxRate!.split('.');
+  const numerator = minorAmount * BigInt(whole! + fraction);
+  const denominator = 10n ** BigInt(fraction.length) * minor[currency];
+  return (2n * numerator + denominator) / (2n * denominator);
+}
+
+/** How many orders went through each branch of the arithmetic (coverage of the generators). */
+class Tally extends Map<string, number> {
+  add(branch: string) {
+    this.set(branch, (this.get(branch) ?? 0) + 1);
+  }
+}
+
+/** `seen` counts which branches of the arithmetic an order went through (coverage of the generators). */
+function oracle(rules: ProgramRules | null, o: Order, seen?: Tally) {
+  const amount = krw(BigInt(o.amount), o.currency, o.fxRate);
+  const level = rules?.tiers?.levels.find((l) => l.key === o.tierKey);
+  let orderRate: { rate: number; source: string; tier: string | null };
+  if (rules && o.tierKey !== null && level)
+    orderRate = { rate: level.rate_bps, source: 'tier', tier: level.key };
+  else if (o.offerBps !== null) orderRate = { rate: o.offerBps, source: 'offer', tier: null };
+  else if (rules && rules.default_rate_bps !== null)
+    orderRate = { rate: rules.default_rate_bps, source: 'program_default', tier: null };
+  else orderRate = { rate: o.brandDefaultBps, source: 'brand_default', tier: null };
+
+  const parts: Array<{
+    line: number | null;
+    sku: string | null;
+    amount: bigint;
+    rate: number;
+    source: string;
+  }> = [];
+  if (!rules) {
+    parts.push({ line: null, sku: null, amount, rate: orderRate.rate, source: orderRate.source });
+  } else {
+    const lines: Array<{ line: number; sku: string | null; k: bigint }> = [];
+    let sent = 0n;
+    (o.items ?? []).forEach((item, i) => {
+      if (item.amount === null) return;
+      const before = krw(sent, o.currency, o.fxRate);
+      sent += BigInt(item.amount);
+      lines.push({ line: i, sku: item.sku, k: krw(sent, o.currency, o.fxRate) - before });
+    });
+    const total = lines.reduce((s, l) => s + l.k, 0n);
+    if (lines.length > 0)
+      seen?.add(total < amount ? 'lines below' : total === amount ? 'lines equal' : 'lines above');
+    if (o.items?.some((i) => i.amount === null)) seen?.add('item without amount');
+    let fitted = lines.map((l) => l.k);
+    if (total > amount) {
+      seen?.add('scaled');
+      if (total * amount > BigInt(Number.MAX_SAFE_INTEGER)) seen?.add('past 2^53');
+      fitted = lines.map((l) => (l.k * amount) / total);
+      const remainder = lines.map((l) => (l.k * amount) % total);
+      const got = lines.map(() => false);
+      for (let left = amount - fitted.reduce((s, e) => s + e, 0n); left > 0n; left--) {
+        let best = -1;
+        for (let i = 0; i < lines.length; i++) {
+          if (!got[i] && (best < 0 || remainder[i]! > remainder[best]!)) best = i;
+        }
+        if (left === 1n && remainder.some((r, i) => i > best && !got[i] && r === remainder[best]))
+          seen?.add('tie');
+        got[best] = true;
+        fitted[best]! += 1n;
+      }
+    }
+    lines.forEach((l, i) => {
+      let rule: ProgramRules['product_rates'][number] | undefined;
+      if (l.sku !== null) {
+        const sku = l.sku;
+        rule = rules.product_rates.find((r) => 'sku' in r.match && r.match.sku === sku);
+        const prefixes = rules.product_rates.filter(
+          (r) => 'sku_prefix' in r.match && sku.startsWith(r.match.sku_prefix),
+        );
+        if (rule && prefixes.length > 0) seen?.add('exact over prefix');
+        if (!rule && prefixes.length > 1) seen?.add('longest prefix');
+        if (!rule) {
+          let longest = -1;
+          for (const r of rules.product_rates) {
+            if (
+              'sku_prefix' in r.match &&
+              sku.startsWith(r.match.sku_prefix) &&
+              r.match.sku_prefix.length > longest
+            ) {
+              longest = r.match.sku_prefix.length;
+              rule = r;
+            }
+          }
+        }
+      }
+      if (rule?.eligible === false)
+        parts.push({ line: l.line, sku: l.sku, amount: fitted[i]!, rate: 0, source: 'not_eligible' });
+      else if (rule)
+        parts.push({ line: l.line, sku: l.sku, amount: fitted[i]!, rate: rule.rate_bps!, source: 'product' });
+      else
+        parts.push({
+          line: l.line,
+          sku: l.sku,
+          amount: fitted[i]!,
+          rate: orderRate.rate,
+          source: orderRate.source,
+        });
+    });
+    const rest = amount - fitted.reduce((s, e) => s + e, 0n);
+    if (rest > 0n || parts.length === 0)
+      parts.push({ line: null, sku: null, amount: rest, rate: orderRate.rate, source: orderRate.source });
+  }
+
+  const groups: Array<{ rate: number; sum: bigint }> = [];
+  for (const p of parts) {
+    if (p.source === 'not_eligible') continue;
+    const group = groups.find((g) => g.rate === p.rate);
+    if (group) group.sum += p.amount;
+    else groups.push({ rate: p.rate, sum: p.amount });
+  }
+  const c0 = groups.reduce((s, g) => s + (g.sum * BigInt(g.rate)) / 10000n, 0n);
+  const perOrder = rules?.caps?.per_order ?? null;
+  const perMonth = rules?.caps?.per_creator_month ?? null;
+  const c1 = perOrder !== null && BigInt(perOrder) < c0 ? BigInt(perOrder) : c0;
+  let c = c1;
+  if (perMonth !== null) {
+    const headroom = BigInt(perMonth) - BigInt(o.othersNet);
+    if (headroom < c) c = headroom;
+    if (c < 0n) c = 0n;
+  }
+  const shownParts: Part[] = parts.map((p) => ({
+    line: p.line,
+    sku: p.sku,
+    amount: Number(p.amount),
+    rate_bps: p.rate,
+    source: p.source,
+  }));
+  for (const p of parts) seen?.add(`source ${p.source}`);
+  if (c < c1) seen?.add('cut by the monthly cap');
+  if (c1 < c0) seen?.add('cut by the per-order cap');
+  if (perMonth !== null && BigInt(perMonth) < BigInt(o.othersNet)) seen?.add('negative headroom');
+  if (rules && o.tierKey !== null && !level) seen?.add('tier the version lacks');
+  if (o.currency !== 'KRW') seen?.add('converted');
+  if (o.zeroed) seen?.add('zeroed');
+  if (o.zeroed)
+    return {
+      commission: 0,
+      beforeCaps: 0,
+      cappedAmount: 0,
+      cap: null,
+      tier: orderRate.tier,
+      parts: shownParts,
+    };
+  return {
+    commission: Number(c),
+    beforeCaps: Number(c0),
+    cappedAmount: Number(c0 - c),
+    cap: c < c1 ? 'per_creator_month' : c1 < c0 ? 'per_order' : null,
+    tier: orderRate.tier,
+    parts: shownParts,
+  };
+}
+
+/** round(C × refunded / amount) half up; all of it once everything is refunded. */
+function oracleReversed(commission: number, refunded: number, amount: number): number {
+  if (amount === 0 || refunded >= amount) return commission;
+  const n = BigInt(commission) * BigInt(refunded);
+  return Number((2n * n + BigInt(amount)) / (2n * BigInt(amount)));
+}
+
+function implementation(rules: ProgramRules | null, o: Order) {
+  const program = rules ? compileRules(rules) : null;
+  const r = computeCommission({
+    amount: o.amount,
+    currency: o.currency,
+    fxRate: o.fxRate,
+    items: o.items,
+    program,
+    tierKey: o.tierKey,
+    offerBps: o.offerBps,
+    brandDefaultBps: o.brandDefaultBps,
+    monthHeadroom: monthHeadroom(program, o.othersNet),
+    zeroed: o.zeroed,
+  });
+  return {
+    commission: r.commission,
+    beforeCaps: r.beforeCaps,
+    cappedAmount: r.cappedAmount,
+    cap: r.cap,
+    tier: r.tier,
+    parts: r.parts,
+  };
+}
+
+// Few letters, so exact skus, prefixes and the skus of lines collide often.
+const sku = fc.string({ unit: fc.constantFrom('A', 'B', 'a', '-'), minLength: 1, maxLength: 5 });
+const prefix = fc.string({ unit: fc.constantFrom('A', 'B', 'a', '-'), minLength: 1, maxLength: 3 });
+const bps = fc.integer({ min: 0, max: 10_000 });
+const payOrExclude = fc.oneof(
+  { weight: 4, arbitrary: bps.map((rate_bps) => ({ rate_bps })) },
+  { weight: 1, arbitrary: fc.constant({ eligible: false as const }) },
+);
+const tierKeys = ['bronze', 'silver', 'gold', 'vip_1'];
+const money = fc.oneof(fc.integer({ min: 0, max: 20_000 }), fc.integer({ min: 0, max: 5_000_000 }));
+
+const rulesArb: fc.Arbitrary<ProgramRules> = fc.record({
+  default_rate_bps: fc.option(bps),
+  product_rates: fc
+    .tuple(
+      fc.uniqueArray(sku, { maxLength: 6 }),
+      fc.uniqueArray(prefix, { maxLength: 6 }),
+      fc.array(payOrExclude, { minLength: 12, maxLength: 12 }),
+    )
+    .chain(([skus, prefixes, decisions]) => {
+      const rules = [
+        ...skus.map((s, i) => ({ match: { sku: s }, ...decisions[i]! })),
+        ...prefixes.map((p, i) => ({ match: { sku_prefix: p }, ...decisions[6 + i]! })),
+      ];
+      return fc.shuffledSubarray(rules, { minLength: rules.length, maxLength: rules.length });
+    }),
+  tiers: fc.option(
+    fc.record({
+      window_days: fc.integer({ min: 1, max: 365 }),
+      levels: fc
+        .uniqueArray(fc.constantFrom(...tierKeys), { minLength: 1, maxLength: 4 })
+        .chain((keys) =>
+          fc.tuple(
+            fc.constant(keys),
+            fc.uniqueArray(fc.integer({ min: 0, max: 10_000_000 }), {
+              minLength: keys.length,
+              maxLength: keys.length,
+            }),
+            fc.array(bps, { minLength: keys.length, maxLength: keys.length }),
+          ),
+        )
+        .map(([keys, mins, rates]) =>
+          keys.map((key, i) => ({
+            key,
+            name: key.toUpperCase(),
+            min_net_revenue: mins[i]!,
+            rate_bps: rates[i]!,
+          })),
+        ),
+    }),
+  ),
+  caps: fc.option(fc.record({ per_order: fc.option(money), per_creator_month: fc.option(money) })),
+});
+
+const fxRate = fc.oneof(
+  fc.integer({ min: 1, max: 100_000 }).map(String),
+  fc.integer({ min: 1, max: 1_000_000_000 }).map((n) => (n / 10_000).toString()),
+  fc.constantFrom('0.5', '1350.5', '9.123', '0.0001', '100000', '99999.99999999', '1234.56789012'),
+);
+const lineAmount = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: 0, max: 100_000 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 0, max: 2_147_483_647 }) },
+  { weight: 1, arbitrary: fc.constant(null) },
+  // Equal lines: equal remainders when scaled, so ties are decided often.
+  { weight: 2, arbitrary: fc.constantFrom(1, 3, 1000) },
+);
+const items: fc.Arbitrary<Array<{ sku: string | null; amount: number | null }>> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.array(fc.record({ sku: fc.option(sku, { freq: 4 }), amount: lineAmount }), {
+      maxLength: 7,
+    }),
+  },
+  // Lines of one amount: scaled down, their remainders tie and the lower index must get the won.
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        fc.constantFrom(1, 3, 7, 1000),
+        fc.array(fc.option(sku, { freq: 4 }), { minLength: 2, maxLength: 7 }),
+      )
+      .map(([amount, skus]) => skus.map((s) => ({ sku: s, amount }))),
+  },
+);
+
+/** The order's amount below, equal to or above what its lines sum to, or anything. */
+const orderArb: fc.Arbitrary<Order> = fc
+  .record({
+    currency: fc.constantFrom<Currency>('KRW', 'KRW', 'USD', 'JPY', 'EUR', 'GBP'),
+    fxRate,
+    items: fc.option(items, { freq: 8 }),
+    relation: fc.constantFrom('equal', 'below', 'just below', 'above', 'any'),
+    share: fc.double({ min: 0, max: 1, noNaN: true }),
+    extra: fc.integer({ min: 0, max: 1_000_000 }),
+    any: fc.integer({ min: 0, max: 2_147_483_647 }),
+    tierKey: fc.option(fc.constantFrom(...tierKeys, 'unknown')),
+    offerBps: fc.option(bps),
+    brandDefaultBps: bps,
+    othersNet: fc.oneof(fc.integer({ min: 0, max: 100_000 }), fc.integer({ min: 0, max: 6_000_000 })),
+    zeroed: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
+  })
+  .map((g) => {
+    const sum = (g.items ?? []).reduce((s, i) => s + (i.amount ?? 0), 0);
+    const amount =
+      g.relation === 'equal'
+        ? sum
+        : g.relation === 'below'
+          ? Math.floor(sum * g.share)
+          : g.relation === 'just below'
+            ? Math.max(0, sum - 1 - (g.extra % 7))
+            : g.relation === 'above'
+              ? sum + g.extra
+              : g.any;
+    return {
+      amount: Math.min(amount, 2_147_483_647),
+      currency: g.currency,
+      fxRate: g.currency === 'KRW' ? null : g.fxRate,
+      items: g.items,
+      tierKey: g.tierKey,
+      offerBps: g.offerBps,
+      brandDefaultBps: g.brandDefaultBps,
+      othersNet: g.othersNet,
+      zeroed: g.zeroed,
+    };
+  });
+
+describe('computeCommission against the oracle', () => {
+  it('gives the same commission, before caps, capped amount, cap, tier and parts', () => {
+    const seen = new Tally();
+    fc.assert(
+      fc.property(fc.option(rulesArb, { freq: 6 }), orderArb, (rules, order) => {
+        expect(implementation(rules, order)).toEqual(oracle(rules, order, seen));
+      }),
+      { numRuns: 3000 },
+    );
+    expect([...seen.keys()].sort()).toEqual(
+      [
+        'converted',
+        'cut by the monthly cap',
+        'cut by the per-order cap',
+        'exact over prefix',
+        'item without amount',
+        'lines above',
+        'lines below',
+        'lines equal',
+        'longest prefix',
+        'negative headroom',
+        'past 2^53',
+        'scaled',
+        'source brand_default',
+        'source not_eligible',
+        'source offer',
+        'source product',
+        'source program_default',
+        'source tier',
+        'tie',
+        'tier the version lacks',
+        'zeroed',
+      ].sort(),
+    );
+  });
+
+  it('the oracle agrees with hand-worked figures (it is checked too)', () => {
+    const rules: ProgramRules = {
+      default_rate_bps: null,
+      product_rates: [
+        { match: { sku: 'SERUM-30' }, rate_bps: 3000 },
+        { match: { sku_prefix: 'GIFT' }, eligible: false },
+      ],
+      tiers: null,
+      caps: null,
+    };
+    const order: Order = {
+      amount: 50_000,
+      currency: 'KRW',
+      fxRate: null,
+      items: [
+        { sku: 'SERUM-30', amount: 39_000 },
+        { sku: 'GIFT', amount: 5000 },
+        { sku: 'CREAM', amount: 16_000 },
+      ],
+      tierKey: null,
+      offerBps: 500,
+      brandDefaultBps: 1000,
+      othersNet: 0,
+      zeroed: false,
+    };
+    expect(oracle(rules, order)).toMatchObject({
+      commission: 9750 + 666,
+      parts: [{ amount: 32_500 }, { amount: 4167 }, { amount: 13_333 }],
+    });
+    expect(krw(1999n, 'USD', '1350.5')).toBe(26_996n);
+    expect(krw(1n, 'USD', '50')).toBe(1n);
+    expect(oracleReversed(999, 3333, 10_000)).toBe(333);
+  });
+});
+
+describe('a creator-month in sequence', () => {
+  type Step =
+    | { type: 'order'; order: Order }
+    | { type: 'refund'; which: number; share: number; full: boolean }
+    | { type: 'resend'; which: number; order: Order };
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    { weight: 3, arbitrary: orderArb.map((order) => ({ type: 'order' as const, order })) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        type: fc.constant('refund' as const),
+        which: fc.nat(),
+        share: fc.double({ min: 0, max: 1, noNaN: true }),
+        full: fc.boolean(),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ type: fc.constant('resend' as const), which: fc.nat(), order: orderArb }),
+    },
+  );
+
+  interface Priced {
+    amountKrw: number;
+    commission: number;
+    refunded: number;
+    reversed: number;
+  }
+
+  /** Each order priced with headroom = cap − Σ(commission − reversed) of the others; refunds reverse cumulatively. */
+  function run(
+    steps: Step[],
+    price: (order: Order) => { commission: number; amountKrw: number },
+    reverse: (c: number, refunded: number, amount: number) => number,
+    check: (net: number) => void,
+  ) {
+    const orders: Priced[] = [];
+    const netOf = (skip: number) =>
+      orders.reduce((s, p, i) => (i === skip ? s : s + p.commission - p.reversed), 0);
+    for (const s of steps) {
+      if (s.type === 'order') {
+        const priced = price({ ...s.order, othersNet: netOf(-1) });
+        orders.push({ ...priced, refunded: 0, reversed: 0 });
+      } else if (orders.length > 0) {
+        const i = s.which % orders.length;
+        const o = orders[i]!;
+        if (s.type === 'refund') {
+          o.refunded = s.full
+            ? o.amountKrw
+            : Math.min(o.amountKrw, o.refunded + Math.floor((o.amountKrw - o.refunded) * s.share));
+        } else {
+          const priced = price({ ...s.order, othersNet: netOf(i) });
+          o.amountKrw = priced.amountKrw;
+          o.commission = priced.commission;
+          o.refunded = Math.min(o.refunded, o.amountKrw);
+        }
+        o.reversed = reverse(o.commission, o.refunded, o.amountKrw);
+      }
+      check(netOf(-1));
+    }
+    return orders.map((o) => [o.commission, o.reversed]);
+  }
+
+  it('never pays past the monthly cap, and pays what the oracle pays', () => {
+    const capped = rulesArb.chain((rules) =>
+      fc
+        .record({ per_order: fc.option(money), per_creator_month: money })
+        .map((caps) => ({ ...rules, caps })),
+    );
+    fc.assert(
+      fc.property(capped, fc.array(step, { minLength: 1, maxLength: 25 }), (rules, steps) => {
+        const cap = rules.caps!.per_creator_month!;
+        const program = compileRules(rules);
+        const ours = run(
+          steps,
+          (order) => {
+            const r = computeCommission({
+              ...order,
+              program,
+              monthHeadroom: monthHeadroom(program, order.othersNet),
+            });
+            return { commission: r.commission, amountKrw: toKrw(order.amount, order.currency, order.fxRate) };
+          },
+          reversedFor,
+          (net) => expect(net).toBeLessThanOrEqual(cap),
+        );
+        const theirs = run(
+          steps,
+          (order) => ({
+            commission: oracle(rules, order).commission,
+            amountKrw: Number(krw(BigInt(order.amount), order.currency, order.fxRate)),
+          }),
+          oracleReversed,
+          (net) => expect(net).toBeLessThanOrEqual(cap),
+        );
+        expect(ours).toEqual(theirs);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('monthOf and tierLevelFor against the oracle', () => {
+  // Zones whose offset has not changed since 2000: their month is UTC shifted by the offset.
+  const fixed: Array<[string, number]> = [
+    ['UTC', 0],
+    ['Asia/Seoul', 9 * 60],
+    ['Asia/Kolkata', 5 * 60 + 30],
+    ['Asia/Kathmandu', 5 * 60 + 45],
+    ['Pacific/Kiritimati', 14 * 60],
+    ['Pacific/Pago_Pago', -11 * 60],
+    ['Etc/GMT+5', -5 * 60],
+  ];
+
+  it('is the calendar month in the zone', () => {
+    const instant = fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2100, 0, 1) });
+    // Around midnight of a month's last day as often as anywhere else.
+    const nearMonthEnd = fc
+      .tuple(
+        fc.integer({ min: 2000, max: 2099 }),
+        fc.integer({ min: 0, max: 11 }),
+        fc.integer({ min: -15, max: 15 }),
+      )
+      .map(([y, m, hours]) => Date.UTC(y, m, 1) + hours * 3_600_000 + (hours % 2) * 1_799_999);
+    fc.assert(
+      fc.property(fc.oneof(instant, nearMonthEnd), fc.constantFrom(...fixed), (t, [zone, offset]) => {
+        expect(monthOf(new Date(t), zone)).toBe(new Date(t + offset * 60_000).toISOString().slice(0, 7));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('tierLevelFor takes the highest level at or below the net revenue', () => {
+    fc.assert(
+      fc.property(rulesArb, fc.integer({ min: -10, max: 12_000_000 }), (rules, net) => {
+        const levels = rules.tiers?.levels ?? [];
+        const atOrBelow = levels.filter((l) => l.min_net_revenue <= net);
+        const best =
+          atOrBelow.find((l) => atOrBelow.every((m) => m.min_net_revenue <= l.min_net_revenue)) ?? null;
+        expect(tierLevelFor(net, rules.tiers)).toEqual(best);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
