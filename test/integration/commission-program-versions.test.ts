@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inTransaction } from '../../src/db/sql.js';
+import { inTransaction } from '../../src/db/fast-path/index.js';
 import { versionInForceAt, versionsInForce } from '../../src/modules/programs/programs.service.js';
 import { admin, expectEnvelope, expectSecretKeyRequired, makeBrandWithKeys } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';

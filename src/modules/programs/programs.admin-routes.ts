@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { inTransaction } from '../../db/sql.js';
+import { inTransaction } from '../../db/fast-path/index.js';
 import type { AppDeps } from '../../deps.js';
 import { route } from '../../http/route.js';
 import { signedCursor } from '../../shared/signed-cursor.js';

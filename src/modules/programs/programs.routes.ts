@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { inTransaction } from '../../db/sql.js';
+import { inTransaction } from '../../db/fast-path/index.js';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route, secretKeyRequired } from '../../http/route.js';

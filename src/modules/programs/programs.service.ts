@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Sql } from '../../db/sql.js';
+import type { Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { pageFrom } from '../../shared/paging.js';
