@@ -90,7 +90,7 @@ const selectOrders = `
 /**
  * The orders of the period in (occurred_at, id) order, a batch at a time by keyset on
  * orders_list_index (brand_id, livemode, occurred_at, id): one batch in memory, however long the
- * period.
+ * period. The next batch is asked for before this one is priced, so the server reads it meanwhile.
  */
 async function* periodOrders(
   sql: Sql,
@@ -99,25 +99,30 @@ async function* periodOrders(
   from: Date,
   to: Date,
   batch: number,
-): AsyncGenerator<PreviewRow> {
-  let after: { at: string; id: string } | null = null;
-  for (;;) {
-    const rows: PreviewRow[] = after
-      ? await sql.query<PreviewRow>(
+): AsyncGenerator<PreviewRow[]> {
+  const read = (after: PreviewRow | null) =>
+    after
+      ? sql.query<PreviewRow>(
           `${selectOrders} and (occurred_at, id) > (?::timestamptz, ?) order by occurred_at, id limit ?`,
-          [brandId, livemode, from, to, after.at, after.id, batch],
+          [brandId, livemode, from, to, String(after.occurred_at), after.id, batch],
         )
-      : await sql.query<PreviewRow>(`${selectOrders} order by occurred_at, id limit ?`, [
+      : sql.query<PreviewRow>(`${selectOrders} order by occurred_at, id limit ?`, [
           brandId,
           livemode,
           from,
           to,
           batch,
         ]);
-    yield* rows;
-    if (rows.length < batch) return;
-    const last = rows.at(-1)!;
-    after = { at: String(last.occurred_at), id: last.id };
+  let next: Promise<PreviewRow[]> | null = read(null);
+  try {
+    while (next) {
+      const rows: PreviewRow[] = await next;
+      next = rows.length < batch ? null : read(rows.at(-1)!);
+      yield rows;
+    }
+  } finally {
+    // Pricing stopped early (it threw): the read under way ends before the transaction does.
+    await next?.catch(() => {});
   }
 }
 
@@ -172,31 +177,33 @@ export async function previewVersion(
   const byCreator = new Map<string, CreatorPreview>();
   const totals = { current_commission: 0, preview_commission: 0, difference: 0, capped_amount: 0 };
   let orders = 0;
-  for await (const row of periodOrders(sql, brandId, livemode, from, to, batch)) {
-    orders++;
-    if (row.creator_id === null) continue;
-    const priced = priceRow(row, program, terms, spent, month);
-    let creator = byCreator.get(row.creator_id);
-    if (!creator) {
-      creator = {
-        creator_id: row.creator_id,
-        orders: 0,
-        current_commission: 0,
-        preview_commission: 0,
-        difference: 0,
-        capped_amount: 0,
-      };
-      byCreator.set(row.creator_id, creator);
+  for await (const rows of periodOrders(sql, brandId, livemode, from, to, batch))
+    for (const row of rows) {
+      orders++;
+      const creatorId = row.creator_id;
+      if (creatorId === null) continue;
+      const priced = priceRow(row, creatorId, program, terms, spent, month);
+      let creator = byCreator.get(creatorId);
+      if (!creator) {
+        creator = {
+          creator_id: creatorId,
+          orders: 0,
+          current_commission: 0,
+          preview_commission: 0,
+          difference: 0,
+          capped_amount: 0,
+        };
+        byCreator.set(creatorId, creator);
+      }
+      const current = Number(row.commission_amount);
+      creator.orders++;
+      creator.current_commission += current;
+      creator.preview_commission += priced.commission;
+      creator.capped_amount += priced.cappedAmount;
+      totals.current_commission += current;
+      totals.preview_commission += priced.commission;
+      totals.capped_amount += priced.cappedAmount;
     }
-    const current = Number(row.commission_amount);
-    creator.orders++;
-    creator.current_commission += current;
-    creator.preview_commission += priced.commission;
-    creator.capped_amount += priced.cappedAmount;
-    totals.current_commission += current;
-    totals.preview_commission += priced.commission;
-    totals.capped_amount += priced.cappedAmount;
-  }
   const creators = [...byCreator.values()].sort((a, b) =>
     a.creator_id < b.creator_id ? -1 : a.creator_id > b.creator_id ? 1 : 0,
   );
@@ -223,7 +230,8 @@ async function pricingTerms(sql: Sql, brandId: string): Promise<PricingTerms> {
 
 /** One attributed order priced under the version, its net commission added to its creator-month's spend. */
 function priceRow(
-  row: PreviewRow & { creator_id: string },
+  row: PreviewRow,
+  creatorId: string,
   program: CompiledProgram,
   terms: PricingTerms,
   spent: Map<string, number>,
@@ -241,7 +249,7 @@ function priceRow(
       terms.recurringLimit !== null &&
       row.cycle_number > terms.recurringLimit);
   const capsMonth = program.perCreatorMonthCap !== null;
-  const key = capsMonth ? `${row.creator_id}\u0000${month(new Date(row.occurred_at))}` : '';
+  const key = capsMonth ? `${creatorId}\u0000${month(new Date(row.occurred_at))}` : '';
   const result = computeCommission({
     amount: Number(row.original_amount ?? row.amount),
     currency: row.original_currency ?? 'KRW',
