@@ -335,6 +335,17 @@ describe('errors', () => {
     expect(error.param).toBe('to');
   });
 
+  it('answers instants at the ends of the calendar (years 0000 and 9999) like any other', async () => {
+    for (const [from, to] of [
+      ['0000-01-01T00:00:00Z', '0000-12-31T00:00:00Z'],
+      ['9999-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z'],
+    ]) {
+      const res = await preview({ from, to });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toMatchObject({ from: new Date(from!).toISOString(), orders: 0, creators: [] });
+    }
+  });
+
   it('404 commission_program_version_not_found for an unknown version or another brand’s', async () => {
     expectEnvelope(await preview(period, 'cpv_unknown'), 404, 'commission_program_version_not_found');
     const other = (await makeBrandWithKeys(ctx.orm)).brand.id;
