@@ -34,7 +34,7 @@ export async function seedPreviewOrders(
             fx_rate, commission_amount, refunded_amount, refunded_original_amount, creator_id, attributed_via,
             commission_bps, flags, items, occurred_at)
      select 'ord_bench_preview_' || g, $1, true, 'BENCH-PREVIEW-' || g,
-            case when c.id is null then 'unattributed' when g % 15 = 0 then 'refunded' else 'pending' end,
+            case when c.id is null then 'unattributed' else 'pending' end,
             a.krw, a.minor, a.currency, a.fx, case when c.id is null or g % 50 = 0 then 0 else a.krw / 10 end,
             case when g % 15 = 0 then a.krw / 2 else 0 end, case when g % 15 = 0 then a.minor / 2 else 0 end,
             c.id, case when c.id is null then null else 'code' end, case when c.id is null then null else 1000 end,
