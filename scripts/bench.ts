@@ -25,6 +25,7 @@ import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench
 import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/options.js';
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
+import { previewBench, renderPreview } from './bench/preview.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
 import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
 import { killServers, type RunningServer, serverLogTail, startServer, stopServer } from './bench/server.js';
@@ -360,6 +361,18 @@ async function backfillOnly(ctx: Context): Promise<void> {
   }
 }
 
+/** `--preview`: only the commission program preview over BENCH_PREVIEW_ORDERS orders of the demo brand, printed. */
+async function previewOnly(ctx: Context): Promise<void> {
+  const orm = await initOrm(ctx.databaseUrl, 2);
+  try {
+    const creators = ctx.seed.creators.map((c) => c.creator_id);
+    const result = await previewBench(orm, ctx.db, ctx.seed.brand_id, creators, options.previewOrders);
+    process.stdout.write(`\n${renderPreview(result)}`);
+  } finally {
+    await orm.close(true);
+  }
+}
+
 async function run(ctx: Context): Promise<void> {
   if (options.soakMinutes > 0) await soak(ctx, startedAt);
   else if (options.backfillOnly) await backfillOnly(ctx);
@@ -367,6 +380,7 @@ async function run(ctx: Context): Promise<void> {
   else if (options.costOnly) await costOnly(ctx);
   else if (options.webhooksOnly) await webhooksOnly(ctx);
   else if (options.citusOnly) await citusOnly(ctx);
+  else if (options.previewOnly) await previewOnly(ctx);
   else await main(ctx);
 }
 

@@ -160,6 +160,9 @@ export const options = {
   /** Rounds of the --citus loads, the order of the two sides alternating. */
   citusRounds: integer('BENCH_CITUS_ROUNDS', 2, 1),
   citusFile: resolve(root, 'docs', 'benchmarks-citus.md'),
+  /** `--preview`: only the commission program preview over this many orders of the last 365 days (bench/preview.ts). */
+  previewOnly: process.argv.slice(2).includes('--preview'),
+  previewOrders: integer('BENCH_PREVIEW_ORDERS', 100_000, 1),
 };
 
 if (options.against !== undefined && !options.costOnly)

@@ -850,6 +850,7 @@ npm run bench -- --cost                     # only the cost per event on a fresh
 npm run bench -- --cost --against main~1    # that, for this checkout and another revision in turns (--rounds N), medians printed
 # against the code issue 22 started from (d304b13, whose --cost runs its whole bench: shortened here), about 25 minutes
 BENCH_ORDERS=20000 BENCH_REPORT_ORDERS=20000 BENCH_POOLED=0 BENCH_COST_BATCHES=400 npm run bench -- --cost --against d304b13
+npm run bench -- --preview                  # only the commission program preview over 100,000 orders of a year (BENCH_PREVIEW_ORDERS), printed
 npm run bench -- --instructions             # the batch path's JavaScript, instructions per event under valgrind (no database; about 3 minutes)
 \`\`\`
 

@@ -990,6 +990,8 @@ export interface components {
       | 'unknown_tier_level'
       | 'effective_from_in_past'
       | 'effective_from_not_after_latest'
+      | 'invalid_period'
+      | 'period_too_long'
       | 'invalid_cursor'
       | 'invalid_request_body'
       | 'invalid_request_query'

@@ -203,6 +203,16 @@ export const errorCodes = {
     explains:
       "`effective_from` must be after the `effective_from` of every published version of the brand's program (`hint` names the latest): versions take effect in the order they are published.",
   },
+  invalid_period: {
+    status: 422,
+    explains:
+      'The period [`from`, `to`) holds no instant: `from` must be before `to` (the period includes `from` and excludes `to`). `param` is `to`.',
+  },
+  period_too_long: {
+    status: 422,
+    explains:
+      "A commission preview covers at most 366 days between `from` and `to`. Split a longer period into several previews and add up their figures (the monthly cap's headroom then starts afresh in each).",
+  },
   invalid_cursor: {
     status: 422,
     explains:

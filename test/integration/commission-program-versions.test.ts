@@ -1,9 +1,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { inTransaction } from '../../src/db/fast-path/index.js';
 import { creatorTierAt } from '../../src/modules/programs/creator-tiers.js';
-
 import { versionInForceAt, versionsInForce } from '../../src/modules/programs/programs.service.js';
 import {
   admin,

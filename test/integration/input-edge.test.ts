@@ -999,6 +999,12 @@ const adminCases = {
     base: () => ({ effective_from: '2099-01-01T00:00:00Z' }),
     fields: [['effective_from'], ['x']],
   },
+  adminPreviewCommissionProgramVersion: {
+    method: 'post',
+    path: (b: string) => `/admin/api/brands/${b}/commission_program/versions/${programVersion}/preview`,
+    base: () => ({ from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00+09:00', livemode: false }),
+    fields: [['from'], ['to'], ['livemode'], ['x']],
+  },
 } as const satisfies Record<
   string,
   {

@@ -4,6 +4,7 @@ import { attributionAdminRoutes } from '../attribution/attribution.admin-routes.
 import { brandAdminRoutes } from '../brands/brands.admin-routes.js';
 import { payoutAdminRoutes } from '../payouts/payouts.admin-routes.js';
 import { programAdminRoutes } from '../programs/programs.admin-routes.js';
+import { programPreviewRoutes } from '../programs/programs.preview-routes.js';
 
 /** The ops surface of admin-api.md, guarded by ADMIN_TOKEN where it is mounted. */
 export function adminRoutes(deps: AppDeps) {
@@ -12,6 +13,7 @@ export function adminRoutes(deps: AppDeps) {
     ...attributionAdminRoutes(deps),
     ...payoutAdminRoutes(deps),
     ...programAdminRoutes(deps),
+    ...programPreviewRoutes(deps),
     ...opsAdminRoutes(deps),
   ];
 }
