@@ -14,6 +14,7 @@ import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
 import { citusRun, renderCitus } from './bench/citus.js';
+import { citusStatementsRun, renderStatements } from './bench/citus-statements.js';
 import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
@@ -307,6 +308,30 @@ async function citusOnly(ctx: Context): Promise<void> {
   log(`wrote ${relative(root, options.citusFile)}`);
 }
 
+/**
+ * `--citus-statements`: per-table statements in the brand's delegated function against the
+ * shard-name rewrite, on a cluster of its own (no build, no single node), into its section of
+ * docs/benchmarks-citus.md.
+ */
+async function citusStatementsOnly(): Promise<void> {
+  const result = await citusStatementsRun();
+  const m = machine(result.pgVersion);
+  const section = renderStatements(result).replace(
+    /\n\n/,
+    `\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; load average at the start ${phases[0]!.load} (at each phase: ${phases
+      .slice(1)
+      .map((p) => `${p.name}: ${p.load}`)
+      .join('; ')}).\n\n`,
+  );
+  const heading = section.slice(0, section.indexOf('\n'));
+  const before = existsSync(options.citusFile) ? readFileSync(options.citusFile, 'utf8') : '';
+  const at = before.indexOf(heading);
+  const next = at < 0 ? -1 : before.indexOf('\n## ', at + heading.length);
+  const kept = at < 0 ? before : before.slice(0, at) + (next < 0 ? '' : before.slice(next + 1));
+  writeFileSync(options.citusFile, `${kept.trimEnd()}\n\n${section}`);
+  log(`wrote ${relative(root, options.citusFile)}`);
+}
+
 /** `--cost`: only the cost per event on a fresh database, printed (the inner loop of issue 22's work). */
 async function costOnly(ctx: Context): Promise<void> {
   const server = await startServer(ctx.env, options.webConcurrency, serverLog);
@@ -387,6 +412,7 @@ let ctx: Context | undefined;
 try {
   if (options.against !== undefined) await compareCost(options.against, options.rounds);
   else if (options.instructionsOnly) instructionsOnly();
+  else if (options.citusStatementsOnly) await citusStatementsOnly();
   else {
     ctx = await prepare();
     await run(ctx);

@@ -160,6 +160,8 @@ export const options = {
   /** Rounds of the --citus loads, the order of the two sides alternating. */
   citusRounds: integer('BENCH_CITUS_ROUNDS', 2, 1),
   citusFile: resolve(root, 'docs', 'benchmarks-citus.md'),
+  /** `--citus-statements`: only the per-table statements in the delegated function against the shard-name rewrite (bench/citus-statements.ts). */
+  citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };
 
 if (options.against !== undefined && !options.costOnly)
