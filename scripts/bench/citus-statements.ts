@@ -7,16 +7,24 @@
 // its stored statement swapped for the variant's by name), so only the SQL differs; the rows
 // each writes are compared first. Written to docs/benchmarks-citus.md (a section of its own).
 import pg from 'pg';
+import { lostRace } from '../../src/db/retry.js';
 import { inTransactionOn, positional, type Sql, type StoredStatement } from '../../src/db/sql.js';
-import { groupWrites } from '../../src/modules/ingestion/write-set.js';
 import { validateEvent } from '../../src/modules/events/event-validation.js';
 import { commitGroup, type IngestRequest } from '../../src/modules/ingestion/commit-group.js';
 import { ENGINE_TRANSACTION_SETTINGS } from '../../src/modules/ingestion/engine-settings.js';
 import { orderColumns } from '../../src/modules/ingestion/order-state.js';
+import { groupWrites } from '../../src/modules/ingestion/write-set.js';
 import { orderLookupKeySql } from '../../src/modules/orders/lookup-key.js';
 import { newRequestId } from '../../src/shared/ids.js';
-import { lostRace } from '../../src/db/retry.js';
-import { type Cluster, citusDatabase, nodeUrl, onNode, postmasterOf, serverTicks, startCluster } from './citus.js';
+import {
+  type Cluster,
+  citusDatabase,
+  nodeUrl,
+  onNode,
+  postmasterOf,
+  serverTicks,
+  startCluster,
+} from './citus.js';
 import { allProcs, CLK_TCK } from './cpu.js';
 import { fmt, log, options, phase } from './options.js';
 
@@ -26,7 +34,13 @@ const BRANDS = 4;
 const terms = { confirmPeriodDays: 14, recurringCommissionCycles: 12, defaultCommissionBps: 1000 };
 
 /** The write shape every group of new paid orders takes (commit-group.ts, its first shape). */
-const newOrderParts = ['newOrders', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'] as const;
+const newOrderParts = [
+  'newOrders',
+  'movements',
+  'receivedEvents',
+  'conversionTallies',
+  'integrationTallies',
+] as const;
 /** The one-brand lean load's arguments: the brand, then its statement's `?`s (load-book.ts). */
 const leanLoadTypes = 'varchar,json,varchar,json,varchar,varchar,varchar,json,varchar';
 
@@ -62,7 +76,8 @@ export function perTableWrite(engine: StoredStatement): StoredStatement {
     const empty = part.columns ? `cardinality($${first}) = 0` : `json_array_length($${first}) = 0`;
     return `  if not (${empty}) then\n    ${text};\n  end if;`;
   });
-  if (at !== engine.types.length) throw new Error(`${engine.name} takes ${engine.types.length} arguments, not ${at}`);
+  if (at !== engine.types.length)
+    throw new Error(`${engine.name} takes ${engine.types.length} arguments, not ${at}`);
   return variant(
     `cs_write_${engine.name.slice(3, 15)}`,
     engine.types,
@@ -156,10 +171,19 @@ function recording(sql: Sql, into: Call[]): Sql {
   return { query, queryAndCommit: query };
 }
 
-/** The engine's transaction with its stored statements replaced by the variants of the same name. */
-function swapped(sql: Sql, variants: ReadonlyMap<string, StoredStatement>, calls: { n: number }): Sql {
+/**
+ * The engine's transaction with its stored statements replaced by the variants of the same name;
+ * `only`: the variants of these statements, the engine's own for the rest.
+ */
+function swapped(
+  sql: Sql,
+  variants: ReadonlyMap<string, StoredStatement>,
+  calls: { n: number },
+  only?: ReadonlySet<string>,
+): Sql {
   const pick = (text: string | StoredStatement) => {
     if (typeof text === 'string') return text;
+    if (only && !only.has(text.name)) return text;
     const v = variants.get(text.name);
     if (!v) throw new Error(`no per-table variant of ${text.name}`);
     calls.n++;
@@ -171,12 +195,16 @@ function swapped(sql: Sql, variants: ReadonlyMap<string, StoredStatement>, calls
   };
 }
 
-type Side = 'a' | 'b';
+/** a: the engine as it is (shard names); b: per-table load and write; c: per-table load, the engine's write. */
+type Side = 'a' | 'b' | 'c';
+const SIDES: Record<Side, string> = { a: 'shard names', b: 'per table', c: 'per-table load only' };
 
 interface Setup {
   pool: pg.Pool;
   brands: string[];
   variants: Map<string, StoredStatement>;
+  /** The load's name: side c swaps it alone. */
+  loadOnly: Set<string>;
   variantCalls: { n: number };
 }
 
@@ -209,7 +237,11 @@ async function commitOne(s: Setup, side: Side, brand: string, size: number, tag:
       await inTransactionOn(
         s.pool,
         async (sql) => {
-          const { answers } = await commitGroup(side === 'a' ? sql : swapped(sql, s.variants, s.variantCalls), group, {
+          const engineSql =
+            side === 'a'
+              ? sql
+              : swapped(sql, s.variants, s.variantCalls, side === 'c' ? s.loadOnly : undefined);
+          const { answers } = await commitGroup(engineSql, group, {
             now,
             gapDelayMinutes: 30,
             oneBrand: true,
@@ -296,9 +328,10 @@ async function sameRows(s: Setup, brand: string, size: number): Promise<{ same: 
     if (!(err instanceof RolledBack)) throw err;
   });
   const [load, write] = calls;
-  if (calls.length !== 2 || !load || !write) throw new Error(`the engine sent ${calls.length} stored statements, not 2`);
-  const result: Record<Side, string> = { a: '', b: '' };
-  const sums: Record<Side, Record<string, string>> = { a: {}, b: {} };
+  if (calls.length !== 2 || !load || !write)
+    throw new Error(`the engine sent ${calls.length} stored statements, not 2`);
+  const result: Record<'a' | 'b', string> = { a: '', b: '' };
+  const sums: Record<'a' | 'b', Record<string, string>> = { a: {}, b: {} };
   for (const side of ['a', 'b'] as const) {
     const pick = (c: Call) => (side === 'a' ? c.stored : s.variants.get(c.stored.name)!);
     await inTransactionOn(
@@ -324,15 +357,21 @@ async function sameRows(s: Setup, brand: string, size: number): Promise<{ same: 
     a.forEach((row, i) => {
       for (const k of Object.keys(row))
         if (JSON.stringify(row[k]) !== JSON.stringify(b[i]?.[k]))
-          log(`  load ${i} ${k}: ${JSON.stringify(row[k]).slice(0, 600)}\n    against ${JSON.stringify(b[i]?.[k]).slice(0, 600)}`);
+          log(
+            `  load ${i} ${k}: ${JSON.stringify(row[k]).slice(0, 600)}\n    against ${JSON.stringify(b[i]?.[k]).slice(0, 600)}`,
+          );
     });
   }
   const found = JSON.parse(result.a) as { orders: unknown[] }[];
   return {
     same: sameSums && sameLoads && found[1]!.orders.length === size,
     detail: `${Object.entries(sums.a)
-      .map(([t, v]) => `${t} ${v.split(' ')[0]} (${v === sums.b[t] ? 'same md5' : `DIFFERENT: ${sums.b[t]}`})`)
-      .join(', ')}; loads ${sameLoads ? 'identical' : 'DIFFERENT'} (${found[1]!.orders.length} orders found and locked after the write)`,
+      .map(
+        ([t, v]) => `${t} ${v.split(' ')[0]} (${v === sums.b[t] ? 'same md5' : `DIFFERENT: ${sums.b[t]}`})`,
+      )
+      .join(
+        ', ',
+      )}; loads ${sameLoads ? 'identical' : 'DIFFERENT'} (${found[1]!.orders.length} orders found and locked after the write)`,
   };
 }
 
@@ -415,7 +454,7 @@ async function stretch(
 export interface StatementsRun {
   checks: { label: string; same: boolean; detail: string }[];
   brandsOnWorkers: string;
-  results: { config: Config; rounds: { order: string; a: Stretch; b: Stretch }[] }[];
+  results: { config: Config; rounds: ({ order: string } & Record<Side, Stretch>)[] }[];
   seconds: number;
   pgVersion: string;
 }
@@ -431,8 +470,9 @@ async function cloneBrands(url: string, want: number): Promise<{ brands: string[
           [brand],
         )
       ).rows[0]!.node;
-    const workers = (await c.query<{ port: number }>('select nodeport as port from pg_dist_node where groupid > 0'))
-      .rows.map((r) => r.port);
+    const workers = (
+      await c.query<{ port: number }>('select nodeport as port from pg_dist_node where groupid > 0')
+    ).rows.map((r) => r.port);
     const room = new Map(workers.map((w) => [w, want / workers.length]));
     const brands = ['brand_demo'];
     const placed = [`brand_demo on :${await nodeOf('brand_demo')}`];
@@ -503,7 +543,13 @@ export async function citusStatementsRun(): Promise<StatementsRun> {
           );
         }
       });
-      const s: Setup = { pool, brands, variants, variantCalls: { n: 0 } };
+      const s: Setup = {
+        pool,
+        brands,
+        variants,
+        loadOnly: new Set([load.stored.name]),
+        variantCalls: { n: 0 },
+      };
 
       phase('checking that both sides write the same rows');
       const checks = [];
@@ -512,7 +558,8 @@ export async function citusStatementsRun(): Promise<StatementsRun> {
         log(`  group of ${size}: ${check.same ? 'same' : 'DIFFERENT'}: ${check.detail}`);
         checks.push({ label: `group of ${size}`, ...check });
       }
-      if (checks.some((c) => !c.same)) throw new Error('the two sides do not write the same rows: nothing measured');
+      if (checks.some((c) => !c.same))
+        throw new Error('the two sides do not write the same rows: nothing measured');
 
       const configs: Config[] = [
         { label: 'single events, one brand', size: 1, brands: 1 },
@@ -527,16 +574,17 @@ export async function citusStatementsRun(): Promise<StatementsRun> {
         phase(`${config.label}: warm-up (3 s each side)`);
         await stretch(s, cluster, counters, 'a', config, 3);
         await stretch(s, cluster, counters, 'b', config, 3);
-        const out: { order: string; a: Stretch; b: Stretch }[] = [];
+        await stretch(s, cluster, counters, 'c', config, 3);
+        const out: StatementsRun['results'][number]['rounds'] = [];
         for (let round = 0; round < rounds; round++) {
-          const order: Side[] = round % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+          const order: Side[] = round % 2 === 0 ? ['a', 'b', 'c'] : ['c', 'b', 'a'];
           const got: Partial<Record<Side, Stretch>> = {};
           for (const side of order) {
-            phase(`${config.label}, round ${round + 1}: ${side === 'a' ? 'shard names (today)' : 'per-table statements'}, ${seconds} s`);
+            phase(`${config.label}, round ${round + 1}: ${SIDES[side]}, ${seconds} s`);
             got[side] = await stretch(s, cluster, counters, side, config, seconds);
             log(`  ${fmt(got[side]!.rate)} events/s, ${got[side]!.failed} failed`);
           }
-          out.push({ order: order.join('/'), a: got.a!, b: got.b! });
+          out.push({ order: order.join('/'), a: got.a!, b: got.b!, c: got.c! });
         }
         results.push({ config, rounds: out });
       }
@@ -561,26 +609,24 @@ export function renderStatements(r: StatementsRun): string {
   const rows = r.results.flatMap(({ config, rounds }) =>
     rounds.map(
       (x, i) =>
-        `| ${config.label} | ${i + 1} (${x.order}) | ${fmt(x.a.rate)} | ${fmt(x.b.rate)} | ${pct(x.b.rate / x.a.rate)} |`,
+        `| ${config.label} | ${i + 1} (${x.order}) | ${fmt(x.a.rate)} | ${fmt(x.b.rate)} | ${fmt(x.c.rate)} | ${pct(x.b.rate / x.a.rate)} | ${pct(x.c.rate / x.a.rate)} |`,
     ),
   );
   const cpuRows = r.results.flatMap(({ config, rounds }) =>
-    (['a', 'b'] as const).map((side) => {
+    (['a', 'b', 'c'] as const).map((side) => {
       const cpu = nodes.map((n) => ms3(mean(rounds.map((x) => x[side].cpu[n]!))));
       const pgTotal = mean(
-        rounds.map((x) =>
-          nodes.filter((n) => n !== 'bench').reduce((sum, n) => sum + x[side].cpu[n]!, 0),
-        ),
+        rounds.map((x) => nodes.filter((n) => n !== 'bench').reduce((sum, n) => sum + x[side].cpu[n]!, 0)),
       );
-      return `| ${config.label} | ${side === 'a' ? 'shard names' : 'per table'} | ${cpu.join(' | ')} | ${ms3(pgTotal)} | ${ms3(
+      return `| ${config.label} | ${SIDES[side]} | ${cpu.join(' | ')} | ${ms3(pgTotal)} | ${ms3(
         mean(rounds.map((x) => x[side].twoPhase)),
       )} | ${ms3(mean(rounds.map((x) => x[side].multiShard)))} | ${rounds.reduce((n, x) => n + x[side].failed, 0)} |`;
     }),
   );
   const summary = r.results
     .map(({ config, rounds }) => {
-      const ratios = rounds.map((x) => x.b.rate / x.a.rate);
-      return `${config.label}: per table / shard names ${pct(mean(ratios))} (rounds ${ratios.map(pct).join(', ')})`;
+      const ratios = (side: Side) => rounds.map((x) => x[side].rate / x.a.rate);
+      return `${config.label}: per table / shard names ${pct(mean(ratios('b')))} (rounds ${ratios('b').map(pct).join(', ')}), per-table load only ${pct(mean(ratios('c')))}`;
     })
     .join('; ');
   return `## Per-table statements in the delegated function against the shard-name rewrite
@@ -600,6 +646,20 @@ and the same values by the same engine code:
   argument (parts without rows skipped); the load as one select per table (orders locked by
   brand, mode and order id; codes; their offers; creators; endpoints), each filtered by the brand
   argument, joined in the function over the rows read.
+- **per-table load only**: the per-table load with the engine's write, to tell the two apart.
+
+How Citus 13.2 runs the per-table statements (a worker's log at debug2 with
+\`citus.log_local_commands\`, a dozen calls on one connection): each select is a fast-path router
+query with deferred pruning, planned by its first calls and then kept in PL/pgSQL's plan, run by
+the local executor against the brand's shard; each \`INSERT … SELECT\` is "Collecting INSERT …
+SELECT results on coordinator" (its rows have no distributed table to come from) and then "executing
+the copy locally for shard …", planned on every call: the per-table write takes the same path the
+data-modifying CTE took before the shard names, one table at a time. A fast-path write (one
+\`INSERT … VALUES\` per row, its brand the argument) is refused inside a function delegated by force
+("queries must filter by the distribution argument…"): the value is coerced to the column's type,
+\`varchar(255)\`, and no longer equals the argument's \`varchar\` (the same insert into a plain
+\`varchar\` brand column is accepted), so the fast path for writes would need brand_id retyped on
+every distributed table.
 
 Same rows first: the engine's load and write values for one group were recorded, then each side's
 functions ran them in a transaction of their own (rolled back): ${r.checks
@@ -607,11 +667,11 @@ functions ran them in a transaction of their own (rolled back): ${r.checks
     .join('; ')}. Columns left out of the checksums: the transaction's time (created_at, updated_at)
 and the tallies' ids, taken from sequences.
 
-Rounds interleaved (a/b, then b/a, …) so that the shared machine's slow minutes fall on both; each
+Rounds interleaved (a/b/c, then c/b/a, …) so that the shared machine's slow minutes fall on both; each
 side warmed up 3 s per load first.
 
-| load | round (order) | shard names, events/s | per table, events/s | per table / shard names |
-| --- | --- | ---: | ---: | ---: |
+| load | round (order) | a: shard names, events/s | b: per table | c: per-table load only | b / a | c / a |
+| --- | --- | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
 
 ${summary}.

@@ -73,7 +73,10 @@ export async function onNode<T>(url: string, work: (c: pg.Client) => Promise<T>)
  * The bench database on every node with the extension, the workers registered, migrated (the
  * migrations distribute the tables, finding the extension) and seeded as the plain one is.
  */
-export async function citusDatabase(cluster: Cluster, env: NodeJS.ProcessEnv): Promise<{ url: string; seed: Seed }> {
+export async function citusDatabase(
+  cluster: Cluster,
+  env: NodeJS.ProcessEnv,
+): Promise<{ url: string; seed: Seed }> {
   const db = options.db;
   for (const node of cluster.nodes)
     await onNode(nodeUrl(node.port, 'postgres'), (c) =>
