@@ -14,7 +14,7 @@ import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
 import { citusRun, renderCitus } from './bench/citus.js';
-import { citusStatementsRun, renderStatements } from './bench/citus-statements.js';
+import { citusStatementsRun, renderStatements, STATEMENTS_HEADING } from './bench/citus-statements.js';
 import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
@@ -296,6 +296,10 @@ async function webhooksOnly(ctx: Context): Promise<void> {
 async function citusOnly(ctx: Context): Promise<void> {
   const result = await citusRun(ctx, (name) => join(tmpDir, `server-${name}.log`));
   const m = machine(ctx.pgVersion);
+  // The --citus-statements section is another run's: kept.
+  const before = existsSync(options.citusFile) ? readFileSync(options.citusFile, 'utf8') : '';
+  const statementsAt = before.indexOf(`\n${STATEMENTS_HEADING}`);
+  const statements = statementsAt < 0 ? '' : `\n${before.slice(statementsAt).trim()}\n`;
   writeFileSync(
     options.citusFile,
     `# Benchmarks: Citus (\`npm run bench -- --citus\`, issue 37)\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; ${ctx.redisDescription}; load average at the start ${phases[0]!.load} (at each phase: ${phases
@@ -303,7 +307,7 @@ async function citusOnly(ctx: Context): Promise<void> {
       .map((p) => `${p.name}: ${p.load}`)
       .join(
         '; ',
-      )}). The machine is shared with other engineers' work: a load average above 2 means the cores were shared during the run, alike for both sides since the loads interleave.\n\n${renderCitus(result)}`,
+      )}). The machine is shared with other engineers' work: a load average above 2 means the cores were shared during the run, alike for both sides since the loads interleave.\n\n${renderCitus(result)}${statements}`,
   );
   log(`wrote ${relative(root, options.citusFile)}`);
 }
