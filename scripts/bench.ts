@@ -6,7 +6,8 @@
 // skips it); pgbench beside each figure (the service's own SQL, a minimal three-statement transaction, the read SQL).
 // `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md); `-- --webhooks` only the
 // webhook phase (docs/benchmarks-webhooks.md); `-- --citus` only the loads through a local Citus
-// cluster's coordinator beside the single node (docs/benchmarks-citus.md).
+// cluster's coordinator beside the single node (docs/benchmarks-citus.md); `-- --citus-statements` only
+// the engine's load and write on the brand's shards against per-table statements (its section there).
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -331,8 +332,12 @@ async function citusStatementsOnly(): Promise<void> {
   const before = existsSync(options.citusFile) ? readFileSync(options.citusFile, 'utf8') : '';
   const at = before.indexOf(heading);
   const next = at < 0 ? -1 : before.indexOf('\n## ', at + heading.length);
-  const kept = at < 0 ? before : before.slice(0, at) + (next < 0 ? '' : before.slice(next + 1));
-  writeFileSync(options.citusFile, `${kept.trimEnd()}\n\n${section}`);
+  // In its place; the sections after it (written by hand) stay after it.
+  const written =
+    at < 0
+      ? `${before.trimEnd()}\n\n${section}`
+      : `${before.slice(0, at)}${section}${next < 0 ? '' : `\n${before.slice(next + 1)}`}`;
+  writeFileSync(options.citusFile, written);
   log(`wrote ${relative(root, options.citusFile)}`);
 }
 
