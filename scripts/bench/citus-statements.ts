@@ -654,9 +654,12 @@ and the same values by the same engine code:
 - **per table**: functions of the bench's own with the same arguments, delegated alike
   (\`create_distributed_function(…, '$1', colocate_with => 'creators', force_delegation => true)\`):
   the write as one \`INSERT … SELECT\` per table against the distributed table, its brand the
-  argument (parts without rows skipped); the load as one select per table (orders locked by
-  brand, mode and order id; codes; their offers; creators; endpoints), each filtered by the brand
-  argument, joined in the function over the rows read.
+  argument (parts without rows skipped); the load as one select per table (codes; their offers;
+  creators; endpoints), each filtered by the brand argument, joined in the function over the rows
+  read, and orders locked and read by one select per order on its unique key (brand, mode, order
+  id): one select for all of them was planned by the never-analyzed shard as a scan of the
+  brand's whole list index. Citus takes only fast-path statements in a function delegated by
+  force (one table, no subquery, no cursor, the brand named once).
 - **per-table load only**: the per-table load with the engine's write, to tell the two apart.
 
 How Citus 13.2 runs the per-table statements (a worker's log at debug2 with
