@@ -6,7 +6,8 @@
 // skips it); pgbench beside each figure (the service's own SQL, a minimal three-statement transaction, the read SQL).
 // `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md); `-- --webhooks` only the
 // webhook phase (docs/benchmarks-webhooks.md); `-- --citus` only the loads through a local Citus
-// cluster's coordinator beside the single node (docs/benchmarks-citus.md).
+// cluster's coordinator beside the single node (docs/benchmarks-citus.md); `-- --citus-statements` only
+// the engine's load and write on the brand's shards against per-table statements (its section there).
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -14,6 +15,7 @@ import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
 import { citusRun, renderCitus } from './bench/citus.js';
+import { citusStatementsRun, renderStatements, STATEMENTS_HEADING } from './bench/citus-statements.js';
 import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
 import { withCpu } from './bench/cpu.js';
@@ -296,6 +298,10 @@ async function webhooksOnly(ctx: Context): Promise<void> {
 async function citusOnly(ctx: Context): Promise<void> {
   const result = await citusRun(ctx, (name) => join(tmpDir, `server-${name}.log`));
   const m = machine(ctx.pgVersion);
+  // The --citus-statements section is another run's: kept.
+  const before = existsSync(options.citusFile) ? readFileSync(options.citusFile, 'utf8') : '';
+  const statementsAt = before.indexOf(`\n${STATEMENTS_HEADING}`);
+  const statements = statementsAt < 0 ? '' : `\n${before.slice(statementsAt).trim()}\n`;
   writeFileSync(
     options.citusFile,
     `# Benchmarks: Citus (\`npm run bench -- --citus\`, issue 37)\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; ${ctx.redisDescription}; load average at the start ${phases[0]!.load} (at each phase: ${phases
@@ -303,8 +309,36 @@ async function citusOnly(ctx: Context): Promise<void> {
       .map((p) => `${p.name}: ${p.load}`)
       .join(
         '; ',
-      )}). The machine is shared with other engineers' work: a load average above 2 means the cores were shared during the run, alike for both sides since the loads interleave.\n\n${renderCitus(result)}`,
+      )}). The machine is shared with other engineers' work: a load average above 2 means the cores were shared during the run, alike for both sides since the loads interleave.\n\n${renderCitus(result)}${statements}`,
   );
+  log(`wrote ${relative(root, options.citusFile)}`);
+}
+
+/**
+ * `--citus-statements`: per-table statements in the brand's delegated function against the
+ * shard-name rewrite, on a cluster of its own (no build, no single node), into its section of
+ * docs/benchmarks-citus.md.
+ */
+async function citusStatementsOnly(): Promise<void> {
+  const result = await citusStatementsRun();
+  const m = machine(result.pgVersion);
+  const section = renderStatements(result).replace(
+    /\n\n/,
+    `\n\n${m.date}; ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${m.pg}; load average at the start ${phases[0]!.load} (at each phase: ${phases
+      .slice(1)
+      .map((p) => `${p.name}: ${p.load}`)
+      .join('; ')}).\n\n`,
+  );
+  const heading = section.slice(0, section.indexOf('\n'));
+  const before = existsSync(options.citusFile) ? readFileSync(options.citusFile, 'utf8') : '';
+  const at = before.indexOf(heading);
+  const next = at < 0 ? -1 : before.indexOf('\n## ', at + heading.length);
+  // In its place; the sections after it (written by hand) stay after it.
+  const written =
+    at < 0
+      ? `${before.trimEnd()}\n\n${section}`
+      : `${before.slice(0, at)}${section}${next < 0 ? '' : `\n${before.slice(next + 1)}`}`;
+  writeFileSync(options.citusFile, written);
   log(`wrote ${relative(root, options.citusFile)}`);
 }
 
@@ -401,6 +435,7 @@ let ctx: Context | undefined;
 try {
   if (options.against !== undefined) await compareCost(options.against, options.rounds);
   else if (options.instructionsOnly) instructionsOnly();
+  else if (options.citusStatementsOnly) await citusStatementsOnly();
   else {
     ctx = await prepare();
     await run(ctx);

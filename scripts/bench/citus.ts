@@ -19,7 +19,7 @@ import { fmt, log, ms, options, phase, root, tmpDir } from './options.js';
 import { type RunningServer, startServer, stopServer } from './server.js';
 import type { Context } from './setup.js';
 
-interface Cluster {
+export interface Cluster {
   dir: string;
   port: number;
   /** Data directories: the coordinator first, then the workers. */
@@ -28,7 +28,7 @@ interface Cluster {
 }
 
 /** A coordinator and two workers of the shared build (../shared/citus/cluster.sh), stopped at the end. */
-async function startCluster(): Promise<Cluster> {
+export async function startCluster(): Promise<Cluster> {
   const build = resolve(root, '../shared/citus');
   const script = join(build, 'cluster.sh');
   if (!existsSync(script)) throw new Error(`--citus needs the Citus build in ${build} (its README)`);
@@ -57,9 +57,9 @@ async function startCluster(): Promise<Cluster> {
   return { dir, port, nodes, stop };
 }
 
-const nodeUrl = (port: number, db: string) => `postgres://postgres@127.0.0.1:${port}/${db}`;
+export const nodeUrl = (port: number, db: string) => `postgres://postgres@127.0.0.1:${port}/${db}`;
 
-async function onNode<T>(url: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
+export async function onNode<T>(url: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
@@ -73,7 +73,10 @@ async function onNode<T>(url: string, work: (c: pg.Client) => Promise<T>): Promi
  * The bench database on every node with the extension, the workers registered, migrated (the
  * migrations distribute the tables, finding the extension) and seeded as the plain one is.
  */
-async function citusDatabase(cluster: Cluster, env: NodeJS.ProcessEnv): Promise<{ url: string; seed: Seed }> {
+export async function citusDatabase(
+  cluster: Cluster,
+  env: NodeJS.ProcessEnv,
+): Promise<{ url: string; seed: Seed }> {
   const db = options.db;
   for (const node of cluster.nodes)
     await onNode(nodeUrl(node.port, 'postgres'), (c) =>
@@ -103,11 +106,11 @@ async function citusDatabase(cluster: Cluster, env: NodeJS.ProcessEnv): Promise<
 }
 
 /** The postmaster's pid of a data directory (first line of postmaster.pid). */
-const postmasterOf = (dataDir: string) =>
+export const postmasterOf = (dataDir: string) =>
   Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
 
 /** Ticks of a PostgreSQL server: every process under its postmaster, and the backends that ended. */
-function serverTicks(postmaster: number, procs = allProcs()): number {
+export function serverTicks(postmaster: number, procs = allProcs()): number {
   const tree = processTree(postmaster, procs);
   return tree.reduce((sum, p, i) => sum + p.ticks + (i === 0 ? p.childTicks : 0), 0);
 }

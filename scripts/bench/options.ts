@@ -163,6 +163,8 @@ export const options = {
   /** `--preview`: only the commission program preview over this many orders of the last 365 days (bench/preview.ts). */
   previewOnly: process.argv.slice(2).includes('--preview'),
   previewOrders: integer('BENCH_PREVIEW_ORDERS', 100_000, 1),
+  /** `--citus-statements`: only the per-table statements in the delegated function against the shard-name rewrite (bench/citus-statements.ts). */
+  citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };
 
 if (options.against !== undefined && !options.costOnly)

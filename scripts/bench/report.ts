@@ -846,6 +846,7 @@ BENCH_COMPARE_CONCURRENCY=1 npm run bench   # also the 64-connection singles wit
 BENCH_POOLED=0 npm run bench                # without the runs through PgBouncer
 npm run bench -- --soak 30                  # only the 30-minute soak, into docs/benchmarks-soak.md
 npm run bench -- --citus                    # only singles and batches through a local Citus cluster's coordinator beside the single node, into docs/benchmarks-citus.md
+npm run bench -- --citus-statements         # only the engine's load and write on the brand's shards against per-table statements (a cluster of its own), into its section of docs/benchmarks-citus.md
 npm run bench -- --cost                     # only the cost per event on a fresh database, printed
 npm run bench -- --cost --against main~1    # that, for this checkout and another revision in turns (--rounds N), medians printed
 # against the code issue 22 started from (d304b13, whose --cost runs its whole bench: shortened here), about 25 minutes
