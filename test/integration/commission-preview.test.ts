@@ -374,3 +374,52 @@ describe('errors', () => {
     );
   });
 });
+
+describe('tiers in the preview', () => {
+  it('prices each order with the creator’s tier in force at its occurred_at; a level the version lacks is no tier', async () => {
+    const { brand, keys: tierKeys } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    const creators = await makeCreators(ctx, brand.id, []);
+    const version = await admin(ctx).post(`/admin/api/brands/${brand.id}/commission_program/versions`, {
+      rules: {
+        default_rate_bps: 500,
+        tiers: {
+          window_days: 30,
+          levels: [{ key: 'gold', name: 'Gold', min_net_revenue: 0, rate_bps: 3000 }],
+        },
+      },
+    });
+    expect(version.status).toBe(201);
+    // Joon (code JOON, no offer: the brand's 10% today): gold, then no tier, then a level the version lacks.
+    const history = [
+      [at(0.5), 'gold'],
+      [at(2), null],
+      [at(4), 'platinum'],
+    ] as const;
+    for (const [i, [effectiveAt, level]] of history.entries())
+      await ctx.orm.em.fork().execute(
+        `insert into creator_tiers (brand_id, id, creator_id, effective_at, level, locked, since, net_revenue, request_id)
+           values (?, ?, ?, ?, ?, false, ?, null, 'req_test')`,
+        [brand.id, `ctr_test_${i}`, creators.joon.creatorId, effectiveAt, level, effectiveAt],
+      );
+    for (const [orderId, hours] of [
+      ['T1', 1],
+      ['T2', 3],
+      ['T3', 5],
+    ] as const)
+      await send(
+        'order.paid',
+        at(hours),
+        { order_id: orderId, amount: 100_000, coupon_code: 'JOON' },
+        tierKeys.sk_live,
+      );
+    const res = await preview(period, version.body.id, brand.id);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // T1 at gold's 30%, T2 and T3 at the program default's 5%.
+    expect(res.body.totals).toEqual({
+      current_commission: 30_000,
+      preview_commission: 40_000,
+      difference: 10_000,
+      capped_amount: 0,
+    });
+  });
+});

@@ -172,6 +172,7 @@ export async function previewVersion(
   const program = compileRules(version.rules);
   const terms = await pricingTerms(sql, brandId);
   const month = monthsIn(version.timeZone);
+  const tierAt = await tierHistory(sql, brandId, to);
   // Net commission (after its refunds' reversal) each creator-month has earned so far in the period.
   const spent = new Map<string, number>();
   const byCreator = new Map<string, CreatorPreview>();
@@ -182,7 +183,7 @@ export async function previewVersion(
       orders++;
       const creatorId = row.creator_id;
       if (creatorId === null) continue;
-      const priced = priceRow(row, creatorId, program, terms, spent, month);
+      const priced = priceRow(row, creatorId, program, terms, spent, month, tierAt);
       let creator = byCreator.get(creatorId);
       if (!creator) {
         creator = {
@@ -212,6 +213,43 @@ export async function previewVersion(
   return { versionId: version.id, from, to, livemode, orders, totals, creators };
 }
 
+/**
+ * The tier level in force for a creator at an instant, from the brand's tier history up to the
+ * period's end, read once: the last change at or before the instant (a level the version lacks
+ * prices as no tier, in computeCommission).
+ */
+async function tierHistory(
+  sql: Sql,
+  brandId: string,
+  to: Date,
+): Promise<(creatorId: string, at: Date) => string | null> {
+  const rows = await sql.query<{ creator_id: string; effective_at: Date | string; level: string | null }>(
+    `select creator_id, effective_at, level from creator_tiers
+      where brand_id = ? and effective_at < ? order by creator_id, effective_at, id`,
+    [brandId, to],
+  );
+  const byCreator = new Map<string, { at: number; level: string | null }[]>();
+  for (const r of rows) {
+    let changes = byCreator.get(r.creator_id);
+    if (!changes) byCreator.set(r.creator_id, (changes = []));
+    changes.push({ at: new Date(r.effective_at).getTime(), level: r.level });
+  }
+  return (creatorId, at) => {
+    const changes = byCreator.get(creatorId);
+    if (!changes) return null;
+    const t = at.getTime();
+    let lo = 0;
+    let hi = changes.length;
+    // The first change after `t`; the one before it is in force.
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (changes[mid]!.at <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo === 0 ? null : changes[lo - 1]!.level;
+  };
+}
+
 async function pricingTerms(sql: Sql, brandId: string): Promise<PricingTerms> {
   const [brand] = await sql.query<{
     default_commission_bps: number;
@@ -236,6 +274,7 @@ function priceRow(
   terms: PricingTerms,
   spent: Map<string, number>,
   month: (at: Date) => string,
+  tierAt: (creatorId: string, at: Date) => string | null,
 ): { commission: number; cappedAmount: number } {
   // commission_bps is the rate the order was first priced with: the offer's when its offer has a
   // rate of its own, else the brand's default as it was then (decisions.md).
@@ -256,8 +295,7 @@ function priceRow(
     fxRate: row.fx_rate,
     items: row.items,
     program,
-    // Tier storage is not in this branch: no order has a tier yet.
-    tierKey: null,
+    tierKey: tierAt(creatorId, new Date(row.occurred_at)),
     offerBps,
     brandDefaultBps,
     monthHeadroom: capsMonth ? monthHeadroom(program, spent.get(key) ?? 0) : null,
