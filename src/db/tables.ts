@@ -50,6 +50,9 @@ export const TABLES = {
   conversion_tallies: { kind: 'brand', key: 'queue' },
   conversion_fine_tallies: { kind: 'brand', key: 'queue' },
   conversion_counts: { kind: 'brand' },
+  reconciliations: { kind: 'brand' },
+  reconciliation_rows: { kind: 'brand' },
+  reconciliation_differences: { kind: 'brand' },
 
   /** Operational counters of the coordinator's own processes (/metrics). */
   requeued_work: { kind: 'coordinator' },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { attributionVias, orderStatuses } from '../orders/order.entity.js';
 import { OrderOut } from '../orders/order-out.js';
+import { ReconciliationOut, reconciliationExample } from '../reconciliations/reconciliations.schemas.js';
 
 /** The types a webhook endpoint can subscribe to (`enabled_events`), `*` aside. */
 export const webhookEventTypes = [
@@ -11,6 +12,7 @@ export const webhookEventTypes = [
   'commission.clawed_back',
   'payout.created',
   'integration.order_missing',
+  'reconciliation.completed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -189,6 +191,7 @@ export const webhookEventExamples: Record<
       observed_event_id: 'evt_01kb0p4q5r6s7t8v9w0x1y2z3a',
     },
   },
+  'reconciliation.completed': { object: reconciliationExample },
 };
 
 const descriptions: Record<WebhookEventType, string> = {
@@ -205,6 +208,8 @@ const descriptions: Record<WebhookEventType, string> = {
     'A payout was made (live mode only), sent in the transaction that makes it final, once the run has paid every line it found for the creator: its totals never change after, and equal `GET /v1/payouts/{payout_id}` and the sum of its lines, so it is safe to pay from. Usually one per creator and run; a later pass of the same run (a retry, an admin rerun) that finds more due (an order confirmed since, a clawback) makes another payout, with its own id and its own payout.created, and never adds to one announced.',
   'integration.order_missing':
     'A browser observed an order (order.observed) for which no order.paid arrived within the gap delay. Resend order.paid for it.',
+  'reconciliation.completed':
+    'A reconciliation finished comparing the uploaded books with our orders: read its differences and resend (`GET /v1/reconciliations/{reconciliation_id}/resend`). Also sent for one completed in its upload request.',
 };
 
 const objects: Record<WebhookEventType, z.ZodType> = {
@@ -215,6 +220,7 @@ const objects: Record<WebhookEventType, z.ZodType> = {
   'commission.clawed_back': ClawbackObject,
   'payout.created': PayoutObject,
   'integration.order_missing': MissingOrderObject,
+  'reconciliation.completed': ReconciliationOut,
 };
 
 const exampleRequestIds: Partial<Record<WebhookEventType, string>> = {
