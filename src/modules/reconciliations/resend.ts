@@ -199,9 +199,9 @@ export async function resendPage(
           `select o.order_id, o.status, coalesce(o.original_currency, 'KRW') as currency,
                   coalesce(o.original_amount, o.amount) as amount, o.refunded_original_amount as refunded, o.fx_rate,
                   o.coupon_code, o.click_ref, o.last_touch_channel, o.customer_hash, o.parent_order_id, o.items, o.occurred_at
-             from unnest(?::text[]) k(key) join orders o on ${orderLookupKeySql('o')} = k.key
+             from jsonb_array_elements_text(?::jsonb) k(key) join orders o on ${orderLookupKeySql('o')} = k.key
             where o.brand_id = ? and o.livemode = ?`,
-          [keys, caller.brandId, caller.livemode],
+          [JSON.stringify(keys), caller.brandId, caller.livemode],
         )
     ).map((o) => [o.order_id, { ...o, occurred_at: new Date(o.occurred_at) }]),
   );
