@@ -27,6 +27,8 @@ const tagDescriptions: Record<string, string> = {
   Creators:
     "The brand's creators with their codes and commission balances: pending, payable, paid out, clawed back.",
   Reports: 'Conversions per creator, day or product over a period, with the browser funnel; JSON or CSV.',
+  Reconciliations:
+    "Upload the brand's books for a period (JSON or streamed CSV), read every difference with our orders, and the events batch that fixes what a resend can fix.",
   Webhooks: 'Endpoints that receive signed notifications, their deliveries, and the events sent to them.',
   'Key issuance': "Issue API keys with the brand's login JWT, on the auth host.",
   'Admin: brands': 'Ops only: create and configure brands, and issue their keys.',
