@@ -1,6 +1,17 @@
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectEnvelope, expectSecretKeyRequired, makeShop, SHOP_ORIGIN, sendEvent } from '../factories/index.js';
+import { requeueLostWork } from '../../src/jobs/lost-work.js';
+import { createLogger } from '../../src/logger.js';
+import { runReconciliation } from '../../workers/reconciliation.js';
+import {
+  expectEnvelope,
+  expectSecretKeyRequired,
+  makeShop,
+  SHOP_ORIGIN,
+  sendEvent,
+} from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -29,8 +40,15 @@ const to = new Date(Date.now() + day).toISOString();
 const at = (daysAgo: number) => new Date(Date.now() - daysAgo * day).toISOString();
 
 const post = (body: unknown, key = shop.keys.sk_live) =>
-  request(ctx.app).post('/v1/reconciliations').set('Authorization', `Bearer ${key}`).send(body as object);
-const postCsv = (csv: string, query = `from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, key = shop.keys.sk_live) =>
+  request(ctx.app)
+    .post('/v1/reconciliations')
+    .set('Authorization', `Bearer ${key}`)
+    .send(body as object);
+const postCsv = (
+  csv: string,
+  query = `from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`,
+  key = shop.keys.sk_live,
+) =>
   request(ctx.app)
     .post(`/v1/reconciliations?${query}`)
     .set('Authorization', `Bearer ${key}`)
@@ -65,7 +83,9 @@ async function sendResend(id: string) {
   let cursor: string | null = null;
   let sent = 0;
   do {
-    const res = await get(`/v1/reconciliations/${id}/resend${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const res = await get(
+      `/v1/reconciliations/${id}/resend${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     expect(res.status).toBe(200);
     if (res.body.data.length > 0) {
       const batch = await request(ctx.app)
@@ -84,16 +104,30 @@ describe('differences and the resend', () => {
   it('finds every kind, and after the resend a new reconciliation of the same upload has nothing fixable', async () => {
     const paid = (order_id: string, data: Record<string, unknown> = {}) =>
       sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', { order_id, amount: 10_000, ...data });
-    for (const id of ['m-ok', 'm-amount', 'm-refund', 'm-status', 'm-attr', 'm-there', 'm-cur', 'm-cancel-here'])
+    for (const id of [
+      'm-ok',
+      'm-amount',
+      'm-refund',
+      'm-status',
+      'm-attr',
+      'm-there',
+      'm-cur',
+      'm-cancel-here',
+    ])
       expect((await paid(id)).status).toBe(200);
     expect((await paid('m-usd', { amount: 1000, currency: 'USD', fx_rate: '1400' })).status).toBe(200);
     expect(
-      (await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', { order_id: 'm-ok', refund_id: 'r1', amount: 1000 }))
-        .status,
+      (
+        await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+          order_id: 'm-ok',
+          refund_id: 'r1',
+          amount: 1000,
+        })
+      ).status,
     ).toBe(200);
-    expect((await sendEvent(ctx.app, shop.keys.sk_live, 'order.cancelled', { order_id: 'm-cancel-here' })).status).toBe(
-      200,
-    );
+    expect(
+      (await sendEvent(ctx.app, shop.keys.sk_live, 'order.cancelled', { order_id: 'm-cancel-here' })).status,
+    ).toBe(200);
     // A refused order.paid is remembered with its order id.
     const refused = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
       order_id: 'm-refused',
@@ -132,9 +166,18 @@ describe('differences and the resend', () => {
     expect(kinds('m-cancel-here')).toEqual(['refund_mismatch', 'status_mismatch']);
     expect(kinds('m-new')).toEqual(['missing_here']);
     const byOrder = (o: string, kind: string) => diffs.find((d) => d.order_id === o && d.kind === kind)!;
-    expect(byOrder('m-there', 'missing_there')).toMatchObject({ fixable: false, reason: 'not_in_brand_books' });
-    expect(byOrder('m-cur', 'currency_mismatch')).toMatchObject({ fixable: false, reason: 'currency_is_fixed' });
-    expect(byOrder('m-cancel-here', 'status_mismatch')).toMatchObject({ fixable: false, reason: 'cancelled_here' });
+    expect(byOrder('m-there', 'missing_there')).toMatchObject({
+      fixable: false,
+      reason: 'not_in_brand_books',
+    });
+    expect(byOrder('m-cur', 'currency_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'currency_is_fixed',
+    });
+    expect(byOrder('m-cancel-here', 'status_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'cancelled_here',
+    });
     expect(byOrder('m-amount', 'amount_mismatch')).toMatchObject({ fixable: true, amount_at_stake: 2000 });
     expect(byOrder('m-usd', 'amount_mismatch')).toMatchObject({ fixable: true, amount_at_stake: 2800 });
     expect(byOrder('m-attr', 'attribution_mismatch')).toMatchObject({
@@ -143,7 +186,11 @@ describe('differences and the resend', () => {
       commission_at_stake: 2000,
     });
     expect(byOrder('m-refused', 'missing_here')).toMatchObject({ fixable: true, refusal: 'missing_fx_rate' });
-    expect(byOrder('m-new', 'missing_here')).toMatchObject({ fixable: true, refusal: null, amount_at_stake: 7000 });
+    expect(byOrder('m-new', 'missing_here')).toMatchObject({
+      fixable: true,
+      refusal: null,
+      amount_at_stake: 7000,
+    });
     expect(byOrder('m-unknown-code', 'missing_here').fixable).toBe(true);
     expect(first.body.matched).toBe(1);
     expect(first.body.differences.missing_here).toBe(4);
@@ -171,14 +218,25 @@ describe('differences and the resend', () => {
     const attr = await get('/v1/orders/m-attr');
     expect(attr.body.attributed).toBe(true);
     // Another brand, or the other mode, does not see it.
-    expectEnvelope(await get(`/v1/reconciliations/${first.body.id}`, other.keys.sk_live), 404, 'reconciliation_not_found');
-    expectEnvelope(await get(`/v1/reconciliations/${first.body.id}`, shop.keys.sk_test), 404, 'reconciliation_not_found');
+    expectEnvelope(
+      await get(`/v1/reconciliations/${first.body.id}`, other.keys.sk_live),
+      404,
+      'reconciliation_not_found',
+    );
+    expectEnvelope(
+      await get(`/v1/reconciliations/${first.body.id}`, shop.keys.sk_test),
+      404,
+      'reconciliation_not_found',
+    );
     const list = await get('/v1/reconciliations?limit=1');
     expect(list.body.data[0].id).toBe(again.body.id);
     expect(list.body.has_more).toBe(true);
     const next = await get(`/v1/reconciliations?limit=1&cursor=${encodeURIComponent(list.body.next_cursor)}`);
     expect(next.body.data[0].id).toBe(first.body.id);
-    const csv = await get(`/v1/reconciliations/${first.body.id}/differences?kind=missing_here`).set('Accept', 'text/csv');
+    const csv = await get(`/v1/reconciliations/${first.body.id}/differences?kind=missing_here`).set(
+      'Accept',
+      'text/csv',
+    );
     expect(csv.status).toBe(200);
     expect(csv.text.split('\r\n')[0]).toContain('kind,order_id');
     const fixable = await get(`/v1/reconciliations/${first.body.id}/differences?fixable=false`);
@@ -194,27 +252,67 @@ describe('bad uploads are refused whole, their first bad line named', () => {
       if (param !== undefined) expect(error.param).toBe(param);
       expect(await counts()).toEqual(before);
     };
-    await refused(await postCsv('order_id,status,amount,colour\nA,paid,1,red\n'), 422, 'invalid_csv_header', 'line 1: colour');
-    await refused(await postCsv('order_id,status,amount,amount\nA,paid,1,1\n'), 422, 'invalid_csv_header', 'line 1: amount');
+    await refused(
+      await postCsv('order_id,status,amount,colour\nA,paid,1,red\n'),
+      422,
+      'invalid_csv_header',
+      'line 1: colour',
+    );
+    await refused(
+      await postCsv('order_id,status,amount,amount\nA,paid,1,1\n'),
+      422,
+      'invalid_csv_header',
+      'line 1: amount',
+    );
     await refused(await postCsv('order_id,amount\nA,1\n'), 422, 'invalid_csv_header', 'line 1: status');
-    await refused(await postCsv('\uFEFFamount,order_id,status\n1,A,paid\n2,B,paid\nx,C,paid\n'), 422, 'invalid_request_body', 'line 4: amount');
-    await refused(await postCsv('order_id,status,amount\nA,paid,1\nB,paid,2\nA,paid,3\n'), 422, 'duplicate_order_id', 'line 4: order_id');
+    await refused(
+      await postCsv('\uFEFFamount,order_id,status\n1,A,paid\n2,B,paid\nx,C,paid\n'),
+      422,
+      'invalid_request_body',
+      'line 4: amount',
+    );
+    await refused(
+      await postCsv('order_id,status,amount\nA,paid,1\nB,paid,2\nA,paid,3\n'),
+      422,
+      'duplicate_order_id',
+      'line 4: order_id',
+    );
     await refused(await postCsv('order_id,status,amount\n'), 422, 'empty_upload');
-    await refused(await postCsv('order_id,status,amount\nA,paid,1\nB,pa'), 422, 'invalid_request_body', 'line 3');
+    await refused(
+      await postCsv('order_id,status,amount\nA,paid,1\nB,pa'),
+      422,
+      'invalid_request_body',
+      'line 3',
+    );
     await refused(await postCsv('order_id,status,amount\nA,paid,"1\n'), 422, 'invalid_request_body');
     await refused(
-      await postCsv('order_id,status,amount\nA,paid,1\n', `from=${encodeURIComponent(to)}&to=${encodeURIComponent(from)}`),
+      await postCsv(
+        'order_id,status,amount\nA,paid,1\n',
+        `from=${encodeURIComponent(to)}&to=${encodeURIComponent(from)}`,
+      ),
       422,
       'invalid_period',
     );
     await refused(
-      await postCsv('order_id,status,amount\nA,paid,1\n', `from=2026-01-01T00:00:00Z&to=2026-05-01T00:00:00Z`),
+      await postCsv(
+        'order_id,status,amount\nA,paid,1\n',
+        `from=2026-01-01T00:00:00Z&to=2026-05-01T00:00:00Z`,
+      ),
       422,
       'period_too_long',
     );
-    await refused(await postCsv('order_id,status,amount\nA,paid,1\n', 'from=yesterday&to=today'), 422, 'invalid_request_query', 'from');
+    await refused(
+      await postCsv('order_id,status,amount\nA,paid,1\n', 'from=yesterday&to=today'),
+      422,
+      'invalid_request_query',
+      'from',
+    );
     // A duplicate across chunks, after a thousand good lines.
-    const lines = ['order_id,status,amount', ...Array.from({ length: 1500 }, (_, i) => `D-${i},paid,100`), 'D-3,paid,1'];
+    const lines = [
+      'order_id,status,amount',
+      ...Array.from({ length: 1500 }, (_, i) => `D-${i},paid,100`),
+      'D-3,paid,1',
+    ];
     await refused(await postCsv(`${lines.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1502: order_id');
   });
 
@@ -225,17 +323,42 @@ describe('bad uploads are refused whole, their first bad line named', () => {
       if (param !== undefined) expect(error.param).toBe(param);
       expect(await counts()).toEqual(before);
     };
-    const row = (order_id: string, extra: Record<string, unknown> = {}) => ({ order_id, status: 'paid', amount: 1, ...extra });
-    await refused(await post({ from, to, orders: [row('A'), row('B', { amount: -1 })] }), 422, 'invalid_request_body', 'orders[1].amount');
-    await refused(await post({ from, to, orders: [row('A', { colour: 'red' })] }), 422, 'invalid_request_body', 'orders[0].colour');
-    await refused(await post({ from, to, orders: [row('A'), row('A'), row('B', { amount: 'x' })] }), 422, 'duplicate_order_id', 'orders[1].order_id');
+    const row = (order_id: string, extra: Record<string, unknown> = {}) => ({
+      order_id,
+      status: 'paid',
+      amount: 1,
+      ...extra,
+    });
+    await refused(
+      await post({ from, to, orders: [row('A'), row('B', { amount: -1 })] }),
+      422,
+      'invalid_request_body',
+      'orders[1].amount',
+    );
+    await refused(
+      await post({ from, to, orders: [row('A', { colour: 'red' })] }),
+      422,
+      'invalid_request_body',
+      'orders[0].colour',
+    );
+    await refused(
+      await post({ from, to, orders: [row('A'), row('A'), row('B', { amount: 'x' })] }),
+      422,
+      'duplicate_order_id',
+      'orders[1].order_id',
+    );
     await refused(
       await post({ from, to, orders: [row('A', { refunded_amount: 5 })] }),
       422,
       'invalid_request_body',
       'orders[0].refunded_amount',
     );
-    await refused(await post({ from, to, orders: Array.from({ length: 10_001 }, (_, i) => row(`T-${i}`)) }), 422, 'invalid_request_body', 'orders');
+    await refused(
+      await post({ from, to, orders: Array.from({ length: 10_001 }, (_, i) => row(`T-${i}`)) }),
+      422,
+      'invalid_request_body',
+      'orders',
+    );
     await refused(await post({ from, to, orders: [] }), 422, 'empty_upload');
     await refused(await post({ from: to, to: from, orders: [row('A')] }), 422, 'invalid_period');
     await expectSecretKeyRequired(ctx, shop.keys.pk_live, ['/v1/reconciliations']);
@@ -257,7 +380,10 @@ describe('idempotency, paging and the job', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body.id).toBe(first.body.id);
     expectEnvelope(
-      await post({ ...body, orders: [{ order_id: 'idem-2', status: 'paid', amount: 1 }] }).set('Idempotency-Key', 'recon-1'),
+      await post({ ...body, orders: [{ order_id: 'idem-2', status: 'paid', amount: 1 }] }).set(
+        'Idempotency-Key',
+        'recon-1',
+      ),
       409,
       'idempotency_key_reused',
     );
@@ -265,13 +391,23 @@ describe('idempotency, paging and the job', () => {
 
   it('a large CSV streams into staging and is compared by the job; resend waits with 409 while processing', async () => {
     const rows = 50_000;
-    const lines = ['order_id,status,amount,currency', ...Array.from({ length: rows }, (_, i) => `big-${i},paid,${1000 + i},KRW`)];
+    const lines = [
+      'order_id,status,amount,currency',
+      ...Array.from({ length: rows }, (_, i) => `big-${i},paid,${1000 + i},KRW`),
+    ];
     const res = await postCsv(`${lines.join('\r\n')}\r\n`);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body).toMatchObject({ status: 'processing', rows });
-    const [staged] = await sql(`select count(*)::int as n from reconciliation_rows where reconciliation_id = ?`, [res.body.id]);
+    const [staged] = await sql(
+      `select count(*)::int as n from reconciliation_rows where reconciliation_id = ?`,
+      [res.body.id],
+    );
     expect(staged.n).toBe(rows);
-    expectEnvelope(await get(`/v1/reconciliations/${res.body.id}/resend`), 409, 'reconciliation_not_completed');
+    expectEnvelope(
+      await get(`/v1/reconciliations/${res.body.id}/resend`),
+      409,
+      'reconciliation_not_completed',
+    );
     const job = await ctx.queues.reconciliation.getJob(`reconciliation_${res.body.id}`);
     expect(job).toBeTruthy();
     const { completeReconciliation } = await import('../../src/modules/reconciliations/compare.js');
@@ -285,4 +421,79 @@ describe('idempotency, paging and the job', () => {
     expect(page.body.data).toHaveLength(500);
     expect(page.body.has_more).toBe(true);
   }, 120_000);
+});
+
+describe('the job after Redis lost it, the webhook, and uploads cut or too large', () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = ctx.app.listen(0);
+    const endpoint = await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${other.keys.sk_live}`)
+      .send({ url: 'https://hooks.example.com/lf', enabled_events: ['reconciliation.completed'] });
+    expect(endpoint.status).toBe(201);
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('a processing reconciliation whose job Redis lost is enqueued again and completed once, with its webhook', async () => {
+    const lines = [
+      'order_id,status,amount',
+      ...Array.from({ length: 10_001 }, (_, i) => `lost-${i},paid,100`),
+    ];
+    const res = await postCsv(`${lines.join('\n')}\n`, undefined, other.keys.sk_live);
+    expect(res.status).toBe(201);
+    expect(res.body.status).toBe('processing');
+    const jobId = `reconciliation_${res.body.id}`;
+    await (await ctx.queues.reconciliation.getJob(jobId))!.remove();
+    // Within its first minute nothing is lost yet.
+    expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config)).reconciliation).toBe(0);
+    await sql(`update reconciliations set created_at = now() - interval '2 minutes' where id = ?`, [
+      res.body.id,
+    ]);
+    expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config)).reconciliation).toBe(1);
+    const job = (await ctx.queues.reconciliation.getJob(jobId))!;
+    expect(job.data).toMatchObject({ brand_id: other.brandId, reconciliation_id: res.body.id });
+    const logger = createLogger('silent');
+    expect(await runReconciliation(ctx.orm, job as never, logger)).toEqual({ completed: true });
+    expect(await runReconciliation(ctx.orm, job as never, logger)).toEqual({ completed: false });
+    const read = await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live);
+    expect(read.body).toMatchObject({ status: 'completed', rows: 10_001 });
+    const events = await sql(`select type, data from webhook_events where brand_id = ?`, [other.brandId]);
+    expect(events.map((e) => e.type)).toEqual(['reconciliation.completed']);
+    expect(events[0].data.object).toMatchObject({ id: res.body.id, status: 'completed' });
+    // Finished: nothing to put back.
+    expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config)).reconciliation).toBe(0);
+  }, 120_000);
+
+  const raw = (headers: Record<string, string | number>, body: string, cut: boolean) =>
+    new Promise<number>((resolve) => {
+      const { port } = server.address() as AddressInfo;
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: `/v1/reconciliations?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`,
+          headers: { Authorization: `Bearer ${shop.keys.sk_live}`, 'Content-Type': 'text/csv', ...headers },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', () => resolve(0));
+      req.write(body);
+      if (cut) setTimeout(() => req.destroy(), 200);
+    });
+
+  it('413 for an upload over 100 MB before it is read; a cut upload keeps nothing', async () => {
+    const before = await counts();
+    expect(await raw({ 'Content-Length': 100 * 1024 * 1024 + 1 }, 'order_id,status,amount\n', false)).toBe(
+      413,
+    );
+    const body = `order_id,status,amount\n${Array.from({ length: 3000 }, (_, i) => `cut-${i},paid,1`).join('\n')}\n`;
+    expect(await raw({ 'Content-Length': body.length + 1000 }, body, true)).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await counts()).toEqual(before);
+  });
 });

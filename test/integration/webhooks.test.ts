@@ -290,7 +290,7 @@ describe('tenant and mode isolation', () => {
 });
 
 describe('every event type, once per change', () => {
-  it('conversion.created/updated, commission.clawed_back, order.confirmed, order.paid_out, payout.created and integration.order_missing reach the receiver once each, signed', async () => {
+  it('conversion.created/updated, commission.clawed_back, order.confirmed, order.paid_out, payout.created, integration.order_missing and reconciliation.completed reach the receiver once each, signed', async () => {
     const brand = await makeShop(ctx);
     const endpoint = await createEndpoint(brand.keys.sk_live, '/all');
     const sk = brand.keys.sk_live;
@@ -421,6 +421,20 @@ describe('every event type, once per change', () => {
       },
     });
 
+    // reconciliation.completed: a small upload is compared in its request, under that request's id.
+    const recon = await k.post('/v1/reconciliations', {
+      from: new Date(Date.now() - 86_400_000).toISOString(),
+      to: new Date(Date.now() + 86_400_000).toISOString(),
+      orders: [{ order_id: 'E-1', status: 'paid', amount: 35_000, refunded_amount: 35_000 }],
+    });
+    expect(recon.status).toBe(201);
+    await relayOutbox(ctx.orm, ctx.queues);
+    await until('the reconciliation', () => typesAt('/all').includes('reconciliation.completed'));
+    expect(bodies('/all').find((b) => b.type === 'reconciliation.completed')).toMatchObject({
+      request_id: recon.headers['request-id'],
+      data: { object: { object: 'reconciliation', id: recon.body.id, status: 'completed' } },
+    });
+
     // Every type arrived; nothing twice; each body is a valid event of its type, correctly signed.
     await until('the worker to go quiet', async () => {
       const [row] = await ctx.orm.em
@@ -434,7 +448,7 @@ describe('every event type, once per change', () => {
     const all = receiver.at('/all');
     expect(new Set(all.map((r) => JSON.parse(r.body).type))).toEqual(new Set(webhookEventTypes));
     expect(new Set(all.map((r) => JSON.parse(r.body).id)).size).toBe(all.length);
-    expect(all.length).toBe(13);
+    expect(all.length).toBe(14);
     for (const r of all) {
       expect(WebhookEventOut.safeParse(JSON.parse(r.body)).error).toBeUndefined();
       expect(r.headers['content-type']).toBe('application/json');

@@ -241,11 +241,12 @@ async function finish(
 ): Promise<void> {
   const differences = Object.fromEntries(differenceKinds.map((k) => [k, figures.differences[k] ?? 0]));
   const [row] = await sql.query<ReconciliationRow>(
-    `update reconciliations set status = 'completed', orders = ?, matched = ?, differences = ?::jsonb, fixable = ?,
+    `update reconciliations set status = ?, orders = ?, matched = ?, differences = ?::jsonb, fixable = ?,
             at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?
       where brand_id = ? and id = ?
       returning *`,
     [
+      'completed',
       figures.orders,
       figures.paired - figures.paired_differing,
       JSON.stringify(differences),
@@ -278,8 +279,8 @@ async function finish(
 export async function failReconciliation(orm: MikroORM, brandId: string, reconciliationId: string) {
   await inTransaction(orm, (sql) =>
     sql.query(
-      `update reconciliations set status = 'failed', completed_at = now() where brand_id = ? and id = ? and status = 'processing'`,
-      [brandId, reconciliationId],
+      `update reconciliations set status = ?, completed_at = now() where brand_id = ? and id = ? and status = 'processing'`,
+      ['failed', brandId, reconciliationId],
     ),
   );
 }
