@@ -467,7 +467,7 @@ describe('every event type, once per change', () => {
       attempts: 1,
       last_status_code: 200,
       next_attempt_at: null,
-      event_type: 'integration.order_missing',
+      event_type: 'reconciliation.completed',
     });
     expect(deliveries.body.data[0].last_duration_ms).toBeGreaterThanOrEqual(0);
     const ids = deliveries.body.data.map((d: { id: string }) => d.id);
@@ -475,7 +475,7 @@ describe('every event type, once per change', () => {
     const next = await k.get(
       `/v1/webhook_endpoints/${endpoint.id}/deliveries?limit=100&starting_after=${ids.at(-1)}`,
     );
-    expect(next.body.data).toHaveLength(8);
+    expect(next.body.data).toHaveLength(9);
     expect(next.body.has_more).toBe(false);
 
     // The event reads back as delivered; the trace of the request lists its deliveries.
