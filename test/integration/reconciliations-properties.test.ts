@@ -197,7 +197,7 @@ describe('reconciliation against an independent oracle', () => {
         await resend();
         expect(await state()).toEqual(before);
       }),
-      { numRuns: 12 },
+      { numRuns: Number(process.env.RECONCILIATION_PROPERTY_RUNS ?? 12) },
     );
   }, 300_000);
 });
