@@ -23,6 +23,7 @@ export async function runReconciliation(
   if (data.triggered_by === 'event') {
     try {
       const completed = await completeReconciliation(orm, data.brand_id, data.reconciliation_id);
+      await job.updateProgress(100).catch(() => {});
       logger.info({ reconciliation_id: data.reconciliation_id, completed }, 'reconciliation compared');
       return { completed };
     } catch (err) {

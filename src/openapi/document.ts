@@ -147,6 +147,12 @@ function operation(def: AnyRoute, baseUrl: string): ZodOpenApiOperationObject {
         required: !def.body.safeParse({}).success,
         content: {
           'application/json': { schema: def.body, ...bodyExamples(def) },
+          ...(def.csvBody && {
+            'text/csv': {
+              schema: z.string().meta({ description: def.csvBody.description }),
+              example: def.csvBody.example,
+            },
+          }),
         },
       },
     }),

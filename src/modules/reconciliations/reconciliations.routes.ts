@@ -99,6 +99,12 @@ export function reconciliationRoutes({ orm, config, queues, logger }: AppDeps) {
         }),
       }),
       responseHeaders: { 201: ['Idempotent-Replayed'] },
+      csvBody: {
+        description:
+          'The rows as CSV (RFC 4180, UTF-8, a BOM ignored), the first line naming the columns in any order: order_id, status, amount (required), currency, fx_rate, refunded_amount, occurred_at, coupon_code, click_ref, customer_hash, parent_order_id; an empty cell is an absent value. `from` and `to` go in the query. At most 1,000,000 rows and 100 MB.',
+        example:
+          'order_id,status,amount,refunded_amount,coupon_code\r\nA-1001,paid,39000,0,MINA10\r\nA-1002,cancelled,52000,0,\r\n',
+      },
       bodyExample: {
         from: '2026-11-01T00:00:00+09:00',
         to: '2026-11-02T00:00:00+09:00',
