@@ -128,6 +128,24 @@ describe('differences and the resend', () => {
     expect(
       (await sendEvent(ctx.app, shop.keys.sk_live, 'order.cancelled', { order_id: 'm-cancel-here' })).status,
     ).toBe(200);
+    for (const id of ['m-old', 'm-paid-out', 'm-below', 'm-click']) expect((await paid(id)).status).toBe(200);
+    expect(
+      (
+        await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+          order_id: 'm-below',
+          refund_id: 'r1',
+          amount: 5000,
+        })
+      ).status,
+    ).toBe(200);
+    // What the API cannot make: an order older than the 90 days a resend may reach, one paid out.
+    await sql(
+      `update orders set occurred_at = now() - interval '91 days' where brand_id = ? and order_id = 'm-old'`,
+      [shop.brandId],
+    );
+    await sql(`update orders set status = 'paid_out' where brand_id = ? and order_id = 'm-paid-out'`, [
+      shop.brandId,
+    ]);
     // A refused order.paid is remembered with its order id.
     const refused = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
       order_id: 'm-refused',
@@ -149,6 +167,11 @@ describe('differences and the resend', () => {
       { order_id: 'm-new-cancelled', status: 'cancelled', amount: 3000 },
       { order_id: 'm-refused', status: 'paid', amount: 5000, currency: 'USD', fx_rate: '1350.5' },
       { order_id: 'm-unknown-code', status: 'paid', amount: 4000, coupon_code: 'NOPE' },
+      { order_id: 'm-old', status: 'paid', amount: 11_000 },
+      { order_id: 'm-paid-out', status: 'cancelled', amount: 11_000, coupon_code: 'JOON' },
+      { order_id: 'm-below', status: 'paid', amount: 4000, refunded_amount: 4000 },
+      { order_id: 'm-click', status: 'paid', amount: 10_000, click_ref: shop.fixture.mina.clickRef },
+      { order_id: 'm-no-rate', status: 'paid', amount: 1000, currency: 'EUR' },
     ];
     const first = await post({ from, to, orders });
     expect(first.status, JSON.stringify(first.body)).toBe(201);
@@ -192,8 +215,36 @@ describe('differences and the resend', () => {
       amount_at_stake: 7000,
     });
     expect(byOrder('m-unknown-code', 'missing_here').fixable).toBe(true);
+    expect(byOrder('m-old', 'amount_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'too_old_to_resend',
+    });
+    expect(byOrder('m-paid-out', 'amount_mismatch')).toMatchObject({ fixable: false, reason: 'paid_out' });
+    expect(byOrder('m-paid-out', 'attribution_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'paid_out',
+    });
+    // A cancellation of a paid-out order is sent (a clawback).
+    expect(byOrder('m-paid-out', 'status_mismatch')).toMatchObject({
+      fixable: true,
+      amount_at_stake: 10_000,
+    });
+    expect(byOrder('m-below', 'amount_mismatch')).toMatchObject({ fixable: false, reason: 'below_refunded' });
+    expect(byOrder('m-below', 'refund_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'refunded_more_here',
+    });
+    expect(byOrder('m-click', 'attribution_mismatch')).toMatchObject({
+      fixable: true,
+      commission_at_stake: 2000,
+    });
+    expect(byOrder('m-unknown-code', 'missing_here')).toMatchObject({
+      fixable: true,
+      commission_at_stake: 0,
+    });
+    expect(byOrder('m-no-rate', 'missing_here')).toMatchObject({ fixable: false, reason: 'missing_fx_rate' });
     expect(first.body.matched).toBe(1);
-    expect(first.body.differences.missing_here).toBe(4);
+    expect(first.body.differences.missing_here).toBe(5);
     expect(first.body.fixable).toBe(diffs.filter((d) => d.fixable).length);
     // Staged rows go once compared.
     expect((await counts()).rows).toBe(0);
@@ -217,6 +268,14 @@ describe('differences and the resend', () => {
     expect(after).toEqual(before);
     const attr = await get('/v1/orders/m-attr');
     expect(attr.body.attributed).toBe(true);
+    expect((await get('/v1/orders/m-click')).body.attributed_via).toBe('click');
+    expect((await get('/v1/orders/m-paid-out')).body.status).toBe('cancelled');
+    const unknown = left.find((d) => d.order_id === 'm-unknown-code')!;
+    expect(unknown).toMatchObject({
+      kind: 'attribution_mismatch',
+      fixable: false,
+      reason: 'unknown_coupon_code',
+    });
     // Another brand, or the other mode, does not see it.
     expectEnvelope(
       await get(`/v1/reconciliations/${first.body.id}`, other.keys.sk_live),
