@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type pg from 'pg';
 import { onCitus } from '../../db/citus.js';
-import { inTransaction, type Sql } from '../../db/sql.js';
+import { inTransaction, inTransactionOn, type Sql } from '../../db/sql.js';
 import { CLICK_SKEW_MS } from '../attribution/resolve.js';
 import { orderLookupKeySql } from '../orders/lookup-key.js';
 import { recordWebhookEvents } from '../webhooks/webhook-writes.js';
@@ -32,7 +33,7 @@ const tooOld = (at: string) => `(${at} < :now::timestamptz - interval '90 days')
  * resolves to now (the attribution module's tables, as ingestion reads them), one row per
  * difference written, and the figures of the whole returned.
  */
-function comparison(citus: boolean): string {
+export function comparison(citus: boolean): string {
   const ourMatch = citus
     ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = r.r_order_id'
     : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || r.r_order_id) and o.brand_id = :brand_id`;
@@ -187,6 +188,13 @@ interface Figures {
 }
 
 /**
+ * The comparison plans with sequential scans off, as the engine's statements do: each step is an
+ * index probe or range whatever the statistics of freshly staged rows say, never a scan of every
+ * brand's orders (test/integration/reconciliations.test.ts checks the plan).
+ */
+export const COMPARISON_SETTINGS = { enable_seqscan: 'off' } as const;
+
+/**
  * Compares a `processing` reconciliation and completes it, in one transaction: its row is locked
  * first, so two runs (the job and its lost-work copy) compare once; a completed or deleted one is
  * left alone. The staged rows go once compared (each difference keeps its row's values).
@@ -199,36 +207,41 @@ export async function completeReconciliation(
   now = new Date(),
 ): Promise<boolean> {
   const citus = await onCitus(orm);
-  return inTransaction(orm, async (sql) => {
-    const [recon] = await sql.query<{
-      livemode: boolean;
-      period_from: Date;
-      period_to: Date;
-      status: string;
-      request_id: string;
-      default_bps: number;
-    }>(
-      `select r.livemode, r.period_from, r.period_to, r.status, r.request_id, b.default_commission_bps as default_bps
+  const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
+  return inTransactionOn(
+    pool,
+    async (sql) => {
+      const [recon] = await sql.query<{
+        livemode: boolean;
+        period_from: Date;
+        period_to: Date;
+        status: string;
+        request_id: string;
+        default_bps: number;
+      }>(
+        `select r.livemode, r.period_from, r.period_to, r.status, r.request_id, b.default_commission_bps as default_bps
          from reconciliations r join brands b on b.id = r.brand_id
         where r.brand_id = ? and r.id = ? for update of r`,
-      [brandId, reconciliationId],
-    );
-    if (recon?.status !== 'processing') return false;
-    const [text, values] = named(comparison(citus), {
-      brand_id: brandId,
-      reconciliation_id: reconciliationId,
-      livemode: recon.livemode,
-      mode: recon.livemode ? 'live' : 'test',
-      from: recon.period_from,
-      to: recon.period_to,
-      now,
-      skew_seconds: CLICK_SKEW_MS / 1000,
-      default_bps: recon.default_bps,
-    });
-    const [figures] = await sql.query<Figures>(text, values);
-    await finish(sql, brandId, reconciliationId, recon, figures!, now);
-    return true;
-  });
+        [brandId, reconciliationId],
+      );
+      if (recon?.status !== 'processing') return false;
+      const [text, values] = named(comparison(citus), {
+        brand_id: brandId,
+        reconciliation_id: reconciliationId,
+        livemode: recon.livemode,
+        mode: recon.livemode ? 'live' : 'test',
+        from: recon.period_from,
+        to: recon.period_to,
+        now,
+        skew_seconds: CLICK_SKEW_MS / 1000,
+        default_bps: recon.default_bps,
+      });
+      const [figures] = await sql.query<Figures>(text, values);
+      await finish(sql, brandId, reconciliationId, recon, figures!, now);
+      return true;
+    },
+    COMPARISON_SETTINGS,
+  );
 }
 
 async function finish(
