@@ -366,6 +366,14 @@ describe('bad uploads are refused whole, their first bad line named', () => {
       'invalid_request_query',
       'from',
     );
+    // A repeat of an earlier chunk's order is named before a later bad line of the same chunk.
+    const early = [
+      'order_id,status,amount',
+      ...Array.from({ length: 1001 }, (_, i) => `E-${i},paid,100`),
+      'E-5,paid,1',
+      'E-x,paid,x',
+    ];
+    await refused(await postCsv(`${early.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1003: order_id');
     // A duplicate across chunks, after a thousand good lines.
     const lines = [
       'order_id,status,amount',

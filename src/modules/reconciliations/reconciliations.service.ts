@@ -77,7 +77,13 @@ export function csvUpload(req: Request, period: Upload['period']): Upload {
       const hash = createHash('sha256').update(
         `${req.path}\ncsv\n${period.from.toISOString()}\n${period.to.toISOString()}\n`,
       );
-      await readCsv(req, hash, (line, row) => stager.add(line, row));
+      try {
+        await readCsv(req, hash, (line, row) => stager.add(line, row));
+      } catch (err) {
+        // The lines still pending all come before the bad one: a repeat among them is named first.
+        if (!(err instanceof AppError && err.code === 'duplicate_order_id')) await stager.flush();
+        throw err;
+      }
       return hash.digest('hex');
     },
   };
