@@ -33,6 +33,10 @@ import { pingRoutes } from './modules/keys/ping.routes.js';
 import { orderRoutes } from './modules/orders/orders.routes.js';
 import { payoutRoutes } from './modules/payouts/payouts.routes.js';
 import { programRoutes } from './modules/programs/programs.routes.js';
+import {
+  reconciliationRoutes,
+  reconciliationUploadBody,
+} from './modules/reconciliations/reconciliations.routes.js';
 import { reportRoutes } from './modules/reports/reports.routes.js';
 import { webhookAdminRoutes } from './modules/webhooks/webhooks.admin-routes.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
@@ -56,6 +60,7 @@ export function publicApiRoutes(deps: AppDeps): AnyRoute[] {
     ...explanationRoutes(deps),
     ...integrationRoutes(deps),
     ...webhookRoutes(deps),
+    ...reconciliationRoutes(deps),
   ];
 }
 
@@ -141,16 +146,21 @@ export function buildApp(appDeps: AppDeps): express.Express {
   // keys) is answered before a byte of its body is read, and the body's limits are the key's.
   const eventBatchBody = jsonBody(10 * MiB);
   const body = jsonBody(MiB);
+  // A JSON reconciliation's 10,000 rows; a CSV one is streamed by its handler.
+  const reconciliationBody = reconciliationUploadBody(eventBatchBody);
+  const bodyOf = (def: AnyRoute) =>
+    def.path === '/v1/events/batch'
+      ? eventBatchBody
+      : def.path === '/v1/reconciliations' && def.method === 'post'
+        ? reconciliationBody
+        : body;
   const apiKey = authenticateApiKey(
     keyCache,
     addressLimitsFor(deps),
     clientAddressOf(config.TRUST_PROXY_HOPS),
   );
   const v1Handlers = new Map(
-    publicRoutes.map((def) => [
-      def,
-      [apiKey, bodyByKey(def.path === '/v1/events/batch' ? eventBatchBody : body, def.refusePublishableKey)],
-    ]),
+    publicRoutes.map((def) => [def, [apiKey, bodyByKey(bodyOf(def), def.refusePublishableKey)]]),
   );
   // Only public routes are asked for (a route missing here fails the boot, never runs unauthenticated).
   const beforeV1Route = (def: AnyRoute) => v1Handlers.get(def)!;

@@ -110,6 +110,8 @@ const schema = z.object({
   JOB_LOCK_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** Live webhook events and their deliveries are kept this long (test mode: the test-data retention). */
   WEBHOOK_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /** Reconciliations (with their differences) are kept this long after their upload. */
+  RECONCILIATION_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /**

@@ -18,6 +18,7 @@ import { orderGapDetectionJob } from './order-gap-detection.js';
 import { outboxPruneJob } from './outbox-prune.js';
 import { payoutRunJob } from './payout-run.js';
 import { queueReconcilerJob } from './queue-reconciler.js';
+import { reconciliationJob } from './reconciliation.js';
 import { reportRollupJob } from './report-rollup.js';
 import { testDataDeletionJob } from './test-data-deletion.js';
 import { webhookDeliveryJob } from './webhook-delivery.js';
@@ -35,6 +36,7 @@ export const jobModules: readonly JobModule[] = [
   webhookDeliveryJob,
   queueReconcilerJob,
   reportRollupJob,
+  reconciliationJob,
 ] as JobModule[];
 
 type ScheduleConfig = Pick<Config, 'PAYOUT_SCHEDULE'>;

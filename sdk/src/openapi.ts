@@ -323,7 +323,7 @@ export interface paths {
      *
      *     Answer 2xx within 10 seconds; anything else (redirects included: they are not followed) is retried with exponential backoff and jitter, the first retry within 30 seconds, for about 3 days. An endpoint that keeps failing for 3 days is disabled and shows in `GET /v1/integration/status`. Delivery is at least once: use the event `id` to drop duplicates. Test keys manage test-mode endpoints, which receive only test-mode events.
      *
-     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`, `creator.tier_changed`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
+     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`, `creator.tier_changed`, `reconciliation.completed`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
      */
     post: operations['createWebhookEndpoint'];
     delete?: never;
@@ -412,7 +412,7 @@ export interface paths {
      *
      *     Answer 2xx within 10 seconds; anything else (redirects included: they are not followed) is retried with exponential backoff and jitter, the first retry within 30 seconds, for about 3 days. An endpoint that keeps failing for 3 days is disabled and shows in `GET /v1/integration/status`. Delivery is at least once: use the event `id` to drop duplicates. Test keys manage test-mode endpoints, which receive only test-mode events.
      *
-     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`, `creator.tier_changed`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
+     *     Event types: `conversion.created`, `conversion.updated`, `order.confirmed`, `order.paid_out`, `commission.clawed_back`, `payout.created`, `integration.order_missing`, `creator.tier_changed`, `reconciliation.completed`. Each has its schema and an example under WebhookEvent (GET /v1/webhook_events/{event_id}).
      */
     get: operations['getWebhookEvent'];
     put?: never;
@@ -437,6 +437,90 @@ export interface paths {
      * @description New deliveries of the same event (same `id`, so receivers that deduplicate ignore it if they had it): to `endpoint_id`, or to every enabled endpoint the event went to. Each is retried like any delivery.
      */
     post: operations['resendWebhookEvent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/reconciliations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List reconciliations
+     * @description The brand’s reconciliations in this mode, newest first, cursor-paged.
+     */
+    get: operations['listReconciliations'];
+    put?: never;
+    /**
+     * Reconcile the brand’s books
+     * @description Uploads the brand's orders for a period, `[from, to)` of at most 92 days, and compares them with ours: JSON `{from, to, orders}` (at most 10,000 rows), or CSV (`Content-Type: text/csv`, `from` and `to` in the query, a header line naming the columns in any order, at most 1,000,000 rows and 100 MB), streamed. The upload is checked line by line before the answer: a bad one is refused whole with its first bad line in `param` (`line 1234: amount`), and nothing is kept. Small uploads are compared in the request (`completed`); larger ones in the `reconciliation` job, which sends `reconciliation.completed`. `Idempotency-Key` as on the events endpoints: the same key and upload answer the reconciliation the first made, as it is now.
+     */
+    post: operations['createReconciliation'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/reconciliations/{reconciliation_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read one reconciliation
+     * @description Its status, counts per kind of difference, what is fixable and what is at stake.
+     */
+    get: operations['getReconciliation'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/reconciliations/{reconciliation_id}/differences': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the differences of a reconciliation
+     * @description One row per difference, in the order of the brand’s lines, then our orders the brand lacks; filtered by `kind` and `fixable`, cursor-paged.
+     */
+    get: operations['listReconciliationDifferences'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/reconciliations/{reconciliation_id}/resend': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The events that fix the differences
+     * @description Pages of at most 500 events: send each page’s `data` as `{events: data}` to `POST /v1/events/batch`. Built from our orders as they are when the page is read, in the order that applies them (order.paid, then refund.created, then order.cancelled); refund ids are derived from the order and the refunded total, so sending a page twice, or the resends of two reconciliations of the same books, refunds once. After it is sent, a new reconciliation of the same upload finds no fixable difference.
+     */
+    get: operations['getReconciliationResend'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -899,7 +983,7 @@ export interface components {
     WebhookEndpointCreate: {
       /** @description Where events are POSTed: https, on a host that resolves only to public addresses (a development server also takes http and local addresses). */
       url: string;
-      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing, creator.tier_changed. */
+      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing, creator.tier_changed, reconciliation.completed. */
       enabled_events: (
         | 'conversion.created'
         | 'conversion.updated'
@@ -909,6 +993,7 @@ export interface components {
         | 'payout.created'
         | 'integration.order_missing'
         | 'creator.tier_changed'
+        | 'reconciliation.completed'
         | '*'
       )[];
       description?: string | null;
@@ -916,7 +1001,7 @@ export interface components {
     WebhookEndpointPatch: {
       /** @description Where events are POSTed: https, on a host that resolves only to public addresses (a development server also takes http and local addresses). */
       url?: string;
-      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing, creator.tier_changed. */
+      /** @description Event types to receive, or `["*"]` for all: conversion.created, conversion.updated, order.confirmed, order.paid_out, commission.clawed_back, payout.created, integration.order_missing, creator.tier_changed, reconciliation.completed. */
       enabled_events?: (
         | 'conversion.created'
         | 'conversion.updated'
@@ -926,6 +1011,7 @@ export interface components {
         | 'payout.created'
         | 'integration.order_missing'
         | 'creator.tier_changed'
+        | 'reconciliation.completed'
         | '*'
       )[];
       description?: string | null;
@@ -938,6 +1024,46 @@ export interface components {
     WebhookResend: {
       /** @description Only to this endpoint (enabled, of this brand and mode); by default every enabled endpoint the event went to. */
       endpoint_id?: string;
+    };
+    ReconciliationCreate: {
+      /**
+       * Format: date-time
+       * @description Start of the period (inclusive).
+       */
+      from: string;
+      /**
+       * Format: date-time
+       * @description End of the period (exclusive); at most 92 days after `from`.
+       */
+      to: string;
+      orders: components['schemas']['ReconciliationRow'][];
+    };
+    /** @description One order as the brand's books have it. */
+    ReconciliationRow: {
+      order_id: string;
+      /** @enum {string} */
+      status: 'paid' | 'cancelled';
+      /** @description The eligible amount in minor units of `currency`, as order.paid sends it. */
+      amount: number;
+      /**
+       * @description Default KRW.
+       * @default KRW
+       * @enum {string}
+       */
+      currency: 'KRW' | 'USD' | 'JPY' | 'EUR' | 'GBP';
+      /** @description KRW per 1 major unit of `currency`; needed to resend a non-KRW order we do not have. */
+      fx_rate?: number | string;
+      /**
+       * @description Cumulative refunds in minor units of `currency`, at most `amount`.
+       * @default 0
+       */
+      refunded_amount: number;
+      /** Format: date-time */
+      occurred_at?: string;
+      coupon_code?: string;
+      click_ref?: string;
+      customer_hash?: string;
+      parent_order_id?: string;
     };
     /**
      * @description The codes this API defines; `doc_url` links to the explanation of each.
@@ -958,6 +1084,7 @@ export interface components {
       | 'wrong_host'
       | 'order_not_found'
       | 'payout_not_found'
+      | 'reconciliation_not_found'
       | 'brand_not_found'
       | 'creator_not_found'
       | 'offer_not_found'
@@ -973,6 +1100,12 @@ export interface components {
       | 'coupon_code_taken'
       | 'idempotency_key_reused'
       | 'json_content_type_required'
+      | 'reconciliation_not_completed'
+      | 'invalid_csv_header'
+      | 'duplicate_order_id'
+      | 'empty_upload'
+      | 'period_too_long'
+      | 'invalid_period'
       | 'missing_required_field'
       | 'refund_exceeds_remaining_amount'
       | 'refund_currency_mismatch'
@@ -990,8 +1123,6 @@ export interface components {
       | 'unknown_tier_level'
       | 'effective_from_in_past'
       | 'effective_from_not_after_latest'
-      | 'invalid_period'
-      | 'period_too_long'
       | 'invalid_cursor'
       | 'invalid_request_body'
       | 'invalid_request_query'
@@ -1642,7 +1773,8 @@ export interface components {
       | components['schemas']['WebhookEvent_commission_clawed_back']
       | components['schemas']['WebhookEvent_payout_created']
       | components['schemas']['WebhookEvent_integration_order_missing']
-      | components['schemas']['WebhookEvent_creator_tier_changed'];
+      | components['schemas']['WebhookEvent_creator_tier_changed']
+      | components['schemas']['WebhookEvent_reconciliation_completed'];
     /**
      * @description An order was attributed to a creator: a new attributed order.paid, or a resend that added a coupon code or click to an unattributed order.
      * @example {
@@ -2206,6 +2338,167 @@ export interface components {
        * @description Orders from this instant on use the new tier.
        */
       effective_at: string;
+    };
+    /**
+     * @description A reconciliation finished comparing the uploaded books with our orders: read its differences and resend (`GET /v1/reconciliations/{reconciliation_id}/resend`). Also sent for one completed in its upload request.
+     * @example {
+     *       "id": "whevt_01kb0m3x7d2p9q4r6s8t0v1w2y",
+     *       "object": "event",
+     *       "type": "reconciliation.completed",
+     *       "created": 1795000000,
+     *       "livemode": true,
+     *       "api_version": "v1",
+     *       "request_id": "req_01kb0m3x7c9d8e7f6g5h4j3k2m",
+     *       "data": {
+     *         "object": {
+     *           "id": "recon_01kc9a2b3c4d5e6f7g8h9j0k1m",
+     *           "object": "reconciliation",
+     *           "livemode": true,
+     *           "from": "2026-11-01T00:00:00.000Z",
+     *           "to": "2026-11-02T00:00:00.000Z",
+     *           "status": "completed",
+     *           "rows": 1204,
+     *           "orders": 1201,
+     *           "matched": 1198,
+     *           "differences": {
+     *             "missing_here": 3,
+     *             "missing_there": 0,
+     *             "currency_mismatch": 0,
+     *             "amount_mismatch": 1,
+     *             "refund_mismatch": 0,
+     *             "status_mismatch": 0,
+     *             "attribution_mismatch": 2
+     *           },
+     *           "fixable": 5,
+     *           "at_stake": {
+     *             "amount": 182000,
+     *             "commission": 18200
+     *           },
+     *           "as_of": "2026-11-02T01:00:00.000Z",
+     *           "created_at": "2026-11-02T01:00:00.000Z",
+     *           "completed_at": "2026-11-02T01:00:02.000Z"
+     *         }
+     *       }
+     *     }
+     */
+    WebhookEvent_reconciliation_completed: {
+      /** @description Prefix `whevt_`. Your dedup key: a delivery may arrive twice. */
+      id: string;
+      /** @constant */
+      object: 'event';
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'reconciliation.completed';
+      /** @description Unix seconds when the change happened. */
+      created: number;
+      livemode: boolean;
+      /** @constant */
+      api_version: 'v1';
+      /** @description The API request (`req_…`) or job run (`sched_…`) that caused the change: quote it to support. */
+      request_id: string;
+      data: {
+        object: components['schemas']['Reconciliation'];
+      };
+    };
+    Reconciliation: {
+      /** @description Prefix `recon_`. */
+      id: string;
+      /** @constant */
+      object: 'reconciliation';
+      livemode: boolean;
+      /** Format: date-time */
+      from: string;
+      /** Format: date-time */
+      to: string;
+      /** @enum {string} */
+      status: 'processing' | 'completed' | 'failed';
+      /** @description Brand rows read. */
+      rows: number;
+      /** @description Our orders with occurred_at in the period. */
+      orders: number;
+      /** @description Brand rows that found our order and differ in nothing. */
+      matched: number;
+      /** @description Count per kind of difference (every kind, zeros included, once completed). */
+      differences: {
+        [key: string]: number;
+      };
+      /** @description Differences the resend fixes. */
+      fixable: number;
+      at_stake: {
+        /** @description Over all differences. In KRW. */
+        amount: number;
+        /** @description Over all differences. In KRW. */
+        commission: number;
+      };
+      /** @description The instant our side was read. */
+      as_of: string | null;
+      /** Format: date-time */
+      created_at: string;
+      completed_at: string | null;
+    };
+    ReconciliationList: {
+      /** @constant */
+      object: 'list';
+      data: components['schemas']['Reconciliation'][];
+      has_more: boolean;
+      /** @description Pass it unchanged as `cursor` to continue. Null means the last page. */
+      next_cursor: string | null;
+    };
+    ReconciliationDifferenceList: {
+      /** @constant */
+      object: 'list';
+      data: components['schemas']['ReconciliationDifference'][];
+      has_more: boolean;
+      /** @description Pass it unchanged as `cursor` to continue. Null means the last page. */
+      next_cursor: string | null;
+    };
+    ReconciliationDifference: {
+      /** @constant */
+      object: 'reconciliation_difference';
+      /** @enum {string} */
+      kind:
+        | 'missing_here'
+        | 'missing_there'
+        | 'currency_mismatch'
+        | 'amount_mismatch'
+        | 'refund_mismatch'
+        | 'status_mismatch'
+        | 'attribution_mismatch';
+      order_id: string;
+      /** @description The brand row's values. */
+      brand: {
+        [key: string]: unknown;
+      } | null;
+      /** @description Our order, amounts in the order's original currency and minor units. */
+      ours: {
+        order_id: string;
+        status: string;
+        amount: number;
+        refunded_amount: number;
+        currency: string;
+        attributed: boolean;
+        creator_id: string | null;
+        paid_out: boolean;
+      } | null;
+      /** @description missing_here: the code of the last refusal of an order.paid we still keep. */
+      refusal: string | null;
+      fixable: boolean;
+      /** @description Why it is not fixable; null when it is. */
+      reason: string | null;
+      /** @description What the difference is worth. In KRW. */
+      amount_at_stake: number;
+      /** @description The commission that amount carries. In KRW. */
+      commission_at_stake: number;
+    };
+    ReconciliationResendPage: {
+      /** @constant */
+      object: 'list';
+      data: components['schemas']['EventIn'][];
+      has_more: boolean;
+      /** @description Pass it unchanged as `cursor` to continue. Null means the last page. */
+      next_cursor: string | null;
     };
     /** @description Every error response has this shape. */
     ErrorEnvelope: {
@@ -5883,6 +6176,841 @@ export interface operations {
         };
       };
       /** @description Error codes: `invalid_request_body`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listReconciliations: {
+    parameters: {
+      query?: {
+        /** @description Page size, 1 to 500. */
+        limit?: number;
+        /** @description `next_cursor` of the previous page, unchanged. Omit it for the first page. */
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of reconciliations. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "id": "recon_01kc9a2b3c4d5e6f7g8h9j0k1m",
+           *           "object": "reconciliation",
+           *           "livemode": true,
+           *           "from": "2026-11-01T00:00:00.000Z",
+           *           "to": "2026-11-02T00:00:00.000Z",
+           *           "status": "completed",
+           *           "rows": 1204,
+           *           "orders": 1201,
+           *           "matched": 1198,
+           *           "differences": {
+           *             "missing_here": 3,
+           *             "missing_there": 0,
+           *             "currency_mismatch": 0,
+           *             "amount_mismatch": 1,
+           *             "refund_mismatch": 0,
+           *             "status_mismatch": 0,
+           *             "attribution_mismatch": 2
+           *           },
+           *           "fixable": 5,
+           *           "at_stake": {
+           *             "amount": 182000,
+           *             "commission": 18200
+           *           },
+           *           "as_of": "2026-11-02T01:00:00.000Z",
+           *           "created_at": "2026-11-02T01:00:00.000Z",
+           *           "completed_at": "2026-11-02T01:00:02.000Z"
+           *         }
+           *       ],
+           *       "has_more": false,
+           *       "next_cursor": null
+           *     }
+           */
+          'application/json': components['schemas']['ReconciliationList'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_cursor`, `invalid_request_query`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  createReconciliation: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+      };
+      header?: {
+        /** @description Makes a retry safe: the same key and upload answer the first reconciliation (24 hours). */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "from": "2026-11-01T00:00:00+09:00",
+         *       "to": "2026-11-02T00:00:00+09:00",
+         *       "orders": [
+         *         {
+         *           "order_id": "A-1001",
+         *           "status": "paid",
+         *           "amount": 39000,
+         *           "coupon_code": "MINA10"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['ReconciliationCreate'];
+        /**
+         * @example order_id,status,amount,refunded_amount,coupon_code
+         *     A-1001,paid,39000,0,MINA10
+         *     A-1002,cancelled,52000,0,
+         */
+        'text/csv': string;
+      };
+    };
+    responses: {
+      /** @description The reconciliation. */
+      201: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "recon_01kc9a2b3c4d5e6f7g8h9j0k1m",
+           *       "object": "reconciliation",
+           *       "livemode": true,
+           *       "from": "2026-11-01T00:00:00.000Z",
+           *       "to": "2026-11-02T00:00:00.000Z",
+           *       "status": "completed",
+           *       "rows": 1204,
+           *       "orders": 1201,
+           *       "matched": 1198,
+           *       "differences": {
+           *         "missing_here": 3,
+           *         "missing_there": 0,
+           *         "currency_mismatch": 0,
+           *         "amount_mismatch": 1,
+           *         "refund_mismatch": 0,
+           *         "status_mismatch": 0,
+           *         "attribution_mismatch": 2
+           *       },
+           *       "fixable": 5,
+           *       "at_stake": {
+           *         "amount": 182000,
+           *         "commission": 18200
+           *       },
+           *       "as_of": "2026-11-02T01:00:00.000Z",
+           *       "created_at": "2026-11-02T01:00:00.000Z",
+           *       "completed_at": "2026-11-02T01:00:02.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Reconciliation'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `idempotency_key_reused`. */
+      409: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`, `invalid_csv_header`, `duplicate_order_id`, `empty_upload`, `period_too_long`, `invalid_period`, `invalid_request_query`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getReconciliation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The reconciliation id (`recon_…`). */
+        reconciliation_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The reconciliation. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "recon_01kc9a2b3c4d5e6f7g8h9j0k1m",
+           *       "object": "reconciliation",
+           *       "livemode": true,
+           *       "from": "2026-11-01T00:00:00.000Z",
+           *       "to": "2026-11-02T00:00:00.000Z",
+           *       "status": "completed",
+           *       "rows": 1204,
+           *       "orders": 1201,
+           *       "matched": 1198,
+           *       "differences": {
+           *         "missing_here": 3,
+           *         "missing_there": 0,
+           *         "currency_mismatch": 0,
+           *         "amount_mismatch": 1,
+           *         "refund_mismatch": 0,
+           *         "status_mismatch": 0,
+           *         "attribution_mismatch": 2
+           *       },
+           *       "fixable": 5,
+           *       "at_stake": {
+           *         "amount": 182000,
+           *         "commission": 18200
+           *       },
+           *       "as_of": "2026-11-02T01:00:00.000Z",
+           *       "created_at": "2026-11-02T01:00:00.000Z",
+           *       "completed_at": "2026-11-02T01:00:02.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Reconciliation'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `reconciliation_not_found`, `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  listReconciliationDifferences: {
+    parameters: {
+      query?: {
+        /** @description Page size, 1 to 500. */
+        limit?: number;
+        /** @description `next_cursor` of the previous page, unchanged. Omit it for the first page. */
+        cursor?: string;
+        kind?:
+          | 'missing_here'
+          | 'missing_there'
+          | 'currency_mismatch'
+          | 'amount_mismatch'
+          | 'refund_mismatch'
+          | 'status_mismatch'
+          | 'attribution_mismatch';
+        fixable?: 'true' | 'false';
+      };
+      header?: never;
+      path: {
+        /** @description The reconciliation id (`recon_…`). */
+        reconciliation_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of differences. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "reconciliation_difference",
+           *           "kind": "missing_here",
+           *           "order_id": "A-1002",
+           *           "brand": {
+           *             "order_id": "A-1002",
+           *             "status": "paid",
+           *             "amount": 52000,
+           *             "currency": "KRW",
+           *             "refunded_amount": 0
+           *           },
+           *           "ours": null,
+           *           "refusal": null,
+           *           "fixable": true,
+           *           "reason": null,
+           *           "amount_at_stake": 52000,
+           *           "commission_at_stake": 0
+           *         }
+           *       ],
+           *       "has_more": false,
+           *       "next_cursor": null
+           *     }
+           */
+          'application/json': components['schemas']['ReconciliationDifferenceList'];
+          /** @example object,kind,order_id,brand,ours,refusal,fixable,reason,amount_at_stake,commission_at_stake */
+          'text/csv': string;
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `reconciliation_not_found`, `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`, `invalid_cursor`, `invalid_request_query`. */
+      422: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `rate_limit_exceeded`. */
+      429: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      500: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `temporary_service_error`. */
+      503: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getReconciliationResend: {
+    parameters: {
+      query?: {
+        /** @description `next_cursor` of the previous page, unchanged. Omit it for the first page. */
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The reconciliation id (`recon_…`). */
+        reconciliation_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of events. */
+      200: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "type": "order.paid",
+           *           "data": {
+           *             "order_id": "A-1002",
+           *             "amount": 52000,
+           *             "currency": "KRW"
+           *           }
+           *         }
+           *       ],
+           *       "has_more": false,
+           *       "next_cursor": null
+           *     }
+           */
+          'application/json': components['schemas']['ReconciliationResendPage'];
+        };
+      };
+      /** @description Error codes: `http_400`. */
+      400: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_api_key`. */
+      401: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `brand_not_active`, `secret_key_required`, `origin_not_allowed`. */
+      403: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `reconciliation_not_found`, `wrong_host`. */
+      404: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `reconciliation_not_completed`. */
+      409: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_413`. */
+      413: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `http_415`. */
+      415: {
+        headers: {
+          'Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description Error codes: `invalid_request_body`, `invalid_cursor`, `invalid_request_query`. */
       422: {
         headers: {
           'Request-Id': components['headers']['RequestId'];

@@ -52,6 +52,9 @@ export const TABLES = {
   conversion_counts: { kind: 'brand' },
   commission_program_versions: { kind: 'brand' },
   creator_tiers: { kind: 'brand' },
+  reconciliations: { kind: 'brand' },
+  reconciliation_rows: { kind: 'brand' },
+  reconciliation_differences: { kind: 'brand' },
 
   /** Operational counters of the coordinator's own processes (/metrics). */
   requeued_work: { kind: 'coordinator' },

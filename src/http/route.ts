@@ -56,6 +56,8 @@ export interface RouteDefinition<P extends Shape = Shape, Q extends Shape = Shap
    * documented as a `text/csv` response beside the JSON one.
    */
   csv?: { columns: readonly string[]; description: string };
+  /** The body may also be CSV (`Content-Type: text/csv`), read by the handler: documented beside the JSON one. */
+  csvBody?: { description: string; example: string };
   /** A typical request body, shown in the OpenAPI document and /docs. */
   bodyExample?: unknown;
   /** Several named bodies (e.g. one per event type), shown as a choice in /docs; `bodyExample` stays the one curl and SDK samples send. */

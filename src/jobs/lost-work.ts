@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { inTransaction, type Sql } from '../db/fast-path/index.js';
 import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { payoutRunKey } from '../modules/payouts/payouts.service.js';
+import { reconciliationJobId } from '../modules/reconciliations/reconciliations.service.js';
 import { type JobData, type JobName, jobOptions, type Queues } from './queues.js';
 
 /**
@@ -116,6 +117,29 @@ export const lostWorkKinds: Record<
       [new Date(now.getTime() - 86_400_000), before],
     );
     return due!.n > 0 ? [sweep('order-gap-detection', now)] : [];
+  },
+
+  /**
+   * A reconciliation is due while `processing` over a minute after its upload (the upload enqueues
+   * it at once, or compares it in the request); finished once `completed` or `failed`. One job per
+   * reconciliation, under the id the upload gave it.
+   */
+  reconciliation: async (sql, now) => {
+    const rows = await sql.query<{ brand_id: string; id: string; request_id: string }>(
+      `select brand_id, id, request_id from reconciliations
+        where status = 'processing' and created_at <= ? order by created_at limit ${LIMIT}`,
+      [new Date(now.getTime() - GRACE_MS)],
+    );
+    return rows.map((r) => ({
+      queue: 'reconciliation',
+      jobId: reconciliationJobId(r.id),
+      data: {
+        request_id: r.request_id,
+        triggered_by: 'event',
+        brand_id: r.brand_id,
+        reconciliation_id: r.id,
+      },
+    }));
   },
 
   /**

@@ -14,6 +14,7 @@ export const jobNames = [
   'webhook-delivery',
   'queue-reconciler',
   'report-rollup',
+  'reconciliation',
 ] as const;
 export type JobName = (typeof jobNames)[number];
 
@@ -68,6 +69,21 @@ const webhookPayload = z.discriminatedUnion('triggered_by', [
   runPayload,
 ]);
 
+/**
+ * reconciliation: compares one uploaded reconciliation (reconciliations/compare.ts), enqueued by
+ * the upload, or by the lost-work pass for one still `processing` in PostgreSQL; or a sweep
+ * (schedule, admin) that completes every one left `processing`.
+ */
+const reconciliationPayload = z.discriminatedUnion('triggered_by', [
+  z.object({
+    request_id: requestId,
+    triggered_by: z.literal('event'),
+    brand_id: z.string().min(1).max(255),
+    reconciliation_id: z.string().min(1).max(40),
+  }),
+  runPayload,
+]);
+
 /** One payload schema per job, parsed at the worker's edge (a payload that fails is never retried). */
 export const jobPayloads = {
   'test-data-deletion': runPayload,
@@ -79,6 +95,7 @@ export const jobPayloads = {
   'webhook-delivery': webhookPayload,
   'queue-reconciler': runPayload,
   'report-rollup': runPayload,
+  reconciliation: reconciliationPayload,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof jobPayloads)[N]>;
@@ -98,4 +115,6 @@ export interface JobData {
   brand_id?: string;
   livemode?: boolean;
   endpoint_id?: string;
+  /** reconciliation: the one to compare. */
+  reconciliation_id?: string;
 }

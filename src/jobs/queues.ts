@@ -30,6 +30,8 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number; ji
   'queue-reconciler': { attempts: 2, backoffMs: 10_000 },
   // Every minute, and each run folds whatever is there: one retry, the next minute does the rest.
   'report-rollup': { attempts: 2, backoffMs: 10_000 },
+  // A brand waits for it: 5, 10, 20 s; past that it is marked failed (the upload is kept for its answer).
+  reconciliation: { attempts: 4, backoffMs: 5_000 },
 };
 
 /**

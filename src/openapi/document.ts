@@ -29,6 +29,8 @@ const tagDescriptions: Record<string, string> = {
   'Commission program':
     'The commission program in force and the next one: per-product rates, tiers and caps, published as versions.',
   Reports: 'Conversions per creator, day or product over a period, with the browser funnel; JSON or CSV.',
+  Reconciliations:
+    "Upload the brand's books for a period (JSON or streamed CSV), read every difference with our orders, and the events batch that fixes what a resend can fix.",
   Webhooks: 'Endpoints that receive signed notifications, their deliveries, and the events sent to them.',
   'Key issuance': "Issue API keys with the brand's login JWT, on the auth host.",
   'Admin: brands': 'Ops only: create and configure brands, and issue their keys.',
@@ -149,6 +151,12 @@ function operation(def: AnyRoute, baseUrl: string): ZodOpenApiOperationObject {
         required: !def.body.safeParse({}).success,
         content: {
           'application/json': { schema: def.body, ...bodyExamples(def) },
+          ...(def.csvBody && {
+            'text/csv': {
+              schema: z.string().meta({ description: def.csvBody.description }),
+              example: def.csvBody.example,
+            },
+          }),
         },
       },
     }),

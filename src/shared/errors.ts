@@ -73,6 +73,11 @@ export const errorCodes = {
     explains:
       'No payout with this id belongs to this brand and mode, or it is not final yet. Payouts are made in live mode only; use the id a payout.created webhook or GET /v1/payouts gives (an order.paid_out names its payout before the run has finished it).',
   },
+  reconciliation_not_found: {
+    status: 404,
+    explains:
+      'No reconciliation with this id belongs to the brand in this mode (a test key sees test reconciliations only). Reconciliations are deleted 30 days after their upload; upload the books again.',
+  },
   brand_not_found: { status: 404, explains: 'No brand has this id.' },
   creator_not_found: { status: 404, explains: 'No creator with this id belongs to the brand.' },
   offer_not_found: { status: 404, explains: 'No offer with this id belongs to the brand.' },
@@ -126,6 +131,34 @@ export const errorCodes = {
     status: 415,
     explains:
       "A request body on the ops surface (`/admin/api`, Bull Board's actions) must be sent with `Content-Type: application/json` (a `charset=utf-8` parameter may follow). A form or `text/plain` body is refused before anything is done: another site's page can send those with the browser's credentials.",
+  },
+  reconciliation_not_completed: {
+    status: 409,
+    explains:
+      'The reconciliation is still being compared (or failed): its resend is not ready. Wait for the reconciliation.completed webhook, or read the reconciliation until `status` is `completed`, then ask again.',
+  },
+  invalid_csv_header: {
+    status: 422,
+    explains:
+      'The first line of a CSV upload must name its columns, each once, in any order: order_id, status and amount (required), currency, fx_rate, refunded_amount, occurred_at, coupon_code, click_ref, customer_hash, parent_order_id. `param` names the unknown, repeated or missing column (`line 1: amount`).',
+  },
+  duplicate_order_id: {
+    status: 422,
+    explains:
+      'An upload names one order_id twice; `param` is the second line (`line 1234: order_id`, or `orders[3].order_id` in JSON). Send each order once with its current values; nothing of the upload was kept.',
+  },
+  empty_upload: {
+    status: 422,
+    explains: "The upload holds no order rows. Send at least one row of the brand's books for the period.",
+  },
+  period_too_long: {
+    status: 422,
+    explains:
+      'A reconciliation covers at most 92 days (`to` − `from`). Split the period and reconcile each part.',
+  },
+  invalid_period: {
+    status: 422,
+    explains: '`from` must be before `to`: the period is [from, to).',
   },
   missing_required_field: {
     status: 422,
@@ -254,7 +287,7 @@ export const errorCodes = {
   http_413: {
     status: 413,
     explains:
-      'The request body is too large: 1 MiB for one event, 10 MiB for a batch; 64 KiB with a publishable (pk_) key. Split the batch; send larger bodies from your server with a secret key.',
+      'The request body is too large: 1 MiB for one event, 10 MiB for a batch or a JSON reconciliation, 1,000,000 rows and 100 MB for a CSV reconciliation; 64 KiB with a publishable (pk_) key. Split the batch or the period; send larger bodies from your server with a secret key.',
   },
   http_415: {
     status: 415,

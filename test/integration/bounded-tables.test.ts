@@ -126,6 +126,34 @@ describe('bounded tables', () => {
     expect(await ids('clicks')).toEqual([`clk_new_${brandId}`, `clk_new_${other}`].sort());
   });
 
+  it('reconciliations: past RECONCILIATION_RETENTION_DAYS go with their staged rows and differences', async () => {
+    for (const [id, days] of [
+      ['recon_old', 31],
+      ['recon_new', 29],
+    ] as const) {
+      await sql(
+        `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id, created_at)
+         values (?, ?, true, now() - interval '40 days', now() - interval '39 days', 'req_x', now() - make_interval(days => ?))`,
+        [brandId, id, days],
+      );
+      await sql(
+        `insert into reconciliation_rows (brand_id, reconciliation_id, line, order_id, status, amount, currency, refunded_amount)
+         values (?, ?, 2, 'A-1', 'paid', 1, 'KRW', 0)`,
+        [brandId, id],
+      );
+      await sql(
+        `insert into reconciliation_differences (brand_id, reconciliation_id, seq, kind, order_id, fixable, amount_at_stake, commission_at_stake)
+         values (?, ?, 1, 'missing_here', 'A-1', true, 1, 0)`,
+        [brandId, id],
+      );
+    }
+    expect((await prune()).reconciliations).toBe(1);
+    expect(await ids('reconciliations')).toEqual(['recon_new']);
+    expect(await ids('reconciliation_rows', 'reconciliation_id')).toEqual(['recon_new']);
+    expect(await ids('reconciliation_differences', 'reconciliation_id')).toEqual(['recon_new']);
+    expect((await pruneBoundedTables(ctx.orm, 30, 28)).reconciliations).toBe(1);
+  });
+
   // received_events (browser signals past 30 days; order events kept): browser-signal-counts.test.ts.
 
   it('a second run finds nothing left', async () => {
@@ -172,6 +200,9 @@ describe('bounded tables', () => {
       'integration_tallies',
       'balance_tallies',
       'creator_balances',
+      // Deleted with their reconciliation (foreign keys on delete cascade); staged rows also once compared.
+      'reconciliation_rows',
+      'reconciliation_differences',
     ];
     const tables =
       // A partition is bounded as its table is (conversion_counts' are per level and dimension).

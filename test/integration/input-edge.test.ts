@@ -1040,6 +1040,13 @@ const readCases = {
   getWebhookEndpoint: { path: '/v1/webhook_endpoints/{}', query: [] },
   listWebhookDeliveries: { path: '/v1/webhook_endpoints/{}/deliveries', query: ['limit', 'starting_after'] },
   getWebhookEvent: { path: '/v1/webhook_events/{}', query: [] },
+  listReconciliations: { path: '/v1/reconciliations', query: ['limit', 'cursor'] },
+  getReconciliation: { path: '/v1/reconciliations/{}', query: [] },
+  listReconciliationDifferences: {
+    path: '/v1/reconciliations/{}/differences',
+    query: ['limit', 'cursor', 'kind', 'fixable'],
+  },
+  getReconciliationResend: { path: '/v1/reconciliations/{}/resend', query: ['cursor'] },
   followTrackingLink: { path: '/c/{}', query: ['lf_click'] },
   getOpenApiDocument: { path: '/openapi.json', query: [] },
   getDocsPage: { path: '/docs', query: [] },
@@ -1090,6 +1097,7 @@ const fuzzed = new Set<string>([
   'sendEvent',
   'sendEventBatch',
   'issueApiKeys',
+  'createReconciliation',
   ...Object.keys(webhookCases),
   ...Object.keys(adminCases),
   ...Object.keys(readCases),
@@ -1118,6 +1126,66 @@ describe('any input: never a 5xx, always the error envelope', () => {
       120,
     );
     expect(refused).toBeGreaterThan(0);
+  });
+
+  it('POST /v1/reconciliations: any JSON upload, any CSV upload and query', async () => {
+    const period = { from: new Date(Date.now() - 86_400_000).toISOString(), to: new Date().toISOString() };
+    const upload = () => ({ ...period, orders: [{ order_id: 'R-1', status: 'paid', amount: 100 }] });
+    const fields: Path[] = [
+      [],
+      ['from'],
+      ['to'],
+      ['orders'],
+      ['orders', 0],
+      ['orders', 1],
+      ['x'],
+      ...[
+        'order_id',
+        'status',
+        'amount',
+        'currency',
+        'fx_rate',
+        'refunded_amount',
+        'occurred_at',
+        'coupon_code',
+      ].map((f) => ['orders', 0, f]),
+      ['orders', 0, 'customer_hash'],
+      ['orders', 0, 'x'],
+    ];
+    const refused = await property(
+      fc.array(fc.tuple(fc.constantFrom(...fields), anyValue), { minLength: 1, maxLength: 3 }),
+      async (edits) => {
+        const body = mutate(upload(), edits);
+        expectSane(
+          await send('post', '/v1/reconciliations', withKey(shop.keys.sk_live), body),
+          bodyText(body),
+        );
+      },
+      60,
+    );
+    expect(refused).toBeGreaterThan(0);
+    const csvCell = fc.oneof(
+      { weight: 3, arbitrary: nastyString },
+      { weight: 1, arbitrary: fc.constant('100') },
+    );
+    await property(
+      fc.tuple(
+        fc.array(fc.array(csvCell, { maxLength: 4 }), { maxLength: 4 }),
+        fc.array(fc.tuple(fc.constantFrom('from', 'to', 'x'), nastyString), { maxLength: 2 }),
+      ),
+      async ([lines, pairs]) => {
+        const csv = ['order_id,status,amount', ...lines.map((cells) => cells.join(','))].join('\n');
+        const query =
+          pairs.length > 0 ? queryString(pairs) : `?from=${pct(period.from)}&to=${pct(period.to)}`;
+        const res = await http()
+          .post(`/v1/reconciliations${query}`)
+          .set(withKey(shop.keys.sk_live))
+          .set('Content-Type', 'text/csv')
+          .send(csv);
+        expectSane(res, `${query} ${JSON.stringify(csv)}`);
+      },
+      60,
+    );
   });
 
   it('POST /v1/events with a publishable key', async () => {

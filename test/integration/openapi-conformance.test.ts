@@ -153,7 +153,8 @@ describe('errors met outside the handler, as declared', () => {
       for (const res of got400) expect(res?.body.error.code, name).toBe('http_400');
       expect(declared(400).includes('http_400'), name).toBe(got400.length > 0);
 
-      const limit = path === '/v1/events/batch' ? 10 * 1024 * 1024 : 1024 * 1024;
+      const tenMiB = path === '/v1/events/batch' || (path === '/v1/reconciliations' && method === 'post');
+      const limit = tenMiB ? 10 * 1024 * 1024 : 1024 * 1024;
       const url = path.replace(/\{\w+\}/g, 'x');
       const tooLarge = await statusForBody(
         url,

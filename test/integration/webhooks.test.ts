@@ -290,7 +290,7 @@ describe('tenant and mode isolation', () => {
 });
 
 describe('every event type, once per change', () => {
-  it('conversion.created/updated, commission.clawed_back, order.confirmed, order.paid_out, payout.created, integration.order_missing and creator.tier_changed reach the receiver once each, signed', async () => {
+  it('conversion.created/updated, commission.clawed_back, order.confirmed, order.paid_out, payout.created, integration.order_missing creator.tier_changed and reconciliation.completed reach the receiver once each, signed', async () => {
     const brand = await makeShop(ctx);
     const endpoint = await createEndpoint(brand.keys.sk_live, '/all');
     const sk = brand.keys.sk_live;
@@ -457,6 +457,20 @@ describe('every event type, once per change', () => {
       },
     });
 
+    // reconciliation.completed: a small upload is compared in its request, under that request's id.
+    const recon = await k.post('/v1/reconciliations', {
+      from: new Date(Date.now() - 86_400_000).toISOString(),
+      to: new Date(Date.now() + 86_400_000).toISOString(),
+      orders: [{ order_id: 'E-1', status: 'paid', amount: 35_000, refunded_amount: 35_000 }],
+    });
+    expect(recon.status).toBe(201);
+    await relayOutbox(ctx.orm, ctx.queues);
+    await until('the reconciliation', () => typesAt('/all').includes('reconciliation.completed'));
+    expect(bodies('/all').find((b) => b.type === 'reconciliation.completed')).toMatchObject({
+      request_id: recon.headers['request-id'],
+      data: { object: { object: 'reconciliation', id: recon.body.id, status: 'completed' } },
+    });
+
     // Every type arrived; nothing twice; each body is a valid event of its type, correctly signed.
     await until('the worker to go quiet', async () => {
       const [row] = await ctx.orm.em
@@ -470,7 +484,7 @@ describe('every event type, once per change', () => {
     const all = receiver.at('/all');
     expect(new Set(all.map((r) => JSON.parse(r.body).type))).toEqual(new Set(webhookEventTypes));
     expect(new Set(all.map((r) => JSON.parse(r.body).id)).size).toBe(all.length);
-    expect(all.length).toBe(14);
+    expect(all.length).toBe(15);
     for (const r of all) {
       expect(WebhookEventOut.safeParse(JSON.parse(r.body)).error).toBeUndefined();
       expect(r.headers['content-type']).toBe('application/json');
@@ -490,6 +504,7 @@ describe('every event type, once per change', () => {
       last_status_code: 200,
       next_attempt_at: null,
       event_type: 'creator.tier_changed',
+      event_type: 'reconciliation.completed',
     });
     expect(deliveries.body.data[0].last_duration_ms).toBeGreaterThanOrEqual(0);
     const ids = deliveries.body.data.map((d: { id: string }) => d.id);
@@ -497,7 +512,7 @@ describe('every event type, once per change', () => {
     const next = await k.get(
       `/v1/webhook_endpoints/${endpoint.id}/deliveries?limit=100&starting_after=${ids.at(-1)}`,
     );
-    expect(next.body.data).toHaveLength(9);
+    expect(next.body.data).toHaveLength(10);
     expect(next.body.has_more).toBe(false);
 
     // The event reads back as delivered; the trace of the request lists its deliveries.

@@ -40,7 +40,7 @@ export interface AttributionCatalog {
 }
 
 /** A click recorded slightly after the order (clock skew between the store and us) still counts. */
-const CLICK_SKEW_MS = 5 * 60 * 1000;
+export const CLICK_SKEW_MS = 5 * 60 * 1000;
 
 /** `last_touch_channel` other than `lf` means another channel had the last click (decisions.md). */
 export function clickAttributionAllowed(lastTouchChannel: string | null): boolean {

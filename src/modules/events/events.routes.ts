@@ -7,6 +7,7 @@ import { EventRateLimiter, rateLimitError, rateLimitHeaders } from '../../http/r
 import { type ResponseHeaderName, route, secretKeyRequired } from '../../http/route.js';
 import { sendJson } from '../../http/send-json.js';
 import { AppError } from '../../shared/errors.js';
+import { isStorableText } from '../../shared/text.js';
 import { checkIdempotencyKey, requestHash } from '../ingestion/idempotency.js';
 import { Ingestion } from '../ingestion/ingestion.js';
 import { resumeFrom } from '../ingestion/plan-request.js';
@@ -74,13 +75,41 @@ async function ingestCounted(
       result: err instanceof AppError ? err.code : 'temporary_service_error',
     });
     if (err instanceof AppError && err.code !== 'rate_limit_exceeded' && req.caller?.kind === 'secret') {
-      await recordIngestionFailure(intake.deps.orm.em.fork(), req.caller, err.code, req.requestId).catch(
-        (recordError: Error) =>
-          intake.deps.logger.warn({ err: recordError }, 'could not count a failed ingestion request'),
+      await recordIngestionFailure(
+        intake.deps.orm.em.fork(),
+        req.caller,
+        err.code,
+        req.requestId,
+        refusedEvent(req.body, batch, err),
+      ).catch((recordError: Error) =>
+        intake.deps.logger.warn({ err: recordError }, 'could not count a failed ingestion request'),
       );
     }
     throw err;
   }
+}
+
+/**
+ * The event a refusal was about (its type and order_id, when it names them), so a reconciliation
+ * can say why an order is missing: in a batch, the one `param` names (`events[3]…`).
+ */
+function refusedEvent(
+  body: unknown,
+  batch: boolean,
+  err: AppError,
+): { type: string; orderId: string } | undefined {
+  const index = batch ? /^events\[(\d+)\]/.exec(err.details.param ?? '')?.[1] : undefined;
+  if (batch && index === undefined) return undefined;
+  const event = (batch ? (body as { events?: unknown[] } | null)?.events?.[Number(index)] : body) as
+    | { type?: unknown; data?: { order_id?: unknown } }
+    | null
+    | undefined;
+  const type = event?.type;
+  const orderId = event?.data?.order_id;
+  if (typeof type !== 'string' || !(eventTypes as readonly string[]).includes(type)) return undefined;
+  if (typeof orderId !== 'string' || orderId.length === 0 || orderId.length > 120 || !isStorableText(orderId))
+    return undefined;
+  return { type, orderId };
 }
 
 /** Validates in order; a batch keeps the events before its first invalid one, which are still applied. */

@@ -30,10 +30,18 @@ export const IngestionFailure = defineEntity({
     livemode: p.boolean(),
     code: p.string().length(60),
     requestId: p.string().length(40),
+    /** The refused event's type and order_id, when it named them (a reconciliation's `refusal`). */
+    eventType: p.string().length(40).nullable(),
+    orderId: p.string().length(120).nullable(),
     failedAt: p.datetime().defaultRaw('now()'),
   },
   indexes: [
     { name: 'ingestion_failures_brand_failed_at_index', properties: ['brand', 'livemode', 'failedAt'] },
+    {
+      name: 'ingestion_failures_order_index',
+      properties: ['brand', 'livemode', 'orderId', 'failedAt'],
+      where: 'order_id is not null',
+    },
   ],
 });
 export type IngestionFailure = InferEntity<typeof IngestionFailure>;

@@ -225,10 +225,20 @@ export async function recordIngestionFailure(
   scope: Scope,
   code: string,
   requestId: string,
+  /** The refused event's type and order, when it named one (a reconciliation's `refusal`). */
+  event?: { type: string; orderId: string },
 ) {
   await em.execute(
-    'insert into ingestion_failures (id, brand_id, livemode, code, request_id) values (?, ?, ?, ?, ?)',
-    [newId('ifl'), scope.brandId, scope.livemode, code, requestId],
+    'insert into ingestion_failures (id, brand_id, livemode, code, request_id, event_type, order_id) values (?, ?, ?, ?, ?, ?, ?)',
+    [
+      newId('ifl'),
+      scope.brandId,
+      scope.livemode,
+      code,
+      requestId,
+      event?.type ?? null,
+      event?.orderId ?? null,
+    ],
   );
 }
 

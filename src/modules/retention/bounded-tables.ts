@@ -4,6 +4,7 @@ import { sqlLiteral } from '../../db/fast-path/index.js';
 import { browserEventTypes } from '../events/events.schemas.js';
 
 const BATCH = 1000;
+const RECONCILIATION_BATCH = 10;
 
 /**
  * Every table that grows with traffic and is not kept for good, with what bounds it. Each
@@ -32,6 +33,13 @@ export const boundedTables = {
       select e.brand_id, e.id from webhook_events e where e.created_at < now() - make_interval(days => ?)
          and not exists (select 1 from webhook_deliveries d where d.brand_id = e.brand_id and d.event_id = e.id)
        limit ${BATCH} for update skip locked)`,
+  /**
+   * Reconciliations past RECONCILIATION_RETENTION_DAYS, their staged rows and differences with them
+   * (foreign keys on delete cascade). A few per statement: each may carry a million differences.
+   */
+  reconciliations: `delete from reconciliations where (brand_id, id) in (
+      select brand_id, id from reconciliations where created_at < now() - make_interval(days => ?)
+       limit ${RECONCILIATION_BATCH} for update skip locked)`,
   /**
    * Integration status reads a day of them, refunds a week: 8 days are kept. Per brand and mode,
    * a range of the primary key (brand, mode, minute) each, as clicks are pruned per brand.
@@ -82,6 +90,7 @@ const citusBounds: Record<BoundedTable, { key: '(brand_id, id)' | 'ctid'; where:
     where: `created_at < now() - make_interval(days => ?)
       and not exists (select 1 from webhook_deliveries d where d.brand_id = webhook_events.brand_id and d.event_id = webhook_events.id)`,
   },
+  reconciliations: { key: '(brand_id, id)', where: 'created_at < now() - make_interval(days => ?)' },
   integration_counts: { key: 'ctid', where: `bucket_start < now() - interval '8 days'` },
   received_events: {
     key: '(brand_id, id)',
@@ -90,15 +99,23 @@ const citusBounds: Record<BoundedTable, { key: '(brand_id, id)' | 'ctid'; where:
   clicks: { key: '(brand_id, id)', where: `clicked_at < now() - interval '180 days'` },
 };
 
-/** Deletes what is past its keep time in every bounded table, batch by batch; counts per table. */
+/** The batch a table's statement deletes at most: fewer means it is done. */
+const batchOf = (table: BoundedTable) => (table === 'reconciliations' ? RECONCILIATION_BATCH : BATCH);
+
+/**
+ * Deletes what is past its keep time in every bounded table, batch by batch; counts per table.
+ * A `?` in a table's statement is its retention in days: reconciliations' own, or the webhooks'.
+ */
 export async function pruneBoundedTables(
   orm: MikroORM,
   webhookRetentionDays: number,
+  reconciliationRetentionDays = 30,
 ): Promise<Record<BoundedTable, number>> {
   const citus = await onCitus(orm);
   const counts = {} as Record<BoundedTable, number>;
   for (const [table, sql] of Object.entries(boundedTables) as [BoundedTable, string][]) {
-    const values = sql.includes('?') ? [webhookRetentionDays] : [];
+    const days = table === 'reconciliations' ? reconciliationRetentionDays : webhookRetentionDays;
+    const values = sql.includes('?') ? [days] : [];
     counts[table] = 0;
     if (citus) {
       counts[table] = await prunePerBrand(orm, table, values);
@@ -108,7 +125,7 @@ export async function pruneBoundedTables(
       const res = await orm.em.fork().execute(sql, values, 'run');
       const deleted = (res as { affectedRows?: number }).affectedRows ?? 0;
       counts[table] += deleted;
-      if (deleted < BATCH) break;
+      if (deleted < batchOf(table)) break;
     }
   }
   return counts;
@@ -121,14 +138,14 @@ async function prunePerBrand(orm: MikroORM, table: BoundedTable, values: unknown
     .fork()
     .execute<{ brand_id: string }[]>(`select distinct brand_id from ${table} where ${where}`, values);
   const sql = `delete from ${table} where brand_id = ? and ${key} in (
-      select ${key === 'ctid' ? key : 'brand_id, id'} from ${table} where brand_id = ? and ${where} limit ${BATCH} for update skip locked)`;
+      select ${key === 'ctid' ? key : 'brand_id, id'} from ${table} where brand_id = ? and ${where} limit ${batchOf(table)} for update skip locked)`;
   let count = 0;
   for (const { brand_id } of brands) {
     for (;;) {
       const res = await orm.em.fork().execute(sql, [brand_id, brand_id, ...values], 'run');
       const deleted = (res as { affectedRows?: number }).affectedRows ?? 0;
       count += deleted;
-      if (deleted < BATCH) break;
+      if (deleted < batchOf(table)) break;
     }
   }
   return count;

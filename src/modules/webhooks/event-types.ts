@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { attributionVias, orderStatuses } from '../orders/order.entity.js';
 import { OrderOut } from '../orders/order-out.js';
+import { ReconciliationOut, reconciliationExample } from '../reconciliations/reconciliations.schemas.js';
 
 /** The types a webhook endpoint can subscribe to (`enabled_events`), `*` aside. */
 export const webhookEventTypes = [
@@ -12,6 +13,7 @@ export const webhookEventTypes = [
   'payout.created',
   'integration.order_missing',
   'creator.tier_changed',
+  'reconciliation.completed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -221,6 +223,7 @@ export const webhookEventExamples: Record<
       effective_at: '2026-12-01T15:00:00.000Z',
     },
   },
+  'reconciliation.completed': { object: reconciliationExample },
 };
 
 const descriptions: Record<WebhookEventType, string> = {
@@ -239,6 +242,8 @@ const descriptions: Record<WebhookEventType, string> = {
     'A browser observed an order (order.observed) for which no order.paid arrived within the gap delay. Resend order.paid for it.',
   'creator.tier_changed':
     "A creator's tier level changed (live endpoints only): set by ops, or by the daily tier job from its net revenue over the window. Orders with `occurred_at` from `effective_at` on are priced with the new tier.",
+  'reconciliation.completed':
+    'A reconciliation finished comparing the uploaded books with our orders: read its differences and resend (`GET /v1/reconciliations/{reconciliation_id}/resend`). Also sent for one completed in its upload request.',
 };
 
 const objects: Record<WebhookEventType, z.ZodType> = {
@@ -250,6 +255,7 @@ const objects: Record<WebhookEventType, z.ZodType> = {
   'payout.created': PayoutObject,
   'integration.order_missing': MissingOrderObject,
   'creator.tier_changed': TierChangeObject,
+  'reconciliation.completed': ReconciliationOut,
 };
 
 const exampleRequestIds: Partial<Record<WebhookEventType, string>> = {

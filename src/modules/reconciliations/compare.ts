@@ -1,0 +1,299 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type pg from 'pg';
+import { onCitus } from '../../db/citus.js';
+import { inTransaction, inTransactionOn, type Sql } from '../../db/fast-path/index.js';
+import { CLICK_SKEW_MS } from '../attribution/resolve.js';
+import { orderLookupKeySql } from '../orders/lookup-key.js';
+import { recordWebhookEvents } from '../webhooks/webhook-writes.js';
+import { type ReconciliationRow, toReconciliationOut } from './reconciliations.read.js';
+import { type DifferenceKind, differenceKinds } from './reconciliations.schemas.js';
+
+/** `:name` placeholders to the `?` ones Sql takes, with the values in their order. */
+export function named(text: string, values: Record<string, unknown>): [string, unknown[]] {
+  const ordered: unknown[] = [];
+  const out = text.replace(/:([a-z_]+)\b/g, (whole, name: string) => {
+    if (!Object.hasOwn(values, name)) return whole;
+    ordered.push(values[name]);
+    return '?';
+  });
+  return [out, ordered];
+}
+
+/** KRW of `amount` minor units of `currency` at `rate` (KRW per major unit), half up; null without a rate. */
+const krwAt = (amount: string, currency: string, rate: string) =>
+  `(case when ${currency} = 'KRW' then (${amount})::bigint when ${rate} is null then null
+     else round((${amount})::numeric / (case when ${currency} in ('JPY') then 1 else 100 end) * ${rate})::bigint end)`;
+
+/** An order.paid dated before this (the api-v1 90-day limit) cannot be sent. */
+const tooOld = (at: string) => `(${at} < :now::timestamptz - interval '90 days')`;
+
+/**
+ * The comparison, one statement: the staged rows, our side (the mode's orders in the period by
+ * the list index, and those the upload names by their lookup key), what each row's code or click
+ * resolves to now (the attribution module's tables, as ingestion reads them), one row per
+ * difference written, and the figures of the whole returned.
+ */
+export function comparison(citus: boolean): string {
+  const ourMatch = citus
+    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = r.r_order_id'
+    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || r.r_order_id) and o.brand_id = :brand_id`;
+  return `
+with r as materialized (
+  select line, order_id as r_order_id, status as r_status, amount as r_amount, currency as r_currency,
+         fx_rate as r_fx_rate, refunded_amount as r_refunded, occurred_at as r_occurred_at,
+         coupon_code as r_coupon_code, click_ref as r_click_ref, customer_hash as r_customer_hash,
+         parent_order_id as r_parent_order_id
+    from reconciliation_rows where brand_id = :brand_id and reconciliation_id = :reconciliation_id
+),
+ids as (
+  select o.id from orders o
+   where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
+  union
+  select o.id from r join orders o on ${ourMatch} and o.livemode = :livemode
+),
+o as (
+  select o.id as o_id, o.order_id as o_order_id, o.status as o_status, o.amount as o_amount_krw,
+         coalesce(o.original_currency, 'KRW') as o_currency, coalesce(o.original_amount, o.amount) as o_amount,
+         o.refunded_original_amount as o_refunded, o.refunded_amount as o_refunded_krw, o.fx_rate as o_fx_rate,
+         o.creator_id as o_creator_id, o.commission_bps as o_bps, o.coupon_code as o_coupon_code,
+         o.click_ref as o_click_ref, o.last_touch_channel as o_last_touch, o.occurred_at as o_occurred_at,
+         (o.occurred_at >= :from and o.occurred_at < :to) as in_period
+    from ids join orders o on o.brand_id = :brand_id and o.id = ids.id
+),
+pair as (
+  select r.*, o.*, rc.creator_id as code_creator, rc.bps as code_bps, rk.creator_id as click_creator,
+         rk.bps as click_bps, rk.in_window,
+         (o.o_last_touch is null or lower(o.o_last_touch) = 'lf') as channel_allows
+    from r full join o on o.o_order_id = r.r_order_id
+    left join lateral (
+      select c.creator_id, f.commission_bps as bps from coupon_codes c
+        left join offers f on f.brand_id = c.brand_id and f.id = c.offer_id
+       where c.brand_id = :brand_id and c.code_key = upper(trim(r.r_coupon_code))) rc on r.r_coupon_code is not null
+    left join lateral (
+      select k.creator_id, f.commission_bps as bps,
+             (coalesce(o.o_occurred_at, r.r_occurred_at, :now::timestamptz) - k.clicked_at
+               between make_interval(secs => -(:skew_seconds)::float8) and make_interval(days => f.attribution_window_days)) as in_window
+        from clicks k join offers f on f.brand_id = k.brand_id and f.id = k.offer_id
+       where k.brand_id = :brand_id and k.id = r.r_click_ref) rk on r.r_click_ref is not null
+),
+f as (
+  select p.*,
+         r_order_id is not null as has_r, o_id is not null as has_o,
+         o_status = 'paid_out' as paid_out, o_status in ('refunded', 'cancelled') as closed,
+         coalesce(code_creator, case when in_window and channel_allows then click_creator end) as row_creator,
+         case when code_creator is not null then 'code' when in_window and channel_allows then 'click' end as row_via,
+         case when code_creator is not null then code_bps when in_window and channel_allows then click_bps end as row_bps
+    from pair p
+),
+g as (
+  select f.*,
+         (has_r and has_o and r_currency = o_currency and r_amount <> o_amount) as amount_differs,
+         (has_r and has_o and r_currency = o_currency and r_amount <> o_amount
+           and not paid_out and not closed and r_amount >= o_refunded and not ${tooOld('o_occurred_at')}) as amount_fixed
+    from f
+),
+d as (
+  select g.*, k.ord, k.kind, k.reason, coalesce(k.stake, 0) as stake, k.creator_bps
+    from g cross join lateral (values
+      (1, 'missing_here', has_r and not has_o,
+        case when r_currency <> 'KRW' and r_fx_rate is null then 'missing_fx_rate'
+             when ${tooOld('r_occurred_at')} then 'too_old_to_resend' end,
+        ${krwAt('r_amount', 'r_currency', 'r_fx_rate')},
+        case when row_creator is not null then coalesce(row_bps, :default_bps) end),
+      (2, 'missing_there', has_o and not has_r and in_period, 'not_in_brand_books', o_amount_krw,
+        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
+      (3, 'currency_mismatch', has_r and has_o and r_currency <> o_currency, 'currency_is_fixed',
+        abs(o_amount_krw - coalesce(${krwAt('r_amount', 'r_currency', 'r_fx_rate')}, 0)),
+        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
+      (4, 'amount_mismatch', amount_differs,
+        case when paid_out then 'paid_out' when closed then 'closed' when r_amount < o_refunded then 'below_refunded'
+             when ${tooOld('o_occurred_at')} then 'too_old_to_resend' end,
+        ${krwAt('abs(r_amount - o_amount)', 'o_currency', 'o_fx_rate')},
+        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
+      (5, 'refund_mismatch',
+        has_r and has_o and r_currency = o_currency and r_refunded <> o_refunded
+          and not (r_status = 'cancelled' and closed),
+        case when r_refunded < o_refunded then 'refunded_more_here'
+             when r_refunded > (case when amount_fixed then r_amount else o_amount end) then 'refund_exceeds_amount' end,
+        ${krwAt('abs(r_refunded - o_refunded)', 'o_currency', 'o_fx_rate')},
+        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
+      (6, 'status_mismatch',
+        has_r and has_o and ((r_status = 'cancelled' and not closed) or (r_status = 'paid' and o_status = 'cancelled')),
+        case when r_status = 'paid' then 'cancelled_here' end,
+        case when r_status = 'cancelled' then o_amount_krw - o_refunded_krw
+             else ${krwAt('r_amount - r_refunded', 'o_currency', 'o_fx_rate')} end,
+        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
+      (7, 'attribution_mismatch',
+        has_r and has_o and (r_coupon_code is not null or r_click_ref is not null)
+          and (o_creator_id is null or (row_creator is not null and row_creator <> o_creator_id)),
+        case when paid_out then 'paid_out' when closed then 'closed'
+             when row_creator is null then
+               case when click_creator is not null and not channel_allows then 'other_channel_last_touch'
+                    when click_creator is not null then 'click_outside_window'
+                    when r_click_ref is not null and (r_coupon_code is null or code_creator is null) then 'unknown_click_ref'
+                    else 'unknown_coupon_code' end
+             when (row_via = 'code' and upper(trim(o_coupon_code)) is not distinct from upper(trim(r_coupon_code)))
+               or (row_via = 'click' and o_click_ref is not distinct from r_click_ref) then 'already_received'
+             when ${tooOld('o_occurred_at')} then 'too_old_to_resend' end,
+        o_amount_krw,
+        case when row_creator is not null then coalesce(row_bps, :default_bps)
+             when o_creator_id is not null then coalesce(o_bps, :default_bps) end)
+    ) as k(ord, kind, applies, reason, stake, creator_bps)
+   where k.applies
+),
+written as (
+  insert into reconciliation_differences (brand_id, reconciliation_id, seq, kind, order_id, brand, ours, refusal,
+      fixable, reason, amount_at_stake, commission_at_stake)
+  select :brand_id, :reconciliation_id,
+         row_number() over (order by coalesce(line, 2147483647), o_order_id, ord),
+         kind, coalesce(r_order_id, o_order_id),
+         case when has_r then jsonb_strip_nulls(jsonb_build_object('order_id', r_order_id, 'status', r_status,
+           'amount', r_amount, 'currency', r_currency, 'fx_rate', r_fx_rate::text, 'refunded_amount', r_refunded,
+           'occurred_at', to_char(r_occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           'coupon_code', r_coupon_code, 'click_ref', r_click_ref, 'customer_hash', r_customer_hash,
+           'parent_order_id', r_parent_order_id)) end,
+         case when has_o then jsonb_build_object('order_id', o_order_id, 'status', o_status, 'amount', o_amount,
+           'refunded_amount', o_refunded, 'currency', o_currency, 'attributed', o_creator_id is not null,
+           'creator_id', o_creator_id, 'paid_out', paid_out) end,
+         case when kind = 'missing_here' then (
+           select x.code from ingestion_failures x
+            where x.brand_id = :brand_id and x.livemode = :livemode and x.order_id = r_order_id
+              and x.event_type = 'order.paid' and x.failed_at > :now::timestamptz - interval '7 days'
+            order by x.failed_at desc limit 1) end,
+         reason is null, reason, stake,
+         case when creator_bps is null then 0 else floor(stake * creator_bps / 10000.0)::bigint end
+    from d
+  returning kind, fixable, amount_at_stake, commission_at_stake, order_id
+)
+select
+  (select count(*)::int from o where in_period) as orders,
+  (select count(*)::int from r) as rows,
+  (select count(*)::int from g where has_r and has_o) as paired,
+  (select count(distinct line)::int from d where has_o and has_r) as paired_differing,
+  (select coalesce(jsonb_object_agg(kind, n), '{}') from (select kind, count(*)::int as n from written group by kind) c) as differences,
+  (select count(*)::int from written where fixable) as fixable,
+  (select coalesce(sum(amount_at_stake), 0)::bigint from written) as at_stake_amount,
+  (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission`;
+}
+
+interface Figures {
+  orders: number;
+  rows: number;
+  paired: number;
+  paired_differing: number;
+  differences: Partial<Record<DifferenceKind, number>>;
+  fixable: number;
+  at_stake_amount: string;
+  at_stake_commission: string;
+}
+
+/**
+ * The comparison plans with sequential scans off, as the engine's statements do: each step is an
+ * index probe or range whatever the statistics of freshly staged rows say, never a scan of every
+ * brand's orders (test/integration/reconciliations.test.ts checks the plan).
+ */
+export const COMPARISON_SETTINGS = { enable_seqscan: 'off' } as const;
+
+/**
+ * Compares a `processing` reconciliation and completes it, in one transaction: its row is locked
+ * first, so two runs (the job and its lost-work copy) compare once; a completed or deleted one is
+ * left alone. The staged rows go once compared (each difference keeps its row's values).
+ * Returns whether it completed it now.
+ */
+export async function completeReconciliation(
+  orm: MikroORM,
+  brandId: string,
+  reconciliationId: string,
+  now = new Date(),
+): Promise<boolean> {
+  const citus = await onCitus(orm);
+  const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
+  return inTransactionOn(
+    pool,
+    async (sql) => {
+      const [recon] = await sql.query<{
+        livemode: boolean;
+        period_from: Date;
+        period_to: Date;
+        status: string;
+        request_id: string;
+        default_bps: number;
+      }>(
+        `select r.livemode, r.period_from, r.period_to, r.status, r.request_id, b.default_commission_bps as default_bps
+         from reconciliations r join brands b on b.id = r.brand_id
+        where r.brand_id = ? and r.id = ? for update of r`,
+        [brandId, reconciliationId],
+      );
+      if (recon?.status !== 'processing') return false;
+      const [text, values] = named(comparison(citus), {
+        brand_id: brandId,
+        reconciliation_id: reconciliationId,
+        livemode: recon.livemode,
+        mode: recon.livemode ? 'live' : 'test',
+        from: recon.period_from,
+        to: recon.period_to,
+        now,
+        skew_seconds: CLICK_SKEW_MS / 1000,
+        default_bps: recon.default_bps,
+      });
+      const [figures] = await sql.query<Figures>(text, values);
+      await finish(sql, brandId, reconciliationId, recon, figures!, now);
+      return true;
+    },
+    COMPARISON_SETTINGS,
+  );
+}
+
+async function finish(
+  sql: Sql,
+  brandId: string,
+  reconciliationId: string,
+  recon: { livemode: boolean; request_id: string },
+  figures: Figures,
+  now: Date,
+): Promise<void> {
+  const differences = Object.fromEntries(differenceKinds.map((k) => [k, figures.differences[k] ?? 0]));
+  const [row] = await sql.query<ReconciliationRow>(
+    `update reconciliations set status = ?, orders = ?, matched = ?, differences = ?::jsonb, fixable = ?,
+            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?
+      where brand_id = ? and id = ?
+      returning *`,
+    [
+      'completed',
+      figures.orders,
+      figures.paired - figures.paired_differing,
+      JSON.stringify(differences),
+      figures.fixable,
+      figures.at_stake_amount,
+      figures.at_stake_commission,
+      now,
+      new Date(),
+      brandId,
+      reconciliationId,
+    ],
+  );
+  await sql.query(`delete from reconciliation_rows where brand_id = ? and reconciliation_id = ?`, [
+    brandId,
+    reconciliationId,
+  ]);
+  await recordWebhookEvents(sql, [
+    {
+      brandId,
+      livemode: recon.livemode,
+      type: 'reconciliation.completed',
+      requestId: recon.request_id,
+      data: { object: toReconciliationOut(row!) },
+      dedupKey: `reconciliation.completed:${reconciliationId}`,
+    },
+  ]);
+}
+
+/** Marks a reconciliation whose comparison cannot succeed (its job's last attempt failed). */
+export async function failReconciliation(orm: MikroORM, brandId: string, reconciliationId: string) {
+  await inTransaction(orm, (sql) =>
+    sql.query(
+      `update reconciliations set status = ?, completed_at = now() where brand_id = ? and id = ? and status = 'processing'`,
+      ['failed', brandId, reconciliationId],
+    ),
+  );
+}

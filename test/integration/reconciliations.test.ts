@@ -1,0 +1,589 @@
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requeueLostWork } from '../../src/jobs/lost-work.js';
+import { createLogger } from '../../src/logger.js';
+import { runReconciliation } from '../../workers/reconciliation.js';
+import {
+  expectEnvelope,
+  expectSecretKeyRequired,
+  makeShop,
+  SHOP_ORIGIN,
+  sendEvent,
+} from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+/**
+ * Reconciliation through HTTP: the brand uploads its books, every kind of difference is found,
+ * the resend sent to /v1/events/batch fixes what it can (a second reconciliation of the same
+ * upload has no fixable difference), and a bad upload is refused whole with its line named.
+ */
+let ctx: TestContext;
+let shop: Awaited<ReturnType<typeof makeShop>>;
+let other: Awaited<ReturnType<typeof makeShop>>;
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+  shop = await makeShop(ctx);
+  other = await makeShop(ctx);
+});
+afterAll(() => ctx.close());
+
+const sql = (text: string, params: unknown[] = []) =>
+  // biome-ignore lint/suspicious/noExplicitAny: raw rows in assertions.
+  ctx.orm.em.fork().execute<any[]>(text, params);
+
+const day = 86_400_000;
+const from = new Date(Date.now() - 10 * day).toISOString();
+const to = new Date(Date.now() + day).toISOString();
+const at = (daysAgo: number) => new Date(Date.now() - daysAgo * day).toISOString();
+
+const post = (body: unknown, key = shop.keys.sk_live) =>
+  request(ctx.app)
+    .post('/v1/reconciliations')
+    .set('Authorization', `Bearer ${key}`)
+    .send(body as object);
+const postCsv = (
+  csv: string,
+  query = `from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`,
+  key = shop.keys.sk_live,
+) =>
+  request(ctx.app)
+    .post(`/v1/reconciliations?${query}`)
+    .set('Authorization', `Bearer ${key}`)
+    .set('Content-Type', 'text/csv')
+    .send(csv);
+const get = (path: string, key = shop.keys.sk_live) =>
+  request(ctx.app).get(path).set('Authorization', `Bearer ${key}`);
+
+async function counts() {
+  const [r] = await sql(`select
+      (select count(*)::int from reconciliations) as recons,
+      (select count(*)::int from reconciliation_rows) as rows,
+      (select count(*)::int from reconciliation_differences) as diffs`);
+  return r as { recons: number; rows: number; diffs: number };
+}
+
+async function allDifferences(id: string) {
+  const res = await get(`/v1/reconciliations/${id}/differences?limit=500`);
+  expect(res.status).toBe(200);
+  return res.body.data as {
+    kind: string;
+    order_id: string;
+    fixable: boolean;
+    reason: string | null;
+    refusal: string | null;
+    amount_at_stake: number;
+    commission_at_stake: number;
+  }[];
+}
+
+async function sendResend(id: string) {
+  let cursor: string | null = null;
+  let sent = 0;
+  do {
+    const res = await get(
+      `/v1/reconciliations/${id}/resend${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
+    expect(res.status).toBe(200);
+    if (res.body.data.length > 0) {
+      const batch = await request(ctx.app)
+        .post('/v1/events/batch')
+        .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+        .send({ events: res.body.data });
+      expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+      sent += res.body.data.length;
+    }
+    cursor = res.body.next_cursor;
+  } while (cursor);
+  return sent;
+}
+
+describe('differences and the resend', () => {
+  it('finds every kind, and after the resend a new reconciliation of the same upload has nothing fixable', async () => {
+    const paid = (order_id: string, data: Record<string, unknown> = {}) =>
+      sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', { order_id, amount: 10_000, ...data });
+    for (const id of [
+      'm-ok',
+      'm-amount',
+      'm-refund',
+      'm-status',
+      'm-attr',
+      'm-there',
+      'm-cur',
+      'm-cancel-here',
+    ])
+      expect((await paid(id)).status).toBe(200);
+    expect((await paid('m-usd', { amount: 1000, currency: 'USD', fx_rate: '1400' })).status).toBe(200);
+    expect(
+      (
+        await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+          order_id: 'm-ok',
+          refund_id: 'r1',
+          amount: 1000,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await sendEvent(ctx.app, shop.keys.sk_live, 'order.cancelled', { order_id: 'm-cancel-here' })).status,
+    ).toBe(200);
+    for (const id of ['m-old', 'm-paid-out', 'm-below', 'm-click']) expect((await paid(id)).status).toBe(200);
+    expect(
+      (
+        await sendEvent(ctx.app, shop.keys.sk_live, 'refund.created', {
+          order_id: 'm-below',
+          refund_id: 'r1',
+          amount: 5000,
+        })
+      ).status,
+    ).toBe(200);
+    // What the API cannot make: an order older than the 90 days a resend may reach, one paid out.
+    await sql(
+      `update orders set occurred_at = now() - interval '91 days' where brand_id = ? and order_id = 'm-old'`,
+      [shop.brandId],
+    );
+    await sql(`update orders set status = 'paid_out' where brand_id = ? and order_id = 'm-paid-out'`, [
+      shop.brandId,
+    ]);
+    // A refused order.paid is remembered with its order id.
+    const refused = await sendEvent(ctx.app, shop.keys.sk_live, 'order.paid', {
+      order_id: 'm-refused',
+      amount: 5000,
+      currency: 'USD',
+    });
+    expect(refused.status).toBe(422);
+
+    const orders = [
+      { order_id: 'm-ok', status: 'paid', amount: 10_000, refunded_amount: 1000 },
+      { order_id: 'm-amount', status: 'paid', amount: 12_000 },
+      { order_id: 'm-refund', status: 'paid', amount: 10_000, refunded_amount: 2500 },
+      { order_id: 'm-status', status: 'cancelled', amount: 10_000 },
+      { order_id: 'm-attr', status: 'paid', amount: 10_000, coupon_code: 'MINA20' },
+      { order_id: 'm-cur', status: 'paid', amount: 10_000, currency: 'JPY', fx_rate: '9.5' },
+      { order_id: 'm-usd', status: 'paid', amount: 1200, currency: 'USD' },
+      { order_id: 'm-cancel-here', status: 'paid', amount: 10_000 },
+      { order_id: 'm-new', status: 'paid', amount: 7000, refunded_amount: 2000, occurred_at: at(2) },
+      { order_id: 'm-new-cancelled', status: 'cancelled', amount: 3000 },
+      { order_id: 'm-refused', status: 'paid', amount: 5000, currency: 'USD', fx_rate: '1350.5' },
+      { order_id: 'm-unknown-code', status: 'paid', amount: 4000, coupon_code: 'NOPE' },
+      { order_id: 'm-old', status: 'paid', amount: 11_000 },
+      { order_id: 'm-paid-out', status: 'cancelled', amount: 11_000, coupon_code: 'JOON' },
+      { order_id: 'm-below', status: 'paid', amount: 4000, refunded_amount: 4000 },
+      { order_id: 'm-click', status: 'paid', amount: 10_000, click_ref: shop.fixture.mina.clickRef },
+      { order_id: 'm-no-rate', status: 'paid', amount: 1000, currency: 'EUR' },
+    ];
+    const first = await post({ from, to, orders });
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect(first.body).toMatchObject({ object: 'reconciliation', status: 'completed', rows: orders.length });
+    const diffs = await allDifferences(first.body.id);
+    const kinds = (order: string) => diffs.filter((d) => d.order_id === order).map((d) => d.kind);
+    expect(kinds('m-ok')).toEqual([]);
+    expect(kinds('m-amount')).toEqual(['amount_mismatch']);
+    expect(kinds('m-refund')).toEqual(['refund_mismatch']);
+    expect(kinds('m-status')).toEqual(['status_mismatch']);
+    expect(kinds('m-attr')).toEqual(['attribution_mismatch']);
+    expect(kinds('m-there')).toEqual(['missing_there']);
+    expect(kinds('m-cur')).toEqual(['currency_mismatch']);
+    expect(kinds('m-usd')).toEqual(['amount_mismatch']);
+    expect(kinds('m-cancel-here')).toEqual(['refund_mismatch', 'status_mismatch']);
+    expect(kinds('m-new')).toEqual(['missing_here']);
+    const byOrder = (o: string, kind: string) => diffs.find((d) => d.order_id === o && d.kind === kind)!;
+    expect(byOrder('m-there', 'missing_there')).toMatchObject({
+      fixable: false,
+      reason: 'not_in_brand_books',
+    });
+    expect(byOrder('m-cur', 'currency_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'currency_is_fixed',
+    });
+    expect(byOrder('m-cancel-here', 'status_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'cancelled_here',
+    });
+    expect(byOrder('m-amount', 'amount_mismatch')).toMatchObject({ fixable: true, amount_at_stake: 2000 });
+    expect(byOrder('m-usd', 'amount_mismatch')).toMatchObject({ fixable: true, amount_at_stake: 2800 });
+    expect(byOrder('m-attr', 'attribution_mismatch')).toMatchObject({
+      fixable: true,
+      amount_at_stake: 10_000,
+      commission_at_stake: 2000,
+    });
+    expect(byOrder('m-refused', 'missing_here')).toMatchObject({ fixable: true, refusal: 'missing_fx_rate' });
+    expect(byOrder('m-new', 'missing_here')).toMatchObject({
+      fixable: true,
+      refusal: null,
+      amount_at_stake: 7000,
+    });
+    expect(byOrder('m-unknown-code', 'missing_here').fixable).toBe(true);
+    expect(byOrder('m-old', 'amount_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'too_old_to_resend',
+    });
+    expect(byOrder('m-paid-out', 'amount_mismatch')).toMatchObject({ fixable: false, reason: 'paid_out' });
+    expect(byOrder('m-paid-out', 'attribution_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'paid_out',
+    });
+    // A cancellation of a paid-out order is sent (a clawback).
+    expect(byOrder('m-paid-out', 'status_mismatch')).toMatchObject({
+      fixable: true,
+      amount_at_stake: 10_000,
+    });
+    expect(byOrder('m-below', 'amount_mismatch')).toMatchObject({ fixable: false, reason: 'below_refunded' });
+    expect(byOrder('m-below', 'refund_mismatch')).toMatchObject({
+      fixable: false,
+      reason: 'refunded_more_here',
+    });
+    expect(byOrder('m-click', 'attribution_mismatch')).toMatchObject({
+      fixable: true,
+      commission_at_stake: 2000,
+    });
+    expect(byOrder('m-unknown-code', 'missing_here')).toMatchObject({
+      fixable: true,
+      commission_at_stake: 0,
+    });
+    expect(byOrder('m-no-rate', 'missing_here')).toMatchObject({ fixable: false, reason: 'missing_fx_rate' });
+    expect(first.body.matched).toBe(1);
+    expect(first.body.differences.missing_here).toBe(5);
+    expect(first.body.fixable).toBe(diffs.filter((d) => d.fixable).length);
+    // Staged rows go once compared.
+    expect((await counts()).rows).toBe(0);
+
+    expect(await sendResend(first.body.id)).toBeGreaterThan(0);
+    const again = await post({ from, to, orders });
+    expect(again.status).toBe(201);
+    const left = await allDifferences(again.body.id);
+    expect(left.filter((d) => d.fixable)).toEqual([]);
+    expect(again.body.fixable).toBe(0);
+    // Sending the first resend again changes nothing.
+    const before = await sql(
+      `select order_id, status, amount, refunded_amount, creator_id from orders where brand_id = ? order by order_id`,
+      [shop.brandId],
+    );
+    await sendResend(first.body.id);
+    const after = await sql(
+      `select order_id, status, amount, refunded_amount, creator_id from orders where brand_id = ? order by order_id`,
+      [shop.brandId],
+    );
+    expect(after).toEqual(before);
+    const attr = await get('/v1/orders/m-attr');
+    expect(attr.body.attributed).toBe(true);
+    expect((await get('/v1/orders/m-click')).body.attributed_via).toBe('click');
+    expect((await get('/v1/orders/m-paid-out')).body.status).toBe('cancelled');
+    const unknown = left.find((d) => d.order_id === 'm-unknown-code')!;
+    expect(unknown).toMatchObject({
+      kind: 'attribution_mismatch',
+      fixable: false,
+      reason: 'unknown_coupon_code',
+    });
+    // Another brand, or the other mode, does not see it.
+    expectEnvelope(
+      await get(`/v1/reconciliations/${first.body.id}`, other.keys.sk_live),
+      404,
+      'reconciliation_not_found',
+    );
+    expectEnvelope(
+      await get(`/v1/reconciliations/${first.body.id}`, shop.keys.sk_test),
+      404,
+      'reconciliation_not_found',
+    );
+    const list = await get('/v1/reconciliations?limit=1');
+    expect(list.body.data[0].id).toBe(again.body.id);
+    expect(list.body.has_more).toBe(true);
+    const next = await get(`/v1/reconciliations?limit=1&cursor=${encodeURIComponent(list.body.next_cursor)}`);
+    expect(next.body.data[0].id).toBe(first.body.id);
+    const csv = await get(`/v1/reconciliations/${first.body.id}/differences?kind=missing_here`).set(
+      'Accept',
+      'text/csv',
+    );
+    expect(csv.status).toBe(200);
+    expect(csv.text.split('\r\n')[0]).toContain('kind,order_id');
+    const fixable = await get(`/v1/reconciliations/${first.body.id}/differences?fixable=false`);
+    expect(fixable.body.data.every((d: { fixable: boolean }) => !d.fixable)).toBe(true);
+  });
+});
+
+describe('bad uploads are refused whole, their first bad line named', () => {
+  it('CSV: header, line, duplicate, empty, period; nothing kept', async () => {
+    const before = await counts();
+    const refused = async (res: request.Response, status: number, code: string, param?: string) => {
+      const error = expectEnvelope(res, status, code);
+      if (param !== undefined) expect(error.param).toBe(param);
+      expect(await counts()).toEqual(before);
+    };
+    await refused(
+      await postCsv('order_id,status,amount,colour\nA,paid,1,red\n'),
+      422,
+      'invalid_csv_header',
+      'line 1: colour',
+    );
+    await refused(
+      await postCsv('order_id,status,amount,amount\nA,paid,1,1\n'),
+      422,
+      'invalid_csv_header',
+      'line 1: amount',
+    );
+    await refused(await postCsv('order_id,amount\nA,1\n'), 422, 'invalid_csv_header', 'line 1: status');
+    await refused(
+      await postCsv('\uFEFFamount,order_id,status\n1,A,paid\n2,B,paid\nx,C,paid\n'),
+      422,
+      'invalid_request_body',
+      'line 4: amount',
+    );
+    await refused(
+      await postCsv('order_id,status,amount\nA,paid,1\nB,paid,2\nA,paid,3\n'),
+      422,
+      'duplicate_order_id',
+      'line 4: order_id',
+    );
+    await refused(await postCsv('order_id,status,amount\n'), 422, 'empty_upload');
+    await refused(
+      await postCsv('order_id,status,amount\nA,paid,1\nB,pa'),
+      422,
+      'invalid_request_body',
+      'line 3',
+    );
+    await refused(await postCsv('order_id,status,amount\nA,paid,"1\n'), 422, 'invalid_request_body');
+    await refused(
+      await postCsv(
+        'order_id,status,amount\nA,paid,1\n',
+        `from=${encodeURIComponent(to)}&to=${encodeURIComponent(from)}`,
+      ),
+      422,
+      'invalid_period',
+    );
+    await refused(
+      await postCsv(
+        'order_id,status,amount\nA,paid,1\n',
+        `from=2026-01-01T00:00:00Z&to=2026-05-01T00:00:00Z`,
+      ),
+      422,
+      'period_too_long',
+    );
+    await refused(
+      await postCsv('order_id,status,amount\nA,paid,1\n', 'from=yesterday&to=today'),
+      422,
+      'invalid_request_query',
+      'from',
+    );
+    // A repeat of an earlier chunk's order is named before a later bad line of the same chunk.
+    const early = [
+      'order_id,status,amount',
+      ...Array.from({ length: 1001 }, (_, i) => `E-${i},paid,100`),
+      'E-5,paid,1',
+      'E-x,paid,x',
+    ];
+    await refused(await postCsv(`${early.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1003: order_id');
+    // A duplicate across chunks, after a thousand good lines.
+    const lines = [
+      'order_id,status,amount',
+      ...Array.from({ length: 1500 }, (_, i) => `D-${i},paid,100`),
+      'D-3,paid,1',
+    ];
+    await refused(await postCsv(`${lines.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1502: order_id');
+  });
+
+  it('JSON: field, unknown field, duplicate, too many rows, empty; pk_ refused', async () => {
+    const before = await counts();
+    const refused = async (res: request.Response, status: number, code: string, param?: string) => {
+      const error = expectEnvelope(res, status, code);
+      if (param !== undefined) expect(error.param).toBe(param);
+      expect(await counts()).toEqual(before);
+    };
+    const row = (order_id: string, extra: Record<string, unknown> = {}) => ({
+      order_id,
+      status: 'paid',
+      amount: 1,
+      ...extra,
+    });
+    await refused(
+      await post({ from, to, orders: [row('A'), row('B', { amount: -1 })] }),
+      422,
+      'invalid_request_body',
+      'orders[1].amount',
+    );
+    await refused(
+      await post({ from, to, orders: [row('A', { colour: 'red' })] }),
+      422,
+      'invalid_request_body',
+      'orders[0].colour',
+    );
+    await refused(
+      await post({ from, to, orders: [row('A'), row('A'), row('B', { amount: 'x' })] }),
+      422,
+      'duplicate_order_id',
+      'orders[1].order_id',
+    );
+    await refused(
+      await post({ from, to, orders: [row('A', { refunded_amount: 5 })] }),
+      422,
+      'invalid_request_body',
+      'orders[0].refunded_amount',
+    );
+    await refused(
+      await post({ from, to, orders: Array.from({ length: 10_001 }, (_, i) => row(`T-${i}`)) }),
+      422,
+      'invalid_request_body',
+      'orders',
+    );
+    await refused(await post({ from, to, orders: [] }), 422, 'empty_upload');
+    await refused(await post({ from: to, to: from, orders: [row('A')] }), 422, 'invalid_period');
+    await expectSecretKeyRequired(ctx, shop.keys.pk_live, ['/v1/reconciliations']);
+    const pk = await request(ctx.app)
+      .post('/v1/reconciliations')
+      .set({ Authorization: `Bearer ${shop.keys.pk_live}`, Origin: SHOP_ORIGIN })
+      .send({ from, to, orders: [row('A')] });
+    await refused(pk, 403, 'secret_key_required');
+  });
+});
+
+describe('idempotency, paging and the job', () => {
+  it('the same key and upload answer the first reconciliation; another upload under it is 409', async () => {
+    const body = { from, to, orders: [{ order_id: 'idem-1', status: 'paid', amount: 1 }] };
+    const first = await post(body).set('Idempotency-Key', 'recon-1');
+    expect(first.status).toBe(201);
+    const replay = await post(body).set('Idempotency-Key', 'recon-1');
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.id).toBe(first.body.id);
+    expectEnvelope(
+      await post({ ...body, orders: [{ order_id: 'idem-2', status: 'paid', amount: 1 }] }).set(
+        'Idempotency-Key',
+        'recon-1',
+      ),
+      409,
+      'idempotency_key_reused',
+    );
+  });
+
+  it('a large CSV streams into staging and is compared by the job; resend waits with 409 while processing', async () => {
+    const rows = 50_000;
+    const lines = [
+      'order_id,status,amount,currency',
+      ...Array.from({ length: rows }, (_, i) => `big-${i},paid,${1000 + i},KRW`),
+    ];
+    const res = await postCsv(`${lines.join('\r\n')}\r\n`);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ status: 'processing', rows });
+    const [staged] = await sql(
+      `select count(*)::int as n from reconciliation_rows where reconciliation_id = ?`,
+      [res.body.id],
+    );
+    expect(staged.n).toBe(rows);
+    expectEnvelope(
+      await get(`/v1/reconciliations/${res.body.id}/resend`),
+      409,
+      'reconciliation_not_completed',
+    );
+    const job = await ctx.queues.reconciliation.getJob(`reconciliation_${res.body.id}`);
+    expect(job).toBeTruthy();
+    const { completeReconciliation, comparison, COMPARISON_SETTINGS, named } = await import(
+      '../../src/modules/reconciliations/compare.js'
+    );
+    // Every step of the comparison is served by an index: with sequential scans off, a scan left
+    // in the plan is a table no index can serve (the orders of every brand, read whole).
+    const [text, values] = named(comparison(false), {
+      brand_id: shop.brandId,
+      reconciliation_id: res.body.id,
+      livemode: true,
+      mode: 'live',
+      from,
+      to,
+      now: new Date(),
+      skew_seconds: 300,
+      default_bps: 1000,
+    });
+    const em = ctx.orm.em.fork();
+    const plan = await em.transactional(async (tx) => {
+      for (const [name, value] of Object.entries(COMPARISON_SETTINGS))
+        await tx.execute(`set local ${name} = ${value}`);
+      return tx.execute(`explain (format json) ${text}`, values);
+    });
+    const scans = JSON.stringify(plan).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];
+    expect(scans).toEqual([]);
+    expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(true);
+    expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(false);
+    const done = await get(`/v1/reconciliations/${res.body.id}`);
+    expect(done.body).toMatchObject({ status: 'completed', rows });
+    expect(done.body.differences.missing_here).toBe(rows);
+    const page = await get(`/v1/reconciliations/${res.body.id}/resend`);
+    expect(page.status, JSON.stringify(page.body)).toBe(200);
+    expect(page.body.data).toHaveLength(500);
+    expect(page.body.has_more).toBe(true);
+  }, 120_000);
+});
+
+describe('the job after Redis lost it, the webhook, and uploads cut or too large', () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = ctx.app.listen(0);
+    const endpoint = await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${other.keys.sk_live}`)
+      .send({ url: 'https://hooks.example.com/lf', enabled_events: ['reconciliation.completed'] });
+    expect(endpoint.status).toBe(201);
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('a processing reconciliation whose job Redis lost is enqueued again and completed once, with its webhook', async () => {
+    const lines = [
+      'order_id,status,amount',
+      ...Array.from({ length: 10_001 }, (_, i) => `lost-${i},paid,100`),
+    ];
+    const res = await postCsv(`${lines.join('\n')}\n`, undefined, other.keys.sk_live);
+    expect(res.status).toBe(201);
+    expect(res.body.status).toBe('processing');
+    const jobId = `reconciliation_${res.body.id}`;
+    await (await ctx.queues.reconciliation.getJob(jobId))!.remove();
+    // Within its first minute nothing is lost yet.
+    expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config)).reconciliation).toBe(0);
+    await sql(`update reconciliations set created_at = now() - interval '2 minutes' where id = ?`, [
+      res.body.id,
+    ]);
+    expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config)).reconciliation).toBe(1);
+    const job = (await ctx.queues.reconciliation.getJob(jobId))!;
+    expect(job.data).toMatchObject({ brand_id: other.brandId, reconciliation_id: res.body.id });
+    const logger = createLogger('silent');
+    expect(await runReconciliation(ctx.orm, job as never, logger)).toEqual({ completed: true });
+    expect(await runReconciliation(ctx.orm, job as never, logger)).toEqual({ completed: false });
+    const read = await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live);
+    expect(read.body).toMatchObject({ status: 'completed', rows: 10_001 });
+    const events = await sql(`select type, data from webhook_events where brand_id = ?`, [other.brandId]);
+    expect(events.map((e) => e.type)).toEqual(['reconciliation.completed']);
+    expect(events[0].data.object).toMatchObject({ id: res.body.id, status: 'completed' });
+    // Finished: nothing to put back.
+    expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config)).reconciliation).toBe(0);
+  }, 120_000);
+
+  const raw = (headers: Record<string, string | number>, body: string, cut: boolean) =>
+    new Promise<number>((resolve) => {
+      const { port } = server.address() as AddressInfo;
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: `/v1/reconciliations?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`,
+          headers: { Authorization: `Bearer ${shop.keys.sk_live}`, 'Content-Type': 'text/csv', ...headers },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', () => resolve(0));
+      req.write(body);
+      if (cut) setTimeout(() => req.destroy(), 200);
+    });
+
+  it('413 for an upload over 100 MB before it is read; a cut upload keeps nothing', async () => {
+    const before = await counts();
+    expect(await raw({ 'Content-Length': 100 * 1024 * 1024 + 1 }, 'order_id,status,amount\n', false)).toBe(
+      413,
+    );
+    const body = `order_id,status,amount\n${Array.from({ length: 3000 }, (_, i) => `cut-${i},paid,1`).join('\n')}\n`;
+    expect(await raw({ 'Content-Length': body.length + 1000 }, body, true)).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await counts()).toEqual(before);
+  });
+});

@@ -1,0 +1,51 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Job } from 'bullmq';
+import { type JobPayload, jobRetry } from '../src/jobs/queues.js';
+import type { Logger } from '../src/logger.js';
+import { completeReconciliation, failReconciliation } from '../src/modules/reconciliations/compare.js';
+import { defineJob } from './job.js';
+
+/** A reconciliation still `processing` this long after its upload has lost its job. */
+const STALE_MS = 2 * 60_000;
+
+/**
+ * Compares an uploaded reconciliation and sends reconciliation.completed; the sweep completes any
+ * left `processing` (Redis lost its job). Idempotency key: the reconciliation, locked and compared
+ * only while `processing`. After its last attempt a reconciliation that cannot be compared is
+ * marked `failed`, so a brand is never left waiting.
+ */
+export async function runReconciliation(
+  orm: MikroORM,
+  job: Job<JobPayload<'reconciliation'>>,
+  logger: Logger,
+) {
+  const data = job.data;
+  if (data.triggered_by === 'event') {
+    try {
+      const completed = await completeReconciliation(orm, data.brand_id, data.reconciliation_id);
+      await job.updateProgress(100).catch(() => {});
+      logger.info({ reconciliation_id: data.reconciliation_id, completed }, 'reconciliation compared');
+      return { completed };
+    } catch (err) {
+      if (job.attemptsMade + 1 >= jobRetry.reconciliation.attempts)
+        await failReconciliation(orm, data.brand_id, data.reconciliation_id);
+      throw err;
+    }
+  }
+  const stale = await orm.em
+    .fork()
+    .execute<{ brand_id: string; id: string }[]>(
+      `select brand_id, id from reconciliations where status = 'processing' and created_at < ? order by created_at limit 100`,
+      [new Date(Date.now() - STALE_MS)],
+    );
+  let completed = 0;
+  for (const r of stale) if (await completeReconciliation(orm, r.brand_id, r.id)) completed++;
+  logger.info({ completed }, 'reconciliation sweep finished');
+  return { completed };
+}
+
+export const reconciliationJob = defineJob({
+  name: 'reconciliation',
+  schedule: () => '*/5 * * * *',
+  handler: (ctx, job, logger) => runReconciliation(ctx.orm, job, logger),
+});
