@@ -154,11 +154,12 @@ export const errorCodes = {
   period_too_long: {
     status: 422,
     explains:
-      'A reconciliation covers at most 92 days (`to` − `from`). Split the period and reconcile each part.',
+      "The period between `from` and `to` is too long: a reconciliation covers at most 92 days, a commission preview or recalculation at most 366. Split the period into several and add up their figures (a preview's monthly headroom then starts afresh in each).",
   },
   invalid_period: {
     status: 422,
-    explains: '`from` must be before `to`: the period is [from, to).',
+    explains:
+      'The period [`from`, `to`) holds no instant: `from` must be before `to` (the period includes `from` and excludes `to`). `param` names the field at fault.',
   },
   missing_required_field: {
     status: 422,
@@ -235,16 +236,6 @@ export const errorCodes = {
     status: 422,
     explains:
       "`effective_from` must be after the `effective_from` of every published version of the brand's program (`hint` names the latest): versions take effect in the order they are published.",
-  },
-  invalid_period: {
-    status: 422,
-    explains:
-      'The period [`from`, `to`) holds no instant: `from` must be before `to` (the period includes `from` and excludes `to`). `param` is `to`.',
-  },
-  period_too_long: {
-    status: 422,
-    explains:
-      "A commission preview covers at most 366 days between `from` and `to`. Split a longer period into several previews and add up their figures (the monthly cap's headroom then starts afresh in each).",
   },
   invalid_cursor: {
     status: 422,

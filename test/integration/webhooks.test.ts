@@ -503,7 +503,6 @@ describe('every event type, once per change', () => {
       attempts: 1,
       last_status_code: 200,
       next_attempt_at: null,
-      event_type: 'creator.tier_changed',
       event_type: 'reconciliation.completed',
     });
     expect(deliveries.body.data[0].last_duration_ms).toBeGreaterThanOrEqual(0);
