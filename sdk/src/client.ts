@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LfApiError, LfBatchError, LfError, LfRateLimitError } from './errors.js';
 import { type BackoffOptions, type RequestSpec, type RetryInfo, Transport } from './http.js';
 import { byCursor, type PagedList } from './paged-list.js';
+import { ReconciliationsResource } from './reconciliations.js';
 import type {
   AttributionExplanation,
   CommissionProgram,
@@ -322,6 +323,7 @@ export class LfClient {
   readonly payouts: PayoutsResource;
   readonly creators: CreatorsResource;
   readonly commissionProgram: CommissionProgramResource;
+  readonly reconciliations: ReconciliationsResource;
   readonly reports: ReportsResource;
   readonly webhookEndpoints: WebhookEndpointsResource;
   readonly webhookEvents: WebhookEventsResource;
@@ -351,6 +353,7 @@ export class LfClient {
     this.payouts = new PayoutsResource(this.transport);
     this.creators = new CreatorsResource(this.transport);
     this.commissionProgram = new CommissionProgramResource(this.transport);
+    this.reconciliations = new ReconciliationsResource(this.transport);
     this.reports = new ReportsResource(this.transport);
     this.webhookEndpoints = new WebhookEndpointsResource(this.transport);
     this.webhookEvents = new WebhookEventsResource(this.transport);

@@ -47,6 +47,11 @@ export interface RequestSpec {
   path: string;
   query?: Record<string, QueryValue>;
   body?: unknown;
+  /**
+   * A body sent as it is, with its own Content-Type (a CSV upload), instead of `body` as JSON. A
+   * stream is read once: such a request is never retried.
+   */
+  rawBody?: { contentType: string; data: string | Uint8Array | ReadableStream<Uint8Array> };
   idempotencyKey?: string;
   /**
    * A request the API cannot replay (no Idempotency-Key: creating a webhook endpoint, rolling its
@@ -178,7 +183,8 @@ export class Transport {
       : err instanceof LfApiError
         ? err.retryable || stillInFlight(spec, err, attempt)
         : err instanceof LfConnectionError;
-    if (!retryable || attempt >= this.options.maxRetries) throw err;
+    const once = spec.rawBody?.data instanceof ReadableStream;
+    if (!retryable || once || attempt >= this.options.maxRetries) throw err;
     const { baseMs, capMs } = this.options.backoff;
     let delayMs = Math.random() * Math.min(capMs, baseMs * 2 ** attempt);
     if (err instanceof LfApiError && err.retryAfter !== undefined) {
@@ -205,6 +211,7 @@ export class Transport {
       'User-Agent': `lf-sdk-node/${SDK_VERSION}`,
     };
     if (spec.body !== undefined) headers['Content-Type'] = 'application/json';
+    if (spec.rawBody !== undefined) headers['Content-Type'] = spec.rawBody.contentType;
     if (spec.idempotencyKey !== undefined) headers['Idempotency-Key'] = spec.idempotencyKey;
     const signal = AbortSignal.timeout(timeoutMs);
     let response: Response;
@@ -214,6 +221,11 @@ export class Transport {
         method: spec.method,
         headers,
         ...(spec.body !== undefined && { body: JSON.stringify(spec.body) }),
+        // A stream goes out as it is read (fetch asks for half duplex to send one).
+        ...(spec.rawBody !== undefined && {
+          body: spec.rawBody.data,
+          ...(spec.rawBody.data instanceof ReadableStream && { duplex: 'half' }),
+        }),
         signal,
         // A redirect (e.g. http to https) is answered as an error naming it, never followed with the key.
         redirect: 'manual',

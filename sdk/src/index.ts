@@ -37,6 +37,7 @@ export {
 } from './lf-click.js';
 export type { components, operations, paths } from './openapi.js';
 export type { PagedList } from './paged-list.js';
+export { type ReconcileInput, ReconciliationsResource } from './reconciliations.js';
 export type {
   AttributionExplanation,
   CommissionProgram,
@@ -65,6 +66,13 @@ export type {
   PayoutLineList,
   PayoutList,
   Ping,
+  Reconciliation,
+  ReconciliationDifference,
+  ReconciliationDifferenceList,
+  ReconciliationDifferencesParams,
+  ReconciliationList,
+  ReconciliationResendPage,
+  ReconciliationRow,
   WebhookDelivery,
   WebhookDeliveryList,
   WebhookEndpoint,

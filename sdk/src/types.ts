@@ -41,6 +41,19 @@ export type CommissionProgram = Schemas['CommissionProgram'];
 /** One published version of a commission program: its rules, time zone and effective instant. */
 export type CommissionProgramVersion = Schemas['CommissionProgramVersion'];
 export type ConversionReport = Schemas['ConversionReport'];
+/** A comparison of the brand's books for a period with our orders (`recon_…`). */
+export type Reconciliation = Schemas['Reconciliation'];
+export type ReconciliationList = Schemas['ReconciliationList'];
+/** One brand row of a JSON upload (`POST /v1/reconciliations`): `currency` (KRW) and `refunded_amount` (0) may be left out. */
+export type ReconciliationRow = Omit<Schemas['ReconciliationRow'], 'currency' | 'refunded_amount'> &
+  Partial<Pick<Schemas['ReconciliationRow'], 'currency' | 'refunded_amount'>>;
+export type ReconciliationDifference = Schemas['ReconciliationDifference'];
+export type ReconciliationDifferenceList = Schemas['ReconciliationDifferenceList'];
+/** A page of the events that fix the fixable differences: its `data` is a valid batch. */
+export type ReconciliationResendPage = Schemas['ReconciliationResendPage'];
+export type ReconciliationDifferencesParams = NonNullable<
+  operations['listReconciliationDifferences']['parameters']['query']
+>;
 export type ConversionReportParams = operations['getConversionReport']['parameters']['query'];
 /** Why an order is (or is not) attributed: every event that decided it, with its candidates. */
 export type AttributionExplanation = Schemas['AttributionExplanation'];

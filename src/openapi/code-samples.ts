@@ -76,6 +76,16 @@ function sdkCalls(def: AnyRoute): string | undefined {
       return 'const creators = await lf.creators.list().toArray();\nconsole.log(creators.map((c) => [c.name, c.balance.payable]));';
     case 'getCreator':
       return "const creator = await lf.creators.get('cr_01kb0k9y2c3d4e5f6g7h8j9k0m');\nconsole.log(creator.name, creator.balance);";
+    case 'createReconciliation':
+      return "import { createReadStream } from 'node:fs';\nimport { Readable } from 'node:stream';\n\n// Uploads yesterday's books as CSV and waits for the comparison.\nconst reconciliation = await lf.reconciliations.reconcile({\n  from: '2026-11-27T00:00:00+09:00',\n  to: '2026-11-28T00:00:00+09:00',\n  csv: Readable.toWeb(createReadStream('orders-2026-11-27.csv')) as ReadableStream<Uint8Array>,\n});\nconsole.log(reconciliation.status, reconciliation.differences, reconciliation.fixable);";
+    case 'listReconciliations':
+      return 'for await (const r of lf.reconciliations.list({ limit: 10 })) console.log(r.id, r.status, r.from, r.to);';
+    case 'getReconciliation':
+      return "const reconciliation = await lf.reconciliations.retrieve('recon_01kb0k9y2c3d4e5f6g7h8j9k0m');\nconsole.log(reconciliation.status, reconciliation.matched, reconciliation.at_stake);";
+    case 'listReconciliationDifferences':
+      return "for await (const d of lf.reconciliations.differences('recon_01kb0k9y2c3d4e5f6g7h8j9k0m', { fixable: true }))\n  console.log(d.kind, d.order_id, d.reason);";
+    case 'getReconciliationResend':
+      return "// Each page is a valid batch: sending it applies those fixes, and sending it again changes nothing.\nfor await (const page of lf.reconciliations.resendPages('recon_01kb0k9y2c3d4e5f6g7h8j9k0m'))\n  await lf.events.sendBatch(page.data);";
     case 'getCommissionProgram':
       return 'const program = await lf.commissionProgram.retrieve();\nconsole.log(program.current?.number, program.current?.rules.default_rate_bps, program.next?.effective_from);';
     case 'getConversionReport':

@@ -180,6 +180,10 @@ describe('bounded tables', () => {
       'webhook_endpoints',
       'integration_status',
       'requeued_work',
+      // Commission program versions (immutable once published, pinned by orders) and each
+      // creator's tier history (what priced an order at its occurred_at).
+      'commission_program_versions',
+      'creator_tiers',
       'mikro_orm_migrations',
     ];
     // Bounded elsewhere: missing_orders cleared after 30 days by the gap sweep; tallies folded

@@ -222,6 +222,49 @@ describe('LfClient round trips against the service', () => {
   });
 });
 
+describe('reconciliations', () => {
+  it('reconcile() from a CSV stream, the differences, and the resend sent as batches fixes them', async () => {
+    const { keys } = await makeShop(service.ctx);
+    const own = client(keys.sk_test);
+    const from = new Date(Date.now() - 86_400_000).toISOString();
+    const to = new Date(Date.now() + 3_600_000).toISOString();
+    const occurred = new Date(Date.now() - 3_600_000).toISOString();
+    await own.events.send({
+      type: 'order.paid',
+      occurred_at: occurred,
+      data: { order_id: 'R-1', amount: 10_000 },
+    });
+    const csv = `order_id,status,amount,occurred_at\nR-1,paid,12000,${occurred}\nR-2,paid,5000,${occurred}\n`;
+    const bytes = new TextEncoder().encode(csv);
+    // Streamed in two chunks, as a file is read.
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.subarray(0, 20));
+        controller.enqueue(bytes.subarray(20));
+        controller.close();
+      },
+    });
+    const done = await own.reconciliations.reconcile({ from, to, csv: stream }, { pollMs: 50 });
+    expect(done).toMatchObject({ object: 'reconciliation', status: 'completed', rows: 2 });
+    const differences = await own.reconciliations.differences(done.id, { fixable: true }).toArray();
+    expect(differences.map((d) => [d.kind, d.order_id]).sort()).toEqual([
+      ['amount_mismatch', 'R-1'],
+      ['missing_here', 'R-2'],
+    ]);
+    for await (const page of own.reconciliations.resendPages(done.id)) await own.events.sendBatch(page.data);
+    const again = await own.reconciliations.reconcile({
+      from,
+      to,
+      orders: [
+        { order_id: 'R-1', status: 'paid', amount: 12_000, occurred_at: occurred },
+        { order_id: 'R-2', status: 'paid', amount: 5_000, occurred_at: occurred },
+      ],
+    });
+    expect(again).toMatchObject({ status: 'completed', fixable: 0, matched: 2 });
+    expect((await own.reconciliations.list().toArray()).map((r) => r.id)).toEqual([again.id, done.id]);
+  });
+});
+
 describe('typed errors from real answers, never retried', () => {
   it('401 invalid_api_key: LfAuthenticationError', async () => {
     const { error, requests } = await failure(() => client('sk_test_not_a_real_key').ping());
