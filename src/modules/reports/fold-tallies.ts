@@ -167,10 +167,16 @@ async function foldBatches(
   let moved = 0;
   for (let n = 0; n < batches; n++) {
     const folded = await inTransaction(orm, async (sql) => {
-      // Memory to sum a batch's grains in hash tables, not by sorting them (slower).
+      // One fold of a table's rows at a time: a fold of every brand's holds the table, one of a
+      // brand's holds the brand and shares the table with other brands' folds (two folds of the
+      // same rows taken in different orders would deadlock). Memory to sum a batch's grains in
+      // hash tables, not by sorting them (slower).
       const [gate] = await sql.query<{ ok: boolean }>(
-        `select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok, set_config('work_mem', '64MB', true)`,
-        [`fold ${table}${brandId === undefined ? '' : ` ${brandId}`}`],
+        brandId === undefined
+          ? `select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok, set_config('work_mem', '64MB', true)`
+          : `select pg_try_advisory_xact_lock_shared(hashtextextended(?, 0))
+                    and pg_try_advisory_xact_lock(hashtextextended(?, 0)) as ok, set_config('work_mem', '64MB', true)`,
+        brandId === undefined ? [`fold ${table}`] : [`fold ${table}`, `fold ${table} ${brandId}`],
       );
       if (!gate!.ok) return 0;
       return (await sql.query<{ moved: number }>(statement, params))[0]!.moved;
