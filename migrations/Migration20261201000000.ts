@@ -34,24 +34,26 @@ export class Migration20261201000000 extends Migration {
       constraint "commission_program_versions_number_unique" unique ("brand_id", "number"),
       constraint "commission_program_versions_status_check" check ("status" in ('draft', 'published')),
       constraint "commission_program_versions_published_check"
-        check (("status" = 'published') = ("effective_from" is not null and "published_at" is not null)),
-      constraint "commission_program_versions_brand_id_foreign"
-        foreign key ("brand_id") references "brands" ("id") on delete cascade
+        check (("status" = 'published') = ("effective_from" is not null and "published_at" is not null))
     );`);
     // The versions in force, in order: what pricing reads, and one instant per published version.
     await this.execute(`create unique index "commission_program_versions_in_force_index"
       on "commission_program_versions" ("brand_id", "effective_from") where "status" = 'published';`);
     const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    if (citus.length === 0) return;
-    const distributed = await this.execute(
-      `select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`,
-    );
+    const distributed =
+      citus.length > 0 &&
+      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
+        .length > 0;
     // A database that becomes a coordinator later gets it placed by the Citus catch-up.
-    if (distributed.length > 0)
+    if (distributed)
       await (await tableRegistry()).placeRegisteredTables(
         // biome-ignore lint/suspicious/noExplicitAny: raw rows.
         (sql) => this.execute(sql) as Promise<any[]>,
       );
+    // After it is placed: on Citus a plain table given a foreign key to a reference table becomes
+    // a Citus local table, which is then never distributed by brand.
+    await this.execute(`alter table "commission_program_versions" add constraint "commission_program_versions_brand_id_foreign"
+      foreign key ("brand_id") references "brands" ("id") on delete cascade;`);
   }
 
   override async down(): Promise<void> {

@@ -33,9 +33,6 @@ export class Migration20261202000000 extends Migration {
       constraint "reconciliations_pkey" primary key ("brand_id", "id"),
       constraint "reconciliations_status_check" check ("status" in ('processing', 'completed', 'failed')));`);
     await this.execute(
-      `alter table "reconciliations" add constraint "reconciliations_brand_id_foreign" foreign key ("brand_id") references "brands" ("id") on delete cascade;`,
-    );
-    await this.execute(
       `create index "reconciliations_list_index" on "reconciliations" ("brand_id", "livemode", "created_at", "id");`,
     );
     await this.execute(
@@ -53,9 +50,6 @@ export class Migration20261202000000 extends Migration {
       "customer_hash" varchar(64) null, "parent_order_id" varchar(120) null,
       constraint "reconciliation_rows_pkey" primary key ("brand_id", "reconciliation_id", "line"),
       constraint "reconciliation_rows_order_unique" unique ("brand_id", "reconciliation_id", "order_id"));`);
-    await this.execute(
-      `alter table "reconciliation_rows" add constraint "reconciliation_rows_reconciliation_foreign" foreign key ("brand_id", "reconciliation_id") references "reconciliations" ("brand_id", "id") on delete cascade;`,
-    );
 
     await this.execute(`create table "reconciliation_differences" (
       "brand_id" varchar(255) not null, "reconciliation_id" varchar(40) not null, "seq" integer not null,
@@ -63,9 +57,6 @@ export class Migration20261202000000 extends Migration {
       "refusal" text null, "fixable" boolean not null, "reason" text null,
       "amount_at_stake" bigint not null, "commission_at_stake" bigint not null,
       constraint "reconciliation_differences_pkey" primary key ("brand_id", "reconciliation_id", "seq"));`);
-    await this.execute(
-      `alter table "reconciliation_differences" add constraint "reconciliation_differences_reconciliation_foreign" foreign key ("brand_id", "reconciliation_id") references "reconciliations" ("brand_id", "id") on delete cascade;`,
-    );
     await this.execute(
       `create index "reconciliation_differences_kind_index" on "reconciliation_differences" ("brand_id", "reconciliation_id", "kind", "seq");`,
     );
@@ -83,9 +74,26 @@ export class Migration20261202000000 extends Migration {
     );
 
     const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    if (citus.length > 0)
+    const distributed =
+      citus.length > 0 &&
+      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
+        .length > 0;
+    // A database that becomes a coordinator later gets them placed by the Citus catch-up.
+    if (distributed)
       // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
       await (await tableRegistry()).placeRegisteredTables((sql) => this.execute(sql) as Promise<any[]>);
+    // Foreign keys once the tables are placed: on Citus a plain table given a foreign key to a
+    // reference table becomes a Citus local table (never distributed by brand), and a distributed
+    // table cannot be referenced by a plain one.
+    await this.execute(
+      `alter table "reconciliations" add constraint "reconciliations_brand_id_foreign" foreign key ("brand_id") references "brands" ("id") on delete cascade;`,
+    );
+    await this.execute(
+      `alter table "reconciliation_rows" add constraint "reconciliation_rows_reconciliation_foreign" foreign key ("brand_id", "reconciliation_id") references "reconciliations" ("brand_id", "id") on delete cascade;`,
+    );
+    await this.execute(
+      `alter table "reconciliation_differences" add constraint "reconciliation_differences_reconciliation_foreign" foreign key ("brand_id", "reconciliation_id") references "reconciliations" ("brand_id", "id") on delete cascade;`,
+    );
   }
 
   override async down(): Promise<void> {

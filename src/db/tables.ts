@@ -151,13 +151,18 @@ export async function checkTableRegistry(execute: Execute): Promise<void> {
  * coordinator later); a table already placed is left alone, so it is safe to run again.
  */
 export async function placeRegisteredTables(execute: Execute): Promise<TableName[]> {
-  const placed = new Set(
-    (
-      (await execute(`select logicalrelid::regclass::text as name from pg_dist_partition`)) as {
-        name: string;
-      }[]
-    ).map((r) => r.name.replace(/^"|"$/g, '')),
-  );
+  const partitions = (await execute(
+    `select logicalrelid::regclass::text as name, partmethod = 'n' and repmodel = 's' as local
+       from pg_dist_partition`,
+  )) as { name: string; local: boolean }[];
+  // A Citus local table: a plain table that Citus took into its metadata when it was given a
+  // foreign key to a reference table. It can no longer be distributed by brand as it is.
+  const local = partitions.filter((p) => p.local && Object.hasOwn(TABLES, p.name.replace(/^"|"$/g, '')));
+  if (local.length > 0)
+    throw new Error(
+      `registered table(s) ${local.map((p) => p.name).join(', ')} became Citus local tables (a foreign key to a reference table was added before they were placed): in their migration, add foreign keys after placeRegisteredTables`,
+    );
+  const placed = new Set(partitions.map((r) => r.name.replace(/^"|"$/g, '')));
   const present = new Set(await schemaTables(execute));
   const done: TableName[] = [];
   for (const name of Object.keys(TABLES) as TableName[]) {
