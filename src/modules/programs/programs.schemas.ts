@@ -205,6 +205,23 @@ export const CommissionProgramOut = z
   })
   .meta({ id: 'CommissionProgram' });
 
+/** The examples' rules: a serum line at 15%, a gift set excluded, two tiers, both caps. */
+const exampleRules: ProgramRules = {
+  default_rate_bps: 1000,
+  product_rates: [
+    { match: { sku_prefix: 'SERUM-' }, rate_bps: 1500 },
+    { match: { sku: 'GIFT-SET-01' }, eligible: false },
+  ],
+  tiers: {
+    window_days: 30,
+    levels: [
+      { key: 'silver', name: 'Silver', min_net_revenue: 1_000_000, rate_bps: 1200 },
+      { key: 'gold', name: 'Gold', min_net_revenue: 5_000_000, rate_bps: 1500 },
+    ],
+  },
+  caps: { per_order: 50_000, per_creator_month: 2_000_000 },
+};
+
 export const programVersionExample = {
   id: 'cpv_01kb3x8d7e9f0g1h2j3k4m5n6p',
   object: 'commission_program_version',
@@ -213,42 +230,14 @@ export const programVersionExample = {
   status: 'published',
   note: 'Winter program: serums at 15%, gift sets excluded',
   time_zone: 'Asia/Seoul',
-  rules: {
-    default_rate_bps: 1000,
-    product_rates: [
-      { match: { sku_prefix: 'SERUM-' }, rate_bps: 1500 },
-      { match: { sku: 'GIFT-SET-01' }, eligible: false },
-    ],
-    tiers: {
-      window_days: 30,
-      levels: [
-        { key: 'silver', name: 'Silver', min_net_revenue: 1_000_000, rate_bps: 1200 },
-        { key: 'gold', name: 'Gold', min_net_revenue: 5_000_000, rate_bps: 1500 },
-      ],
-    },
-    caps: { per_order: 50_000, per_creator_month: 2_000_000 },
-  },
+  rules: exampleRules,
   effective_from: '2026-12-01T00:00:00.000Z',
   created_at: '2026-11-28T09:00:00.000Z',
   published_at: '2026-11-28T09:30:00.000Z',
 } as const satisfies z.input<typeof ProgramVersionOut>;
 
 export const programVersionBodyExample = {
-  rules: {
-    default_rate_bps: 1000,
-    product_rates: [
-      { match: { sku_prefix: 'SERUM-' }, rate_bps: 1500 },
-      { match: { sku: 'GIFT-SET-01' }, eligible: false },
-    ],
-    tiers: {
-      window_days: 30,
-      levels: [
-        { key: 'silver', name: 'Silver', min_net_revenue: 1_000_000, rate_bps: 1200 },
-        { key: 'gold', name: 'Gold', min_net_revenue: 5_000_000, rate_bps: 1500 },
-      ],
-    },
-    caps: { per_order: 50_000, per_creator_month: 2_000_000 },
-  },
+  rules: exampleRules,
   time_zone: 'Asia/Seoul',
   note: 'Winter program: serums at 15%, gift sets excluded',
 };
