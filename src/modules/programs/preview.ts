@@ -1,6 +1,7 @@
 import type { Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { Currency } from '../../shared/money.js';
+import { checkPeriod } from '../../shared/period.js';
 import {
   type CompiledProgram,
   compileRules,
@@ -41,22 +42,12 @@ export interface CommissionPreview {
 }
 
 /** 422 `invalid_period` unless from < to; 422 `period_too_long` beyond MAX_PREVIEW_DAYS. */
-export function checkPeriod(from: Date, to: Date): void {
-  if (from.getTime() >= to.getTime())
-    throw new AppError(
-      'invalid_period',
-      `from ${from.toISOString()} is not before to ${to.toISOString()}: the period [from, to) holds no instant.`,
-      { param: 'to', hint: 'Give a `to` after `from` (the period includes `from` and excludes `to`).' },
-    );
-  if (to.getTime() - from.getTime() > MAX_PREVIEW_DAYS * DAY_MS)
-    throw new AppError(
-      'period_too_long',
-      `The period from ${from.toISOString()} to ${to.toISOString()} is longer than ${MAX_PREVIEW_DAYS} days.`,
-      {
-        param: 'to',
-        hint: `Preview at most ${MAX_PREVIEW_DAYS} days at a time: split a longer period and add up the answers' figures (the monthly cap's headroom then starts afresh in each).`,
-      },
-    );
+export function checkPreviewPeriod(from: Date, to: Date): void {
+  checkPeriod(from, to, {
+    maxDays: MAX_PREVIEW_DAYS,
+    what: 'a preview',
+    split: `Preview at most ${MAX_PREVIEW_DAYS} days at a time: split a longer period and add up the answers' figures (the monthly cap's headroom then starts afresh in each).`,
+  });
 }
 
 /** The columns pricing needs, nothing more (items only of attributed orders: the others are only counted). */
@@ -165,7 +156,7 @@ export async function previewVersion(
   batch = PREVIEW_BATCH,
 ): Promise<CommissionPreview> {
   const { from, to, livemode } = period;
-  checkPeriod(from, to);
+  checkPreviewPeriod(from, to);
   // Every batch reads the same snapshot: an order written meanwhile is seen by all or none.
   await sql.query('set transaction isolation level repeatable read, read only');
   const version = await getVersion(sql, brandId, versionId);

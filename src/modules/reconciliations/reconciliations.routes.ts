@@ -29,7 +29,7 @@ import {
   ResendQuery,
   reconciliationExample,
 } from './reconciliations.schemas.js';
-import { checkPeriod, createReconciliation, csvUpload, jsonUpload } from './reconciliations.service.js';
+import { checkBooksPeriod, createReconciliation, csvUpload, jsonUpload } from './reconciliations.service.js';
 import { resendPage } from './resend.js';
 import { tooLarge } from './upload.js';
 
@@ -137,7 +137,7 @@ export function reconciliationRoutes({ orm, config, queues, logger }: AppDeps) {
               hint: 'POST /v1/reconciliations?from=2026-11-01T00:00:00%2B09:00&to=2026-11-02T00:00:00%2B09:00',
             });
           csvRequest(req);
-          upload = csvUpload(req, checkPeriod(query.from, query.to, 'query'));
+          upload = csvUpload(req, checkBooksPeriod(query.from, query.to));
         } else {
           if (query.from !== undefined || query.to !== undefined)
             throw new AppError(
@@ -146,7 +146,7 @@ export function reconciliationRoutes({ orm, config, queues, logger }: AppDeps) {
               { param: query.from !== undefined ? 'from' : 'to' },
             );
           const body = parseOrThrow(JsonEnvelope, req.body ?? {});
-          const period = checkPeriod(body.from, body.to, 'body');
+          const period = checkBooksPeriod(body.from, body.to);
           if (body.orders.length === 0)
             throw new AppError('empty_upload', 'The upload holds no order rows.', {
               param: 'orders',

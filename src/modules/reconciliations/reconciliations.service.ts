@@ -7,6 +7,7 @@ import { jobOptions } from '../../jobs/queues.js';
 import type { Logger } from '../../logger.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
+import { checkPeriod } from '../../shared/period.js';
 import { idempotencyLockName, keyInFlight, keyReusedWithOtherRequest } from '../ingestion/idempotency.js';
 import type { ApiCaller } from '../keys/caller.js';
 import { completeReconciliation } from './compare.js';
@@ -17,20 +18,14 @@ import { csvParam, jsonParam, RowStager, readCsv, rowError } from './upload.js';
 /** Uploads of at most this many rows are compared in the request and answered `completed`. */
 export const INLINE_ROWS = 10_000;
 
-export function checkPeriod(from: string, to: string, part: 'body' | 'query'): { from: Date; to: Date } {
-  const start = new Date(from);
-  const end = new Date(to);
-  if (start >= end)
-    throw new AppError('invalid_period', '`from` must be before `to` (the period is [from, to)).', {
-      param: 'to',
-      hint: part === 'query' ? 'Pass ?from=…&to=… with from earlier than to.' : 'Send from earlier than to.',
-    });
-  if (end.getTime() - start.getTime() > PERIOD_DAYS_MAX * 86_400_000)
-    throw new AppError('period_too_long', `A reconciliation covers at most ${PERIOD_DAYS_MAX} days.`, {
-      param: 'to',
-      hint: 'Split the period and reconcile each part.',
-    });
-  return { from: start, to: end };
+export function checkBooksPeriod(from: string, to: string): { from: Date; to: Date } {
+  const period = { from: new Date(from), to: new Date(to) };
+  checkPeriod(period.from, period.to, {
+    maxDays: PERIOD_DAYS_MAX,
+    what: 'a reconciliation',
+    split: 'Split the period and reconcile each part.',
+  });
+  return period;
 }
 
 const emptyUpload = () =>
