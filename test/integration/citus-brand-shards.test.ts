@@ -3,6 +3,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { brandForm, brandShardsFunction } from '../../src/db/fast-path/brand-shards.js';
 import { brandShardsProblem, brandTable } from '../../src/db/fast-path/index.js';
+import { installStoredStatements, storedStatement } from '../../src/db/fast-path/stored-statements.js';
 import { randomToken } from '../../src/shared/ids.js';
 import { makeShop, sendEvent } from '../factories/index.js';
 import { clusterNodes, onNode } from '../setup/citus.js';
@@ -27,15 +28,15 @@ let nodes: string[];
 const statement = `with clicks as (select 1 as "orders") select 1 from ${brandTable('orders')} o
   join ${brandTable('ledger_movements')} m on true, clicks where false and o.id like 'x%'`;
 const { tables, sharded } = brandForm(statement);
-const named = (c: pg.Client) =>
+/** What the helper answers: the statement to run (or null: prepared already) and, on the brand's worker, its prepared name. */
+const answer = (c: pg.Client) =>
   c
-    .query<{ sent: string }>(`select ${brandShardsFunction.name}($1, $2, $3, $4) as sent`, [
-      shop.brandId,
-      statement,
-      sharded,
-      tables,
-    ])
+    .query<{ sent: [string | null, string | null] }>(
+      `select ${brandShardsFunction.name}($1, $2, $3, $4, 'lf_probe') as sent`,
+      [shop.brandId, statement, sharded, tables],
+    )
     .then((r) => r.rows[0]!.sent);
+const named = (c: pg.Client) => answer(c).then(([sent]) => sent);
 /** The statement with its declared tables named `orders`, `ledger_movements` (as the coordinator sends them) or their shards'. */
 const naming = (orders: string, movements: string) =>
   statement.replace(brandTable('orders'), orders).replace(brandTable('ledger_movements'), movements);
@@ -89,6 +90,47 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
     // Another worker refuses as a lost race, which the engine reruns (routed anew).
     for (const [i, url] of nodes.entries())
       if (i > 0 && i !== node) await expect(onNode(url, named), `node ${i}`).rejects.toMatchObject(movedOff);
+  });
+
+  it('are prepared once per connection and shard group on the worker, and again after a rollback', async () => {
+    const { node, shard } = await placement();
+    await onNode(nodes[node]!, async (c) => {
+      const [sent, prepared] = await answer(c);
+      expect(sent).toContain(`orders_${shard} o`);
+      expect(prepared).toBe(`lf_probe_${shard}`);
+      // The caller marks it prepared: the helper then names no shards.
+      await c.query(`select set_config('lf.lf_probe_' || $1, 'prepared', false)`, [shard]);
+      expect(await answer(c)).toEqual([null, `lf_probe_${shard}`]);
+    });
+    // A brand's own stored statement, called on the brand's worker as the coordinator delegates it.
+    const probe = storedStatement(
+      `select count(*)::int as n from ${brandTable('orders')} o where o.brand_id = ?::varchar`,
+      'n int',
+      { brandFirst: true },
+    );
+    const pool = (await ctx.orm.em.getConnection().getNativeClient()) as pg.Pool;
+    await installStoredStatements(pool, [probe]);
+    const [counted] = await ctx.orm.em
+      .fork()
+      .execute<{ n: number }[]>('select count(*)::int as n from orders where brand_id = ?', [shop.brandId]);
+    const orders = counted!.n;
+    expect(orders).toBeGreaterThan(0);
+    await onNode(nodes[node]!, async (c) => {
+      const count = () =>
+        c
+          .query<{ n: number }>(`select * from ${probe.name}($1, $2) as r(n int)`, [shop.brandId, shop.brandId])
+          .then((r) => r.rows[0]!.n);
+      await c.query('begin');
+      expect(await count()).toBe(orders);
+      await c.query('rollback');
+      // The rollback forgot that it was prepared, not the statement: found, not prepared twice.
+      expect(await count()).toBe(orders);
+      expect(await count()).toBe(orders);
+      const prepared = await c.query<{ name: string; runs: number }>(
+        `select name, (generic_plans + custom_plans)::int as runs from pg_prepared_statements`,
+      );
+      expect(prepared.rows).toEqual([{ name: `${probe.name}_${shard}`, runs: 3 }]);
+    });
   });
 
   it('work for a runtime role that may only read and write the tables; a helper of another owner is named at start', async () => {

@@ -31,10 +31,11 @@ import { type BrandTableName, isBrandTable, TABLES } from '../tables.js';
 const body = `
 declare
   anchor bigint;
+  named text;
   names text[];
 begin
   if not ${CITUS_INSTALLED} then
-    return plain;
+    return array[plain, null];
   end if;
   -- The brand's shards are co-located (they move and split together, and a move blocks writes to
   -- every one of them): one lock, on the first table's, as Citus' executor takes before a write.
@@ -48,17 +49,24 @@ begin
                   where p.shardid = anchor and p.groupid = l.groupid) then
     if (select groupid from pg_dist_local_group) = 0 then
       names := array(select quote_ident(t) from unnest(tables) with ordinality as u(t, n) order by n);
-      return format(sharded, variadic names);
+      return array[format(sharded, variadic names), null];
     end if;
     raise exception 'the shards of brand % moved off this node while its call was on the way', brand
       using errcode = '40001', hint = 'Run the transaction again: the coordinator routes it to their new node.';
   end if;
+  -- One prepared statement per statement and shard group (a split or an isolation gives new
+  -- shard ids, so a new name; a shard that moves back keeps its name, and PostgreSQL plans its
+  -- statement again when the table it names was dropped and made anew).
+  named := prepared || '_' || anchor;
+  if current_setting('lf.' || named, true) = 'prepared' then
+    return array[null, named];
+  end if;
   names := array(select shard_name(t::regclass, get_shard_id_for_distribution_column(t::regclass, brand))
                    from unnest(tables) with ordinality as u(t, n) order by n);
-  return format(sharded, variadic names);
+  return array[format(sharded, variadic names), named];
 end`;
 
-const signature = 'brand varchar, plain text, sharded text, tables text[]';
+const signature = 'brand varchar, plain text, sharded text, tables text[], prepared text';
 
 /** The function that names a brand's shards in its statement, by a hash of its body (as stored statements). */
 export const brandShardsFunction = (() => {
@@ -66,8 +74,8 @@ export const brandShardsFunction = (() => {
   return {
     name,
     /** Its signature for `create_distributed_function`, which puts it on every worker. */
-    procedure: `${name}(varchar, text, text, text[])`,
-    definition: `create function ${name}(${signature}) returns text language plpgsql security definer
+    procedure: `${name}(varchar, text, text, text[], text)`,
+    definition: `create function ${name}(${signature}) returns text[] language plpgsql security definer
   set search_path = pg_catalog, public as $lf$${body}\n$lf$`,
   };
 })();
@@ -116,11 +124,17 @@ export function brandForm(text: string): { tables: BrandTableName[]; sharded: st
 const textArray = (values: readonly string[]) => `array[${values.map((v) => `'${v}'`).join(', ')}]::text[]`;
 
 /**
- * The body of a brand's stored statement: `positionalText` (its placeholders `$2…`, `$1` the
- * brand) run on the brand's shards where it can (above). Dynamic, so planned per call: by
- * PostgreSQL alone.
+ * The body of a brand's stored statement `name(types)`: `positionalText` (its placeholders
+ * `$2…`, `$1` the brand) run on the brand's shards where it can (above). On plain PostgreSQL and
+ * on a coordinator that runs it itself, a dynamic statement, planned per call. On the brand's
+ * worker, a statement prepared once per connection and shard group: planned as the single node
+ * plans its own, not on every call. Its arguments go in as text literals (`%L`), which every
+ * argument type here (text, numbers, booleans, json, timestamptz in the session's own style, and
+ * arrays of them) reads back exactly; `EXECUTE` takes no parameters from a PL/pgSQL `USING`. The
+ * statement is prepared here, not in the helper: a plan made under the helper's search_path would
+ * be made again by every call under this one.
  */
-export function onBrandShards(positionalText: string, argumentCount: number): string {
+export function onBrandShards(positionalText: string, types: readonly string[], name: string): string {
   if (positionalText.includes('$lfsql$')) throw new Error('a stored statement may not contain $lfsql$');
   // A brand table named without its declaration would be sent to the distributed table from the worker.
   const undeclared = [...positionalText.matchAll(/"([a-z_][a-z0-9_]*)"(?!\/\*lf brand table)/g)]
@@ -131,7 +145,22 @@ export function onBrandShards(positionalText: string, argumentCount: number): st
       `a brand's statement names ${[...new Set(undeclared)].join(', ')} without brandTable(): declare each table it names`,
     );
   const { tables, sharded } = brandForm(positionalText);
-  if (tables.length === 0) return `return query ${positionalText};`;
-  const args = Array.from({ length: argumentCount }, (_, i) => `$${i + 1}`).join(', ');
-  return `return query execute ${brandShardsFunction.name}($1, $lfsql$${positionalText}$lfsql$, $lfsql$${sharded}$lfsql$, ${textArray(tables)}) using ${args};`;
+  if (tables.length === 0) return `begin\n  return query ${positionalText};`;
+  const args = types.map((_, i) => `$${i + 1}`).join(', ');
+  const literals = types.map(() => '%L').join(', ');
+  return `declare
+  sent text[] := ${brandShardsFunction.name}($1, $lfsql$${positionalText}$lfsql$, $lfsql$${sharded}$lfsql$, ${textArray(tables)}, '${name}');
+begin
+  if sent[2] is null then
+    return query execute sent[1] using ${args};
+    return;
+  end if;
+  if sent[1] is not null then
+    -- A transaction that rolled back forgot the setting below, not the statement.
+    if not exists (select 1 from pg_catalog.pg_prepared_statements p where p.name = sent[2]) then
+      execute pg_catalog.format('prepare %I(${types.join(', ')}) as %s', sent[2], sent[1]);
+    end if;
+    perform pg_catalog.set_config('lf.' || sent[2], 'prepared', false);
+  end if;
+  return query execute pg_catalog.format('execute %I(${literals})', sent[2], ${args});`;
 }

@@ -73,8 +73,7 @@ export function storedStatement(
     text,
     name,
     definition: `create function ${name}(${types.join(', ')}) returns setof record language plpgsql${settings} as $lf$
-begin
-  ${first ? onBrandShards(positional(text, 1), types.length) : `return query ${positional(text)};`}
+${first ? onBrandShards(positional(text, 1), types, name) : `begin\n  return query ${positional(text)};`}
 end
 $lf$`,
     call: `select * from ${name}(${types.map((t) => `?::${t}`).join(', ')}) as r(${columns})`,
