@@ -1,9 +1,10 @@
 import { type Job, Worker } from 'bullmq';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inTransaction } from '../../src/db/fast-path/index.js';
 import type { JobData } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
-import { runCreatorTiers } from '../../src/modules/programs/tier-runs.js';
+import { evaluateBrandTiers, runCreatorTiers } from '../../src/modules/programs/tier-runs.js';
 import { startOfLocalDay } from '../../src/modules/reports/local-midnight.js';
 import { createRedis } from '../../src/redis.js';
 import { evaluateCreatorTiers } from '../../workers/creator-tiers.js';
@@ -330,6 +331,10 @@ describe('reruns', () => {
     // Redis lost it): the run time is taken, even though the revenue moved since.
     await send(shop.keys.sk_live, 'refund.created', { order_id: 'M-1', refund_id: 'r1', amount: 400_000 });
     await run(runAt);
+    // The brand's run is found done before anything is read; evaluated directly, its key refuses it.
+    expect(
+      await inTransaction(ctx.orm, (tx) => evaluateBrandTiers(tx, shop.brandId, runAt, 'admin', 'req_retry')),
+    ).toMatchObject({ evaluated: false, changed: 0 });
     expect(await tierRows(shop.brandId)).toHaveLength(1);
     expect(await tierEvents(shop.brandId)).toHaveLength(1);
     expect(await levelAt(shop.brandId, shop.mina, runAt)).toBe('gold');
