@@ -1,7 +1,9 @@
 import { type Job, Worker } from 'bullmq';
+import pg from 'pg';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { inTransaction } from '../../src/db/fast-path/index.js';
+import { positional } from '../../src/db/fast-path/transaction.js';
 import type { JobData } from '../../src/jobs/queues.js';
 import { createLogger } from '../../src/logger.js';
 import { evaluateBrandTiers, runCreatorTiers } from '../../src/modules/programs/tier-runs.js';
@@ -477,5 +479,58 @@ describe('POST /admin/api/jobs/creator-tiers/run', () => {
       code: 'job_not_found',
       hint: expect.stringContaining('creator-tiers'),
     });
+  });
+});
+
+describe.runIf(inject('citusUrl') !== undefined)('on Citus', () => {
+  it("every statement of a brand's evaluation (its webhook events aside) is one routed task on the brand's shard", async () => {
+    const shop = await tieredShop({ tiers: { levels: [silver, gold] } });
+    await paid(shop, 'M-1', 150_000, 'MINA20');
+    const captured: { text: string; values: readonly unknown[] }[] = [];
+    const runAt = new Date();
+    await inTransaction(ctx.orm, (tx) =>
+      evaluateBrandTiers(
+        {
+          query: (text, values = []) => {
+            captured.push({ text, values });
+            return tx.query(text, values);
+          },
+          queryAndCommit: (text, values = []) => {
+            captured.push({ text, values });
+            return tx.queryAndCommit(text, values);
+          },
+        },
+        shop.brandId,
+        runAt,
+        'admin',
+        'req_citus_explain',
+      ),
+    );
+    expect(await levelAt(shop.brandId, shop.mina, runAt)).toBe('silver');
+    const client = new pg.Client({ connectionString: ctx.directDatabaseUrl });
+    await client.connect();
+    try {
+      const plans: { statement: string; tasks: string[]; through: string[] }[] = [];
+      // The job's own statements; the webhook module's writes (shared with every job) are its own matter.
+      for (const { text, values } of captured.filter((c) => !/webhook_/.test(c.text))) {
+        await client.query('begin');
+        const { rows } = await client.query(`explain ${positional(text)}`, [...values]);
+        await client.query('rollback');
+        const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+        plans.push({
+          statement: text.replace(/\s+/g, ' ').slice(0, 80),
+          tasks: [...plan.matchAll(/Task Count: (\d+)/g)].map((m) => m[1]!),
+          through: ['Distributed Subplan', 'pull to coordinator', 'repartition'].filter((t) =>
+            plan.includes(t),
+          ),
+        });
+      }
+      expect(plans.map((p) => p.statement.split(' ').slice(0, 3).join(' '))).toHaveLength(5);
+      expect(
+        plans.filter((p) => p.tasks.length === 0 || p.tasks.some((n) => n !== '1') || p.through.length > 0),
+      ).toEqual([]);
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -59,7 +59,7 @@ export interface BrandTierRun {
  * Evaluates one brand's creators at `runAt` in one transaction: the run's row first (its key,
  * brand and run time, makes a second evaluation of the same run time wait for this one and then
  * find it done), the brand's creators locked (so a tier set by ops meanwhile is ordered with
- * this), every creator's net revenue and latest tier in one statement, the changes in one insert
+ * this), every creator's net revenue and latest tier in one statement, the changes in multi-row inserts
  * and their `creator.tier_changed` events. With no tiers in the version in force at `runAt`, the
  * run is recorded and nothing changes.
  */
@@ -142,7 +142,14 @@ async function standingsAt(
   }));
 }
 
-/** The changes as tier rows in force from the run time, in one insert. */
+/** Rows per insert of changes: 8 parameters each, far below PostgreSQL's 65,535. */
+const CHANGES_PER_INSERT = 1000;
+
+/**
+ * The changes as tier rows in force from the run time: multi-row inserts whose every row names
+ * the brand, which Citus routes to the brand's shard as one task (an insert from a recordset
+ * would be pulled through the coordinator).
+ */
 async function recordChanges(
   sql: Sql,
   brandId: string,
@@ -150,26 +157,14 @@ async function recordChanges(
   changes: readonly TierChange[],
   requestId: string,
 ): Promise<void> {
-  if (changes.length === 0) return;
-  await sql.query(
-    `insert into creator_tiers (brand_id, id, creator_id, effective_at, level, locked, since, net_revenue, request_id)
-     select ?, x.id, x.creator_id, ?, x.level, false, ?, x.net_revenue, ?
-       from json_to_recordset(?::json) as x(id text, creator_id text, level text, net_revenue bigint)`,
-    [
-      brandId,
-      runAt,
-      runAt,
-      requestId,
-      JSON.stringify(
-        changes.map((c) => ({
-          id: newId('ctr'),
-          creator_id: c.creatorId,
-          level: c.to,
-          net_revenue: c.netRevenue,
-        })),
-      ),
-    ],
-  );
+  for (let i = 0; i < changes.length; i += CHANGES_PER_INSERT) {
+    const chunk = changes.slice(i, i + CHANGES_PER_INSERT);
+    await sql.query(
+      `insert into creator_tiers (brand_id, id, creator_id, effective_at, level, locked, since, net_revenue, request_id)
+       values ${chunk.map(() => '(?, ?, ?, ?, ?, false, ?, ?, ?)').join(', ')}`,
+      chunk.flatMap((c) => [brandId, newId('ctr'), c.creatorId, runAt, c.to, runAt, c.netRevenue, requestId]),
+    );
+  }
 }
 
 function tierChangedEvent(
