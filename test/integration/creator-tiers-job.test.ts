@@ -347,6 +347,23 @@ describe('reruns', () => {
     expect(runs).toEqual([{ run_at: expect.any(String), creators: 2, changed: 1, triggered_by: 'admin' }]);
     expect(new Date(runs[0]!.run_at).toISOString()).toBe(runAt.toISOString());
   });
+  it('two run times evaluated at once (a pass and an ops run): the creator changes once', async () => {
+    const shop = await tieredShop({ tiers: { window_days: 30, levels: [silver, gold] } });
+    await paid(shop, 'M-1', 150_000, 'MINA20', new Date(shop.effectiveFrom.getTime() - 60_000));
+    const runAt = new Date();
+    const evaluate = (at: Date, trigger: 'admin' | 'schedule') =>
+      inTransaction(ctx.orm, (tx) => evaluateBrandTiers(tx, shop.brandId, at, trigger, `req_${trigger}`));
+    const runs = await Promise.all([
+      evaluate(runAt, 'schedule'),
+      evaluate(new Date(runAt.getTime() + 1), 'admin'),
+    ]);
+    expect(runs.map((r) => r.evaluated)).toEqual([true, true]);
+    expect(runs.map((r) => r.changed).sort()).toEqual([0, 1]);
+    expect((await tierRows(shop.brandId)).map((r) => [r.creator_id, r.level])).toEqual([
+      [shop.mina, 'silver'],
+    ]);
+    expect(await tierEvents(shop.brandId)).toHaveLength(1);
+  });
 });
 
 describe('the schedule', () => {
@@ -525,7 +542,7 @@ describe.runIf(inject('citusUrl') !== undefined)('on Citus', () => {
           ),
         });
       }
-      expect(plans.map((p) => p.statement.split(' ').slice(0, 3).join(' '))).toHaveLength(5);
+      expect(plans.map((p) => p.statement.split(' ').slice(0, 3).join(' '))).toHaveLength(6);
       expect(
         plans.filter((p) => p.tasks.length === 0 || p.tasks.some((n) => n !== '1') || p.through.length > 0),
       ).toEqual([]);

@@ -81,6 +81,12 @@ export async function evaluateBrandTiers(
   if (claimed.length === 0) return result;
   const tiers = version?.rules.tiers;
   if (!tiers) return { ...result, evaluated: true };
+  // Locked by a statement of its own: the next one's snapshot is taken once the locks are held,
+  // so it sees the tiers another run or a PUT committed while this one waited.
+  await sql.query(
+    'select count(*) from (select 1 from creators where brand_id = ? order by id for no key update) c',
+    [brandId],
+  );
   const standings = await standingsAt(sql, brandId, tierWindow(runAt, tiers.window_days));
   const changes = tierChanges(standings, tiers, runAt);
   await recordChanges(sql, brandId, runAt, changes, requestId);
@@ -97,7 +103,7 @@ export async function evaluateBrandTiers(
 }
 
 /**
- * Every creator of the brand, locked, with its latest tier row and its net revenue over the
+ * Every creator of the brand with its latest tier row and its net revenue over the
  * window: Σ(amount − refunded_amount) of its live orders with occurred_at in `[from, to)`,
  * cancelled ones and self-purchases left out. One statement whatever the number of orders.
  */
@@ -113,9 +119,7 @@ async function standingsAt(
     locked: boolean | null;
     effective_at: Instant | null;
   }>(
-    `with locked as materialized (
-       select id from creators where brand_id = ? order by id for no key update
-     ), latest as (
+    `with latest as (
        select distinct on (creator_id) creator_id, level, locked, effective_at from creator_tiers
         where brand_id = ? order by creator_id, effective_at desc, id desc
      ), revenue as (
@@ -126,11 +130,12 @@ async function standingsAt(
         group by creator_id
      )
      select c.id as creator_id, coalesce(r.net_revenue, 0)::text as net_revenue, l.level, l.locked, l.effective_at
-       from locked c
+       from creators c
        left join latest l on l.creator_id = c.id
        left join revenue r on r.creator_id = c.id
+      where c.brand_id = ?
       order by c.id`,
-    [brandId, brandId, brandId, window.from, window.to],
+    [brandId, brandId, window.from, window.to, brandId],
   );
   return rows.map((r) => ({
     creatorId: r.creator_id,
@@ -179,8 +184,7 @@ function tierChangedEvent(
     livemode: true,
     type: 'creator.tier_changed',
     requestId,
-    // A second delivery of one change is impossible by the run's key already; this keeps it so
-    // should a run time ever be evaluated twice.
+    // Besides the run's key: should a run time ever be evaluated twice, its events are not sent twice.
     dedupKey: `tier:${change.creatorId}:${runAt.toISOString()}`,
     data: {
       object: {
