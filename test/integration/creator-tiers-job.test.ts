@@ -421,6 +421,20 @@ describe('the schedule', () => {
     expect(await tierEvents(seoul.brandId)).toHaveLength(1);
   });
 
+  it('a midnight that a clock change skips is evaluated at the change itself (America/Santiago)', async () => {
+    const shop = await tieredShop({ tiers: { levels: [silver] } }, 'America/Santiago');
+    await paid(shop, 'M-1', 150_000, 'MINA20');
+    // Chile's clocks go from 00:00 to 01:00 on the first Sunday of September.
+    const pass = new Date('2027-09-05T12:00:00.000Z');
+    await run(pass, 'schedule');
+    const [row] = await sql<{ run_at: string }>('select run_at from creator_tier_runs where brand_id = ?', [
+      shop.brandId,
+    ]);
+    expect(new Date(row!.run_at).toISOString()).toBe(
+      startOfLocalDay('2027-09-05', 'America/Santiago').toISOString(),
+    );
+  });
+
   it('a retry of a scheduled pass keeps its due time as the run time', async () => {
     const shop = await tieredShop({ tiers: { levels: [silver] } });
     await paid(shop, 'M-1', 150_000, 'MINA20');
