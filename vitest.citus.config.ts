@@ -28,10 +28,11 @@ export const citusFiles = [
   // A brand's shards moved by logical replication, split and isolated under its events: nothing
   // acknowledged lost or counted twice.
   'test/integration/citus-shard-moves.test.ts',
-  // Commission program versions, creator tiers and the preview; reconciliations (staging,
+  // Commission program versions, creator tiers, the preview and the tier job; reconciliations (staging,
   // comparison and differences distributed by brand).
   'test/integration/commission-program-versions.test.ts',
   'test/integration/commission-preview.test.ts',
+  'test/integration/creator-tiers-job.test.ts',
   'test/integration/reconciliations.test.ts',
   // A single-node database given the extension afterwards: npm run migrate distributes it (point 5).
   'test/integration/citus-catch-up.test.ts',

@@ -52,6 +52,7 @@ export const TABLES = {
   conversion_counts: { kind: 'brand' },
   commission_program_versions: { kind: 'brand' },
   creator_tiers: { kind: 'brand' },
+  creator_tier_runs: { kind: 'brand' },
   reconciliations: { kind: 'brand' },
   reconciliation_rows: { kind: 'brand' },
   reconciliation_differences: { kind: 'brand' },

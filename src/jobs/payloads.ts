@@ -15,6 +15,7 @@ export const jobNames = [
   'queue-reconciler',
   'report-rollup',
   'reconciliation',
+  'creator-tiers',
 ] as const;
 export type JobName = (typeof jobNames)[number];
 
@@ -96,6 +97,7 @@ export const jobPayloads = {
   'queue-reconciler': runPayload,
   'report-rollup': runPayload,
   reconciliation: reconciliationPayload,
+  'creator-tiers': runPayload,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof jobPayloads)[N]>;

@@ -32,6 +32,9 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number; ji
   'report-rollup': { attempts: 2, backoffMs: 10_000 },
   // A brand waits for it: 5, 10, 20 s; past that it is marked failed (the upload is kept for its answer).
   reconciliation: { attempts: 4, backoffMs: 5_000 },
+  // Every quarter hour, and a pass takes up any local midnight not evaluated yet: two retries
+  // within 90 s, the next quarter hour catches up the rest.
+  'creator-tiers': { attempts: 3, backoffMs: 30_000 },
 };
 
 /**

@@ -184,6 +184,8 @@ describe('bounded tables', () => {
       // creator's tier history (what priced an order at its occurred_at).
       'commission_program_versions',
       'creator_tiers',
+      // The tier job's runs: a row per tiered brand and day (and per ops run).
+      'creator_tier_runs',
       'mikro_orm_migrations',
     ];
     // Bounded elsewhere: missing_orders cleared after 30 days by the gap sweep; tallies folded
