@@ -28,6 +28,7 @@ import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/opti
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
 import { previewBench, renderPreview } from './bench/preview.js';
+import { programCostRun, renderProgramCost } from './bench/program-cost.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
 import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
 import { killServers, type RunningServer, serverLogTail, startServer, stopServer } from './bench/server.js';
@@ -407,6 +408,19 @@ async function previewOnly(ctx: Context): Promise<void> {
   }
 }
 
+/** `--program-cost`: only a brand with a 1,000-rule commission program against one without, printed. */
+async function programCostOnly(ctx: Context): Promise<void> {
+  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
+  const orm = await initOrm(ctx.databaseUrl, 2);
+  try {
+    const result = await programCostRun(ctx.db, orm, server, ctx.env.ADMIN_TOKEN!, () => foldTallies(orm));
+    process.stdout.write(`\n${renderProgramCost(result)}`);
+  } finally {
+    await orm.close(true);
+    await stopServer(server);
+  }
+}
+
 async function run(ctx: Context): Promise<void> {
   if (options.soakMinutes > 0) await soak(ctx, startedAt);
   else if (options.backfillOnly) await backfillOnly(ctx);
@@ -415,6 +429,7 @@ async function run(ctx: Context): Promise<void> {
   else if (options.webhooksOnly) await webhooksOnly(ctx);
   else if (options.citusOnly) await citusOnly(ctx);
   else if (options.previewOnly) await previewOnly(ctx);
+  else if (options.programCostOnly) await programCostOnly(ctx);
   else await main(ctx);
 }
 

@@ -89,7 +89,7 @@ async function mark(db: pg.Client, serverPid: number): Promise<Mark> {
 /** Backends report their commit counts within 10 s of going idle (PGSTAT_IDLE_INTERVAL). */
 const statsSettle = () => new Promise((resolve) => setTimeout(resolve, 11_000));
 
-async function measure(
+export async function measure(
   db: pg.Client,
   serverPid: number,
   label: string,

@@ -163,6 +163,8 @@ export const options = {
   /** `--preview`: only the commission program preview over this many orders of the last 365 days (bench/preview.ts). */
   previewOnly: process.argv.slice(2).includes('--preview'),
   previewOrders: integer('BENCH_PREVIEW_ORDERS', 100_000, 1),
+  /** `--program-cost`: only what a commission program of 1,000 SKU rules costs per event against a brand without one (bench/program-cost.ts). */
+  programCostOnly: process.argv.slice(2).includes('--program-cost'),
   /** `--citus-statements`: only the per-table statements in the delegated function against the shard-name rewrite (bench/citus-statements.ts). */
   citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };

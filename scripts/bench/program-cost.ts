@@ -1,0 +1,212 @@
+// `npm run bench -- --program-cost`: what a commission program costs per event
+// (commission-programs.md; the target: a brand with a program of 1,000 SKU rules, 10 tiers and
+// both caps costs at most 10% more web and PostgreSQL CPU per event than a brand without one).
+// Two brands of one database take the same events (three lines with SKUs, one matching an exact
+// rule, one a prefix rule, one none), single requests at 64 connections and 500-event batches,
+// the brands alternating within each round; each figure is the median of its rounds.
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type pg from 'pg';
+import { issueKeys } from '../../src/modules/keys/keys.service.js';
+import { createBrand } from '../../src/modules/brands/brands.service.js';
+import { type EventCost, measure, medianCost } from './cost.js';
+import { floorCost } from './floor.js';
+import { load } from './load.js';
+import { fmt, log, options, phase } from './options.js';
+
+interface Shop {
+  label: string;
+  brandId: string;
+  headers: Record<string, string>;
+  code: string;
+}
+
+let sequence = 0;
+const tag = Date.now().toString(36);
+
+/** An order.paid of three lines: one SKU an exact rule names, one a prefix rule's, one no rule's. */
+function paidWithLines(code: string) {
+  sequence += 1;
+  const n = sequence % 500;
+  return {
+    type: 'order.paid',
+    data: {
+      order_id: `prog-${tag}-${sequence}`,
+      amount: 129_000,
+      currency: 'KRW',
+      coupon_code: code,
+      items: [
+        { sku: `EXACT-${n}`, quantity: 1, amount: 59_000 },
+        { sku: `LINE-${n % 50}-BODY`, quantity: 2, amount: 50_000 },
+        { sku: `OTHER-${n}`, quantity: 1, amount: 20_000 },
+      ],
+    },
+  };
+}
+
+/** 500 exact SKU rules, 500 prefix rules, 10 tiers, both caps (set high: every order priced in full). */
+export function thousandRules() {
+  return {
+    default_rate_bps: 800,
+    product_rates: [
+      ...Array.from({ length: 500 }, (_, i) => ({ match: { sku: `EXACT-${i}` }, rate_bps: 1000 + (i % 20) * 50 })),
+      ...Array.from({ length: 500 }, (_, i) => ({ match: { sku_prefix: `LINE-${i}-` }, rate_bps: 500 + (i % 10) * 100 })),
+    ],
+    tiers: {
+      window_days: 30,
+      levels: Array.from({ length: 10 }, (_, i) => ({
+        key: `level_${i + 1}`,
+        name: `Level ${i + 1}`,
+        min_net_revenue: i * 1_000_000,
+        rate_bps: 1000 + i * 100,
+      })),
+    },
+    caps: { per_order: 1_000_000_000, per_creator_month: 1_000_000_000_000 },
+  };
+}
+
+async function adminCall(url: string, token: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** A brand with a creator and a coupon code, and with `program` a published version of it in force. */
+async function makeShop(
+  orm: MikroORM,
+  server: { url: string },
+  adminToken: string,
+  label: string,
+  program: boolean,
+): Promise<Shop> {
+  const brand = await createBrand(orm.em.fork(), {
+    name: label,
+    rate_limit_per_s: 100_000,
+    rate_limit_burst: 1_000_000,
+  });
+  const keys = await issueKeys(orm.em.fork(), brand.id, true);
+  const base = `/admin/api/brands/${brand.id}`;
+  const creator = await adminCall(server.url, adminToken, 'POST', `${base}/creators`, { name: `${label} creator` });
+  const code = `PROG${program ? 'A' : 'N'}${tag}`.toUpperCase().slice(0, 40);
+  await adminCall(server.url, adminToken, 'POST', `${base}/coupon-codes`, { creator_id: creator.id, code });
+  if (program) {
+    const version = await adminCall(server.url, adminToken, 'POST', `${base}/commission_program/versions`, {
+      rules: thousandRules(),
+      time_zone: 'Asia/Seoul',
+      note: 'bench: 1,000 SKU rules, 10 tiers, both caps',
+    });
+    await adminCall(server.url, adminToken, 'POST', `${base}/commission_program/versions/${version.id}/publish`, {
+      effective_from: new Date().toISOString(),
+    });
+    await adminCall(server.url, adminToken, 'PUT', `${base}/creators/${creator.id}/tier`, {
+      level: 'level_3',
+      locked: true,
+    });
+  }
+  return {
+    label,
+    brandId: brand.id,
+    code,
+    headers: { authorization: `Bearer ${keys.secret_key}`, 'content-type': 'application/json' },
+  };
+}
+
+export interface ProgramCostResult {
+  without: [EventCost, EventCost];
+  with: [EventCost, EventCost];
+  floorWebMs: [number, number];
+}
+
+export async function programCostRun(
+  db: pg.Client,
+  orm: MikroORM,
+  server: { pid: number; url: string },
+  adminToken: string,
+  fold: () => Promise<unknown>,
+): Promise<ProgramCostResult> {
+  phase('two brands: one without a program, one with 1,000 SKU rules, 10 tiers and both caps');
+  const plain = await makeShop(orm, server, adminToken, 'Bench brand without a program', false);
+  const priced = await makeShop(orm, server, adminToken, 'Bench brand with a program', true);
+  const singles = (shop: Shop, seconds: number) =>
+    load({
+      url: server.url,
+      headers: shop.headers,
+      connections: 64,
+      seconds,
+      request: () => ({ method: 'POST', path: '/v1/events', body: JSON.stringify(paidWithLines(shop.code)) }),
+    });
+  const batches = (shop: Shop, amount: number) =>
+    load({
+      url: server.url,
+      headers: shop.headers,
+      connections: 2,
+      amount,
+      timeoutSeconds: 120,
+      request: () => ({
+        method: 'POST',
+        path: '/v1/events/batch',
+        body: JSON.stringify({ events: Array.from({ length: 500 }, () => paidWithLines(shop.code)) }),
+      }),
+    });
+  phase('warm-up: 5 s of singles and 5 batches for each brand');
+  for (const shop of [plain, priced]) {
+    await singles(shop, 5);
+    await batches(shop, 5);
+  }
+  const runs = new Map<Shop, { singles: EventCost[]; batches: EventCost[] }>([
+    [plain, { singles: [], batches: [] }],
+    [priced, { singles: [], batches: [] }],
+  ]);
+  for (let round = 1; round <= options.costRounds; round++) {
+    const order = round % 2 ? [plain, priced] : [priced, plain];
+    for (const shop of order) {
+      phase(`${shop.label}: singles at 64 connections for ${options.seconds} s (round ${round})`);
+      const s = await measure(db, server.pid, 'singles', async () => (await singles(shop, options.seconds)).whole.ok, fold);
+      runs.get(shop)!.singles.push(s);
+      log(`  web ${fmt(s.webMs, 3)} ms, PostgreSQL ${fmt(s.postgresMs, 3)} ms per event`);
+    }
+    for (const shop of order) {
+      phase(`${shop.label}: ${options.costBatches / 4} batches of 500, 2 in flight (round ${round})`);
+      const b = await measure(
+        db,
+        server.pid,
+        'batches',
+        async () => (await batches(shop, options.costBatches / 4)).whole.ok * 500,
+        fold,
+      );
+      runs.get(shop)!.batches.push(b);
+      log(`  web ${fmt(b.webMs, 3)} ms, PostgreSQL ${fmt(b.postgresMs, 3)} ms per event`);
+    }
+  }
+  phase('a bare node HTTP server answering the same requests');
+  const floor = await floorCost({ url: server.url, headers: plain.headers }, plain.code);
+  const of = (shop: Shop) =>
+    [medianCost(runs.get(shop)!.singles), medianCost(runs.get(shop)!.batches)] as [EventCost, EventCost];
+  return { without: of(plain), with: of(priced), floorWebMs: floor.webMs };
+}
+
+export function renderProgramCost(r: ProgramCostResult): string {
+  const pct = (a: number, b: number) => `${a >= b ? '+' : ''}${fmt((100 * (a - b)) / b, 1)}%`;
+  const row = (name: string, i: 0 | 1) => {
+    const [w, p] = [r.without[i], r.with[i]];
+    return `| ${name} | ${fmt(w.webMs, 3)} | ${fmt(p.webMs, 3)} (${pct(p.webMs, w.webMs)}) | ${fmt(w.postgresMs, 3)} | ${fmt(p.postgresMs, 3)} (${pct(p.postgresMs, w.postgresMs)}) | ${fmt(r.floorWebMs[i], 3)} |`;
+  };
+  return `## Commission programs: cost per event
+
+\`npm run bench -- --program-cost\`: two brands of one fresh database take the same new attributed
+order.paid events (three lines with SKUs: one an exact rule names, one a prefix rule's, one no
+rule's); one brand has no program, the other a published version of 1,000 SKU rules (500 exact,
+500 prefix), 10 tiers (its creator's tier set) and both caps (set high, so every order is priced in
+full and the monthly cap's row is still locked and written). CPU from /proc per event, the median
+of ${r.without[0].rounds?.length ?? 1} rounds, the brands alternating within each. Target: at most +10%.
+
+| per event, ms | web, no program | web, program | PostgreSQL, no program | PostgreSQL, program | web of a bare node server (floor; the demo events, without lines) |
+|---|---:|---:|---:|---:|---:|
+${row(`singles at 64 connections, ${options.seconds} s`, 0)}
+${row(`${options.costBatches / 4} batches of 500, 2 in flight`, 1)}
+`;
+}
