@@ -32,8 +32,8 @@ const { tables, sharded } = brandForm(statement);
 const answer = (c: pg.Client) =>
   c
     .query<{ sent: [string | null, string | null] }>(
-      `select ${brandShardsFunction.name}($1, $2, $3, $4, 'lf_probe') as sent`,
-      [shop.brandId, statement, sharded, tables],
+      `select ${brandShardsFunction.name}($1, $2, $3, 'lf_probe') as sent`,
+      [shop.brandId, sharded, tables],
     )
     .then((r) => r.rows[0]!.sent);
 const named = (c: pg.Client) => answer(c).then(([sent]) => sent);

@@ -34,39 +34,38 @@ declare
   named text;
   names text[];
 begin
-  if not ${CITUS_INSTALLED} then
-    return array[plain, null];
-  end if;
-  -- The brand's shards are co-located (they move and split together, and a move blocks writes to
-  -- every one of them): one lock, on the first table's, as Citus' executor takes before a write.
-  anchor := get_shard_id_for_distribution_column(tables[1]::regclass, brand);
-  perform lock_shard_metadata(5, array[anchor]);
-  if get_shard_id_for_distribution_column(tables[1]::regclass, brand) <> anchor then
-    raise exception 'the shards of brand % were split while its call was on the way', brand
-      using errcode = '40001', hint = 'Run the transaction again: it then names the new shards.';
-  end if;
-  if not exists (select 1 from pg_dist_placement p, pg_dist_local_group l
-                  where p.shardid = anchor and p.groupid = l.groupid) then
-    if (select groupid from pg_dist_local_group) = 0 then
-      names := array(select quote_ident(t) from unnest(tables) with ordinality as u(t, n) order by n);
-      return array[format(sharded, variadic names), null];
+  if ${CITUS_INSTALLED} then
+    -- The brand's shards are co-located (they move and split together, and a move blocks writes
+    -- to every one of them): one lock, on the first table's, as Citus' executor takes before a write.
+    anchor := get_shard_id_for_distribution_column(tables[1]::regclass, brand);
+    perform lock_shard_metadata(5, array[anchor]);
+    if get_shard_id_for_distribution_column(tables[1]::regclass, brand) <> anchor then
+      raise exception 'the shards of brand % were split while its call was on the way', brand
+        using errcode = '40001', hint = 'Run the transaction again: it then names the new shards.';
     end if;
-    raise exception 'the shards of brand % moved off this node while its call was on the way', brand
-      using errcode = '40001', hint = 'Run the transaction again: the coordinator routes it to their new node.';
+    if exists (select 1 from pg_dist_placement p, pg_dist_local_group l
+                where p.shardid = anchor and p.groupid = l.groupid) then
+      -- One prepared statement per statement and shard group (a split or an isolation gives new
+      -- shard ids, so a new name; a shard that moves back keeps its name, and PostgreSQL plans
+      -- its statement again when the table it names was dropped and made anew).
+      named := prepared || '_' || anchor;
+      if current_setting('lf.' || named, true) = 'prepared' then
+        return array[null, named];
+      end if;
+      names := array(select shard_name(t::regclass, get_shard_id_for_distribution_column(t::regclass, brand))
+                       from unnest(tables) with ordinality as u(t, n) order by n);
+      return array[format(sharded, variadic names), named];
+    end if;
+    if (select groupid from pg_dist_local_group) <> 0 then
+      raise exception 'the shards of brand % moved off this node while its call was on the way', brand
+        using errcode = '40001', hint = 'Run the transaction again: the coordinator routes it to their new node.';
+    end if;
   end if;
-  -- One prepared statement per statement and shard group (a split or an isolation gives new
-  -- shard ids, so a new name; a shard that moves back keeps its name, and PostgreSQL plans its
-  -- statement again when the table it names was dropped and made anew).
-  named := prepared || '_' || anchor;
-  if current_setting('lf.' || named, true) = 'prepared' then
-    return array[null, named];
-  end if;
-  names := array(select shard_name(t::regclass, get_shard_id_for_distribution_column(t::regclass, brand))
-                   from unnest(tables) with ordinality as u(t, n) order by n);
-  return array[format(sharded, variadic names), named];
+  names := array(select quote_ident(t) from unnest(tables) with ordinality as u(t, n) order by n);
+  return array[format(sharded, variadic names), null];
 end`;
 
-const signature = 'brand varchar, plain text, sharded text, tables text[], prepared text';
+const signature = 'brand varchar, sharded text, tables text[], prepared text';
 
 /** The function that names a brand's shards in its statement, by a hash of its body (as stored statements). */
 export const brandShardsFunction = (() => {
@@ -74,7 +73,7 @@ export const brandShardsFunction = (() => {
   return {
     name,
     /** Its signature for `create_distributed_function`, which puts it on every worker. */
-    procedure: `${name}(varchar, text, text, text[], text)`,
+    procedure: `${name}(varchar, text, text[], text)`,
     definition: `create function ${name}(${signature}) returns text[] language plpgsql security definer
   set search_path = pg_catalog, public as $lf$${body}\n$lf$`,
   };
@@ -125,10 +124,12 @@ const textArray = (values: readonly string[]) => `array[${values.map((v) => `'${
 
 /**
  * The body of a brand's stored statement `name(types)`: `positionalText` (its placeholders
- * `$2…`, `$1` the brand) run on the brand's shards where it can (above). On plain PostgreSQL and
- * on a coordinator that runs it itself, a dynamic statement, planned per call. On the brand's
- * worker, a statement prepared once per connection and shard group: planned as the single node
- * plans its own, not on every call. Its arguments go in as text literals (`%L`), which every
+ * `$2…`, `$1` the brand) run on the brand's shards where it can (above). On plain PostgreSQL, the
+ * statement itself, whose plan PL/pgSQL keeps for the connection (it is never planned on Citus:
+ * PL/pgSQL resolves a statement's names when it first runs it). On a coordinator that runs the
+ * call itself, a dynamic statement on the distributed tables, planned per call. On the brand's
+ * worker, a statement prepared once per connection and shard group, so that it too is planned
+ * once, not on every call. Its arguments go in as text literals (`%L`), which every
  * argument type here (text, numbers, booleans, json, timestamptz in the session's own style, and
  * arrays of them) reads back exactly; `EXECUTE` takes no parameters from a PL/pgSQL `USING`. The
  * statement is prepared here, not in the helper: a plan made under the helper's search_path would
@@ -149,8 +150,14 @@ export function onBrandShards(positionalText: string, types: readonly string[], 
   const args = types.map((_, i) => `$${i + 1}`).join(', ');
   const literals = types.map(() => '%L').join(', ');
   return `declare
-  sent text[] := ${brandShardsFunction.name}($1, $lfsql$${positionalText}$lfsql$, $lfsql$${sharded}$lfsql$, ${textArray(tables)}, '${name}');
+  sent text[];
 begin
+  if not ${CITUS_INSTALLED} then
+    -- Plain PostgreSQL: the statement itself, its plan kept by PL/pgSQL as any other's.
+    return query ${positionalText};
+    return;
+  end if;
+  sent := ${brandShardsFunction.name}($1, $lfsql$${sharded}$lfsql$, ${textArray(tables)}, '${name}');
   if sent[2] is null then
     return query execute sent[1] using ${args};
     return;
