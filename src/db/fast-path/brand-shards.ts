@@ -148,7 +148,11 @@ export function onBrandShards(positionalText: string, types: readonly string[], 
   const { tables, sharded } = brandForm(positionalText);
   if (tables.length === 0) return `begin\n  return query ${positionalText};`;
   const args = types.map((_, i) => `$${i + 1}`).join(', ');
-  const literals = types.map(() => '%L').join(', ');
+  // format() is a function like any other, so at most 100 arguments: the literals in runs of 50.
+  const runs = Array.from({ length: Math.ceil(types.length / 50) }, (_, r) => {
+    const at = types.slice(r * 50, r * 50 + 50).map((_, i) => `$${r * 50 + i + 1}`);
+    return `pg_catalog.format('${at.map(() => '%L').join(', ')}', ${at.join(', ')})`;
+  });
   return `declare
   sent text[];
 begin
@@ -169,5 +173,5 @@ begin
     end if;
     perform pg_catalog.set_config('lf.' || sent[2], 'prepared', false);
   end if;
-  return query execute pg_catalog.format('execute %I(${literals})', sent[2], ${args});`;
+  return query execute pg_catalog.format('execute %I(', sent[2]) || ${runs.join(" || ', ' || ")} || ')';`;
 }
