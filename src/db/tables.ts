@@ -53,6 +53,8 @@ export const TABLES = {
   commission_program_versions: { kind: 'brand' },
   creator_tiers: { kind: 'brand' },
   creator_tier_runs: { kind: 'brand' },
+  /** Net commission per creator-month and mode: the row a monthly cap locks. */
+  creator_month_commissions: { kind: 'brand' },
   reconciliations: { kind: 'brand' },
   reconciliation_rows: { kind: 'brand' },
   reconciliation_differences: { kind: 'brand' },

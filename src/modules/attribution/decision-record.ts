@@ -1,4 +1,5 @@
-import type { AttributionDecision } from './decision.js';
+import type { CommissionPart, ProductMatch } from '../programs/commission.js';
+import type { AttributionDecision, ProgramPricing } from './decision.js';
 import type { Candidate } from './resolve.js';
 
 /**
@@ -22,7 +23,62 @@ const codes = {
   via: { c: 'code', k: 'click', r: 'renewal' },
   rateSource: { o: 'offer', b: 'brand_default', i: 'inherited' },
   zeroedBy: { s: 'self_purchase', r: 'renewal_limit' },
+  source: {
+    p: 'product',
+    n: 'not_eligible',
+    t: 'tier',
+    o: 'offer',
+    d: 'program_default',
+    b: 'brand_default',
+  },
+  cap: { o: 'per_order', m: 'per_creator_month' },
 } as const;
+
+/** A program's pricing, positional: version, tier, parts ([line, sku, amount, rate, source, rule]), figures, cap. */
+function recordProgram(p: ProgramPricing): Values {
+  return [
+    p.version_id,
+    p.tier,
+    p.parts.map((part, i) => {
+      const rule = p.rules[i] ?? null;
+      return [
+        part.line,
+        part.sku,
+        part.amount,
+        part.rate_bps,
+        encode(codes.source, part.source),
+        rule === null ? null : 'sku' in rule ? rule.sku : ['p', rule.sku_prefix],
+      ];
+    }),
+    p.before_caps,
+    p.capped_amount,
+    p.capped_by_order,
+    encode(codes.cap, p.cap),
+  ];
+}
+
+function readProgram(v: Values): ProgramPricing {
+  const parts = (v[2] as Values[]).map((x) => ({
+    line: x[0],
+    sku: x[1],
+    amount: x[2],
+    rate_bps: x[3],
+    source: decode(codes.source, x[4]) as CommissionPart['source'],
+  }));
+  const rules = (v[2] as Values[]).map((x): ProductMatch | null =>
+    x[5] === null ? null : Array.isArray(x[5]) ? { sku_prefix: x[5][1] } : { sku: x[5] },
+  );
+  return {
+    version_id: v[0],
+    tier: v[1],
+    parts,
+    rules,
+    before_caps: v[3],
+    capped_amount: v[4],
+    capped_by_order: v[5],
+    cap: decode(codes.cap, v[6]) as ProgramPricing['cap'],
+  };
+}
 
 function encode<T extends Record<string, string>>(map: T, value: T[keyof T] | null): string | null {
   if (value === null) return null;
@@ -122,6 +178,7 @@ export function recordDecision(d: AttributionDecision): DecisionRecord {
       c.base_amount,
       c.amount,
       encode(codes.zeroedBy, c.zeroed_by),
+      ...(c.program ? [recordProgram(c.program)] : []),
     ],
   ];
 }
@@ -151,6 +208,7 @@ export function readDecision(stored: DecisionRecord | AttributionDecision): Attr
       base_amount: c[2],
       amount: c[3],
       zeroed_by: decode(codes.zeroedBy, c[4]),
+      ...(c[5] ? { program: readProgram(c[5]) } : {}),
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { CommissionPart, ProductMatch } from '../programs/commission.js';
 import type { Attribution, Candidate } from './resolve.js';
 
 /**
@@ -32,5 +33,21 @@ export interface AttributionDecision {
     /** floor(base_amount × rate_bps / 10,000), or 0 when zeroed. */
     amount: number;
     zeroed_by: 'self_purchase' | 'renewal_limit' | null;
+    /** Priced under a commission program version (absent: none was pinned, today's rule). */
+    program?: ProgramPricing;
   } | null;
+}
+
+/** A commission computed under a pinned version (programs/commission.ts `CommissionResult`). */
+export interface ProgramPricing {
+  version_id: string;
+  tier: string | null;
+  parts: CommissionPart[];
+  /** Per part: the product rule that decided it, else null. */
+  rules: Array<ProductMatch | null>;
+  before_caps: number;
+  capped_amount: number;
+  /** What of capped_amount the per-order cap cut; the monthly cap cut the rest. */
+  capped_by_order: number;
+  cap: 'per_order' | 'per_creator_month' | null;
 }

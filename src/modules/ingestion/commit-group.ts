@@ -6,6 +6,7 @@ import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
 import { idempotencyLockName, keyInFlight, keyReusedWithOtherRequest, lockKeys } from './idempotency.js';
 import { type KeyProbe, loadOrderBooks, loadStatements } from './load-book.js';
 import { scopeKey } from './order-book.js';
+import { loadPrograms, programStatements } from './program-book.js';
 import { type AcceptedEvent, planRequest } from './plan-request.js';
 import type { ValidEvent } from './valid-event.js';
 import type { GroupWritePart, GroupWrites, IdempotencyRow, ReceivedEventRow } from './write-set.js';
@@ -51,6 +52,24 @@ const shapeParts = [
   ],
   // Refunds, cancellations and confirmations of known orders.
   ['changedOrders', 'refunds', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
+  // The same two under a monthly cap: the creator-months they move (program-book.ts).
+  [
+    'newOrders',
+    'movements',
+    'receivedEvents',
+    'conversionTallies',
+    'integrationTallies',
+    'monthCommissions',
+  ],
+  [
+    'changedOrders',
+    'refunds',
+    'movements',
+    'receivedEvents',
+    'conversionTallies',
+    'integrationTallies',
+    'monthCommissions',
+  ],
   // Browser signals (a page view, an observed order), which hand work to the gap sweep.
   ['receivedEvents', 'browserSignalTallies', 'integrationTallies', 'outbox'],
   everyPart,
@@ -101,6 +120,7 @@ function writeShapeOf(writes: GroupWrites) {
  */
 export const ingestionStatements = [
   ...loadStatements,
+  ...programStatements,
   ...writeShapes.flatMap((shape) => shape.write.statements),
 ];
 
@@ -150,7 +170,7 @@ async function planGroup(
   });
 
   const live = requests.filter((_, i) => !answers[i]);
-  const { books, responses } = await loadOrderBooks(
+  const { books, responses, versions } = await loadOrderBooks(
     sql,
     live.map((r) => ({ scope: scopeOf(r), terms: r.caller.terms, events: r.events })),
     probes,
@@ -160,6 +180,14 @@ async function planGroup(
       secretKeyBase: options.secretKeyBase,
       ...(options.oneBrand && requests[0] ? { oneBrand: requests[0].caller.brandId } : {}),
     },
+  );
+  const oneBrand = options.oneBrand && requests[0] ? requests[0].caller.brandId : undefined;
+  await loadPrograms(
+    sql,
+    books,
+    versions,
+    (book) => live.filter((r) => scopeKey(scopeOf(r)) === scopeKey(book.scope)).flatMap((r) => r.events),
+    { lock, ...(oneBrand === undefined ? {} : { oneBrand }) },
   );
   for (const stored of responses) {
     const r = requests[stored.i]!;

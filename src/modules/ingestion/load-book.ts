@@ -151,6 +151,15 @@ responses as (
 ),`
       : ''
   }
+versions as (
+  select v.brand_id, v.id, v.effective_from
+    from (select distinct brand_id from json_to_recordset(?::json) as want(brand_id text, livemode boolean)) want
+    cross join lateral (
+      select v.brand_id, v.id, v.effective_from from ${brandTable('commission_program_versions')} v
+       where v.brand_id = want.brand_id and v.status = 'published'${b('v')}
+       order by v.effective_from
+    ) v
+),
 endpoints as (
   select e.id, e.brand_id, e.livemode, e.enabled_events
     from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
@@ -165,10 +174,11 @@ select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        (select coalesce(json_agg(creators), '[]') from creators) as creators,
        ${shape.refunds ? "(select coalesce(json_agg(refunds), '[]') from refunds)" : "'[]'::json"} as refunds,
        ${shape.responses ? "(select coalesce(json_agg(responses), '[]') from responses)" : "'[]'::json"} as responses,
-       (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints`;
+       (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints,
+       (select coalesce(json_agg(versions), '[]') from versions) as versions`;
 }
 const loaded =
-  'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json';
+  'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json, versions json';
 
 /**
  * The load as stored statements: whole, and without the parts for clicks, refunds and stored
@@ -180,9 +190,9 @@ const whole: LoadShape = { clicks: true, refunds: true, responses: true };
 const lean: LoadShape = { clicks: false, refunds: false, responses: false };
 
 /** Where a one-brand load names its brand: a parameter like the others, at each place it is named. */
-const BRAND = '{brand}';
+export const BRAND = '{brand}';
 
-type LoadStatement =
+export type LoadStatement =
   | { query: HotQuery; oneBrand: false }
   | {
       query: BrandQuery;
@@ -192,7 +202,14 @@ type LoadStatement =
     };
 
 function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): LoadStatement {
-  const text = loadSql(shape, lock, oneBrand);
+  return brandStatement(loadSql(shape, lock, oneBrand), loaded, oneBrand);
+}
+
+/**
+ * A statement of the engine's group: plain (a group of any brands), or one brand's, `{brand}` in
+ * its text where the brand is named (`BRAND`), run on the brand's shards on Citus.
+ */
+export function brandStatement(text: string, loaded: string, oneBrand: boolean): LoadStatement {
   const brandAt: number[] = [];
   let n = 0;
   for (const [token] of text.matchAll(/\?|\{brand\}/g)) {
@@ -209,7 +226,7 @@ function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): Load
 }
 
 /** The load's values with the brand put in at each of its places. */
-function withBrand(values: unknown[], brandAt: readonly number[], brandId: string | undefined): unknown[] {
+export function withBrand(values: unknown[], brandAt: readonly number[], brandId: string | undefined): unknown[] {
   const out = [...values];
   for (const at of brandAt) out.splice(at, 0, brandId);
   return out;
@@ -226,6 +243,13 @@ export const loadStatements = loadShapes.flat().flatMap((s) => [s.lock.query.sto
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
+
+/** A published commission program version of a group's brand, as the load finds it (effective order). */
+export interface LoadedVersion {
+  brand_id: string;
+  id: string;
+  effective_from: string;
+}
 
 /**
  * What the requests' events name: orders (renewal parents included), codes, clicks, refund ids.
@@ -294,7 +318,7 @@ export async function loadOrderBooks(
   keys: readonly KeyProbe[],
   now: Date,
   options: { lock: boolean; oneBrand?: string; secretKeyBase: string },
-): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[] }> {
+): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[]; versions: LoadedVersion[] }> {
   const needs = needsOf(requests, options.secretKeyBase);
   const shapes = loadShapes[options.oneBrand === undefined ? 0 : 1]!;
   const { shape, lock, peek } =
@@ -306,6 +330,7 @@ export async function loadOrderBooks(
     ...(shape.clicks ? [JSON.stringify(needs.clicks)] : []),
     ...(shape.refunds ? [JSON.stringify(needs.refunds)] : []),
     ...(shape.responses ? [JSON.stringify(keys)] : []),
+    JSON.stringify(scopesOf(requests)),
     JSON.stringify(scopesOf(requests)),
   ];
   // The one-brand shapes are chosen exactly when options.oneBrand is set.
@@ -380,5 +405,5 @@ export async function loadOrderBooks(
     for (const refundId of seenRefunds.get(o.lookup_key) ?? []) order.refundIds.add(refundId);
     book.orders.set(order.orderId, order);
   }
-  return { books, responses: r.responses! };
+  return { books, responses: r.responses!, versions: r.versions! };
 }

@@ -1,4 +1,5 @@
 import type { AttributionDecision } from '../attribution/decision.js';
+import type { CommissionResult } from '../programs/commission.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import type { Journal } from '../ledger/journal.js';
@@ -6,6 +7,7 @@ import type { AttributionVia } from '../orders/order.entity.js';
 import type { RefundKind } from '../orders/refund.entity.js';
 import type { WebhookEmitter } from '../webhooks/emitter.js';
 import type { OrderState } from './order-state.js';
+import type { ProgramBook } from './program-book.js';
 
 /** A brand and a mode: every order, event and ledger line belongs to exactly one. */
 export interface Scope {
@@ -16,6 +18,8 @@ export interface Scope {
 export const scopeKey = (scope: Scope) => `${scope.brandId}/${scope.livemode ? 'live' : 'test'}`;
 
 export interface OrderOutcome {
+  /** order.paid of an attributed order: its commission, as computed (a dry run shows it). */
+  commission?: CommissionResult;
   attributedVia: AttributionVia | null;
   conversionId: string | null;
   /** The order's flags after the event (none for browser signals): the event's answer shows them. */
@@ -68,6 +72,8 @@ export interface OrderBook {
   newClicks: NewClick[];
   /** The scope's webhook events, for its enabled endpoints (loaded with the book); absent: none. */
   webhooks?: WebhookEmitter;
+  /** The brand's commission program (program-book.ts); absent: no published version, today's rules. */
+  program?: ProgramBook;
 }
 
 export const outcomeOf = (o: OrderState): OrderOutcome => ({

@@ -33,6 +33,12 @@ export interface OrderState {
   attributedVia: AttributionVia | null;
   conversionId: string | null;
   commissionBps: number | null;
+  /** `commissionBps` is the offer's rate (not the brand's default); null where no program priced the order. */
+  offerRate: boolean | null;
+  /** The commission program version pinned at first pricing; null: none was in force. */
+  programVersionId: string | null;
+  /** What the program's caps cut from the commission (C0 − C). */
+  cappedAmount: number;
   parentOrderId: string | null;
   cycleNumber: number;
   /** On a parent order: the highest cycle_number among its renewals, read and moved under the parent's row lock. */
@@ -70,6 +76,9 @@ export const orderColumns = {
   attributed_via: 'text',
   conversion_id: 'varchar(40)',
   commission_bps: 'int',
+  commission_offer_rate: 'boolean',
+  commission_program_version_id: 'varchar(40)',
+  commission_capped_amount: 'bigint',
   parent_order_id: 'varchar(120)',
   cycle_number: 'int',
   last_renewal_cycle: 'int',
@@ -108,6 +117,9 @@ export function orderFromRow(r: any): OrderState {
     attributedVia: r.attributed_via,
     conversionId: conversionIdOf(r),
     commissionBps: r.commission_bps,
+    offerRate: r.commission_offer_rate ?? null,
+    programVersionId: r.commission_program_version_id ?? null,
+    cappedAmount: Number(r.commission_capped_amount ?? 0),
     parentOrderId: r.parent_order_id,
     cycleNumber: r.cycle_number,
     lastRenewalCycle: r.last_renewal_cycle,
@@ -168,6 +180,10 @@ export function orderToRow(
     attributed_via: o.attributedVia,
     conversion_id: isDerivedConversionId(o.conversionId, o.id) ? null : o.conversionId,
     commission_bps: o.commissionBps,
+    commission_offer_rate: o.offerRate,
+    commission_program_version_id: o.programVersionId,
+    // 0 stays null: nothing capped costs no bytes.
+    commission_capped_amount: o.cappedAmount === 0 ? null : o.cappedAmount,
     parent_order_id: o.parentOrderId,
     cycle_number: o.cycleNumber,
     last_renewal_cycle: o.lastRenewalCycle,

@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { commissionFor, reversedCommissionFor, toKrw } from '../../shared/money.js';
+import { reversedCommissionFor, toKrw } from '../../shared/money.js';
 import type { AttributionDecision } from '../attribution/decision.js';
 import {
   type Attribution,
@@ -12,8 +12,10 @@ import { type Cause, movementsBetween } from '../ledger/journal.js';
 import { derivedConversionId } from '../orders/conversion-id.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import { transition } from '../orders/order-lifecycle.js';
+import { type CommissionResult, computeCommission, monthHeadroom, monthOf } from '../programs/commission.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
 import type { OrderState } from './order-state.js';
+import { type PricingVersion, tierOf, versionAt } from './program-book.js';
 import type { ValidEvent } from './valid-event.js';
 
 type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;
@@ -23,6 +25,8 @@ interface Decided {
   offerId: string | null;
   via: AttributionVia;
   commissionBps: number | null;
+  /** `commissionBps` is the offer's own rate, not the brand's default (a program's default sits between them). */
+  offerRate: boolean;
   couponCode: string | null;
   clickRef: string | null;
   selfPurchase: boolean;
@@ -32,6 +36,7 @@ interface Decided {
 function decided(book: OrderBook, a: Attribution, customerHash: string | null): Decided {
   return {
     ...a,
+    offerRate: a.commissionBps !== null,
     selfPurchase: isSelfPurchase(book.catalog, a.creatorId, customerHash),
     renewalBeyondLimit: false,
   };
@@ -51,6 +56,8 @@ function inherited(
     offerId: from.offerId,
     via,
     commissionBps: from.commissionBps,
+    // Orders written before the flag: an order with an offer was priced at the offer's rate.
+    offerRate: from.offerRate ?? from.offerId !== null,
     // A sticky resend keeps what attributed the order; a renewal was attributed by its parent.
     couponCode: via === 'renewal' ? null : from.couponCode,
     clickRef: via === 'renewal' ? null : from.clickRef,
@@ -132,10 +139,11 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
 
   const amount = toKrw(d.amount, d.currency, d.fxRate);
   const rateBps = decision ? (decision.commissionBps ?? book.terms.defaultCommissionBps) : null;
-  const commission =
-    decision && rateBps !== null && !decision.selfPurchase && !decision.renewalBeyondLimit
-      ? commissionFor(amount, rateBps)
-      : 0;
+  // The version pinned at first pricing, attributed or not; a resend keeps it (spec steps 10–11).
+  const pin = existing ? existing.programVersionId : (versionAt(book.program, event.occurredAt)?.id ?? null);
+  const version = pin === null ? undefined : book.program?.byId.get(pin);
+  const priced = decision ? price(book, existing, event, decision, version) : null;
+  const commission = priced?.commission ?? 0;
   const refundedOriginal = existing?.refundedOriginalAmount ?? 0;
   const refunded =
     refundedOriginal >= d.amount ? amount : Math.min(amount, toKrw(refundedOriginal, d.currency, d.fxRate));
@@ -190,6 +198,7 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
               : decision.renewalBeyondLimit
                 ? 'renewal_limit'
                 : null,
+            ...(version && priced ? { program: programRecord(version, priced) } : {}),
           }
         : null,
   });
@@ -220,6 +229,11 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
       },
     );
   }
+  const monthBefore = existing && {
+    creatorId: existing.creatorId,
+    occurredAt: existing.occurredAt,
+    net: existing.commissionAmount - existing.refundedCommissionAmount,
+  };
   const was = book.webhooks?.before(existing);
   const wasStatus = existing?.status;
   const id = existing?.id ?? newId('ord');
@@ -241,6 +255,9 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
       ? (existing?.conversionId ?? (existing ? newId('conv') : derivedConversionId(id)))
       : null,
     commissionBps: rateBps,
+    offerRate: decision?.offerRate ?? null,
+    programVersionId: pin,
+    cappedAmount: priced?.cappedAmount ?? 0,
     // A renewal keeps its parent: moving it could collide with the new parent's cycle numbers.
     parentOrderId: existing?.parentOrderId ?? d.parentOrderId,
     cycleNumber,
@@ -282,10 +299,73 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     book.orders.set(order.orderId, order);
     if (parent) Object.assign(parent, { lastRenewalCycle: cycleNumber, changed: true });
   }
+  book.program?.months?.move(monthBefore ?? null, {
+    creatorId: order.creatorId,
+    occurredAt: order.occurredAt,
+    net: commission - refundedCommission,
+  });
   const after = { creatorId: order.creatorId, balance: commission - refundedCommission };
   book.journal.record(cause, order.id, movementsBetween(before, after, !existing?.creatorId));
   book.webhooks?.conversionChanged(cause.requestId, was, order);
   book.webhooks?.orderConfirmed(cause.requestId, wasStatus, order);
   if (resolved?.via === 'click') recordSignedClick(book, resolved.clickRef!);
-  return { ...outcomeOf(order), decision: record('applied') };
+  return { ...outcomeOf(order), decision: record('applied'), ...(priced ? { commission: priced } : {}) };
+}
+
+/**
+ * An attributed order's commission (commission-programs.md, steps 1–8), with the pinned version
+ * or, without one, today's rule exactly: the offer's rate as first priced, else the brand's
+ * default. Under a pin, the tier is the creator's in force at occurred_at, and a monthly cap
+ * takes the headroom the creator's other orders of the month left (their rows are locked).
+ */
+function price(
+  book: OrderBook,
+  existing: OrderState | undefined,
+  event: PaidEvent,
+  decision: Decided,
+  version: PricingVersion | undefined,
+): CommissionResult {
+  const d = event.data;
+  const program = version?.program ?? null;
+  const monthCap = version && program?.perCreatorMonthCap !== null ? book.program?.months : undefined;
+  let headroom: number | null = null;
+  if (version && monthCap) {
+    const at = event.occurredAt;
+    const own =
+      existing?.creatorId === decision.creatorId &&
+      monthOf(existing.occurredAt, version.timeZone) === monthOf(at, version.timeZone)
+        ? existing.commissionAmount - existing.refundedCommissionAmount
+        : 0;
+    headroom = monthHeadroom(program, monthCap.net(decision.creatorId, version.timeZone, at) - own);
+  }
+  return computeCommission({
+    amount: d.amount,
+    currency: d.currency,
+    fxRate: d.fxRate,
+    items: d.items as CommissionInputItems,
+    program,
+    tierKey: version?.hasTiers ? tierOf(book.program!, decision.creatorId, event.occurredAt) : null,
+    offerBps: decision.offerRate ? decision.commissionBps : null,
+    brandDefaultBps: decision.offerRate
+      ? book.terms.defaultCommissionBps
+      : (decision.commissionBps ?? book.terms.defaultCommissionBps),
+    monthHeadroom: headroom,
+    zeroed: decision.selfPurchase || decision.renewalBeyondLimit,
+  });
+}
+
+type CommissionInputItems = Parameters<typeof computeCommission>[0]['items'];
+
+/** What the decision keeps of a program's pricing: the explanation reads it back. */
+function programRecord(version: PricingVersion, r: CommissionResult) {
+  return {
+    version_id: version.id,
+    tier: r.tier,
+    parts: r.parts,
+    rules: r.rules,
+    before_caps: r.beforeCaps,
+    capped_amount: r.cappedAmount,
+    capped_by_order: r.cappedByOrder,
+    cap: r.cap,
+  };
 }

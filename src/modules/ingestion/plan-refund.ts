@@ -102,6 +102,10 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
     request_id: cause.requestId,
   });
   if (d.refundId) order.refundIds.add(d.refundId);
+  book.program?.months?.move(
+    { creatorId: order.creatorId, occurredAt: order.occurredAt, net: order.commissionAmount - order.refundedCommissionAmount },
+    { creatorId: order.creatorId, occurredAt: order.occurredAt, net: order.commissionAmount - reversed },
+  );
   Object.assign(order, {
     changed: true,
     refundedAmount: refunded,

@@ -17,6 +17,7 @@ import { conversionTallies, type ScopedFact } from '../reports/conversion-tallie
 import { deliveryHandOver, webhookWrites } from '../webhooks/webhook-writes.js';
 import type { OrderBook } from './order-book.js';
 import { orderColumns, orderToRow } from './order-state.js';
+import { monthCommissionsWrite } from './program-book.js';
 
 const written = Object.keys(orderColumns);
 // commission_balance carries the journal's delta for the order: its settlement line moves by it.
@@ -159,7 +160,8 @@ export type GroupWritePart =
   | 'webhookDeliveries'
   | 'outbox'
   | 'clicks'
-  | 'idempotencyRecords';
+  | 'idempotencyRecords'
+  | 'monthCommissions';
 
 /**
  * Everything a group commit writes, as one statement (db/fast-path/write-set.ts). New orders are plain
@@ -239,5 +241,6 @@ export function groupWrites(
       sql: partSql.idempotencyRecords,
       rows: responses,
     },
+    monthCommissions: monthCommissionsWrite(all),
   };
 }

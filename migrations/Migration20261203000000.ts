@@ -1,0 +1,60 @@
+import { Migration } from '@mikro-orm/migrations';
+
+type TablesModule = typeof import('../src/db/tables.js');
+
+/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
+async function tableRegistry(): Promise<TablesModule> {
+  const base = '../src/db/tables';
+  return import(`${base}.js`).catch(() => import(`${base}.ts`));
+}
+
+/**
+ * Commission programs price orders (commission-programs.md, "The arithmetic"):
+ * - orders gain their pin (`commission_program_version_id`, null: none was in force when first
+ *   priced), what the caps cut (`commission_capped_amount`, null read as 0: rows written before
+ *   stay as they are, no rewrite of the table), and whether `commission_bps` is the offer's rate
+ *   (`commission_offer_rate`): a resend under a pin prices the order rate as first priced, where
+ *   the offer beats the program's default but the brand's default does not;
+ * - `creator_month_commissions`: Σ(commission − reversed) of one creator-month and mode, months
+ *   counted in a capping version's time zone, the row an order under a monthly cap locks. Keyed by
+ *   brand first; on Citus distributed with the other brand tables. A new, empty table: publishing a
+ *   version with a monthly cap fills it from the brand's orders.
+ */
+export class Migration20261203000000 extends Migration {
+  override name = 'Migration20261203000000';
+
+  override async up(): Promise<void> {
+    await this.execute(`alter table "orders"
+      add column "commission_program_version_id" varchar(40) null,
+      add column "commission_capped_amount" bigint null,
+      add column "commission_offer_rate" boolean null;`);
+    await this.execute(`create table "creator_month_commissions" (
+      "brand_id" varchar(255) not null,
+      "livemode" boolean not null,
+      "creator_id" varchar(255) not null,
+      "time_zone" varchar(64) not null,
+      "month_start" date not null,
+      "net_commission" bigint not null,
+      constraint "creator_month_commissions_pkey"
+        primary key ("brand_id", "livemode", "creator_id", "time_zone", "month_start")
+    );`);
+    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
+    const distributed =
+      citus.length > 0 &&
+      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
+        .length > 0;
+    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
+    if (distributed)
+      // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
+      await (await tableRegistry()).placeRegisteredTables((sql) => this.execute(sql) as Promise<any[]>);
+    // After placing: a foreign key to a co-located brand table (through brand_id).
+    await this.execute(`alter table "creator_month_commissions" add constraint "creator_month_commissions_creator_id_foreign"
+      foreign key ("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade;`);
+  }
+
+  override async down(): Promise<void> {
+    await this.execute(`drop table if exists "creator_month_commissions";`);
+    await this.execute(`alter table "orders" drop column if exists "commission_program_version_id",
+      drop column if exists "commission_capped_amount", drop column if exists "commission_offer_rate";`);
+  }
+}

@@ -1,0 +1,356 @@
+import { brandTable, recordset, type Sql, type WritePart } from '../../db/fast-path/index.js';
+import { traceAttribution } from '../attribution/resolve.js';
+import { type CompiledProgram, compileRules, monthOf } from '../programs/commission.js';
+import { canonicalRules, type ProgramRules } from '../programs/programs.schemas.js';
+import { BRAND, brandStatement, type LoadedVersion, withBrand } from './load-book.js';
+import type { OrderBook } from './order-book.js';
+import type { ValidEvent } from './valid-event.js';
+
+/** A published version as pricing uses it: compiled once per process (published versions never change). */
+export interface PricingVersion {
+  id: string;
+  effectiveFrom: number;
+  timeZone: string;
+  program: CompiledProgram;
+  hasTiers: boolean;
+}
+
+/** An order's share of its creator-month: Σ over it of (commission − reversed). */
+export interface MonthShare {
+  creatorId: string | null;
+  occurredAt: Date;
+  net: number;
+}
+
+export interface MonthRow {
+  brand_id: string;
+  livemode: boolean;
+  creator_id: string;
+  time_zone: string;
+  /** 'YYYY-MM-01': the month's first day in `time_zone`. */
+  month_start: string;
+}
+
+const monthStart = (at: Date, zone: string) => `${monthOf(at, zone)}-01`;
+
+/**
+ * The net commission of the creator-months a group touches (the rows it locked), moved in memory
+ * as each event is planned, so a later order of the group sees the headroom an earlier one spent.
+ * Kept for every time zone of the brand's versions with a monthly cap.
+ */
+export class MonthLedger {
+  private readonly nets = new Map<string, number>();
+  private readonly moved = new Map<string, MonthRow & { net_commission: number }>();
+
+  constructor(
+    private readonly brandId: string,
+    private readonly livemode: boolean,
+    readonly zones: readonly string[],
+  ) {}
+
+  private static key(creatorId: string, zone: string, month: string): string {
+    return `${creatorId}\u0000${zone}\u0000${month}`;
+  }
+
+  /** A row as locked (or read, in a dry run). */
+  set(creatorId: string, zone: string, month: string, net: number): void {
+    this.nets.set(MonthLedger.key(creatorId, zone, month), net);
+  }
+
+  /** Σ(commission − reversed) of the creator's orders of the month of `at` in `zone`, this group's changes included. */
+  net(creatorId: string, zone: string, at: Date): number {
+    const net = this.nets.get(MonthLedger.key(creatorId, zone, monthStart(at, zone)));
+    // The rows are chosen before planning from every creator an event can reach: a miss is a bug.
+    if (net === undefined) throw new Error('a creator-month was priced without its row locked');
+    return net;
+  }
+
+  /** An order's share moved from `before` to `after` (either absent: none). */
+  move(before: MonthShare | null, after: MonthShare | null): void {
+    for (const zone of this.zones) {
+      if (before?.creatorId && before.net !== 0) this.add(before.creatorId, zone, before.occurredAt, -before.net);
+      if (after?.creatorId && after.net !== 0) this.add(after.creatorId, zone, after.occurredAt, after.net);
+    }
+  }
+
+  private add(creatorId: string, zone: string, at: Date, delta: number): void {
+    const month = monthStart(at, zone);
+    const key = MonthLedger.key(creatorId, zone, month);
+    const net = this.nets.get(key);
+    if (net === undefined) throw new Error('a creator-month moved without its row locked');
+    this.nets.set(key, net + delta);
+    const row = this.moved.get(key) ?? {
+      brand_id: this.brandId,
+      livemode: this.livemode,
+      creator_id: creatorId,
+      time_zone: zone,
+      month_start: month,
+      net_commission: 0,
+    };
+    row.net_commission += delta;
+    this.moved.set(key, row);
+  }
+
+  /** The rows to write: each moved by its delta (it is locked by this transaction). */
+  deltas(): (MonthRow & { net_commission: number })[] {
+    return [...this.moved.values()].filter((r) => r.net_commission !== 0);
+  }
+}
+
+/** What pricing reads of one brand's commission program in a group. */
+export interface ProgramBook {
+  /** Published versions in effective order. */
+  versions: readonly PricingVersion[];
+  byId: ReadonlyMap<string, PricingVersion>;
+  /** Tier level keys in force, by `tierKey(creator, at)`; absent: none. */
+  tiers: ReadonlyMap<string, string | null>;
+  /** Present when a version of the brand caps creator-months. */
+  months: MonthLedger | null;
+}
+
+export const tierKey = (creatorId: string, at: Date) => `${creatorId}\u0000${at.getTime()}`;
+
+/** The version in force at `at`: the latest effective at or before it; undefined before the first. */
+export function versionAt(program: ProgramBook | undefined, at: Date): PricingVersion | undefined {
+  let found: PricingVersion | undefined;
+  for (const v of program?.versions ?? []) {
+    if (v.effectiveFrom > at.getTime()) break;
+    found = v;
+  }
+  return found;
+}
+
+/** The tier level key of a creator at an instant, as loaded for the group; null: none. */
+export function tierOf(program: ProgramBook, creatorId: string, at: Date): string | null {
+  return program.tiers.get(tierKey(creatorId, at)) ?? null;
+}
+
+// Published versions are immutable: compiled once per process, by id.
+const compiled = new Map<string, Omit<PricingVersion, 'effectiveFrom'>>();
+const MAX_COMPILED = 10_000;
+
+async function compileMissing(sql: Sql, loaded: readonly LoadedVersion[]): Promise<void> {
+  const missing = Map.groupBy(
+    loaded.filter((v) => !compiled.has(v.id)),
+    (v) => v.brand_id,
+  );
+  for (const [brandId, versions] of missing) {
+    const rows = await sql.query<{ id: string; time_zone: string; rules: ProgramRules }>(
+      `select id, time_zone, rules from commission_program_versions
+        where brand_id = ? and status = 'published' and id in (select jsonb_array_elements_text(?::jsonb))`,
+      [brandId, JSON.stringify(versions.map((v) => v.id))],
+    );
+    if (compiled.size + rows.length > MAX_COMPILED) compiled.clear();
+    for (const row of rows) {
+      const rules = canonicalRules(row.rules);
+      compiled.set(row.id, {
+        id: row.id,
+        timeZone: row.time_zone,
+        program: compileRules(rules),
+        hasTiers: (rules.tiers?.levels.length ?? 0) > 0,
+      });
+    }
+  }
+}
+
+/** Every creator an order's events can price it for, and every instant they can price it at. */
+interface OrderReach {
+  livemode: boolean;
+  creators: Set<string>;
+  /** order.paid instants (tiers are read at them). */
+  paidAt: Set<number>;
+  /** Every instant the order's month is counted at: its own as loaded, and each order.paid's. */
+  at: Set<number>;
+}
+
+/**
+ * The creators and instants the group's events can reach, found before planning with the same
+ * attribution trace the planner runs (pure), so the rows planning reads are locked beforehand, in
+ * key order, by one statement: the order's creator as loaded, the creator a code or click
+ * attributes to, a renewal's parent's creator.
+ */
+function reachOf(book: OrderBook, events: Iterable<ValidEvent>, reach: Map<string, OrderReach>): void {
+  for (const event of events) {
+    if (event.type !== 'order.paid' && event.type !== 'refund.created' && event.type !== 'order.cancelled')
+      continue;
+    const orderId = event.data.orderId;
+    let r = reach.get(orderId);
+    if (!r) {
+      r = { livemode: book.scope.livemode, creators: new Set(), paidAt: new Set(), at: new Set() };
+      reach.set(orderId, r);
+      const existing = book.orders.get(orderId);
+      if (existing?.creatorId) r.creators.add(existing.creatorId);
+      if (existing) r.at.add(existing.occurredAt.getTime());
+    }
+    if (event.type !== 'order.paid') continue;
+    const d = event.data;
+    const traced = traceAttribution(book.catalog, {
+      couponCode: d.couponCode,
+      clickRef: d.clickRef,
+      lastTouchChannel: d.lastTouchChannel,
+      occurredAt: event.occurredAt,
+    }).attribution;
+    if (traced) r.creators.add(traced.creatorId);
+    const parent = d.parentOrderId ? book.orders.get(d.parentOrderId) : undefined;
+    if (parent?.creatorId) r.creators.add(parent.creatorId);
+    r.paidAt.add(event.occurredAt.getTime());
+    r.at.add(event.occurredAt.getTime());
+  }
+}
+
+const tierPart = (oneBrand: boolean) => `
+tiers as (
+  select want.i, t.level
+    from json_to_recordset(?::json) as want(i int, brand_id text, creator_id text, at timestamptz)
+    cross join lateral (
+      select t.level from ${brandTable('creator_tiers')} t
+       where t.brand_id = want.brand_id and t.creator_id = want.creator_id and t.effective_at <= want.at${oneBrand ? ` and t.brand_id = ${BRAND}` : ''}
+       order by t.effective_at desc, t.id desc limit 1
+    ) t
+)`;
+
+const monthColumns = '(brand_id text, livemode boolean, creator_id text, time_zone text, month_start date)';
+
+/**
+ * The program's rows of a group in one round trip, after the load: the tiers in force at each
+ * order.paid's instant for the creators it can reach, and each creator-month it can touch,
+ * created at 0 when new and locked in key order (a no-op update: ON CONFLICT DO UPDATE locks and
+ * returns the row's latest version, one a concurrent transaction committed after this statement's
+ * snapshot included). A dry run reads them without a lock or a write.
+ */
+function programSql(lock: boolean, oneBrand: boolean): string {
+  const brand = oneBrand ? BRAND : 'x.brand_id';
+  const b = (alias: string) => (oneBrand ? ` and ${alias}.brand_id = ${BRAND}` : '');
+  const months = lock
+    ? `months as (
+  insert into ${brandTable('creator_month_commissions')} as m (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
+  select ${brand}, x.livemode, x.creator_id, x.time_zone, x.month_start, 0
+    from json_to_recordset(?::json) as x${monthColumns}
+   order by x.livemode, x.creator_id, x.time_zone, x.month_start
+  on conflict (brand_id, livemode, creator_id, time_zone, month_start) do update set net_commission = m.net_commission
+  returning m.brand_id, m.livemode, m.creator_id, m.time_zone, m.month_start, m.net_commission
+)`
+    : `months as (
+  select x.brand_id, x.livemode, x.creator_id, x.time_zone, x.month_start, coalesce(m.net_commission, 0) as net_commission
+    from json_to_recordset(?::json) as x${monthColumns}
+    left join lateral (
+      select m.net_commission from ${brandTable('creator_month_commissions')} m
+       where m.brand_id = x.brand_id and m.livemode = x.livemode and m.creator_id = x.creator_id
+         and m.time_zone = x.time_zone and m.month_start = x.month_start${b('m')}
+    ) m on true
+)`;
+  return `with ${tierPart(oneBrand)},
+${months}
+select (select coalesce(json_agg(tiers), '[]') from tiers) as tiers,
+       (select coalesce(json_agg(months), '[]') from months) as months`;
+}
+
+const programShapes = [false, true].map((oneBrand) => ({
+  lock: brandStatement(programSql(true, oneBrand), 'tiers json, months json', oneBrand),
+  peek: brandStatement(programSql(false, oneBrand), 'tiers json, months json', oneBrand),
+}));
+export const programStatements = programShapes.flatMap((s) => [s.lock.query.stored, s.peek.query.stored]);
+
+/**
+ * Gives each book of a group its brand's program (nothing for a brand without a published
+ * version: no statement, no cost): versions from the load, compiled from the per-process cache,
+ * and, when a version has tiers or a monthly cap, one more statement for the group (above).
+ * A brand with a monthly cap keeps its creator-months for every order change, whatever the
+ * order's pin: headroom counts every order of the month (docs/decisions.md).
+ */
+export async function loadPrograms(
+  sql: Sql,
+  books: Map<string, OrderBook>,
+  loaded: readonly LoadedVersion[],
+  eventsOf: (book: OrderBook) => Iterable<ValidEvent>,
+  options: { lock: boolean; oneBrand?: string },
+): Promise<void> {
+  if (loaded.length === 0) return;
+  await compileMissing(sql, loaded);
+  const byBrand = new Map<string, PricingVersion[]>();
+  for (const v of loaded) {
+    const c = compiled.get(v.id);
+    if (!c) continue;
+    const list = byBrand.get(v.brand_id) ?? [];
+    list.push({ ...c, effectiveFrom: new Date(v.effective_from).getTime() });
+    byBrand.set(v.brand_id, list);
+  }
+  const tierWants: { i: number; brand_id: string; creator_id: string; at: string }[] = [];
+  const monthWants = new Map<string, MonthRow>();
+  const programs: { book: OrderBook; program: ProgramBook & { tiers: Map<string, string | null> } }[] = [];
+  for (const book of books.values()) {
+    const versions = byBrand.get(book.scope.brandId);
+    if (!versions) continue;
+    const zones = [
+      ...new Set(versions.filter((v) => v.program.perCreatorMonthCap !== null).map((v) => v.timeZone)),
+    ];
+    const program = {
+      versions,
+      byId: new Map(versions.map((v) => [v.id, v])),
+      tiers: new Map<string, string | null>(),
+      months: zones.length > 0 ? new MonthLedger(book.scope.brandId, book.scope.livemode, zones) : null,
+    };
+    book.program = program;
+    programs.push({ book, program });
+    const tiered = versions.some((v) => v.hasTiers);
+    if (!tiered && zones.length === 0) continue;
+    const reach = new Map<string, OrderReach>();
+    reachOf(book, eventsOf(book), reach);
+    for (const r of reach.values())
+      for (const creatorId of r.creators) {
+        if (tiered)
+          for (const at of r.paidAt)
+            tierWants.push({
+              i: tierWants.length,
+              brand_id: book.scope.brandId,
+              creator_id: creatorId,
+              at: new Date(at).toISOString(),
+            });
+        for (const zone of zones)
+          for (const at of r.at) {
+            const row: MonthRow = {
+              brand_id: book.scope.brandId,
+              livemode: r.livemode,
+              creator_id: creatorId,
+              time_zone: zone,
+              month_start: monthStart(new Date(at), zone),
+            };
+            monthWants.set(`${row.brand_id}\u0000${row.livemode}\u0000${creatorId}\u0000${zone}\u0000${row.month_start}`, row);
+          }
+      }
+  }
+  if (tierWants.length === 0 && monthWants.size === 0) return;
+  const shape = programShapes[options.oneBrand === undefined ? 0 : 1]!;
+  const statement = options.lock ? shape.lock : shape.peek;
+  const values = [JSON.stringify(tierWants), JSON.stringify([...monthWants.values()])];
+  const [row] = statement.oneBrand
+    ? await statement.query.run<{ tiers: { i: number; level: string | null }[]; months: (MonthRow & { net_commission: string | number })[] }>(
+        sql,
+        options.oneBrand!,
+        withBrand(values, statement.brandAt, options.oneBrand),
+      )
+    : await statement.query.run<{ tiers: { i: number; level: string | null }[]; months: (MonthRow & { net_commission: string | number })[] }>(sql, values);
+  const levels = new Map(row!.tiers.map((t) => [t.i, t.level]));
+  const byScope = new Map(programs.map(({ book, program }) => [`${book.scope.brandId}/${book.scope.livemode}`, program]));
+  for (const want of tierWants) {
+    const level = levels.get(want.i) ?? null;
+    for (const live of [true, false])
+      byScope.get(`${want.brand_id}/${live}`)?.tiers.set(tierKey(want.creator_id, new Date(want.at)), level);
+  }
+  for (const m of row!.months)
+    byScope
+      .get(`${m.brand_id}/${m.livemode}`)
+      ?.months?.set(m.creator_id, m.time_zone, String(m.month_start).slice(0, 10), Number(m.net_commission));
+}
+
+/** The write of the creator-months a group moved: each row by its delta, under the lock the group holds. */
+export function monthCommissionsWrite(books: Iterable<OrderBook>): WritePart {
+  return {
+    sql: `insert into ${brandTable('creator_month_commissions')} as m (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
+            select x.brand_id, x.livemode, x.creator_id, x.time_zone, x.month_start, x.net_commission
+              from ${recordset({ brand_id: 'text', livemode: 'boolean', creator_id: 'text', time_zone: 'text', month_start: 'date', net_commission: 'bigint' })}
+            on conflict (brand_id, livemode, creator_id, time_zone, month_start)
+            do update set net_commission = m.net_commission + excluded.net_commission`,
+    rows: [...books].flatMap((book) => book.program?.months?.deltas() ?? []),
+  };
+}
