@@ -1,3 +1,4 @@
+import { commissionOut, commissionSentence } from '../programs/commission-out.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { onCitus } from '../../db/citus.js';
 import { AppError } from '../../shared/errors.js';
@@ -107,7 +108,8 @@ export function explainDecision(d: AttributionDecision): string[] {
   }
   if (d.self_purchase) lines.push("Self-purchase: the buyer is the creator's own registered customer.");
   const c = d.commission;
-  if (c) {
+  if (c?.program) lines.push(commissionSentence(d)!);
+  else if (c) {
     const base = `${percent(c.rate_bps)} (${rateSources[c.rate_source]}) of ${won(c.base_amount)} KRW`;
     lines.push(
       c.zeroed_by
@@ -116,6 +118,13 @@ export function explainDecision(d: AttributionDecision): string[] {
     );
   }
   return lines;
+}
+
+/** A decision as the history shows it: the program's pricing is the explanation's `commission`. */
+function publicDecision(d: AttributionDecision | null): AttributionDecision | null {
+  if (!d?.commission?.program) return d;
+  const { program: _, ...commission } = d.commission;
+  return { ...d, commission };
 }
 
 function refundSentence(r: RefundRow, moves: MovementRow[]): string {
@@ -171,6 +180,12 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
   const movementsOf = (eventId: string) => moves.filter((m) => m.event_id === eventId);
   const movement = (m: MovementRow) => ({ kind: m.kind, creator_id: m.creator_id, amount: Number(m.amount) });
   const decisionOf = (e: EventRow) => (e.attribution ? readDecision(e.attribution) : null);
+  // The order's commission as its last applied order.paid decided it.
+  const priced = events
+    .filter((e) => e.type === 'order.paid' && e.attribution)
+    .map(decisionOf)
+    .filter((d) => d?.effect === 'applied')
+    .at(-1);
   return {
     object: 'attribution_explanation' as const,
     order_id: order.order_id,
@@ -186,6 +201,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       refunded_commission_amount: Number(order.refunded_commission_amount),
       flags: order.flags ?? [],
     },
+    commission: order.attributed_via === null ? null : commissionOut(priced),
     history: events.map((e) => {
       const refund = refunds.find((r) => r.event_id === e.id);
       const own = movementsOf(e.id);
@@ -205,7 +221,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
         request_id: e.request_id,
         occurred_at: new Date(e.occurred_at).toISOString(),
         received_at: new Date(e.received_at).toISOString(),
-        decision: decisionOf(e),
+        decision: publicDecision(decisionOf(e)),
         refund: refund
           ? {
               kind: refund.kind,

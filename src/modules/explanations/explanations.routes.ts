@@ -1,3 +1,4 @@
+import { CommissionOut } from '../programs/commission-out.js';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
@@ -93,6 +94,10 @@ export const AttributionExplanationOut = z
       refunded_commission_amount: z.int(),
       flags: z.array(z.string()),
     }),
+    commission: CommissionOut.nullable().meta({
+      description:
+        'How the order’s commission was decided by its last applied order.paid: the pinned commission program version, the tier, each part’s rate and the rule that set it, the caps. Null while the order is unattributed.',
+    }),
     history: z.array(
       z.object({
         event_id: z.string(),
@@ -133,6 +138,15 @@ const example = {
     commission_amount: 7800,
     refunded_commission_amount: 2000,
     flags: [],
+  },
+  commission: {
+    version_id: null,
+    tier: null,
+    parts: [{ line: null, sku: null, amount: 39_000, rate_bps: 2000, source: 'offer' }],
+    before_caps: 7800,
+    capped_amount: 0,
+    cap: null,
+    description: 'Commission 7,800 KRW: 20% (offer) on 39,000 KRW.',
   },
   history: [
     {

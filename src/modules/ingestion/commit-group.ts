@@ -208,6 +208,7 @@ async function planGroup(
       keyKind: r.caller.kind,
       requestId: r.requestId,
       gapDelayMinutes: options.gapDelayMinutes,
+      ...(options.dryRun ? { dryRun: true } : {}),
     });
     received.push(...plan.received);
     handOver.push(...plan.handOver);

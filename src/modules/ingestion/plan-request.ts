@@ -2,6 +2,7 @@ import type { OutboxEntry } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { eventIdOf, requestIdOf } from '../../shared/ids.js';
 import { recordDecision } from '../attribution/decision-record.js';
+import { type CommissionOutput, commissionOut } from '../programs/commission-out.js';
 import type { Cause } from '../ledger/journal.js';
 import { NO_FLAGS, type OrderBook, type OrderOutcome } from './order-book.js';
 import { applyOrderPaid } from './plan-order-paid.js';
@@ -20,6 +21,8 @@ export interface AcceptedEvent {
   conversion_id: string | null;
   flags: readonly string[];
   request_id: string;
+  /** Dry runs of order.paid only. */
+  commission?: CommissionOutput | null;
 }
 
 export interface RequestPlan {
@@ -77,6 +80,8 @@ export function planRequest(
     keyKind: string;
     requestId: string;
     gapDelayMinutes: number;
+    /** A dry run: each order.paid answer shows its commission. */
+    dryRun?: boolean;
   },
 ): RequestPlan {
   const plan: RequestPlan = { accepted: [], received: [], handOver: [] };
@@ -137,6 +142,7 @@ export function planRequest(
       conversion_id: result.conversionId,
       flags: result.flags,
       request_id: request.requestId,
+      ...(request.dryRun && event.type === 'order.paid' ? { commission: commissionOut(result.decision) } : {}),
     });
   }
   return plan;

@@ -39,6 +39,13 @@ export const OrderOut = z
     confirm_at: z.iso.datetime().nullable().meta({ description: 'UTC.' }),
     flags: z.array(z.string()).meta({ description: orderFlagsDescription }),
     creator_id: z.string().nullable().meta({ description: 'The creator the order is attributed to.' }),
+    commission_program_version: z.string().nullable().meta({
+      description:
+        'The commission program version (`cpv_…`) pinned to the order when it was first priced: the version in force at `occurred_at`; every resend recomputes with it. Null: none was in force (the offer’s or brand’s rate).',
+    }),
+    commission_capped_amount: krw(
+      'What the program’s caps (per order, per creator and month) cut from the commission, in KRW: before caps less `commission_amount`. 0 when nothing was capped.',
+    ),
   })
   .meta({ id: 'Order' });
 
@@ -66,6 +73,8 @@ export const orderExample: OrderOutput = {
   confirm_at: '2026-12-06T00:30:00.000Z',
   flags: [],
   creator_id: 'cr_01m85a0k1d7q3v9x2c4h6j8k0m',
+  commission_program_version: null,
+  commission_capped_amount: 0,
 };
 
 /** A raw snake_case row of `select * from orders`: bigint may arrive as string, numeric always does. */
@@ -86,6 +95,8 @@ export interface RawOrderRow {
   confirm_at: Date | string | null;
   flags: string[] | null;
   creator_id: string | null;
+  commission_program_version_id?: string | null;
+  commission_capped_amount?: number | string | null;
 }
 
 /** `Date`, or PostgreSQL's text form `2026-11-22 09:30:00.123+00`, as ISO 8601 UTC. */
@@ -125,5 +136,7 @@ export function toOrderOut(row: RawOrderRow): OrderOutput {
     confirm_at: isoUtc(row.confirm_at),
     flags: row.flags ?? [],
     creator_id: row.creator_id,
+    commission_program_version: row.commission_program_version_id ?? null,
+    commission_capped_amount: int(row.commission_capped_amount ?? 0),
   };
 }
