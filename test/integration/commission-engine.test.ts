@@ -1,0 +1,272 @@
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { createTestApp, type TestContext } from '../setup/test-app.js';
+
+/**
+ * Commission programs inside the ingestion engine, through HTTP (commission-programs.md, "The
+ * arithmetic" and "Where it shows"): the version in force at occurred_at priced and pinned at
+ * first pricing, resends with the pin, tiers, both caps, refunds on the recorded commission,
+ * the creator-month rows under concurrency. Expected figures are worked out by hand in comments.
+ */
+let ctx: TestContext;
+
+const versionsOf = (brandId: string) => `/admin/api/brands/${brandId}/commission_program/versions`;
+
+async function publishNew(brandId: string, rules: object, effectiveFrom: Date, timeZone = 'Asia/Seoul') {
+  const draft = await admin(ctx).post(versionsOf(brandId), { rules, time_zone: timeZone });
+  expect(draft.status, JSON.stringify(draft.body)).toBe(201);
+  const published = await admin(ctx).post(`${versionsOf(brandId)}/${draft.body.id}/publish`, {
+    effective_from: effectiveFrom.toISOString(),
+  });
+  expect(published.status, JSON.stringify(published.body)).toBe(200);
+  return published.body.id as string;
+}
+
+function sender(key: string) {
+  return async (type: string, data: Record<string, unknown>, options: { occurredAt?: string; dryRun?: boolean } = {}) => {
+    const res = await request(ctx.app)
+      .post(`/v1/events${options.dryRun ? '?dry_run=true' : ''}`)
+      .set('Authorization', `Bearer ${key}`)
+      .send({ type, data, ...(options.occurredAt ? { occurred_at: options.occurredAt } : {}) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body;
+  };
+}
+
+function reader(key: string) {
+  return async (orderId: string) => {
+    const res = await request(ctx.app).get(`/v1/orders/${orderId}`).set('Authorization', `Bearer ${key}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body;
+  };
+}
+
+async function rows<T>(sql: string, params: unknown[]): Promise<T[]> {
+  return ctx.orm.em.fork().getConnection().execute<T[]>(sql, params);
+}
+
+beforeAll(async () => {
+  ctx = await createTestApp();
+});
+afterAll(() => ctx.close());
+
+describe('pricing with the pinned version', () => {
+  let brandId: string;
+  let keys: Awaited<ReturnType<typeof makeBrandWithKeys>>['keys'];
+  let fixture: Awaited<ReturnType<typeof makeCreators>>;
+  let v1: string;
+  let send: ReturnType<typeof sender>;
+  let order: ReturnType<typeof reader>;
+
+  beforeAll(async () => {
+    ({
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 }));
+    // Mina: MINA20 on an offer of 20%; Joon: JOON, no offer (the brand's 10%).
+    fixture = await makeCreators(ctx, brandId);
+    send = sender(keys.sk_live);
+    order = reader(keys.sk_live);
+  });
+
+  it('prices by product rule, tier, program default and both caps; publishing changes no existing order', async () => {
+    // Before any version: today's rule, no pin. A minute ago, so the version below is not in force for it.
+    const before = new Date(Date.now() - 55_000).toISOString();
+    await send('order.paid', { order_id: 'P0', amount: 100_000, coupon_code: 'JOON' }, { occurredAt: before });
+    expect(await order('P0')).toMatchObject({
+      commission_amount: 10_000,
+      commission_program_version: null,
+      commission_capped_amount: 0,
+    });
+
+    v1 = await publishNew(
+      brandId,
+      {
+        default_rate_bps: 500,
+        product_rates: [
+          { match: { sku: 'SERUM-30' }, rate_bps: 3000 },
+          { match: { sku_prefix: 'GIFT-' }, eligible: false },
+          { match: { sku_prefix: 'SER' }, rate_bps: 1500 },
+        ],
+        tiers: {
+          window_days: 30,
+          levels: [{ key: 'gold', name: 'Gold', min_net_revenue: 1_000_000, rate_bps: 2500 }],
+        },
+        caps: { per_order: 20_000, per_creator_month: 50_000 },
+      },
+      new Date(Date.now() - 50_000),
+    );
+    // Publishing never changes an existing order.
+    expect(await order('P0')).toMatchObject({ commission_amount: 10_000, commission_program_version: null });
+
+    // A resend of P0 keeps its pin (none): today's rule on the new amount, 20,000.
+    await send('order.paid', { order_id: 'P0', amount: 200_000, coupon_code: 'JOON' }, { occurredAt: before });
+    expect(await order('P0')).toMatchObject({ commission_amount: 20_000, commission_program_version: null });
+
+    // J1: SERUM-30 (exact) 40,000 @30% = 12,000; GIFT-BOX not eligible; SERUM-X (prefix SER)
+    // 20,000 @15% = 3,000; TONER 30,000 @5% (program default) = 1,500 → 16,500. Headroom
+    // 50,000 − 20,000 (P0, counted although unpinned) = 30,000: nothing capped.
+    await send('order.paid', {
+      order_id: 'J1',
+      amount: 100_000,
+      coupon_code: 'JOON',
+      items: [
+        { sku: 'SERUM-30', amount: 40_000 },
+        { sku: 'GIFT-BOX', amount: 10_000 },
+        { sku: 'SERUM-X', amount: 20_000 },
+        { sku: 'TONER', amount: 30_000 },
+      ],
+    });
+    expect(await order('J1')).toMatchObject({
+      commission_amount: 16_500,
+      commission_program_version: v1,
+      commission_capped_amount: 0,
+    });
+
+    // Mina at tier gold: 25% beats her offer's 20%: 25,000, cut to 20,000 by the per-order cap.
+    const tier = await admin(ctx).put(`/admin/api/brands/${brandId}/creators/${fixture.mina.creatorId}/tier`, {
+      level: 'gold',
+      locked: true,
+    });
+    expect(tier.status, JSON.stringify(tier.body)).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
+    expect(await order('M1')).toMatchObject({ commission_amount: 20_000, commission_capped_amount: 5_000 });
+
+    // J2: 300,000 @5% = 15,000; headroom 50,000 − 20,000 − 16,500 = 13,500 → capped 1,500.
+    await send('order.paid', { order_id: 'J2', amount: 300_000, coupon_code: 'JOON' });
+    expect(await order('J2')).toMatchObject({ commission_amount: 13_500, commission_capped_amount: 1_500 });
+
+    // A half refund of J1 reverses round(16,500 × ½) = 8,250 of the commission recorded.
+    await send('refund.created', { order_id: 'J1', refund_id: 'J1-R', amount: 50_000 });
+    expect(await order('J1')).toMatchObject({ refunded_commission_amount: 8_250 });
+
+    // J3: 100,000 @5% = 5,000; headroom 50,000 − (20,000 + 8,250 + 13,500) = 8,250: all of it.
+    await send('order.paid', { order_id: 'J3', amount: 100_000, coupon_code: 'JOON' });
+    expect(await order('J3')).toMatchObject({ commission_amount: 5_000, commission_capped_amount: 0 });
+
+    // J2 resent at 200,000: 10,000, headroom from the others 50,000 − (20,000 + 8,250 + 5,000) = 16,750.
+    await send('order.paid', { order_id: 'J2', amount: 200_000, coupon_code: 'JOON' });
+    expect(await order('J2')).toMatchObject({ commission_amount: 10_000, commission_capped_amount: 0 });
+
+    // The creator-month row holds what Joon's orders of the month net.
+    const [month] = await rows<{ net_commission: string }>(
+      `select net_commission from creator_month_commissions where brand_id = ? and creator_id = ? and livemode`,
+      [brandId, fixture.joon.creatorId],
+    );
+    expect(Number(month!.net_commission)).toBe(20_000 + 8_250 + 5_000 + 10_000);
+
+    // A later version changes nothing already priced.
+    const snapshot = await rows(`select * from orders where brand_id = ? order by id`, [brandId]);
+    await publishNew(brandId, { default_rate_bps: 100 }, new Date(Date.now() + 3_600_000));
+    expect(await rows(`select * from orders where brand_id = ? order by id`, [brandId])).toEqual(snapshot);
+
+    // The order list and CSV carry the same two fields.
+    const list = await request(ctx.app).get('/v1/orders').set('Authorization', `Bearer ${keys.sk_live}`);
+    expect(list.body.data.find((o: { order_id: string }) => o.order_id === 'M1')).toMatchObject({
+      commission_program_version: v1,
+      commission_capped_amount: 5_000,
+    });
+    const csv = await request(ctx.app)
+      .get('/v1/orders')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .set('Accept', 'text/csv');
+    expect(csv.text.split('\n')[0]).toContain('commission_program_version,commission_capped_amount');
+    expect(csv.text).toContain(`${v1},5000`);
+  });
+
+  it('the explanation and the dry run say which rule, tier and cap decided each part', async () => {
+    const explained = await request(ctx.app)
+      .get('/v1/orders/M1/attribution')
+      .set('Authorization', `Bearer ${keys.sk_live}`);
+    expect(explained.status, JSON.stringify(explained.body)).toBe(200);
+    expect(explained.body.commission).toEqual({
+      version_id: v1,
+      tier: 'gold',
+      parts: [{ line: null, sku: null, amount: 100_000, rate_bps: 2500, source: 'tier' }],
+      before_caps: 25_000,
+      capped_amount: 5_000,
+      cap: 'per_order',
+      description: "Commission 20,000 KRW: 25% (tier 'gold') on 100,000 KRW; capped by the per-order cap: 5,000 KRW not paid.",
+    });
+    expect(explained.body.history[0].explanation).toContain(explained.body.commission.description);
+
+    const unpinned = await request(ctx.app)
+      .get('/v1/orders/P0/attribution')
+      .set('Authorization', `Bearer ${keys.sk_live}`);
+    expect(unpinned.body.commission).toMatchObject({
+      version_id: null,
+      parts: [{ line: null, sku: null, amount: 200_000, rate_bps: 1000, source: 'brand_default' }],
+      before_caps: 20_000,
+      capped_amount: 0,
+      cap: null,
+    });
+
+    // Joon's month has 50,000 − (20,000 + 8,250 + 5,000 + 10,000) = 6,750 left.
+    const dry = await send(
+      'order.paid',
+      {
+        order_id: 'J9',
+        amount: 100_000,
+        coupon_code: 'JOON',
+        items: [
+          { sku: 'SERUM-30', amount: 10_000 },
+          { sku: 'GIFT-SET', amount: 5_000 },
+        ],
+      },
+      { dryRun: true },
+    );
+    // SERUM-30 10,000 @30% = 3,000; the rest 85,000 @5% = 4,250 → 7,250, headroom 6,750.
+    expect(dry.commission).toEqual({
+      version_id: v1,
+      tier: null,
+      parts: [
+        { line: 0, sku: 'SERUM-30', amount: 10_000, rate_bps: 3000, source: 'product' },
+        { line: 1, sku: 'GIFT-SET', amount: 5_000, rate_bps: 0, source: 'not_eligible' },
+        { line: null, sku: null, amount: 85_000, rate_bps: 500, source: 'program_default' },
+      ],
+      before_caps: 7_250,
+      capped_amount: 500,
+      cap: 'per_creator_month',
+      description: expect.stringContaining('monthly cap per creator: 500 KRW not paid'),
+    });
+    const real = await send('order.paid', { order_id: 'J9', amount: 1_000, coupon_code: 'JOON' });
+    expect(real.commission).toBeUndefined();
+  });
+});
+
+describe('the monthly cap under concurrency', () => {
+  it('20 concurrent orders of one creator-month, each 60% of the cap, earn exactly the cap', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    const fixture = await makeCreators(ctx, brandId);
+    const cap = 100_000;
+    await publishNew(brandId, { default_rate_bps: 1000, caps: { per_order: null, per_creator_month: cap } }, new Date(Date.now() - 30_000));
+    // Each: 600,000 @10% = 60,000 = 60% of the cap.
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        request(ctx.app)
+          .post('/v1/events')
+          .set('Authorization', `Bearer ${keys.sk_live}`)
+          .send({ type: 'order.paid', data: { order_id: `C-${i}`, amount: 600_000, coupon_code: 'JOON' } }),
+      ),
+    );
+    for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(200);
+    const [sums] = await rows<{ commission: string; capped: string; n: string }>(
+      `select sum(commission_amount) as commission, sum(coalesce(commission_capped_amount, 0)) as capped, count(*) as n
+         from orders where brand_id = ? and creator_id = ?`,
+      [brandId, fixture.joon.creatorId],
+    );
+    expect(Number(sums!.n)).toBe(20);
+    expect(Number(sums!.commission)).toBe(cap);
+    expect(Number(sums!.capped)).toBe(20 * 60_000 - cap);
+    const [balance] = await rows<{ total: string }>(
+      `select sum(amount) as total from ledger_movements where brand_id = ? and creator_id = ?`,
+      [brandId, fixture.joon.creatorId],
+    );
+    expect(Number(balance!.total)).toBe(cap);
+  });
+});
