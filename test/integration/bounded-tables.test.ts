@@ -186,6 +186,8 @@ describe('bounded tables', () => {
       'creator_tiers',
       // The tier job's runs: a row per tiered brand and day (and per ops run).
       'creator_tier_runs',
+      // One row per creator, month and mode under a monthly cap.
+      'creator_month_commissions',
       'mikro_orm_migrations',
     ];
     // Bounded elsewhere: missing_orders cleared after 30 days by the gap sweep; tallies folded

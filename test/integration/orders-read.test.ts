@@ -228,6 +228,8 @@ describe('GET /v1/orders/{order_id}', () => {
       confirm_at: '2026-10-15T00:30:00.000Z',
       flags: ['self_purchase'],
       creator_id: creatorId,
+      commission_program_version: null,
+      commission_capped_amount: 0,
     });
   });
 
