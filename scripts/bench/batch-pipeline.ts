@@ -40,6 +40,7 @@ const loaded = {
   refunds: [],
   responses: [],
   endpoints: [],
+  versions: [],
 };
 
 export interface PipelineRun {

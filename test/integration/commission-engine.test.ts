@@ -24,7 +24,11 @@ async function publishNew(brandId: string, rules: object, effectiveFrom: Date, t
 }
 
 function sender(key: string) {
-  return async (type: string, data: Record<string, unknown>, options: { occurredAt?: string; dryRun?: boolean } = {}) => {
+  return async (
+    type: string,
+    data: Record<string, unknown>,
+    options: { occurredAt?: string; dryRun?: boolean } = {},
+  ) => {
     const res = await request(ctx.app)
       .post(`/v1/events${options.dryRun ? '?dry_run=true' : ''}`)
       .set('Authorization', `Bearer ${key}`)
@@ -73,7 +77,11 @@ describe('pricing with the pinned version', () => {
   it('prices by product rule, tier, program default and both caps; publishing changes no existing order', async () => {
     // Before any version: today's rule, no pin. A minute ago, so the version below is not in force for it.
     const before = new Date(Date.now() - 55_000).toISOString();
-    await send('order.paid', { order_id: 'P0', amount: 100_000, coupon_code: 'JOON' }, { occurredAt: before });
+    await send(
+      'order.paid',
+      { order_id: 'P0', amount: 100_000, coupon_code: 'JOON' },
+      { occurredAt: before },
+    );
     expect(await order('P0')).toMatchObject({
       commission_amount: 10_000,
       commission_program_version: null,
@@ -101,7 +109,11 @@ describe('pricing with the pinned version', () => {
     expect(await order('P0')).toMatchObject({ commission_amount: 10_000, commission_program_version: null });
 
     // A resend of P0 keeps its pin (none): today's rule on the new amount, 20,000.
-    await send('order.paid', { order_id: 'P0', amount: 200_000, coupon_code: 'JOON' }, { occurredAt: before });
+    await send(
+      'order.paid',
+      { order_id: 'P0', amount: 200_000, coupon_code: 'JOON' },
+      { occurredAt: before },
+    );
     expect(await order('P0')).toMatchObject({ commission_amount: 20_000, commission_program_version: null });
 
     // J1: SERUM-30 (exact) 40,000 @30% = 12,000; GIFT-BOX not eligible; SERUM-X (prefix SER)
@@ -125,10 +137,13 @@ describe('pricing with the pinned version', () => {
     });
 
     // Mina at tier gold: 25% beats her offer's 20%: 25,000, cut to 20,000 by the per-order cap.
-    const tier = await admin(ctx).put(`/admin/api/brands/${brandId}/creators/${fixture.mina.creatorId}/tier`, {
-      level: 'gold',
-      locked: true,
-    });
+    const tier = await admin(ctx).put(
+      `/admin/api/brands/${brandId}/creators/${fixture.mina.creatorId}/tier`,
+      {
+        level: 'gold',
+        locked: true,
+      },
+    );
     expect(tier.status, JSON.stringify(tier.body)).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
@@ -188,7 +203,8 @@ describe('pricing with the pinned version', () => {
       before_caps: 25_000,
       capped_amount: 5_000,
       cap: 'per_order',
-      description: "Commission 20,000 KRW: 25% (tier 'gold') on 100,000 KRW; capped by the per-order cap: 5,000 KRW not paid.",
+      description:
+        "Commission 20,000 KRW: 25% (tier 'gold') on 100,000 KRW; capped by the per-order cap: 5,000 KRW not paid.",
     });
     expect(explained.body.history[0].explanation).toContain(explained.body.commission.description);
 
@@ -244,7 +260,11 @@ describe('the monthly cap under concurrency', () => {
     } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
     const fixture = await makeCreators(ctx, brandId);
     const cap = 100_000;
-    await publishNew(brandId, { default_rate_bps: 1000, caps: { per_order: null, per_creator_month: cap } }, new Date(Date.now() - 30_000));
+    await publishNew(
+      brandId,
+      { default_rate_bps: 1000, caps: { per_order: null, per_creator_month: cap } },
+      new Date(Date.now() - 30_000),
+    );
     // Each: 600,000 @10% = 60,000 = 60% of the cap.
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>

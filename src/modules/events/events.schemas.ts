@@ -1,8 +1,8 @@
-import { CommissionOut } from '../programs/commission-out.js';
 import { Decimal } from 'decimal.js';
 import { z } from 'zod';
 import { text } from '../../shared/text.js';
 import { orderFlagsDescription } from '../orders/order-out.js';
+import { CommissionOut } from '../programs/commission-out.js';
 
 /** The event types, in the order of the spec's Events table. */
 export const eventTypes = [
@@ -196,12 +196,10 @@ export const EventOut = z
       examples: [['unknown_coupon_code']],
     }),
     request_id: z.string().meta({ description: 'Prefix `req_`. Quote it when contacting support.' }),
-    commission: CommissionOut.nullable()
-      .optional()
-      .meta({
-        description:
-          'Dry runs of order.paid only (`?dry_run=true`), the one difference from a real send’s answer: how the commission would be decided (version, tier, each part’s rate and rule, caps); null when the order would be unattributed.',
-      }),
+    commission: CommissionOut.nullable().optional().meta({
+      description:
+        'Dry runs of order.paid only (`?dry_run=true`), the one difference from a real send’s answer: how the commission would be decided (version, tier, each part’s rate and rule, caps); null when the order would be unattributed.',
+    }),
   })
   .meta({ id: 'EventOut' });
 

@@ -1,4 +1,3 @@
-import { commissionOut, commissionSentence } from '../programs/commission-out.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { onCitus } from '../../db/citus.js';
 import { AppError } from '../../shared/errors.js';
@@ -10,6 +9,7 @@ import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { movementEventIdSql } from '../ledger/ledger-movement.entity.js';
 import { conversionIdOf } from '../orders/conversion-id.js';
 import { oneOrderWhere } from '../orders/lookup-key.js';
+import { commissionOut, commissionSentence } from '../programs/commission-out.js';
 
 interface OrderRow {
   id: string;

@@ -1,9 +1,9 @@
-import { CommissionOut } from '../programs/commission-out.js';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.js';
 import { callerOf } from '../../http/context.js';
 import { route } from '../../http/route.js';
 import { cannotReadOrders, OrderParams } from '../orders/orders.routes.js';
+import { CommissionOut } from '../programs/commission-out.js';
 import { explainAttribution } from './attribution-explanation.js';
 
 const nullableString = z.string().nullable();

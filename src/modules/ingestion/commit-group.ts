@@ -6,8 +6,8 @@ import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
 import { idempotencyLockName, keyInFlight, keyReusedWithOtherRequest, lockKeys } from './idempotency.js';
 import { type KeyProbe, loadOrderBooks, loadStatements } from './load-book.js';
 import { scopeKey } from './order-book.js';
-import { loadPrograms, programStatements } from './program-book.js';
 import { type AcceptedEvent, planRequest } from './plan-request.js';
+import { loadPrograms, programStatements } from './program-book.js';
 import type { ValidEvent } from './valid-event.js';
 import type { GroupWritePart, GroupWrites, IdempotencyRow, ReceivedEventRow } from './write-set.js';
 import { groupWrites } from './write-set.js';
@@ -53,14 +53,7 @@ const shapeParts = [
   // Refunds, cancellations and confirmations of known orders.
   ['changedOrders', 'refunds', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
   // The same two under a monthly cap: the creator-months they move (program-book.ts).
-  [
-    'newOrders',
-    'movements',
-    'receivedEvents',
-    'conversionTallies',
-    'integrationTallies',
-    'monthCommissions',
-  ],
+  ['newOrders', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies', 'monthCommissions'],
   [
     'changedOrders',
     'refunds',

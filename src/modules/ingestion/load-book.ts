@@ -226,7 +226,11 @@ export function brandStatement(text: string, loaded: string, oneBrand: boolean):
 }
 
 /** The load's values with the brand put in at each of its places. */
-export function withBrand(values: unknown[], brandAt: readonly number[], brandId: string | undefined): unknown[] {
+export function withBrand(
+  values: unknown[],
+  brandAt: readonly number[],
+  brandId: string | undefined,
+): unknown[] {
   const out = [...values];
   for (const at of brandAt) out.splice(at, 0, brandId);
   return out;

@@ -1,13 +1,13 @@
 import type { AttributionDecision } from '../attribution/decision.js';
-import type { CommissionResult } from '../programs/commission.js';
 import type { AttributionCatalog } from '../attribution/resolve.js';
 import type { BrandTerms } from '../keys/caller.js';
 import type { Journal } from '../ledger/journal.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import type { RefundKind } from '../orders/refund.entity.js';
+import type { CommissionResult } from '../programs/commission.js';
 import type { WebhookEmitter } from '../webhooks/emitter.js';
 import type { OrderState } from './order-state.js';
-import type { ProgramBook } from './program-book.js';
+import type { ProgramBook } from './program-state.js';
 
 /** A brand and a mode: every order, event and ledger line belongs to exactly one. */
 export interface Scope {

@@ -15,7 +15,7 @@ import { transition } from '../orders/order-lifecycle.js';
 import { type CommissionResult, computeCommission, monthHeadroom, monthOf } from '../programs/commission.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
 import type { OrderState } from './order-state.js';
-import { type PricingVersion, tierOf, versionAt } from './program-book.js';
+import { type PricingVersion, tierOf, versionAt } from './program-state.js';
 import type { ValidEvent } from './valid-event.js';
 
 type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;

@@ -103,7 +103,11 @@ export function applyRefund(book: OrderBook, cause: Cause, event: RefundEvent): 
   });
   if (d.refundId) order.refundIds.add(d.refundId);
   book.program?.months?.move(
-    { creatorId: order.creatorId, occurredAt: order.occurredAt, net: order.commissionAmount - order.refundedCommissionAmount },
+    {
+      creatorId: order.creatorId,
+      occurredAt: order.occurredAt,
+      net: order.commissionAmount - order.refundedCommissionAmount,
+    },
     { creatorId: order.creatorId, occurredAt: order.occurredAt, net: order.commissionAmount - reversed },
   );
   Object.assign(order, {

@@ -2,8 +2,8 @@ import type { OutboxEntry } from '../../outbox/outbox.js';
 import { AppError } from '../../shared/errors.js';
 import { eventIdOf, requestIdOf } from '../../shared/ids.js';
 import { recordDecision } from '../attribution/decision-record.js';
-import { type CommissionOutput, commissionOut } from '../programs/commission-out.js';
 import type { Cause } from '../ledger/journal.js';
+import { type CommissionOutput, commissionOut } from '../programs/commission-out.js';
 import { NO_FLAGS, type OrderBook, type OrderOutcome } from './order-book.js';
 import { applyOrderPaid } from './plan-order-paid.js';
 import { applyConfirmation, applyRefund } from './plan-refund.js';
@@ -142,7 +142,9 @@ export function planRequest(
       conversion_id: result.conversionId,
       flags: result.flags,
       request_id: request.requestId,
-      ...(request.dryRun && event.type === 'order.paid' ? { commission: commissionOut(result.decision) } : {}),
+      ...(request.dryRun && event.type === 'order.paid'
+        ? { commission: commissionOut(result.decision) }
+        : {}),
     });
   }
   return plan;

@@ -1,129 +1,18 @@
 import { brandTable, recordset, type Sql, type WritePart } from '../../db/fast-path/index.js';
 import { traceAttribution } from '../attribution/resolve.js';
-import { type CompiledProgram, compileRules, monthOf } from '../programs/commission.js';
+import { compileRules } from '../programs/commission.js';
 import { canonicalRules, type ProgramRules } from '../programs/programs.schemas.js';
 import { BRAND, brandStatement, type LoadedVersion, withBrand } from './load-book.js';
 import type { OrderBook } from './order-book.js';
+import {
+  MonthLedger,
+  type MonthRow,
+  monthStart,
+  type PricingVersion,
+  type ProgramBook,
+  tierKey,
+} from './program-state.js';
 import type { ValidEvent } from './valid-event.js';
-
-/** A published version as pricing uses it: compiled once per process (published versions never change). */
-export interface PricingVersion {
-  id: string;
-  effectiveFrom: number;
-  timeZone: string;
-  program: CompiledProgram;
-  hasTiers: boolean;
-}
-
-/** An order's share of its creator-month: Σ over it of (commission − reversed). */
-export interface MonthShare {
-  creatorId: string | null;
-  occurredAt: Date;
-  net: number;
-}
-
-export interface MonthRow {
-  brand_id: string;
-  livemode: boolean;
-  creator_id: string;
-  time_zone: string;
-  /** 'YYYY-MM-01': the month's first day in `time_zone`. */
-  month_start: string;
-}
-
-const monthStart = (at: Date, zone: string) => `${monthOf(at, zone)}-01`;
-
-/**
- * The net commission of the creator-months a group touches (the rows it locked), moved in memory
- * as each event is planned, so a later order of the group sees the headroom an earlier one spent.
- * Kept for every time zone of the brand's versions with a monthly cap.
- */
-export class MonthLedger {
-  private readonly nets = new Map<string, number>();
-  private readonly moved = new Map<string, MonthRow & { net_commission: number }>();
-
-  constructor(
-    private readonly brandId: string,
-    private readonly livemode: boolean,
-    readonly zones: readonly string[],
-  ) {}
-
-  private static key(creatorId: string, zone: string, month: string): string {
-    return `${creatorId}\u0000${zone}\u0000${month}`;
-  }
-
-  /** A row as locked (or read, in a dry run). */
-  set(creatorId: string, zone: string, month: string, net: number): void {
-    this.nets.set(MonthLedger.key(creatorId, zone, month), net);
-  }
-
-  /** Σ(commission − reversed) of the creator's orders of the month of `at` in `zone`, this group's changes included. */
-  net(creatorId: string, zone: string, at: Date): number {
-    const net = this.nets.get(MonthLedger.key(creatorId, zone, monthStart(at, zone)));
-    // The rows are chosen before planning from every creator an event can reach: a miss is a bug.
-    if (net === undefined) throw new Error('a creator-month was priced without its row locked');
-    return net;
-  }
-
-  /** An order's share moved from `before` to `after` (either absent: none). */
-  move(before: MonthShare | null, after: MonthShare | null): void {
-    for (const zone of this.zones) {
-      if (before?.creatorId && before.net !== 0) this.add(before.creatorId, zone, before.occurredAt, -before.net);
-      if (after?.creatorId && after.net !== 0) this.add(after.creatorId, zone, after.occurredAt, after.net);
-    }
-  }
-
-  private add(creatorId: string, zone: string, at: Date, delta: number): void {
-    const month = monthStart(at, zone);
-    const key = MonthLedger.key(creatorId, zone, month);
-    const net = this.nets.get(key);
-    if (net === undefined) throw new Error('a creator-month moved without its row locked');
-    this.nets.set(key, net + delta);
-    const row = this.moved.get(key) ?? {
-      brand_id: this.brandId,
-      livemode: this.livemode,
-      creator_id: creatorId,
-      time_zone: zone,
-      month_start: month,
-      net_commission: 0,
-    };
-    row.net_commission += delta;
-    this.moved.set(key, row);
-  }
-
-  /** The rows to write: each moved by its delta (it is locked by this transaction). */
-  deltas(): (MonthRow & { net_commission: number })[] {
-    return [...this.moved.values()].filter((r) => r.net_commission !== 0);
-  }
-}
-
-/** What pricing reads of one brand's commission program in a group. */
-export interface ProgramBook {
-  /** Published versions in effective order. */
-  versions: readonly PricingVersion[];
-  byId: ReadonlyMap<string, PricingVersion>;
-  /** Tier level keys in force, by `tierKey(creator, at)`; absent: none. */
-  tiers: ReadonlyMap<string, string | null>;
-  /** Present when a version of the brand caps creator-months. */
-  months: MonthLedger | null;
-}
-
-export const tierKey = (creatorId: string, at: Date) => `${creatorId}\u0000${at.getTime()}`;
-
-/** The version in force at `at`: the latest effective at or before it; undefined before the first. */
-export function versionAt(program: ProgramBook | undefined, at: Date): PricingVersion | undefined {
-  let found: PricingVersion | undefined;
-  for (const v of program?.versions ?? []) {
-    if (v.effectiveFrom > at.getTime()) break;
-    found = v;
-  }
-  return found;
-}
-
-/** The tier level key of a creator at an instant, as loaded for the group; null: none. */
-export function tierOf(program: ProgramBook, creatorId: string, at: Date): string | null {
-  return program.tiers.get(tierKey(creatorId, at)) ?? null;
-}
 
 // Published versions are immutable: compiled once per process, by id.
 const compiled = new Map<string, Omit<PricingVersion, 'effectiveFrom'>>();
@@ -315,7 +204,10 @@ export async function loadPrograms(
               time_zone: zone,
               month_start: monthStart(new Date(at), zone),
             };
-            monthWants.set(`${row.brand_id}\u0000${row.livemode}\u0000${creatorId}\u0000${zone}\u0000${row.month_start}`, row);
+            monthWants.set(
+              `${row.brand_id}\u0000${row.livemode}\u0000${creatorId}\u0000${zone}\u0000${row.month_start}`,
+              row,
+            );
           }
       }
   }
@@ -324,14 +216,18 @@ export async function loadPrograms(
   const statement = options.lock ? shape.lock : shape.peek;
   const values = [JSON.stringify(tierWants), JSON.stringify([...monthWants.values()])];
   const [row] = statement.oneBrand
-    ? await statement.query.run<{ tiers: { i: number; level: string | null }[]; months: (MonthRow & { net_commission: string | number })[] }>(
-        sql,
-        options.oneBrand!,
-        withBrand(values, statement.brandAt, options.oneBrand),
-      )
-    : await statement.query.run<{ tiers: { i: number; level: string | null }[]; months: (MonthRow & { net_commission: string | number })[] }>(sql, values);
+    ? await statement.query.run<{
+        tiers: { i: number; level: string | null }[];
+        months: (MonthRow & { net_commission: string | number })[];
+      }>(sql, options.oneBrand!, withBrand(values, statement.brandAt, options.oneBrand))
+    : await statement.query.run<{
+        tiers: { i: number; level: string | null }[];
+        months: (MonthRow & { net_commission: string | number })[];
+      }>(sql, values);
   const levels = new Map(row!.tiers.map((t) => [t.i, t.level]));
-  const byScope = new Map(programs.map(({ book, program }) => [`${book.scope.brandId}/${book.scope.livemode}`, program]));
+  const byScope = new Map(
+    programs.map(({ book, program }) => [`${book.scope.brandId}/${book.scope.livemode}`, program]),
+  );
   for (const want of tierWants) {
     const level = levels.get(want.i) ?? null;
     for (const live of [true, false])

@@ -7,12 +7,12 @@ import { describeCommission } from './describe-commission.js';
 export const CommissionOut = z
   .object({
     version_id: z.string().nullable().meta({
-      description: 'The commission program version pinned to the order; null: none was in force (today’s rule).',
+      description:
+        'The commission program version pinned to the order; null: none was in force (today’s rule).',
     }),
-    tier: z
-      .string()
-      .nullable()
-      .meta({ description: 'The creator’s tier level key in force at `occurred_at` that the version has; null: none.' }),
+    tier: z.string().nullable().meta({
+      description: 'The creator’s tier level key in force at `occurred_at` that the version has; null: none.',
+    }),
     parts: z
       .array(
         z.object({
@@ -26,13 +26,17 @@ export const CommissionOut = z
           source: z.enum(['product', 'not_eligible', 'tier', 'offer', 'program_default', 'brand_default']),
         }),
       )
-      .meta({ description: 'What each line and the rest of the order was priced at, and which rule decided it; parts of 0 KRW may be left out.' }),
-    before_caps: z.int().meta({ description: 'Σ over rates of floor(Σ parts at the rate × rate / 10,000), in KRW.' }),
+      .meta({
+        description:
+          'What each line and the rest of the order was priced at, and which rule decided it; parts of 0 KRW may be left out.',
+      }),
+    before_caps: z
+      .int()
+      .meta({ description: 'Σ over rates of floor(Σ parts at the rate × rate / 10,000), in KRW.' }),
     capped_amount: z.int().meta({ description: 'What the caps cut: `before_caps` less the commission.' }),
-    cap: z
-      .enum(['per_order', 'per_creator_month'])
-      .nullable()
-      .meta({ description: 'The monthly cap when it cut anything, else the per-order cap when it did; null: none.' }),
+    cap: z.enum(['per_order', 'per_creator_month']).nullable().meta({
+      description: 'The monthly cap when it cut anything, else the per-order cap when it did; null: none.',
+    }),
     description: z.string().meta({ description: 'The same, in words.' }),
   })
   .meta({ id: 'OrderCommission' });
@@ -59,9 +63,10 @@ function resultOf(c: RecordedCommission, offerId: string | null): CommissionResu
     };
   // An inherited rate is the offer's where the order has an offer with a rate of its own: the
   // recorded decision does not say which, so an order attributed through an offer names it.
-  const source = c.rate_source === 'brand_default' || (c.rate_source === 'inherited' && offerId === null)
-    ? 'brand_default'
-    : 'offer';
+  const source =
+    c.rate_source === 'brand_default' || (c.rate_source === 'inherited' && offerId === null)
+      ? 'brand_default'
+      : 'offer';
   return {
     commission: c.amount,
     beforeCaps: zeroed ? 0 : c.amount,
@@ -84,7 +89,9 @@ export function commissionOut(decision: AttributionDecision | null | undefined):
     version_id: c.program?.version_id ?? null,
     tier: result.tier,
     // Parts of 0 KRW say nothing (a line of 0, or no rest), unless nothing else is left.
-    parts: result.parts.some((p) => p.amount !== 0) ? result.parts.filter((p) => p.amount !== 0) : result.parts,
+    parts: result.parts.some((p) => p.amount !== 0)
+      ? result.parts.filter((p) => p.amount !== 0)
+      : result.parts,
     before_caps: result.beforeCaps,
     capped_amount: result.cappedAmount,
     cap: result.cap,
