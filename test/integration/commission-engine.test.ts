@@ -150,19 +150,23 @@ describe('pricing with the pinned version', () => {
     expect(await order('M1')).toMatchObject({ commission_amount: 20_000, commission_capped_amount: 5_000 });
 
     // J2: 300,000 @5% = 15,000; headroom 50,000 − 20,000 − 16,500 = 13,500 → capped 1,500.
-    await send('order.paid', { order_id: 'J2', amount: 300_000, coupon_code: 'JOON' });
+    const j2At = new Date().toISOString();
+    await send('order.paid', { order_id: 'J2', amount: 300_000, coupon_code: 'JOON' }, { occurredAt: j2At });
     expect(await order('J2')).toMatchObject({ commission_amount: 13_500, commission_capped_amount: 1_500 });
 
     // A half refund of J1 reverses round(16,500 × ½) = 8,250 of the commission recorded.
     await send('refund.created', { order_id: 'J1', refund_id: 'J1-R', amount: 50_000 });
     expect(await order('J1')).toMatchObject({ refunded_commission_amount: 8_250 });
+    // An identical resend of J2 changes nothing, though the refund left headroom for it.
+    await send('order.paid', { order_id: 'J2', amount: 300_000, coupon_code: 'JOON' }, { occurredAt: j2At });
+    expect(await order('J2')).toMatchObject({ commission_amount: 13_500, commission_capped_amount: 1_500 });
 
     // J3: 100,000 @5% = 5,000; headroom 50,000 − (20,000 + 8,250 + 13,500) = 8,250: all of it.
     await send('order.paid', { order_id: 'J3', amount: 100_000, coupon_code: 'JOON' });
     expect(await order('J3')).toMatchObject({ commission_amount: 5_000, commission_capped_amount: 0 });
 
     // J2 resent at 200,000: 10,000, headroom from the others 50,000 − (20,000 + 8,250 + 5,000) = 16,750.
-    await send('order.paid', { order_id: 'J2', amount: 200_000, coupon_code: 'JOON' });
+    await send('order.paid', { order_id: 'J2', amount: 200_000, coupon_code: 'JOON' }, { occurredAt: j2At });
     expect(await order('J2')).toMatchObject({ commission_amount: 10_000, commission_capped_amount: 0 });
 
     // The creator-month row holds what Joon's orders of the month net.

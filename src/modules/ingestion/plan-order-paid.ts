@@ -329,7 +329,11 @@ function price(
   const program = version?.program ?? null;
   const monthCap = version && program?.perCreatorMonthCap !== null ? book.program?.months : undefined;
   let headroom: number | null = null;
-  if (version && monthCap) {
+  if (version && monthCap && existing && samePricing(existing, event, decision)) {
+    // Nothing the commission depends on changed: the order keeps what it was paid, whatever the
+    // creator's other orders have spent since (a headroom of exactly its commission gives it back).
+    headroom = existing.commissionAmount;
+  } else if (version && monthCap) {
     const at = event.occurredAt;
     const own =
       existing?.creatorId === decision.creatorId &&
@@ -352,6 +356,30 @@ function price(
     monthHeadroom: headroom,
     zeroed: decision.selfPurchase || decision.renewalBeyondLimit,
   });
+}
+
+/** The resend changes nothing its commission depends on: amount, currency and rate, lines, attribution, occurred_at. */
+function samePricing(existing: OrderState, event: PaidEvent, decision: Decided): boolean {
+  const d = event.data;
+  if (
+    d.amount !== existing.originalAmount ||
+    d.currency !== existing.originalCurrency ||
+    Number(d.fxRate ?? 0) !== Number(existing.fxRate ?? 0) ||
+    event.occurredAt.getTime() !== existing.occurredAt.getTime() ||
+    decision.creatorId !== existing.creatorId ||
+    decision.offerId !== existing.offerId ||
+    decision.via !== existing.attributedVia
+  )
+    return false;
+  const was = (existing.items ?? []) as Array<{ sku?: string | null; amount?: number | null }>;
+  const now = d.items ?? [];
+  return (
+    was.length === now.length &&
+    now.every(
+      (item, i) =>
+        (item.sku ?? null) === (was[i]!.sku ?? null) && (item.amount ?? null) === (was[i]!.amount ?? null),
+    )
+  );
 }
 
 type CommissionInputItems = Parameters<typeof computeCommission>[0]['items'];
