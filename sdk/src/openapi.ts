@@ -1177,6 +1177,33 @@ export interface components {
       flags: string[];
       /** @description Prefix `req_`. Quote it when contacting support. */
       request_id: string;
+      /** @description Dry runs of order.paid only (`?dry_run=true`), the one difference from a real send’s answer: how the commission would be decided (version, tier, each part’s rate and rule, caps); null when the order would be unattributed. */
+      commission?: components['schemas']['OrderCommission'] | null;
+    };
+    OrderCommission: {
+      /** @description The commission program version pinned to the order; null: none was in force (today’s rule). */
+      version_id: string | null;
+      /** @description The creator’s tier level key in force at `occurred_at` that the version has; null: none. */
+      tier: string | null;
+      /** @description What each line and the rest of the order was priced at, and which rule decided it; parts of 0 KRW may be left out. */
+      parts: {
+        /** @description 0-based index into the order’s `items`; null for the rest of the order. */
+        line: number | null;
+        sku: string | null;
+        /** @description The part’s base in KRW (not its commission). */
+        amount: number;
+        rate_bps: number;
+        /** @enum {string} */
+        source: 'product' | 'not_eligible' | 'tier' | 'offer' | 'program_default' | 'brand_default';
+      }[];
+      /** @description Σ over rates of floor(Σ parts at the rate × rate / 10,000), in KRW. */
+      before_caps: number;
+      /** @description What the caps cut: `before_caps` less the commission. */
+      capped_amount: number;
+      /** @description The monthly cap when it cut anything, else the per-order cap when it did; null: none. */
+      cap: ('per_order' | 'per_creator_month') | null;
+      /** @description The same, in words. */
+      description: string;
     };
     Order: {
       /** @constant */
@@ -1217,6 +1244,10 @@ export interface components {
       flags: string[];
       /** @description The creator the order is attributed to. */
       creator_id: string | null;
+      /** @description The commission program version (`cpv_…`) pinned to the order when it was first priced: the version in force at `occurred_at`; every resend recomputes with it. Null: none was in force (the offer’s or brand’s rate). */
+      commission_program_version: string | null;
+      /** @description What the program’s caps (per order, per creator and month) cut from the commission, in KRW: before caps less `commission_amount`. 0 when nothing was capped. */
+      commission_capped_amount: number;
     };
     OrderList: {
       /** @constant */
@@ -1490,6 +1521,8 @@ export interface components {
         refunded_commission_amount: number;
         flags: string[];
       };
+      /** @description How the order’s commission was decided by its last applied order.paid: the pinned commission program version, the tier, each part’s rate and the rule that set it, the caps. Null while the order is unattributed. */
+      commission: components['schemas']['OrderCommission'] | null;
       history: {
         event_id: string;
         type: string;
@@ -2010,6 +2043,10 @@ export interface components {
       flags: string[];
       /** @description The creator the order is attributed to. */
       creator_id: string | null;
+      /** @description The commission program version (`cpv_…`) pinned to the order when it was first priced: the version in force at `occurred_at`; every resend recomputes with it. Null: none was in force (the offer’s or brand’s rate). */
+      commission_program_version: string | null;
+      /** @description What the program’s caps (per order, per creator and month) cut from the commission, in KRW: before caps less `commission_amount`. 0 when nothing was capped. */
+      commission_capped_amount: number;
       /** @description The payout that paid the order (`po_…`). */
       payout_id: string | null;
     };
@@ -3114,7 +3151,9 @@ export interface operations {
            *       "occurred_at": "2026-11-22T00:30:00.000Z",
            *       "confirm_at": "2026-12-06T00:30:00.000Z",
            *       "flags": [],
-           *       "creator_id": "cr_01m85a0k1d7q3v9x2c4h6j8k0m"
+           *       "creator_id": "cr_01m85a0k1d7q3v9x2c4h6j8k0m",
+           *       "commission_program_version": null,
+           *       "commission_capped_amount": 0
            *     }
            */
           'application/json': components['schemas']['Order'];
@@ -3274,7 +3313,9 @@ export interface operations {
            *           "occurred_at": "2026-11-22T00:30:00.000Z",
            *           "confirm_at": "2026-12-06T00:30:00.000Z",
            *           "flags": [],
-           *           "creator_id": "cr_01m85a0k1d7q3v9x2c4h6j8k0m"
+           *           "creator_id": "cr_01m85a0k1d7q3v9x2c4h6j8k0m",
+           *           "commission_program_version": null,
+           *           "commission_capped_amount": 0
            *         }
            *       ],
            *       "has_more": true,
@@ -3282,7 +3323,7 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['OrderList'];
-          /** @example object,order_id,livemode,status,amount,currency,original_amount,original_currency,fx_rate,commission_amount,refunded_amount,refunded_commission_amount,remaining_amount,attributed,attributed_via,parent_order_id,occurred_at,confirm_at,flags,creator_id */
+          /** @example object,order_id,livemode,status,amount,currency,original_amount,original_currency,fx_rate,commission_amount,refunded_amount,refunded_commission_amount,remaining_amount,attributed,attributed_via,parent_order_id,occurred_at,confirm_at,flags,creator_id,commission_program_version,commission_capped_amount */
           'text/csv': string;
         };
       };
@@ -4521,6 +4562,23 @@ export interface operations {
            *         "commission_amount": 7800,
            *         "refunded_commission_amount": 2000,
            *         "flags": []
+           *       },
+           *       "commission": {
+           *         "version_id": null,
+           *         "tier": null,
+           *         "parts": [
+           *           {
+           *             "line": null,
+           *             "sku": null,
+           *             "amount": 39000,
+           *             "rate_bps": 2000,
+           *             "source": "offer"
+           *           }
+           *         ],
+           *         "before_caps": 7800,
+           *         "capped_amount": 0,
+           *         "cap": null,
+           *         "description": "Commission 7,800 KRW: 20% (offer) on 39,000 KRW."
            *       },
            *       "history": [
            *         {
