@@ -256,6 +256,37 @@ describe('pricing with the pinned version', () => {
   });
 });
 
+describe('pins', () => {
+  it('an order keeps the version in force at its occurred_at; its resends price with it after a newer one', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    await makeCreators(ctx, brandId);
+    const send = sender(keys.sk_live);
+    const order = reader(keys.sk_live);
+    const v1From = Date.now() - 50_000;
+    const v1 = await publishNew(brandId, { default_rate_bps: 300 }, new Date(v1From));
+    await send('order.paid', { order_id: 'A', amount: 100_000, coupon_code: 'JOON' });
+    expect(await order('A')).toMatchObject({ commission_amount: 3_000, commission_program_version: v1 });
+    const v2 = await publishNew(brandId, { default_rate_bps: 700 }, new Date());
+    await send('order.paid', { order_id: 'B', amount: 100_000, coupon_code: 'JOON' });
+    expect(await order('B')).toMatchObject({ commission_amount: 7_000, commission_program_version: v2 });
+    // Sent now, but occurred while v1 was in force: v1.
+    const during = new Date(v1From + 5_000).toISOString();
+    await send('order.paid', { order_id: 'C', amount: 100_000, coupon_code: 'JOON' }, { occurredAt: during });
+    expect(await order('C')).toMatchObject({ commission_amount: 3_000, commission_program_version: v1 });
+    // A resend of A with a new amount: still v1's 3%.
+    await send('order.paid', { order_id: 'A', amount: 200_000, coupon_code: 'JOON' });
+    expect(await order('A')).toMatchObject({ commission_amount: 6_000, commission_program_version: v1 });
+    // An unattributed order is pinned too; attributed later by a resend, it prices with its pin.
+    await send('order.paid', { order_id: 'U', amount: 100_000 }, { occurredAt: during });
+    expect(await order('U')).toMatchObject({ commission_amount: 0, commission_program_version: v1 });
+    await send('order.paid', { order_id: 'U', amount: 100_000, coupon_code: 'JOON' }, { occurredAt: during });
+    expect(await order('U')).toMatchObject({ commission_amount: 3_000, commission_program_version: v1 });
+  });
+});
+
 describe('the monthly cap under concurrency', () => {
   it('20 concurrent orders of one creator-month, each 60% of the cap, earn exactly the cap', async () => {
     const {
