@@ -33,6 +33,9 @@ export const citusFiles = [
   'test/integration/commission-program-versions.test.ts',
   'test/integration/commission-preview.test.ts',
   'test/integration/creator-tiers-job.test.ts',
+  // Pricing with the pinned version in the engine; the creator-month rows locked on the brand's shards.
+  'test/integration/commission-engine.test.ts',
+  'test/integration/commission-engine-properties.test.ts',
   'test/integration/reconciliations.test.ts',
   // A single-node database given the extension afterwards: npm run migrate distributes it (point 5).
   'test/integration/citus-catch-up.test.ts',

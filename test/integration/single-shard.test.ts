@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COPY_FROM_ORDERS } from '../../src/modules/ingestion/commit-group.js';
-import { makeShop, sendEvent } from '../factories/index.js';
+import { admin, makeShop, sendEvent } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -166,6 +166,79 @@ describe.runIf(onCitus)("a brand's hot path on Citus", () => {
       shop.brandId,
     ]);
     expect(record.n).toBeGreaterThanOrEqual(2);
+  });
+
+  // A brand whose program has product rules, tiers and both caps: the program statement (tiers,
+  // creator-month rows locked) and the write's creator-month part stay on the brand's worker.
+  it('prices with a commission program (tiers, both caps) single-shard and without a two-phase commit', async () => {
+    const programShop = await makeShop(ctx);
+    const base = `/admin/api/brands/${programShop.brandId}/commission_program/versions`;
+    const draft = await admin(ctx).post(base, {
+      rules: {
+        default_rate_bps: 500,
+        product_rates: [{ match: { sku_prefix: 'SER' }, rate_bps: 1500 }],
+        tiers: {
+          window_days: 30,
+          levels: [{ key: 'gold', name: 'Gold', min_net_revenue: 0, rate_bps: 2500 }],
+        },
+        caps: { per_order: 50_000, per_creator_month: 100_000 },
+      },
+    });
+    expect(draft.status).toBe(201);
+    const published = await admin(ctx).post(`${base}/${draft.body.id}/publish`, {
+      effective_from: new Date(Date.now() - 30_000).toISOString(),
+    });
+    expect(published.status).toBe(200);
+    const tier = await admin(ctx).put(
+      `/admin/api/brands/${programShop.brandId}/creators/${programShop.fixture.mina.creatorId}/tier`,
+      { level: 'gold', locked: false },
+    );
+    expect(tier.status).toBe(200);
+    const sendTo = (type: string, data: Record<string, unknown>) =>
+      sendEvent(ctx.app, programShop.keys.sk_live, type, data);
+    // The first group compiles the version (a read of the brand's version row): not counted below.
+    expect(
+      (await sendTo('order.paid', { order_id: 'pp-0', amount: 1_000, coupon_code: 'JOON' })).status,
+    ).toBe(200);
+    const before = await counters();
+    expect(
+      (
+        await sendTo('order.paid', {
+          order_id: 'pp-1',
+          amount: 300_000,
+          coupon_code: 'MINA20',
+          items: [{ sku: 'SERUM-30', amount: 100_000 }],
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await sendTo('order.paid', { order_id: 'pp-2', amount: 400_000, coupon_code: 'JOON' })).status,
+    ).toBe(200);
+    expect(
+      (await sendTo('refund.created', { order_id: 'pp-1', refund_id: 'pr-1', amount: 100_000 })).status,
+    ).toBe(200);
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${programShop.keys.sk_live}`)
+      .send({
+        events: Array.from({ length: 10 }, (_, i) => ({
+          type: 'order.paid',
+          data: { order_id: `pp-b-${i}`, amount: 50_000, coupon_code: i % 2 ? 'JOON' : 'MINA20' },
+        })),
+      });
+    expect(batch.status).toBe(200);
+    const after = await counters();
+    expect(after.multi - before.multi, 'multi-shard statements').toBe(0);
+    expect(since(before.two_phase, after.two_phase), 'two-phase commits').toEqual([]);
+    const [month] = await sql(
+      `select sum(net_commission)::int as net from creator_month_commissions where brand_id = ?`,
+      [programShop.brandId],
+    );
+    const [orders] = await sql(
+      `select sum(commission_amount - refunded_commission_amount)::int as net from orders where brand_id = ? and creator_id is not null`,
+      [programShop.brandId],
+    );
+    expect(month.net).toBe(orders.net);
   });
 
   it('reads orders, their explanation, creators and reports with single-shard statements', async () => {
