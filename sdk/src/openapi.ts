@@ -1978,6 +1978,8 @@ export interface components {
      *           "confirm_at": "2026-12-06T09:30:00.000Z",
      *           "flags": [],
      *           "creator_id": "cr_01kb0k9y2c3d4e5f6g7h8j9k0m",
+     *           "commission_program_version": null,
+     *           "commission_capped_amount": 0,
      *           "payout_id": null
      *         }
      *       }
@@ -2082,6 +2084,8 @@ export interface components {
      *           "confirm_at": "2026-12-06T09:30:00.000Z",
      *           "flags": [],
      *           "creator_id": "cr_01kb0k9y2c3d4e5f6g7h8j9k0m",
+     *           "commission_program_version": null,
+     *           "commission_capped_amount": 0,
      *           "payout_id": "po_01kc7a2b3c4d5e6f7g8h9j0k1m"
      *         }
      *       }

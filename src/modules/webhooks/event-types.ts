@@ -151,6 +151,8 @@ const order = {
   confirm_at: '2026-12-06T09:30:00.000Z',
   flags: [],
   creator_id: conversion.creator_id,
+  commission_program_version: null,
+  commission_capped_amount: 0,
   payout_id: null,
 };
 
