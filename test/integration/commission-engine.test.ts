@@ -287,6 +287,55 @@ describe('pins', () => {
   });
 });
 
+describe('batches', () => {
+  it('a renewal of a parent paid earlier in the same batch takes its creator’s tier and month', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    const fixture = await makeCreators(ctx, brandId);
+    await publishNew(
+      brandId,
+      {
+        tiers: {
+          window_days: 30,
+          levels: [{ key: 'gold', name: 'Gold', min_net_revenue: 0, rate_bps: 3000 }],
+        },
+        caps: { per_order: null, per_creator_month: 40_000 },
+      },
+      new Date(Date.now() - 50_000),
+    );
+    const tier = await admin(ctx).put(
+      `/admin/api/brands/${brandId}/creators/${fixture.mina.creatorId}/tier`,
+      {
+        level: 'gold',
+        locked: false,
+      },
+    );
+    expect(tier.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({
+        events: [
+          { type: 'order.paid', data: { order_id: 'P', amount: 100_000, coupon_code: 'MINA20' } },
+          // A moment later: the tier is read at its own instant.
+          {
+            type: 'order.paid',
+            occurred_at: new Date(Date.now() + 2_000).toISOString(),
+            data: { order_id: 'R', amount: 50_000, parent_order_id: 'P' },
+          },
+        ],
+      });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    const order = reader(keys.sk_live);
+    // P: 30% (tier) = 30,000; R, Mina's renewal: 30% of 50,000 = 15,000, 10,000 left in the month.
+    expect(await order('P')).toMatchObject({ commission_amount: 30_000, commission_capped_amount: 0 });
+    expect(await order('R')).toMatchObject({ commission_amount: 10_000, commission_capped_amount: 5_000 });
+  });
+});
+
 describe('the monthly cap under concurrency', () => {
   it('20 concurrent orders of one creator-month, each 60% of the cap, earn exactly the cap', async () => {
     const {

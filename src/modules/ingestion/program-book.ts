@@ -82,6 +82,9 @@ function reachOf(book: OrderBook, events: Iterable<ValidEvent>, reach: Map<strin
     if (traced) r.creators.add(traced.creatorId);
     const parent = d.parentOrderId ? book.orders.get(d.parentOrderId) : undefined;
     if (parent?.creatorId) r.creators.add(parent.creatorId);
+    // A parent first paid earlier in the group: whoever its events can reach.
+    const parentReach = d.parentOrderId ? reach.get(d.parentOrderId) : undefined;
+    if (parentReach && parentReach !== r) for (const c of parentReach.creators) r.creators.add(c);
     r.paidAt.add(event.occurredAt.getTime());
     r.at.add(event.occurredAt.getTime());
   }
