@@ -241,6 +241,60 @@ describe.runIf(onCitus)("every statement of a brand's hot path is one routed tas
     expect(found).toEqual([]);
   });
 
+  // A brand with a commission program (tiers, a monthly cap): one more statement per group reads
+  // the tiers and locks the creator-month rows, a function delegated to the brand's worker as the
+  // load is; the write's creator-month part is in the write's call.
+  it("the program's statement (tiers, creator-month rows) and its write, on the brand's worker", async () => {
+    const programShop = await makeShop(ctx);
+    const base = `/admin/api/brands/${programShop.brandId}/commission_program/versions`;
+    const draft = await admin(ctx).post(base, {
+      rules: {
+        tiers: {
+          window_days: 30,
+          levels: [{ key: 'gold', name: 'Gold', min_net_revenue: 0, rate_bps: 2500 }],
+        },
+        caps: { per_order: null, per_creator_month: 100_000 },
+      },
+    });
+    expect(
+      (
+        await admin(ctx).post(`${base}/${draft.body.id}/publish`, {
+          effective_from: new Date(Date.now() - 30_000).toISOString(),
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await sendEvent(ctx.app, programShop.keys.sk_live, 'order.paid', {
+          order_id: 'pe-1',
+          amount: 10_000,
+          coupon_code: 'MINA20',
+        })
+      ).status,
+    ).toBe(200);
+    const request = (events: ReturnType<typeof event>[]): IngestRequest => ({
+      caller: { ...caller(), brandId: programShop.brandId },
+      events,
+      batch: events.length > 1,
+      requestId: newRequestId(),
+      bytes: 200,
+    });
+    const statements = await captureGroup([
+      request([
+        event('order.paid', { order_id: 'pe-2', amount: 20_000, coupon_code: 'MINA20' }),
+        event('refund.created', { order_id: 'pe-1', refund_id: 'pe-r', amount: 1_000 }),
+      ]),
+    ]);
+    const programs = statements.filter((s) => /^with\s+tiers as/.test(s.sql.trim()));
+    expect(programs.length).toBe(1);
+    for (const p of programs) expect(p.call).toMatch(/^select \* from lf_[0-9a-f]+\(\?::varchar, /);
+    const writes = statements.filter((s) => s.sql.trim().startsWith('with w0'));
+    for (const v of await verdicts([...programs, ...writes], true)) {
+      expect(v).toEqual({ ...v, notRouted: undefined });
+      expect(v.plan).toMatch(/Function Scan on lf_/);
+    }
+  });
+
   it('reads: an order by id, a list page, an explanation, creators, and the reports', async () => {
     const get = (path: string) =>
       request(ctx.app).get(path).set('Authorization', `Bearer ${shop.keys.sk_live}`);
