@@ -12,9 +12,7 @@ async function tableRegistry(): Promise<TablesModule> {
  * Commission programs price orders (commission-programs.md, "The arithmetic"):
  * - orders gain their pin (`commission_program_version_id`, null: none was in force when first
  *   priced), what the caps cut (`commission_capped_amount`, null read as 0: rows written before
- *   stay as they are, no rewrite of the table), and whether `commission_bps` is the offer's rate
- *   (`commission_offer_rate`): a resend under a pin prices the order rate as first priced, where
- *   the offer beats the program's default but the brand's default does not;
+ *   stay as they are, no rewrite of the table);
  * - `creator_month_commissions`: Σ(commission − reversed) of one creator-month and mode, months
  *   counted in a capping version's time zone, the row an order under a monthly cap locks. Keyed by
  *   brand first; on Citus distributed with the other brand tables. A new, empty table: publishing a
@@ -26,8 +24,7 @@ export class Migration20261203000000 extends Migration {
   override async up(): Promise<void> {
     await this.execute(`alter table "orders"
       add column "commission_program_version_id" varchar(40) null,
-      add column "commission_capped_amount" bigint null,
-      add column "commission_offer_rate" boolean null;`);
+      add column "commission_capped_amount" bigint null;`);
     await this.execute(`create table "creator_month_commissions" (
       "brand_id" varchar(255) not null,
       "livemode" boolean not null,
@@ -55,6 +52,6 @@ export class Migration20261203000000 extends Migration {
   override async down(): Promise<void> {
     await this.execute(`drop table if exists "creator_month_commissions";`);
     await this.execute(`alter table "orders" drop column if exists "commission_program_version_id",
-      drop column if exists "commission_capped_amount", drop column if exists "commission_offer_rate";`);
+      drop column if exists "commission_capped_amount";`);
   }
 }

@@ -287,6 +287,31 @@ describe('pins', () => {
   });
 });
 
+describe('inherited rates', () => {
+  it('a renewal or sticky resend keeps the offer’s rate over the program default, the brand’s under it', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    await makeCreators(ctx, brandId);
+    await publishNew(brandId, { default_rate_bps: 500 }, new Date(Date.now() - 50_000));
+    const send = sender(keys.sk_live);
+    const order = reader(keys.sk_live);
+    await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
+    await send('order.paid', { order_id: 'J1', amount: 100_000, coupon_code: 'JOON' });
+    expect(await order('M1')).toMatchObject({ commission_amount: 20_000 });
+    expect(await order('J1')).toMatchObject({ commission_amount: 5_000 });
+    // Nothing resolves in these: Mina's offer (20%) still beats the program default (5%), and
+    // Joon's brand default (10%) still yields to it.
+    await send('order.paid', { order_id: 'R1', amount: 100_000, parent_order_id: 'M1' });
+    await send('order.paid', { order_id: 'M1', amount: 50_000 });
+    await send('order.paid', { order_id: 'J1', amount: 200_000 });
+    expect(await order('R1')).toMatchObject({ commission_amount: 20_000 });
+    expect(await order('M1')).toMatchObject({ commission_amount: 10_000 });
+    expect(await order('J1')).toMatchObject({ commission_amount: 10_000 });
+  });
+});
+
 describe('batches', () => {
   it('a renewal of a parent paid earlier in the same batch takes its creator’s tier and month', async () => {
     const {
@@ -333,6 +358,28 @@ describe('batches', () => {
     // P: 30% (tier) = 30,000; R, Mina's renewal: 30% of 50,000 = 15,000, 10,000 left in the month.
     expect(await order('P')).toMatchObject({ commission_amount: 30_000, commission_capped_amount: 0 });
     expect(await order('R')).toMatchObject({ commission_amount: 10_000, commission_capped_amount: 5_000 });
+
+    // New, changed and refunded orders with an Idempotency-Key: every part of the write, and the
+    // creator-months written by a statement of their own. The month is spent: 0 for Q.
+    const mixed = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .set('Idempotency-Key', 'mixed')
+      .send({
+        events: [
+          { type: 'order.paid', data: { order_id: 'Q', amount: 10_000, coupon_code: 'MINA20' } },
+          { type: 'refund.created', data: { order_id: 'P', refund_id: 'P-R', amount: 50_000 } },
+          { type: 'order.observed', data: { order_id: 'seen', amount: 1 } },
+        ],
+      });
+    expect(mixed.status, JSON.stringify(mixed.body)).toBe(200);
+    expect(await order('Q')).toMatchObject({ commission_amount: 0, commission_capped_amount: 3_000 });
+    expect(await order('P')).toMatchObject({ refunded_commission_amount: 15_000 });
+    const [month] = await rows<{ net: string }>(
+      'select sum(net_commission) as net from creator_month_commissions where brand_id = ?',
+      [brandId],
+    );
+    expect(Number(month!.net)).toBe(30_000 - 15_000 + 10_000);
   });
 });
 

@@ -88,7 +88,7 @@ describe("the order's columns", () => {
                       'USD' as original_currency, 1300.5::numeric as fx_rate, 10::bigint as commission_amount, 0::bigint as refunded_amount,
                       0::bigint as refunded_original_amount, 0::bigint as refunded_commission_amount, 'cr_1' as creator_id,
                       'off_1' as offer_id, 'code' as attributed_via, 'conv_1' as conversion_id, 1000 as commission_bps,
-                      true as commission_offer_rate, 'cpv_1' as commission_program_version_id, 5::bigint as commission_capped_amount,
+                      'cpv_1' as commission_program_version_id, 5::bigint as commission_capped_amount,
                       null as parent_order_id, 1 as cycle_number, null::int as last_renewal_cycle, 'MINA' as coupon_code,
                       null as click_ref, null as last_touch_channel, null as customer_hash, '{self_purchase}'::text[] as flags,
                       '[]'::jsonb as items, now() as occurred_at, now() as confirm_at, null::timestamptz as closed_at) x`,

@@ -7,7 +7,7 @@ import { idempotencyLockName, keyInFlight, keyReusedWithOtherRequest, lockKeys }
 import { type KeyProbe, loadOrderBooks, loadStatements } from './load-book.js';
 import { scopeKey } from './order-book.js';
 import { type AcceptedEvent, planRequest } from './plan-request.js';
-import { loadPrograms, programStatements } from './program-book.js';
+import { loadPrograms, programStatements, writeMonthsApart } from './program-book.js';
 import type { ValidEvent } from './valid-event.js';
 import type { GroupWritePart, GroupWrites, IdempotencyRow, ReceivedEventRow } from './write-set.js';
 import { groupWrites } from './write-set.js';
@@ -31,6 +31,13 @@ export type IngestAnswer =
   | { ok: false; error: AppError };
 
 const everyPart = Object.keys(groupWrites([], [], [], [])) as GroupWritePart[];
+/**
+ * The last shape's parts: all but the creator-months, which a group needing them beside every
+ * other part writes in a statement of its own (program-book.ts `writeMonthsApart`): a brand's
+ * statement on its worker passes its arguments to one function call, and PostgreSQL takes at
+ * most 100.
+ */
+const mostParts = everyPart.filter((part) => part !== 'monthCommissions');
 
 /**
  * The shapes a group's write takes, each a stored statement kept planned in the database: a
@@ -39,7 +46,7 @@ const everyPart = Object.keys(groupWrites([], [], [], [])) as GroupWritePart[];
  * executor set-up and its statement triggers whether it holds rows or not: for a group of
  * single events, more than its empty parts' share (docs/benchmarks.md, "Profile notes").
  */
-const shapeParts = [
+const shapeParts: GroupWritePart[][] = [
   // New orders paid: single events' and most batches' groups.
   ['newOrders', 'movements', 'receivedEvents', 'conversionTallies', 'integrationTallies'],
   [
@@ -65,8 +72,8 @@ const shapeParts = [
   ],
   // Browser signals (a page view, an observed order), which hand work to the gap sweep.
   ['receivedEvents', 'browserSignalTallies', 'integrationTallies', 'outbox'],
-  everyPart,
-] satisfies GroupWritePart[][];
+  mostParts,
+];
 
 /**
  * The parts a big group of new orders sends by COPY (db/fast-path/copy-rows.ts): its new rows.
@@ -104,7 +111,7 @@ const writeShapes = shapeParts.map((parts) => {
 /** The smallest shape that holds every part the group fills. */
 function writeShapeOf(writes: GroupWrites) {
   const filled = everyPart.filter((part) => writes[part].rows.length > 0);
-  return writeShapes.find((s) => filled.every((part) => s.parts.includes(part)))!;
+  return writeShapes.find((s) => filled.every((part) => s.parts.includes(part))) ?? writeShapes.at(-1)!;
 }
 
 /**
@@ -247,6 +254,8 @@ export async function commitGroup(
   const brandId = options.oneBrand ? requests[0]?.caller.brandId : undefined;
   const copy = brandId === undefined && writes.newOrders.rows.length >= COPY_FROM_ORDERS;
   const shape = writeShapeOf(writes);
+  if (!shape.parts.includes('monthCommissions') && writes.monthCommissions.rows.length > 0)
+    await writeMonthsApart(sql, writes.monthCommissions.rows, brandId);
   // The last statement: COMMIT goes with it.
   await shape.write.commit(
     sql,

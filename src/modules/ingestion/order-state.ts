@@ -33,8 +33,6 @@ export interface OrderState {
   attributedVia: AttributionVia | null;
   conversionId: string | null;
   commissionBps: number | null;
-  /** `commissionBps` is the offer's rate (not the brand's default); null where no program priced the order. */
-  offerRate: boolean | null;
   /** The commission program version pinned at first pricing; null: none was in force. */
   programVersionId: string | null;
   /** What the program's caps cut from the commission (C0 − C). */
@@ -76,7 +74,6 @@ export const orderColumns = {
   attributed_via: 'text',
   conversion_id: 'varchar(40)',
   commission_bps: 'int',
-  commission_offer_rate: 'boolean',
   commission_program_version_id: 'varchar(40)',
   commission_capped_amount: 'bigint',
   parent_order_id: 'varchar(120)',
@@ -117,7 +114,6 @@ export function orderFromRow(r: any): OrderState {
     attributedVia: r.attributed_via,
     conversionId: conversionIdOf(r),
     commissionBps: r.commission_bps,
-    offerRate: r.commission_offer_rate ?? null,
     programVersionId: r.commission_program_version_id ?? null,
     cappedAmount: Number(r.commission_capped_amount ?? 0),
     parentOrderId: r.parent_order_id,
@@ -180,7 +176,6 @@ export function orderToRow(
     attributed_via: o.attributedVia,
     conversion_id: isDerivedConversionId(o.conversionId, o.id) ? null : o.conversionId,
     commission_bps: o.commissionBps,
-    commission_offer_rate: o.offerRate,
     commission_program_version_id: o.programVersionId,
     // 0 stays null: nothing capped costs no bytes.
     commission_capped_amount: o.cappedAmount === 0 ? null : o.cappedAmount,

@@ -56,8 +56,8 @@ function inherited(
     offerId: from.offerId,
     via,
     commissionBps: from.commissionBps,
-    // Orders written before the flag: an order with an offer was priced at the offer's rate.
-    offerRate: from.offerRate ?? from.offerId !== null,
+    // An offer's rate never changes: the order was priced at its offer's own rate if it has one.
+    offerRate: from.offerId !== null && (book.program?.ratedOffers.has(from.offerId) ?? false),
     // A sticky resend keeps what attributed the order; a renewal was attributed by its parent.
     couponCode: via === 'renewal' ? null : from.couponCode,
     clickRef: via === 'renewal' ? null : from.clickRef,
@@ -255,7 +255,6 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
       ? (existing?.conversionId ?? (existing ? newId('conv') : derivedConversionId(id)))
       : null,
     commissionBps: rateBps,
-    offerRate: decision?.offerRate ?? null,
     programVersionId: pin,
     cappedAmount: priced?.cappedAmount ?? 0,
     // A renewal keeps its parent: moving it could collide with the new parent's cycle numbers.

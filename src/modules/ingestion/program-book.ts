@@ -90,6 +90,12 @@ function reachOf(book: OrderBook, events: Iterable<ValidEvent>, reach: Map<strin
   }
 }
 
+interface ProgramRows {
+  tiers: { i: number; level: string | null }[];
+  offers: { brand_id: string; id: string }[];
+  months: (MonthRow & { net_commission: string | number })[];
+}
+
 const tierPart = (oneBrand: boolean) => `
 tiers as (
   select want.i, t.level
@@ -99,6 +105,16 @@ tiers as (
        where t.brand_id = want.brand_id and t.creator_id = want.creator_id and t.effective_at <= want.at${oneBrand ? ` and t.brand_id = ${BRAND}` : ''}
        order by t.effective_at desc, t.id desc limit 1
     ) t
+)`;
+
+const offerPart = (oneBrand: boolean) => `
+offers as (
+  select f.brand_id, f.id
+    from json_to_recordset(?::json) as want(brand_id text, id text)
+    cross join lateral (
+      select f.brand_id, f.id from ${brandTable('offers')} f
+       where f.brand_id = want.brand_id and f.id = want.id and f.commission_bps is not null${oneBrand ? ` and f.brand_id = ${BRAND}` : ''}
+    ) f
 )`;
 
 const monthColumns = '(brand_id text, livemode boolean, creator_id text, time_zone text, month_start date)';
@@ -131,17 +147,56 @@ function programSql(lock: boolean, oneBrand: boolean): string {
          and m.time_zone = x.time_zone and m.month_start = x.month_start${b('m')}
     ) m on true
 )`;
-  return `with ${tierPart(oneBrand)},
+  return `with ${tierPart(oneBrand)},${offerPart(oneBrand)},
 ${months}
 select (select coalesce(json_agg(tiers), '[]') from tiers) as tiers,
+       (select coalesce(json_agg(offers), '[]') from offers) as offers,
        (select coalesce(json_agg(months), '[]') from months) as months`;
 }
 
 const programShapes = [false, true].map((oneBrand) => ({
-  lock: brandStatement(programSql(true, oneBrand), 'tiers json, months json', oneBrand),
-  peek: brandStatement(programSql(false, oneBrand), 'tiers json, months json', oneBrand),
+  lock: brandStatement(programSql(true, oneBrand), 'tiers json, offers json, months json', oneBrand),
+  peek: brandStatement(programSql(false, oneBrand), 'tiers json, offers json, months json', oneBrand),
 }));
-export const programStatements = programShapes.flatMap((s) => [s.lock.query.stored, s.peek.query.stored]);
+
+const monthRecordset = recordset({
+  brand_id: 'text',
+  livemode: 'boolean',
+  creator_id: 'text',
+  time_zone: 'text',
+  month_start: 'date',
+  net_commission: 'bigint',
+});
+
+const monthUpsert = (brand: string) =>
+  `insert into ${brandTable('creator_month_commissions')} as m (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
+            select ${brand}, x.livemode, x.creator_id, x.time_zone, x.month_start, x.net_commission
+              from ${monthRecordset}
+            on conflict (brand_id, livemode, creator_id, time_zone, month_start)
+            do update set net_commission = m.net_commission + excluded.net_commission`;
+
+/** The creator-months' write as a statement of its own, for a group whose write has no room for it. */
+const monthsApart = [false, true].map((oneBrand) =>
+  brandStatement(
+    `with m as (${monthUpsert(oneBrand ? BRAND : 'x.brand_id')} returning 1) select count(*)::int as n from m`,
+    'n int',
+    oneBrand,
+  ),
+);
+
+export const programStatements = [
+  ...programShapes.flatMap((s) => [s.lock.query.stored, s.peek.query.stored]),
+  ...monthsApart.map((s) => s.query.stored),
+];
+
+/** Writes a group's creator-month deltas ahead of its write (rows locked by this transaction). */
+export async function writeMonthsApart(sql: Sql, rows: readonly object[], oneBrand?: string): Promise<void> {
+  const statement = monthsApart[oneBrand === undefined ? 0 : 1]!;
+  const values = [JSON.stringify(rows)];
+  if (statement.oneBrand)
+    await statement.query.run(sql, oneBrand!, withBrand(values, statement.brandAt, oneBrand));
+  else await statement.query.run(sql, values);
+}
 
 /**
  * Gives each book of a group its brand's program (nothing for a brand without a published
@@ -169,7 +224,11 @@ export async function loadPrograms(
   }
   const tierWants: { i: number; brand_id: string; creator_id: string; at: string }[] = [];
   const monthWants = new Map<string, MonthRow>();
-  const programs: { book: OrderBook; program: ProgramBook & { tiers: Map<string, string | null> } }[] = [];
+  const offerWants = new Map<string, { brand_id: string; id: string }>();
+  const programs: {
+    book: OrderBook;
+    program: ProgramBook & { tiers: Map<string, string | null>; ratedOffers: Set<string> };
+  }[] = [];
   for (const book of books.values()) {
     const versions = byBrand.get(book.scope.brandId);
     if (!versions) continue;
@@ -181,9 +240,26 @@ export async function loadPrograms(
       byId: new Map(versions.map((v) => [v.id, v])),
       tiers: new Map<string, string | null>(),
       months: zones.length > 0 ? new MonthLedger(book.scope.brandId, book.scope.livemode, zones) : null,
+      ratedOffers: new Set<string>(),
     };
     book.program = program;
     programs.push({ book, program });
+    if (versions.some((v) => v.program.defaultRateBps !== null)) {
+      // Offers the group's codes and clicks name come with their rate; the others are read.
+      const known = new Map<string, boolean>();
+      for (const t of [...book.catalog.codes.values(), ...book.catalog.clicks.values()])
+        if (t.offerId) known.set(t.offerId, t.commissionBps !== null);
+      for (const o of book.orders.values()) {
+        if (!o.offerId) continue;
+        const rated = known.get(o.offerId);
+        if (rated) program.ratedOffers.add(o.offerId);
+        else if (rated === undefined)
+          offerWants.set(`${book.scope.brandId}\u0000${o.offerId}`, {
+            brand_id: book.scope.brandId,
+            id: o.offerId,
+          });
+      }
+    }
     const tiered = versions.some((v) => v.hasTiers);
     if (!tiered && zones.length === 0) continue;
     const reach = new Map<string, OrderReach>();
@@ -214,19 +290,21 @@ export async function loadPrograms(
           }
       }
   }
-  if (tierWants.length === 0 && monthWants.size === 0) return;
+  if (tierWants.length === 0 && monthWants.size === 0 && offerWants.size === 0) return;
   const shape = programShapes[options.oneBrand === undefined ? 0 : 1]!;
   const statement = options.lock ? shape.lock : shape.peek;
-  const values = [JSON.stringify(tierWants), JSON.stringify([...monthWants.values()])];
+  const values = [
+    JSON.stringify(tierWants),
+    JSON.stringify([...offerWants.values()]),
+    JSON.stringify([...monthWants.values()]),
+  ];
   const [row] = statement.oneBrand
-    ? await statement.query.run<{
-        tiers: { i: number; level: string | null }[];
-        months: (MonthRow & { net_commission: string | number })[];
-      }>(sql, options.oneBrand!, withBrand(values, statement.brandAt, options.oneBrand))
-    : await statement.query.run<{
-        tiers: { i: number; level: string | null }[];
-        months: (MonthRow & { net_commission: string | number })[];
-      }>(sql, values);
+    ? await statement.query.run<ProgramRows>(
+        sql,
+        options.oneBrand!,
+        withBrand(values, statement.brandAt, options.oneBrand),
+      )
+    : await statement.query.run<ProgramRows>(sql, values);
   const levels = new Map(row!.tiers.map((t) => [t.i, t.level]));
   const byScope = new Map(
     programs.map(({ book, program }) => [`${book.scope.brandId}/${book.scope.livemode}`, program]),
@@ -236,6 +314,8 @@ export async function loadPrograms(
     for (const live of [true, false])
       byScope.get(`${want.brand_id}/${live}`)?.tiers.set(tierKey(want.creator_id, new Date(want.at)), level);
   }
+  for (const f of row!.offers)
+    for (const live of [true, false]) byScope.get(`${f.brand_id}/${live}`)?.ratedOffers.add(f.id);
   for (const m of row!.months)
     byScope
       .get(`${m.brand_id}/${m.livemode}`)
@@ -245,11 +325,7 @@ export async function loadPrograms(
 /** The write of the creator-months a group moved: each row by its delta, under the lock the group holds. */
 export function monthCommissionsWrite(books: Iterable<OrderBook>): WritePart {
   return {
-    sql: `insert into ${brandTable('creator_month_commissions')} as m (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
-            select x.brand_id, x.livemode, x.creator_id, x.time_zone, x.month_start, x.net_commission
-              from ${recordset({ brand_id: 'text', livemode: 'boolean', creator_id: 'text', time_zone: 'text', month_start: 'date', net_commission: 'bigint' })}
-            on conflict (brand_id, livemode, creator_id, time_zone, month_start)
-            do update set net_commission = m.net_commission + excluded.net_commission`,
+    sql: monthUpsert('x.brand_id'),
     rows: [...books].flatMap((book) => book.program?.months?.deltas() ?? []),
   };
 }

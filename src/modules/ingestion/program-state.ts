@@ -101,6 +101,13 @@ export interface ProgramBook {
   tiers: ReadonlyMap<string, string | null>;
   /** Present when a version of the brand caps creator-months. */
   months: MonthLedger | null;
+  /**
+   * The loaded orders' offers that have a rate of their own (offers' rates never change), read
+   * when a version has a default rate: an order that inherits its rate (a sticky resend, a
+   * renewal) then knows whether it was the offer's, which beats the program's default, or the
+   * brand's, which does not.
+   */
+  ratedOffers: ReadonlySet<string>;
 }
 
 export const tierKey = (creatorId: string, at: Date) => `${creatorId}\u0000${at.getTime()}`;

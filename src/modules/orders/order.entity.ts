@@ -52,8 +52,6 @@ export const Order = defineEntity({
     /** A generated id (unique by construction), never looked up by: no index. */
     conversionId: p.string().length(40).nullable(),
     commissionBps: p.integer().nullable(),
-    /** `commission_bps` is the offer's own rate; set where a commission program priced the order. */
-    commissionOfferRate: p.boolean().nullable(),
     /** The commission program version pinned at first pricing (null: none in force). */
     commissionProgramVersionId: p.string().length(40).nullable(),
     /** What a program's caps cut from the commission; null reads as 0. */
