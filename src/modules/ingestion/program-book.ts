@@ -10,7 +10,7 @@ import {
   monthStart,
   type PricingVersion,
   type ProgramBook,
-  tierKey,
+  type TierChange,
 } from './program-state.js';
 import type { ValidEvent } from './valid-event.js';
 
@@ -91,21 +91,34 @@ function reachOf(book: OrderBook, events: Iterable<ValidEvent>, reach: Map<strin
 }
 
 interface ProgramRows {
-  tiers: { i: number; level: string | null }[];
+  tiers: { brand_id: string; creator_id: string; at: string; level: string | null }[];
   offers: { brand_id: string; id: string }[];
   months: (MonthRow & { net_commission: string | number })[];
 }
 
-const tierPart = (oneBrand: boolean) => `
+/**
+ * Per reached creator, the tier in force at the group's earliest instant and every change up to
+ * its latest (usually none): two index probes a creator, whatever the number of its orders.
+ */
+const tierPart = (oneBrand: boolean) => {
+  const b = oneBrand ? ` and t.brand_id = ${BRAND}` : '';
+  return `
 tiers as (
-  select want.i, t.level
-    from json_to_recordset(?::json) as want(i int, brand_id text, creator_id text, at timestamptz)
+  select want.brand_id, want.creator_id, t.at, t.level
+    from json_to_recordset(?::json) as want(brand_id text, creator_id text, from_at timestamptz, to_at timestamptz)
     cross join lateral (
-      select t.level from ${brandTable('creator_tiers')} t
-       where t.brand_id = want.brand_id and t.creator_id = want.creator_id and t.effective_at <= want.at${oneBrand ? ` and t.brand_id = ${BRAND}` : ''}
-       order by t.effective_at desc, t.id desc limit 1
+      (select t.effective_at as at, t.level, 0 as part, t.id from ${brandTable('creator_tiers')} t
+        where t.brand_id = want.brand_id and t.creator_id = want.creator_id and t.effective_at <= want.from_at${b}
+        order by t.effective_at desc, t.id desc limit 1)
+      union all
+      (select t.effective_at, t.level, 1, t.id from ${brandTable('creator_tiers')} t
+        where t.brand_id = want.brand_id and t.creator_id = want.creator_id
+          and t.effective_at > want.from_at and t.effective_at <= want.to_at${b}
+        order by t.effective_at, t.id)
     ) t
+   order by want.brand_id, want.creator_id, t.part, t.at, t.id
 )`;
+};
 
 const offerPart = (oneBrand: boolean) => `
 offers as (
@@ -222,12 +235,15 @@ export async function loadPrograms(
     list.push({ ...c, effectiveFrom: new Date(v.effective_from).getTime() });
     byBrand.set(v.brand_id, list);
   }
-  const tierWants: { i: number; brand_id: string; creator_id: string; at: string }[] = [];
+  const tierWants = new Map<
+    string,
+    { brand_id: string; creator_id: string; from_at: number; to_at: number }
+  >();
   const monthWants = new Map<string, MonthRow>();
   const offerWants = new Map<string, { brand_id: string; id: string }>();
   const programs: {
     book: OrderBook;
-    program: ProgramBook & { tiers: Map<string, string | null>; ratedOffers: Set<string> };
+    program: ProgramBook & { tiers: Map<string, TierChange[]>; ratedOffers: Set<string> };
   }[] = [];
   for (const book of books.values()) {
     const versions = byBrand.get(book.scope.brandId);
@@ -238,7 +254,7 @@ export async function loadPrograms(
     const program = {
       versions,
       byId: new Map(versions.map((v) => [v.id, v])),
-      tiers: new Map<string, string | null>(),
+      tiers: new Map<string, TierChange[]>(),
       months: zones.length > 0 ? new MonthLedger(book.scope.brandId, book.scope.livemode, zones) : null,
       ratedOffers: new Set<string>(),
     };
@@ -267,13 +283,21 @@ export async function loadPrograms(
     for (const r of reach.values())
       for (const creatorId of r.creators) {
         if (tiered)
-          for (const at of r.paidAt)
-            tierWants.push({
-              i: tierWants.length,
-              brand_id: book.scope.brandId,
-              creator_id: creatorId,
-              at: new Date(at).toISOString(),
-            });
+          for (const at of r.paidAt) {
+            const key = `${book.scope.brandId}\u0000${creatorId}`;
+            const want = tierWants.get(key);
+            if (!want)
+              tierWants.set(key, {
+                brand_id: book.scope.brandId,
+                creator_id: creatorId,
+                from_at: at,
+                to_at: at,
+              });
+            else {
+              want.from_at = Math.min(want.from_at, at);
+              want.to_at = Math.max(want.to_at, at);
+            }
+          }
         for (const zone of zones)
           for (const at of r.at) {
             const row: MonthRow = {
@@ -290,11 +314,17 @@ export async function loadPrograms(
           }
       }
   }
-  if (tierWants.length === 0 && monthWants.size === 0 && offerWants.size === 0) return;
+  if (tierWants.size === 0 && monthWants.size === 0 && offerWants.size === 0) return;
   const shape = programShapes[options.oneBrand === undefined ? 0 : 1]!;
   const statement = options.lock ? shape.lock : shape.peek;
   const values = [
-    JSON.stringify(tierWants),
+    JSON.stringify(
+      [...tierWants.values()].map((w) => ({
+        ...w,
+        from_at: new Date(w.from_at).toISOString(),
+        to_at: new Date(w.to_at).toISOString(),
+      })),
+    ),
     JSON.stringify([...offerWants.values()]),
     JSON.stringify([...monthWants.values()]),
   ];
@@ -305,15 +335,20 @@ export async function loadPrograms(
         withBrand(values, statement.brandAt, options.oneBrand),
       )
     : await statement.query.run<ProgramRows>(sql, values);
-  const levels = new Map(row!.tiers.map((t) => [t.i, t.level]));
   const byScope = new Map(
     programs.map(({ book, program }) => [`${book.scope.brandId}/${book.scope.livemode}`, program]),
   );
-  for (const want of tierWants) {
-    const level = levels.get(want.i) ?? null;
-    for (const live of [true, false])
-      byScope.get(`${want.brand_id}/${live}`)?.tiers.set(tierKey(want.creator_id, new Date(want.at)), level);
-  }
+  // Oldest first per creator (a stable sort keeps the statement's order of changes at one instant).
+  for (const t of row!.tiers)
+    for (const live of [true, false]) {
+      const tiers = byScope.get(`${t.brand_id}/${live}`)?.tiers as Map<string, TierChange[]> | undefined;
+      if (!tiers) continue;
+      const changes = tiers.get(t.creator_id) ?? [];
+      changes.push({ at: Date.parse(t.at), level: t.level });
+      tiers.set(t.creator_id, changes);
+    }
+  for (const { program } of programs)
+    for (const changes of program.tiers.values()) (changes as TierChange[]).sort((a, b) => a.at - b.at);
   for (const f of row!.offers)
     for (const live of [true, false]) byScope.get(`${f.brand_id}/${live}`)?.ratedOffers.add(f.id);
   for (const m of row!.months)

@@ -97,8 +97,11 @@ export interface ProgramBook {
   /** Published versions in effective order. */
   versions: readonly PricingVersion[];
   byId: ReadonlyMap<string, PricingVersion>;
-  /** Tier level keys in force, by `tierKey(creator, at)`; absent: none. */
-  tiers: ReadonlyMap<string, string | null>;
+  /**
+   * Each reached creator's tier changes over the group's instants, oldest first: the one in force
+   * at the earliest, then every later one up to the latest (absent or empty: no tier).
+   */
+  tiers: ReadonlyMap<string, readonly TierChange[]>;
   /** Present when a version of the brand caps creator-months. */
   months: MonthLedger | null;
   /**
@@ -110,7 +113,10 @@ export interface ProgramBook {
   ratedOffers: ReadonlySet<string>;
 }
 
-export const tierKey = (creatorId: string, at: Date) => `${creatorId}\u0000${at.getTime()}`;
+export interface TierChange {
+  at: number;
+  level: string | null;
+}
 
 /** The version in force at `at`: the latest effective at or before it; undefined before the first. */
 export function versionAt(program: ProgramBook | undefined, at: Date): PricingVersion | undefined {
@@ -124,5 +130,9 @@ export function versionAt(program: ProgramBook | undefined, at: Date): PricingVe
 
 /** The tier level key of a creator at an instant, as loaded for the group; null: none. */
 export function tierOf(program: ProgramBook, creatorId: string, at: Date): string | null {
-  return program.tiers.get(tierKey(creatorId, at)) ?? null;
+  const changes = program.tiers.get(creatorId);
+  if (!changes) return null;
+  const t = at.getTime();
+  for (let i = changes.length - 1; i >= 0; i--) if (changes[i]!.at <= t) return changes[i]!.level;
+  return null;
 }
