@@ -12,10 +12,10 @@ import { type Cause, movementsBetween } from '../ledger/journal.js';
 import { derivedConversionId } from '../orders/conversion-id.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import { transition } from '../orders/order-lifecycle.js';
-import { type CommissionResult, computeCommission, monthHeadroom, monthOf } from '../programs/commission.js';
+import { type CommissionResult, computeCommission, monthHeadroom } from '../programs/commission.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
 import type { OrderState } from './order-state.js';
-import { type PricingVersion, tierOf, versionAt } from './program-state.js';
+import { monthStart, type PricingVersion, tierOf, versionAt } from './program-state.js';
 import type { ValidEvent } from './valid-event.js';
 
 type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;
@@ -336,7 +336,7 @@ function price(
     const at = event.occurredAt;
     const own =
       existing?.creatorId === decision.creatorId &&
-      monthOf(existing.occurredAt, version.timeZone) === monthOf(at, version.timeZone)
+      monthStart(existing.occurredAt, version.timeZone) === monthStart(at, version.timeZone)
         ? existing.commissionAmount - existing.refundedCommissionAmount
         : 0;
     headroom = monthHeadroom(program, monthCap.net(decision.creatorId, version.timeZone, at) - own);
