@@ -211,7 +211,7 @@ export interface paths {
     };
     /**
      * Read the commission program in force
-     * @description The brand's published commission program version in force now (`current`; null before the first takes effect: each order then earns its offer's or the brand's rate) and the one scheduled to take effect next (`next`), if any. Drafts are never shown. An order is priced with the version in force at its `occurred_at`. The same for both modes.
+     * @description The brand's published commission program version in force now (`current`; null before the first takes effect: each order then earns its offer's or the brand's rate) and the one scheduled to take effect next (`next`), if any. Drafts are never shown. An order is priced with the version in force at its `occurred_at`, which stays pinned to it for every resend (the order's `commission_program_version`). The same for both modes.
      */
     get: operations['getCommissionProgram'];
     put?: never;

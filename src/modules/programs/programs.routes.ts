@@ -17,7 +17,7 @@ export function programRoutes({ orm }: AppDeps) {
       operationId: 'getCommissionProgram',
       summary: 'Read the commission program in force',
       description:
-        "The brand's published commission program version in force now (`current`; null before the first takes effect: each order then earns its offer's or the brand's rate) and the one scheduled to take effect next (`next`), if any. Drafts are never shown. An order is priced with the version in force at its `occurred_at`. The same for both modes.",
+        "The brand's published commission program version in force now (`current`; null before the first takes effect: each order then earns its offer's or the brand's rate) and the one scheduled to take effect next (`next`), if any. Drafts are never shown. An order is priced with the version in force at its `occurred_at`, which stays pinned to it for every resend (the order's `commission_program_version`). The same for both modes.",
       tag: 'Commission program',
       security: 'secret_key',
       refusePublishableKey: secretKeyForProgram,
