@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { deleteOldTestData } from '../../workers/test-data-deletion.js';
-import { makeBrand } from '../factories/index.js';
+import { admin, makeBrand } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 let ctx: TestContext;
@@ -60,6 +60,53 @@ describe('test-data deletion job', () => {
     expect(movements.map((m) => m.id)).toEqual(['mv_live-old', 'mv_test-new']);
     const events = await ctx.orm.em.fork().execute('select id from received_events order by id');
     expect(events.map((m) => m.id)).toEqual(['evt_live-old', 'evt_test-new']);
+  });
+
+  it('erased test orders leave the creator-months a monthly cap locks', async () => {
+    const other = (await makeBrand(ctx.orm)).id;
+    const creator = await admin(ctx).post(`/admin/api/brands/${other}/creators`, { name: 'Mina' });
+    expect(creator.status).toBe(201);
+    const em = ctx.orm.em.fork();
+    // Two test orders past retention, of one Seoul month.
+    const at = (days: number) => new Date(Date.now() - days * DAY);
+    const rows: [string, number, number, number][] = [
+      ['cm-old-1', 40, 3000, 1000],
+      ['cm-old-2', 40, 500, 0],
+    ];
+    for (const [orderId, age, commission, reversed] of rows)
+      await em.execute(
+        `insert into orders (id, brand_id, livemode, order_id, status, amount, creator_id, commission_amount,
+                             refunded_commission_amount, refunded_amount, occurred_at, created_at, updated_at)
+         values (?, ?, false, ?, 'pending', 100000, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          `ord_${orderId}`,
+          other,
+          orderId,
+          creator.body.id,
+          commission,
+          reversed,
+          reversed * 10,
+          at(age),
+          at(age),
+          at(age),
+        ],
+      );
+    const month = `${new Intl.DateTimeFormat('sv-SE', { timeZone: 'Asia/Seoul', year: 'numeric', month: '2-digit' }).format(at(40))}-01`;
+    await em.execute(
+      `insert into creator_month_commissions (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
+       values (?, false, ?, 'Asia/Seoul', ?, 9000), (?, true, ?, 'Asia/Seoul', ?, 7000)`,
+      [other, creator.body.id, month, other, creator.body.id, month],
+    );
+    await deleteOldTestData(ctx.orm, undefined, logger);
+    const after = await em.execute(
+      'select livemode, net_commission::int as net from creator_month_commissions where brand_id = ? order by livemode',
+      [other],
+    );
+    // 9,000 less what the erased orders netted (2,000 + 500); live mode untouched.
+    expect(after).toEqual([
+      { livemode: false, net: 6500 },
+      { livemode: true, net: 7000 },
+    ]);
   });
 
   it('the journal is append-only for live data', async () => {

@@ -3,6 +3,7 @@ import type { Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { pageFrom } from '../../shared/paging.js';
+import { backfillCreatorMonths } from './creator-months.js';
 import {
   canonicalRules,
   checkRules,
@@ -249,25 +250,6 @@ export async function publishVersion(
   if (published.rules.caps?.per_creator_month != null)
     await backfillCreatorMonths(sql, brandId, published.timeZone);
   return published;
-}
-
-/**
- * The creator-months of a brand, counted in a zone, from its orders: what a monthly cap's lock
- * reads (ingestion/program-book.ts). Recomputed whole, so running it again (a second capped
- * version in the same zone) sets each row to what the orders say; from then on every order change
- * of the brand moves them, under the row's lock.
- */
-async function backfillCreatorMonths(sql: Sql, brandId: string, timeZone: string): Promise<void> {
-  await sql.query(
-    `insert into creator_month_commissions as m (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
-     select brand_id, livemode, creator_id, ?::text, (date_trunc('month', occurred_at at time zone ?::text))::date,
-            sum(commission_amount - refunded_commission_amount)
-       from orders where brand_id = ? and creator_id is not null
-      group by brand_id, livemode, creator_id, 5
-     on conflict (brand_id, livemode, creator_id, time_zone, month_start)
-     do update set net_commission = excluded.net_commission`,
-    [timeZone, timeZone, brandId],
-  );
 }
 
 /** The brand's published versions, in the order they take effect: the engine picks from them. */

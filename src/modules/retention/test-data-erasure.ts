@@ -3,6 +3,7 @@ import { brandPasses } from '../../db/citus.js';
 import { executeWrites, inTransaction } from '../../db/fast-path/index.js';
 import { eraseTestMovements } from '../ledger/journal.js';
 import { testDataErasureCutoff } from '../orders/order-lifecycle.js';
+import { withdrawCreatorMonths } from '../programs/creator-months.js';
 import {
   conversionFactsOfRow,
   factColumns,
@@ -124,6 +125,7 @@ export async function eraseExpiredTestData(
         );
         // The report forgets them in the same transaction: their counts, taken back as tallies.
         await executeWrites(sql, [conversionTallies(withdrawn(gone))]);
+        await withdrawCreatorMonths(sql, gone);
         return ids.length;
       });
       erased.orders += count;
