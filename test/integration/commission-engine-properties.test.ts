@@ -54,9 +54,11 @@ type Action =
   | {
       kind: 'resend';
       pick: number;
-      change: 'same' | 'amount' | 'items' | 'creator';
+      change: 'same' | 'amount' | 'items' | 'creator' | 'occurred_at';
       amount: number;
       items: Item[] | null;
+      /** Seconds of 8 to move occurred_at back by. */
+      extra: number;
       batch: boolean;
     }
   | { kind: 'refund'; pick: number; share: number; batch: boolean }
@@ -135,11 +137,12 @@ const action: fc.Arbitrary<Action> = fc.oneof(
     arbitrary: fc
       .record({
         pick: fc.nat(),
-        change: fc.constantFrom<'same' | 'amount' | 'items' | 'creator'>(
+        change: fc.constantFrom<'same' | 'amount' | 'items' | 'creator' | 'occurred_at'>(
           'same',
           'amount',
           'items',
           'creator',
+          'occurred_at',
         ),
         items,
         relation: fc.integer({ min: 0, max: 2 }),
@@ -334,12 +337,20 @@ async function runCase(
         next.amount = Math.max(a.amount, o.refundedOriginal);
       }
       if (a.change === 'creator') next.creator = o.creator === 'mina' ? 'joon' : 'mina';
+      // Up to 37 days earlier: often another month, while the pin stays what it was.
+      if (a.change === 'occurred_at') next.occurredAt = effectiveFrom - 1000 - a.extra * 8_000;
       if (!o.closed) {
         const keep =
           next.amount === o.amount &&
           JSON.stringify(next.items) === JSON.stringify(o.items) &&
-          next.creator === o.creator;
-        Object.assign(o, { amount: next.amount, items: next.items, creator: next.creator });
+          next.creator === o.creator &&
+          next.occurredAt === o.occurredAt;
+        Object.assign(o, {
+          amount: next.amount,
+          items: next.items,
+          creator: next.creator,
+          occurredAt: next.occurredAt,
+        });
         price(o, keep);
       }
       await sendEvent(paid({ ...o, ...(o.closed ? next : {}) }), a.batch);
