@@ -163,6 +163,9 @@ export const options = {
   /** `--preview`: only the commission program preview over this many orders of the last 365 days (bench/preview.ts). */
   previewOnly: process.argv.slice(2).includes('--preview'),
   previewOrders: integer('BENCH_PREVIEW_ORDERS', 100_000, 1),
+  /** `--reconciliation`: only the reconciliation of BENCH_RECON_ORDERS orders against as many CSV rows (bench/reconciliation.ts). */
+  reconciliationOnly: process.argv.slice(2).includes('--reconciliation'),
+  reconciliationOrders: integer('BENCH_RECON_ORDERS', 1_000_000, 100),
   /** `--citus-statements`: only the per-table statements in the delegated function against the shard-name rewrite (bench/citus-statements.ts). */
   citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };
