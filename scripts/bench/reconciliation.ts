@@ -227,6 +227,8 @@ export interface ReconciliationBenchResult {
   reconciliation: Record<string, unknown>;
   expected: Record<string, number>;
   peakRssKb: { web: number; worker: number };
+  /** Both trees' RSS right before the upload (after the warm-up). */
+  rssBeforeKb: { web: number; worker: number };
   hwmKb: { web: number; worker: number };
   during: LoadStat;
   without: LoadStat;
@@ -272,7 +274,13 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     phase(
       `reconciliation: ${fmt(n)}-row CSV streamed to the server, singles at 16 connections while it runs`,
     );
-    const memory = memorySampler({ web: server.pid, worker: worker.pid! });
+    const trees = { web: server.pid, worker: worker.pid! };
+    const rssBeforeKb = {
+      web: processTree(trees.web).reduce((kb, p) => kb + status(p.pid).rssKb, 0),
+      worker: processTree(trees.worker).reduce((kb, p) => kb + status(p.pid).rssKb, 0),
+    };
+    log(`  RSS before: web ${fmt(rssBeforeKb.web / 1024)} MB, worker ${fmt(rssBeforeKb.worker / 1024)} MB`);
+    const memory = memorySampler(trees);
     const started = performance.now();
     let uploadMs = 0;
     let answeredStatus = '';
@@ -318,6 +326,7 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
       reconciliation,
       expected: expectedKinds(n),
       peakRssKb: peakKb,
+      rssBeforeKb,
       hwmKb,
       during,
       without,

@@ -366,21 +366,36 @@ describe('bad uploads are refused whole, their first bad line named', () => {
       'invalid_request_query',
       'from',
     );
-    // A repeat of an earlier chunk's order is named before a later bad line of the same chunk.
+    // Rows are staged 2,000 lines to a COPY. A repeat of an earlier chunk's order is named before
+    // a later bad line of the same chunk.
     const early = [
       'order_id,status,amount',
-      ...Array.from({ length: 1001 }, (_, i) => `E-${i},paid,100`),
+      ...Array.from({ length: 2001 }, (_, i) => `E-${i},paid,100`),
       'E-5,paid,1',
       'E-x,paid,x',
     ];
-    await refused(await postCsv(`${early.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1003: order_id');
-    // A duplicate across chunks, after a thousand good lines.
+    await refused(await postCsv(`${early.join('\n')}\n`), 422, 'duplicate_order_id', 'line 2003: order_id');
+    // A duplicate across chunks, after two thousand good lines.
     const lines = [
       'order_id,status,amount',
-      ...Array.from({ length: 1500 }, (_, i) => `D-${i},paid,100`),
+      ...Array.from({ length: 2500 }, (_, i) => `D-${i},paid,100`),
       'D-3,paid,1',
     ];
-    await refused(await postCsv(`${lines.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1502: order_id');
+    await refused(await postCsv(`${lines.join('\n')}\n`), 422, 'duplicate_order_id', 'line 2502: order_id');
+    // The repeat is in the chunk being written while the next is read, whose bad line comes later.
+    const inFlight = [
+      'order_id,status,amount',
+      ...Array.from({ length: 2000 }, (_, i) => `F-${i},paid,100`),
+      'F-3,paid,1',
+      ...Array.from({ length: 2500 }, (_, i) => `F-${2000 + i},paid,100`),
+      'F-x,paid,x',
+    ];
+    await refused(
+      await postCsv(`${inFlight.join('\n')}\n`),
+      422,
+      'duplicate_order_id',
+      'line 2002: order_id',
+    );
   });
 
   it('JSON: field, unknown field, duplicate, too many rows, empty; pk_ refused', async () => {

@@ -1,4 +1,5 @@
 import { ArrayWriter, EPOCH_MS, int4, int32, int64, PG_EPOCH_MS, StringFields } from './binary-array.js';
+import { asTransaction, type Sql } from './transaction.js';
 
 /**
  * Rows as `COPY … FROM STDIN (FORMAT binary)` takes them, for a big group's new rows. PostgreSQL
@@ -254,4 +255,15 @@ export function copyRows(table: string, columns: Record<string, string>): CopyRo
       }
     },
   };
+}
+
+/**
+ * Writes `rows` into the table of `copy` by binary COPY in `sql`'s open transaction: a staging
+ * area filled from a stream. The table's constraints hold as for an insert; a violation fails
+ * the COPY and with it the transaction (its error names the constraint).
+ */
+export async function copyInto(sql: Sql, copy: CopyRows, rows: readonly object[]): Promise<void> {
+  const transaction = asTransaction(sql);
+  if (!transaction.copy) throw new Error('this transaction cannot copy');
+  await transaction.copy([{ text: copy.text, data: copy.encode(rows) }]);
 }
