@@ -1,5 +1,6 @@
 import type { Hash } from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parse } from 'csv-parse';
 import type { Request } from 'express';
 import type { z } from 'zod';
@@ -12,6 +13,9 @@ import {
   requiredColumns,
   rowColumns,
 } from './reconciliations.schemas.js';
+
+/** CSV rows read between two turns of the event loop. */
+const ROWS_PER_TURN = 200;
 
 /** Rows per COPY: one chunk staged while the next is read, so at most two in memory. */
 const CHUNK = 2000;
@@ -253,6 +257,9 @@ export async function readCsv(
       const parsed = BrandRow.safeParse(csvRow(header, record));
       if (!parsed.success) throw rowError(parsed.error.issues, csvParam, line);
       await onRow(line, parsed.data);
+      // The parser hands over a whole network chunk's records at once: read without a turn of the
+      // event loop, they would hold up every other request of this process for as long.
+      if (rows % ROWS_PER_TURN === 0) await nextTurn();
     }
   } catch (err) {
     throw csvFailure(err, failure);
