@@ -602,3 +602,32 @@ describe('the job after Redis lost it, the webhook, and uploads cut or too large
     expect(await counts()).toEqual(before);
   });
 });
+
+describe('the guide', () => {
+  it('/docs carries "Reconcile your books nightly": what to send, the reasons, the resend, the schedule', async () => {
+    const doc = await request(ctx.app).get('/openapi.json');
+    expect(doc.status).toBe(200);
+    const description: string = doc.body.info.description;
+    const section = description.slice(
+      description.indexOf('# Reconcile your books nightly'),
+      description.indexOf('# Retries and idempotency'),
+    );
+    expect(section.length).toBeGreaterThan(1000);
+    // Every kind and every reason the comparison can give is named there.
+    const { differenceKinds } = await import('../../src/modules/reconciliations/reconciliations.schemas.js');
+    for (const kind of differenceKinds) expect(section).toContain(`\`${kind}\``);
+    const { comparison } = await import('../../src/modules/reconciliations/compare.js');
+    // The reasons as the comparison writes them: the results of its cases, and the two kinds never fixable.
+    const reasons = new Set([
+      'not_in_brand_books',
+      'currency_is_fixed',
+      ...[...comparison(false).matchAll(/(?:then|else) '([a-z_]+)'/g)]
+        .map((m) => m[1]!)
+        .filter((r) => !['live', 'test', 'code', 'click'].includes(r)),
+    ]);
+    expect(reasons.size).toBeGreaterThan(10);
+    for (const reason of reasons) expect(section, reason).toContain(`\`${reason}\``);
+    for (const words of ['/resend', 'POST /v1/events/batch', 'next_cursor', 'reconcile-nightly.ts', 'cron'])
+      expect(section).toContain(words);
+  });
+});
