@@ -303,6 +303,68 @@ describe('differences and the resend', () => {
   });
 });
 
+describe('a fix that crosses the 90-day limit after the comparison', () => {
+  it('is read as not fixable (too_old_to_resend), counted so, filtered so, and left out of the resend', async () => {
+    const paid = (order_id: string, daysAgo: number) =>
+      request(ctx.app)
+        .post('/v1/events')
+        .set('Authorization', `Bearer ${other.keys.sk_live}`)
+        .send({ type: 'order.paid', occurred_at: at(daysAgo), data: { order_id, amount: 10_000 } });
+    expect((await paid('old-1', 2)).status).toBe(200);
+    expect((await paid('old-2', 3)).status).toBe(200);
+    const oldest = at(4);
+    const res = await post(
+      {
+        from,
+        to,
+        orders: [
+          { order_id: 'old-1', status: 'paid', amount: 12_000 },
+          { order_id: 'old-2', status: 'paid', amount: 13_000 },
+          { order_id: 'old-3', status: 'paid', amount: 5_000, occurred_at: oldest },
+        ],
+      },
+      other.keys.sk_live,
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ status: 'completed', fixable: 3 });
+    const id = res.body.id as string;
+    const [stored] = await sql(`select fixable_until from reconciliations where id = ?`, [id]);
+    // The oldest fix (old-3's order.paid, 4 days old) is the first to expire.
+    expect(new Date(stored.fixable_until).getTime()).toBe(Date.parse(oldest) + 90 * day);
+
+    // Time passes: old-1's fix is now 91 days old, and the reconciliation past its first expiry.
+    await sql(
+      `update reconciliation_differences set fix_at = now() - interval '91 days' where reconciliation_id = ? and order_id = 'old-1'`,
+      [id],
+    );
+    await sql(`update reconciliations set fixable_until = now() - interval '1 second' where id = ?`, [id]);
+    const read = (path: string) => get(path, other.keys.sk_live);
+    expect((await read(`/v1/reconciliations/${id}`)).body.fixable).toBe(2);
+    const all = (await read(`/v1/reconciliations/${id}/differences`)).body.data;
+    expect(all.find((d: { order_id: string }) => d.order_id === 'old-1')).toMatchObject({
+      kind: 'amount_mismatch',
+      fixable: false,
+      reason: 'too_old_to_resend',
+    });
+    const ids = async (q: string) =>
+      (await read(`/v1/reconciliations/${id}/differences?${q}`)).body.data.map(
+        (d: { order_id: string }) => d.order_id,
+      );
+    expect(await ids('fixable=true')).toEqual(['old-2', 'old-3']);
+    expect(await ids('fixable=false')).toEqual(['old-1']);
+    const csv = await read(`/v1/reconciliations/${id}/differences`).set('Accept', 'text/csv');
+    expect(csv.text).toMatch(/amount_mismatch,old-1,.*too_old_to_resend/);
+    const resend = await read(`/v1/reconciliations/${id}/resend`);
+    expect(resend.body.data.map((e: { data: { order_id: string } }) => e.data.order_id)).toEqual([
+      'old-2',
+      'old-3',
+    ]);
+    // The list says the same as the single read.
+    const listed = (await read('/v1/reconciliations?limit=1')).body.data[0];
+    expect(listed).toMatchObject({ id, fixable: 2 });
+  });
+});
+
 describe('bad uploads are refused whole, their first bad line named', () => {
   it('CSV: header, line, duplicate, empty, period; nothing kept', async () => {
     const before = await counts();

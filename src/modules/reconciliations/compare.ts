@@ -170,7 +170,7 @@ d as (
 ),
 written as (
   insert into reconciliation_differences (brand_id, reconciliation_id, seq, kind, order_id, brand, ours, refusal,
-      fixable, reason, amount_at_stake, commission_at_stake)
+      fixable, reason, amount_at_stake, commission_at_stake, fix_at)
   select :brand_id, :reconciliation_id,
          row_number() over (order by coalesce(line, 2147483647), o_order_id, ord),
          kind, coalesce(r_order_id, o_order_id),
@@ -188,9 +188,13 @@ written as (
               and x.event_type = 'order.paid' and x.failed_at > :now::timestamptz - interval '7 days'
             order by x.failed_at desc limit 1) end,
          reason is null, reason, stake,
-         case when creator_bps is null then 0 else floor(stake * creator_bps / 10000.0)::bigint end
+         case when creator_bps is null then 0 else floor(stake * creator_bps / 10000.0)::bigint end,
+         -- The date of the order.paid the fix sends: past api-v1's 90 days, no longer sendable.
+         case when reason is null then
+           case kind when 'missing_here' then r_occurred_at
+                     when 'amount_mismatch' then o_occurred_at when 'attribution_mismatch' then o_occurred_at end end
     from d
-  returning kind, fixable, amount_at_stake, commission_at_stake, order_id
+  returning kind, fixable, amount_at_stake, commission_at_stake, order_id, fix_at
 )
 select
   (select count(*)::int from orders o
@@ -201,7 +205,8 @@ select
   (select coalesce(jsonb_object_agg(kind, n), '{}') from (select kind, count(*)::int as n from written group by kind) c) as differences,
   (select count(*)::int from written where fixable) as fixable,
   (select coalesce(sum(amount_at_stake), 0)::bigint from written) as at_stake_amount,
-  (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission`;
+  (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission,
+  (select min(fix_at) + interval '90 days' from written where fixable) as fixable_until`;
 }
 
 interface Figures {
@@ -214,6 +219,7 @@ interface Figures {
   fixable: number;
   at_stake_amount: string;
   at_stake_commission: string;
+  fixable_until: Date | null;
 }
 
 /**
@@ -286,7 +292,7 @@ async function finish(
   const differences = Object.fromEntries(differenceKinds.map((k) => [k, figures.differences[k] ?? 0]));
   const [row] = await sql.query<ReconciliationRow>(
     `update reconciliations set status = ?, orders = ?, matched = ?, differences = ?::jsonb, fixable = ?,
-            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?
+            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?, fixable_until = ?
       where brand_id = ? and id = ?
       returning *`,
     [
@@ -299,6 +305,7 @@ async function finish(
       figures.at_stake_commission,
       now,
       new Date(),
+      figures.fixable_until,
       brandId,
       reconciliationId,
     ],
