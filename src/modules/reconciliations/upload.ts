@@ -137,7 +137,13 @@ export class RowStager {
   /** The chunk's line whose order_id an earlier chunk staged, from the unique key's violation. */
   private repeated(err: unknown, chunk: Staged[]): AppError | undefined {
     const e = err as { code?: string; constraint?: string; message?: string; detail?: string };
-    if (e.code !== '23505' || !`${e.constraint ?? ''} ${e.message ?? ''}`.includes(UNIQUE_ORDER)) return;
+    // On Citus the worker's violation reaches the COPY as XX000, with its message and detail
+    // (the constraint named after the shard's).
+    if (
+      !(e.code === '23505' || e.code === 'XX000') ||
+      !`${e.constraint ?? ''} ${e.message ?? ''}`.includes(`unique constraint "${UNIQUE_ORDER}`)
+    )
+      return;
     // "Key (brand_id, reconciliation_id, order_id)=(<brand>, <reconciliation>, <order_id>) already exists."
     const prefix = `=(${this.brandId}, ${this.reconciliationId}, `;
     const detail = e.detail ?? '';
