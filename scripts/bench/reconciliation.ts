@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { freePort } from '../local-services.js';
-import { processTree } from './cpu.js';
+import { CLK_TCK, type CpuSplit, processTree, withCpu } from './cpu.js';
 import { type LoadStat, singlePaid, type Target } from './load.js';
 import { fmt, log, ms, options, phase, root, sleep, tmpDir } from './options.js';
 import { pgbenchScripts } from './pgbench.js';
@@ -233,6 +233,8 @@ export interface ReconciliationBenchResult {
   during: LoadStat;
   without: LoadStat;
   floors: { pgbenchTps: number; pgbenchClients: number; nodeFloor: LoadStat };
+  /** Percent of one core; `other` is everything else on the machine (other people's work). */
+  cpu: { during: CpuSplit; without: CpuSplit; worker: number };
   workerLog: string;
 }
 
@@ -304,12 +306,18 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     })();
     // BENCH_RECON_SINGLES=0: the upload alone, its time and memory its own (for profiling).
     const alone = process.env.BENCH_RECON_SINGLES === '0';
-    const [during, reconciliation] = await Promise.all([
-      alone
-        ? done.then(() => singlePaid(target, code, 16, 1)).then((r) => r.whole)
-        : singlePaid(target, code, 16, 600, { until: done }).then((r) => r.whole),
-      done,
-    ]);
+    const workerTicks = () => processTree(worker!.pid!).reduce((sum, p) => sum + p.ticks, 0);
+    const workerBefore = workerTicks();
+    const [[during, reconciliation], duringCpu] = await withCpu(server.pid, () =>
+      Promise.all([
+        alone
+          ? done.then(() => singlePaid(target, code, 16, 1)).then((r) => r.whole)
+          : singlePaid(target, code, 16, 600, { until: done }).then((r) => r.whole),
+        done,
+      ]),
+    );
+    const workerCpu =
+      ((workerTicks() - workerBefore) / CLK_TCK / ((performance.now() - started) / 1000)) * 100;
     const completedMs = performance.now() - started;
     const { peakKb, hwmKb } = memory.stop();
     log(
@@ -318,7 +326,10 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     );
 
     phase(`reconciliation: the same singles without it, ${fmt(completedMs / 1000)} s`);
-    const without = (await singlePaid(target, code, 16, Math.max(5, Math.round(completedMs / 1000)))).whole;
+    const [withoutRun, withoutCpu] = await withCpu(server.pid, () =>
+      singlePaid(target, code, 16, Math.max(5, Math.round(completedMs / 1000))),
+    );
+    const without = withoutRun.whole;
     log(`  singles p99 ${ms(without.p99)} ms`);
     return {
       orders: n,
@@ -335,6 +346,7 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
       during,
       without,
       floors: { pgbenchTps: pg.tps, pgbenchClients: 16, nodeFloor },
+      cpu: { during: duringCpu, without: withoutCpu, worker: workerCpu },
       workerLog,
     };
   } finally {
@@ -398,6 +410,28 @@ ${table(['single order.paid, 16 connections', 'events/s', 'p50 ms', 'p99 ms', 'f
     r.floors.nodeFloor.bad,
   ],
 ])}
+
+${table(
+  ['CPU, % of one core', 'web', 'worker', 'PostgreSQL', 'Redis', 'bench (load)', 'other', 'machine'],
+  'lrrrrrrr',
+  [
+    ['while the reconciliation runs', r.cpu.during],
+    ['without it', r.cpu.without],
+  ].map(([label, c]) => {
+    const split = c as CpuSplit;
+    const worker = label === 'without it' ? '' : fmt(r.cpu.worker);
+    return [
+      label as string,
+      fmt(split.server),
+      worker,
+      fmt(split.postgres),
+      fmt(split.redis),
+      fmt(split.bench),
+      fmt(Math.max(0, split.other - (worker === '' ? 0 : r.cpu.worker))),
+      fmt(split.machine),
+    ];
+  }),
+)}
 
 Floor of the same run: pgbench's minimal order.paid transaction (scripts/bench/minimal-order-paid.sql)
 ${fmt(r.floors.pgbenchTps)} TPS at ${r.floors.pgbenchClients} clients. Figures: ${JSON.stringify({

@@ -1,6 +1,6 @@
 import type { Hash } from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'csv-parse';
 import type { Request } from 'express';
 import type { z } from 'zod';
@@ -15,7 +15,27 @@ import {
 } from './reconciliations.schemas.js';
 
 /** CSV rows read between two turns of the event loop. */
-const ROWS_PER_TURN = 200;
+const ROWS_PER_TURN = 100;
+
+/**
+ * Gives way to the process's other requests: a turn of the event loop after each slice of rows
+ * (the parser hands over a whole network chunk's records at once, which read without one would
+ * hold up every other request for as long), and, when that turn found other work waiting, a pause
+ * twice the slice's own time, so an upload takes at most a third of a busy process and all of an
+ * idle one.
+ */
+class Yielder {
+  private sliceStart = performance.now();
+
+  async slice(): Promise<void> {
+    const spent = performance.now() - this.sliceStart;
+    const before = performance.now();
+    await nextTurn();
+    const othersMs = performance.now() - before;
+    if (othersMs > 1) await sleep(Math.min(2 * spent, 50));
+    this.sliceStart = performance.now();
+  }
+}
 
 /** Rows per COPY: one chunk staged while the next is read, so at most two in memory. */
 const CHUNK = 2000;
@@ -243,6 +263,7 @@ export async function readCsv(
   });
   let header: string[] | undefined;
   let rows = 0;
+  const yielder = new Yielder();
   try {
     for await (const { record, info } of parser as AsyncIterable<{
       record: string[];
@@ -263,9 +284,7 @@ export async function readCsv(
       const parsed = BrandRow.safeParse(csvRow(header, record));
       if (!parsed.success) throw rowError(parsed.error.issues, csvParam, line);
       await onRow(line, parsed.data);
-      // The parser hands over a whole network chunk's records at once: read without a turn of the
-      // event loop, they would hold up every other request of this process for as long.
-      if (rows % ROWS_PER_TURN === 0) await nextTurn();
+      if (rows % ROWS_PER_TURN === 0) await yielder.slice();
     }
   } catch (err) {
     throw csvFailure(err, failure);
