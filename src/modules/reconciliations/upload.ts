@@ -72,20 +72,17 @@ function duplicate(param: RowParam, line: number): AppError {
   });
 }
 
-interface Staged {
-  line: number;
-  row: BrandRow;
-}
-
 /**
- * Stages an upload's rows by binary COPY in the caller's transaction, a chunk at a time: the next
- * chunk is read and checked while the last one is written. The unique key on (brand,
- * reconciliation, order_id) finds an order_id repeated across chunks (its violation names the
- * order_id); within a chunk a map does. Only the first bad line is named: every refusal waits for
- * the chunk in flight, whose lines all come before.
+ * Stages an upload's rows by binary COPY in the caller's transaction, a chunk at a time: each row
+ * is encoded as it is added (nothing of it is kept but its order_id, so a million rows' objects
+ * die young), and the next chunk is read and checked while the last one is written. The unique
+ * key on (brand, reconciliation, order_id) finds an order_id repeated across chunks (its violation
+ * names the order_id); within a chunk a map does. Only the first bad line is named: every refusal
+ * waits for the chunk in flight, whose lines all come before.
  */
 export class RowStager {
-  private chunk: Staged[] = [];
+  private readonly stream = stageCopy.stream();
+  /** The chunk's order_ids and their lines. */
   private inChunk = new Map<string, number>();
   private inFlight: Promise<void> | undefined;
   count = 0;
@@ -103,9 +100,24 @@ export class RowStager {
       throw duplicate(this.param, line);
     }
     this.inChunk.set(row.order_id, line);
-    this.chunk.push({ line, row });
+    this.stream.add({
+      brand_id: this.brandId,
+      reconciliation_id: this.reconciliationId,
+      line,
+      order_id: row.order_id,
+      status: row.status,
+      amount: row.amount,
+      currency: row.currency,
+      fx_rate: row.fx_rate ?? null,
+      refunded_amount: row.refunded_amount,
+      occurred_at: row.occurred_at === undefined ? null : Date.parse(row.occurred_at),
+      coupon_code: row.coupon_code ?? null,
+      click_ref: row.click_ref ?? null,
+      customer_hash: row.customer_hash ?? null,
+      parent_order_id: row.parent_order_id ?? null,
+    });
     this.count++;
-    if (this.chunk.length >= CHUNK) await this.send();
+    if (this.stream.rows >= CHUNK) await this.send();
   }
 
   /** Writes what is pending and waits for it; the first line whose order_id an earlier chunk had is refused. */
@@ -117,31 +129,11 @@ export class RowStager {
   /** Starts writing the pending chunk once the one before it is written. */
   private async send(): Promise<void> {
     await this.settle();
-    if (this.chunk.length === 0) return;
-    const chunk = this.chunk;
-    this.chunk = [];
+    if (this.stream.rows === 0) return;
+    const lines = this.inChunk;
     this.inChunk = new Map();
-    const written = copyInto(
-      this.sql,
-      stageCopy,
-      chunk.map(({ line, row }) => ({
-        brand_id: this.brandId,
-        reconciliation_id: this.reconciliationId,
-        line,
-        order_id: row.order_id,
-        status: row.status,
-        amount: row.amount,
-        currency: row.currency,
-        fx_rate: row.fx_rate ?? null,
-        refunded_amount: row.refunded_amount,
-        occurred_at: row.occurred_at === undefined ? null : Date.parse(row.occurred_at),
-        coupon_code: row.coupon_code ?? null,
-        click_ref: row.click_ref ?? null,
-        customer_hash: row.customer_hash ?? null,
-        parent_order_id: row.parent_order_id ?? null,
-      })),
-    ).catch((err: unknown) => {
-      throw this.repeated(err, chunk) ?? err;
+    const written = copyInto(this.sql, stageCopy, this.stream.take()).catch((err: unknown) => {
+      throw this.repeated(err, lines) ?? err;
     });
     // Awaited by the next send or flush; until then its failure is held, not unhandled.
     written.catch(() => {});
@@ -155,7 +147,7 @@ export class RowStager {
   }
 
   /** The chunk's line whose order_id an earlier chunk staged, from the unique key's violation. */
-  private repeated(err: unknown, chunk: Staged[]): AppError | undefined {
+  private repeated(err: unknown, lines: Map<string, number>): AppError | undefined {
     const e = err as { code?: string; constraint?: string; message?: string; detail?: string };
     // On Citus the worker's violation reaches the COPY as XX000, with its message and detail
     // (the constraint named after the shard's).
@@ -170,8 +162,8 @@ export class RowStager {
     const at = detail.indexOf(prefix);
     const orderId =
       at < 0 ? undefined : detail.slice(at + prefix.length, detail.lastIndexOf(') already exists'));
-    const found = chunk.find((c) => c.row.order_id === orderId) ?? chunk[0]!;
-    return duplicate(this.param, found.line);
+    const line = (orderId === undefined ? undefined : lines.get(orderId)) ?? lines.values().next().value!;
+    return duplicate(this.param, line);
   }
 }
 
