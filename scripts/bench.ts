@@ -7,7 +7,8 @@
 // `npm run bench -- --soak 30` runs only a soak instead (docs/benchmarks-soak.md); `-- --webhooks` only the
 // webhook phase (docs/benchmarks-webhooks.md); `-- --citus` only the loads through a local Citus
 // cluster's coordinator beside the single node (docs/benchmarks-citus.md); `-- --citus-statements` only
-// the engine's load and write on the brand's shards against per-table statements (its section there).
+// the engine's load and write on the brand's shards against per-table statements (its section there);
+// `-- --reconciliation` only a million-row reconciliation beside single events (its section of docs/benchmarks.md).
 // Environment variables: see scripts/bench/options.ts (and the report's "How to run").
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -29,6 +30,7 @@ import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
 import { previewBench, renderPreview } from './bench/preview.js';
 import { programCostRun, renderProgramCost } from './bench/program-cost.js';
+import { RECONCILIATION_HEADING, reconciliationRun, renderReconciliation } from './bench/reconciliation.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
 import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
 import { killServers, type RunningServer, serverLogTail, startServer, stopServer } from './bench/server.js';
@@ -250,18 +252,42 @@ async function main(ctx: Context): Promise<void> {
 }
 
 /**
- * The hand-written "## Profile notes" section of the file a run replaces (what a profile found,
- * and when), carried over whole: figures are regenerated, findings are not.
+ * The sections of the file a run replaces that other runs write: the hand-written "## Profile
+ * notes" (what a profile found, and when) and the `--reconciliation` run's sections, carried over
+ * whole: this run's figures are regenerated, theirs are not.
  */
 function profileNotes(file: string): string {
   const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const start = old.indexOf('\n## Profile notes');
-  if (start < 0) return '';
-  const next = old.indexOf('\n## ', start + 1);
-  return old
-    .slice(start, next < 0 ? undefined : next)
-    .trimEnd()
-    .concat('\n');
+  return ['\n## Profile notes', `\n${RECONCILIATION_HEADING}`]
+    .map((heading) => {
+      const start = old.indexOf(heading);
+      if (start < 0) return '';
+      const next = old.indexOf('\n## ', start + 1);
+      return `${old.slice(start, next < 0 ? undefined : next).trim()}\n`;
+    })
+    .filter(Boolean)
+    .join('\n');
+}
+
+/**
+ * `--reconciliation`: a million-row CSV against a brand of a million orders (bench/reconciliation.ts),
+ * its section of docs/benchmarks.md replaced in place (added at the end the first time).
+ */
+async function reconciliationOnly(ctx: Context): Promise<void> {
+  const result = await reconciliationRun(ctx);
+  const section = renderReconciliation(result, ctx.pgVersion);
+  process.stdout.write(`\n${section}`);
+  if (process.env.BENCH_RECON_WRITE === '0') return;
+  const file = options.reportFile;
+  const before = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const at = before.indexOf(`\n${RECONCILIATION_HEADING}\n`);
+  const next = at < 0 ? -1 : before.indexOf('\n## ', at + RECONCILIATION_HEADING.length + 1);
+  const written =
+    at < 0
+      ? `${before.trimEnd()}\n\n${section}`
+      : `${before.slice(0, at + 1)}${section}${next < 0 ? '' : `\n${before.slice(next + 1)}`}`;
+  writeFileSync(file, written);
+  log(`wrote ${relative(root, file)}`);
 }
 
 /** `--reports`: the report phase alone, written to docs/benchmarks-reports.md. */
@@ -430,6 +456,7 @@ async function run(ctx: Context): Promise<void> {
   else if (options.citusOnly) await citusOnly(ctx);
   else if (options.previewOnly) await previewOnly(ctx);
   else if (options.programCostOnly) await programCostOnly(ctx);
+  else if (options.reconciliationOnly) await reconciliationOnly(ctx);
   else await main(ctx);
 }
 

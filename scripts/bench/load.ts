@@ -29,6 +29,7 @@ export interface LoadRun {
 
 /** autocannon's promise is also an EventEmitter (lib/init.js); its bundled types say only the promise. */
 type Tracker = Promise<Result> & {
+  stop(): void;
   on(
     event: 'response',
     listener: (client: unknown, statusCode: number, bytes: number, responseTimeMs: number) => void,
@@ -47,6 +48,8 @@ export interface LoadSpec {
   sliceSeconds?: number;
   onSlice?: (slice: SliceStat) => void;
   timeoutSeconds?: number;
+  /** Ends the run early when it settles (a load measured while something else runs, for as long as it runs). */
+  until?: Promise<unknown>;
 }
 
 function statOf(latencies: number[], bad: number, connections: number, seconds: number, from = 0): SliceStat {
@@ -113,6 +116,10 @@ export async function load(spec: LoadSpec): Promise<LoadRun> {
       currentBad += 1;
     }
   });
+  spec.until?.then(
+    () => tracker.stop(),
+    () => tracker.stop(),
+  );
   let result: Result;
   try {
     result = await tracker; // only then/catch: the tracker is an EventEmitter, not a real Promise
@@ -157,7 +164,7 @@ export function singlePaid(
   code: string,
   connections: number,
   seconds: number,
-  slice?: Pick<LoadSpec, 'sliceSeconds' | 'onSlice'>,
+  slice?: Pick<LoadSpec, 'sliceSeconds' | 'onSlice' | 'until'>,
 ): Promise<LoadRun> {
   return load({
     ...target,

@@ -165,6 +165,9 @@ export const options = {
   previewOrders: integer('BENCH_PREVIEW_ORDERS', 100_000, 1),
   /** `--program-cost`: only what a commission program of 1,000 SKU rules costs per event against a brand without one (bench/program-cost.ts). */
   programCostOnly: process.argv.slice(2).includes('--program-cost'),
+  /** `--reconciliation`: only the reconciliation of BENCH_RECON_ORDERS orders against as many CSV rows (bench/reconciliation.ts). */
+  reconciliationOnly: process.argv.slice(2).includes('--reconciliation'),
+  reconciliationOrders: integer('BENCH_RECON_ORDERS', 1_000_000, 100),
   /** `--citus-statements`: only the per-table statements in the delegated function against the shard-name rewrite (bench/citus-statements.ts). */
   citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };

@@ -2,8 +2,8 @@
 // worker process, a local receiver, and a burst of attributed order.paid events sent in 500-event
 // batches; what arrives, when, and how often. Then the fairness run: a second brand's endpoint
 // answering after 2 s receives a backlog while the first brand's fast endpoint gets a burst.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -11,9 +11,10 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type CpuSnapshot, cpuMsBetween, cpuSnapshot } from './cpu.js';
-import { fmt, log, ms, options, percentile, phase, root, sleep, sortedOf, tmpDir } from './options.js';
+import { fmt, log, ms, options, percentile, phase, sleep, sortedOf, tmpDir } from './options.js';
 import { type RunningServer, startServer, stopServer } from './server.js';
 import type { Context } from './setup.js';
+import { startWorker, stopWorker } from './worker.js';
 
 const ENDPOINT_PATHS = { fast: '/fast', slow: '/slow' } as const;
 /** How long the slow endpoint takes to answer (issue 39's fairness case). */
@@ -62,37 +63,6 @@ async function startReceiver() {
   };
 }
 type Receiver = Awaited<ReturnType<typeof startReceiver>>;
-
-/** The compiled worker process (dist/workers/main.js), as the Procfile's `worker` runs it. */
-async function startWorker(env: NodeJS.ProcessEnv, logFile: string): Promise<ChildProcess> {
-  const fd = openSync(logFile, 'w');
-  const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, 'dist/workers/main.js'], {
-    cwd: root,
-    // As in production; BENCH_WORKER_LOG_LEVEL=debug shows each webhook batch's timings.
-    env: { ...env, LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'info' },
-    stdio: ['ignore', fd, fd],
-  });
-  closeSync(fd);
-  // No worker outlives the bench (Ctrl-C, a failure before stopWorker).
-  process.once('exit', () => child.kill('SIGKILL'));
-  const deadline = Date.now() + 30_000;
-  while (!readFileSync(logFile, 'utf8').includes('worker process started')) {
-    if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`the worker did not start; see ${logFile}`);
-    await sleep(100);
-  }
-  return child;
-}
-
-async function stopWorker(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
 
 async function call(
   server: RunningServer,

@@ -122,6 +122,31 @@ describe('rows copied in binary', () => {
     expect(copied[9]).toMatchObject({ at: null, rate: '100000000.00000000' });
   });
 
+  it('a stream writes, row by row and chunk after chunk, the bytes encode writes, and the server takes them mid-transaction', async () => {
+    const first = sampleRows('s1');
+    const second = sampleRows('s2').slice(0, 7);
+    const stream = copy.stream();
+    for (const row of first) stream.add(row);
+    expect(stream.rows).toBe(first.length);
+    const a = stream.take();
+    expect(a.equals(copy.encode(first))).toBe(true);
+    // Each take ends one COPY's data and starts the next: its repeats begin afresh.
+    for (const row of second) stream.add(row);
+    const b = stream.take();
+    expect(stream.rows).toBe(0);
+    expect(b.equals(copy.encode(second))).toBe(true);
+    const mine = `select count(*)::int as n from copied_rows where id like 's1-%' or id like 's2-%'`;
+    await inTransactionOn(pool, async (sql) => {
+      await asTransaction(sql).copy!([{ text: copy.text, data: a }]);
+      await asTransaction(sql).copy!([{ text: copy.text, data: b }]);
+      const [{ n }] = (await sql.query<{ n: number }>(mine)) as [{ n: number }];
+      expect(n).toBe(first.length + second.length);
+    });
+    expect((await pool.query(mine)).rows[0].n).toBe(first.length + second.length);
+    // The later tests read the rows of the first.
+    await pool.query(`delete from copied_rows where id like 's1-%' or id like 's2-%'`);
+  });
+
   it('numeric digits as PostgreSQL reads the decimal', async () => {
     for (const rate of rates) {
       const { rows } = await pool.query(`select $1::numeric(18,8)::text as rate`, [rate]);

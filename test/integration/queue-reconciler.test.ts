@@ -305,6 +305,49 @@ describe('the queue reconciler after Redis lost its data', () => {
     ]);
   });
 
+  it('compares, once, a reconciliation whose job was lost with Redis; the webhook sent once', async () => {
+    const shop = await makeShop(ctx);
+    await request(ctx.app)
+      .post('/v1/webhook_endpoints')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({ url: receiver.url('/reconciled'), enabled_events: ['reconciliation.completed'] });
+    const day = 86_400_000;
+    const period = `from=${encodeURIComponent(new Date(Date.now() - day).toISOString())}&to=${encodeURIComponent(new Date(Date.now() + day).toISOString())}`;
+    // Over the rows compared in the request: the upload leaves it `processing` to its job.
+    const csv = `order_id,status,amount\n${Array.from({ length: 10_001 }, (_, i) => `R-${i},paid,100`).join('\n')}\n`;
+    const upload = await request(ctx.app)
+      .post(`/v1/reconciliations?${period}`)
+      .set({ Authorization: `Bearer ${shop.keys.sk_live}`, 'Content-Type': 'text/csv' })
+      .send(csv);
+    expect(upload.status, JSON.stringify(upload.body)).toBe(201);
+    expect(upload.body.status).toBe('processing');
+    expect(await ctx.queues.reconciliation.getJob(`reconciliation_${upload.body.id}`)).toBeTruthy();
+    await control.flushdb();
+    expect(await ctx.queues.reconciliation.getJob(`reconciliation_${upload.body.id}`)).toBeFalsy();
+    await sql(`update reconciliations set created_at = now() - interval '2 minutes' where brand_id = ?`, [
+      shop.brandId,
+    ]);
+    expect((await reconcile()).reconciliation).toBe(1);
+    startWorker('reconciliation');
+    await until('the reconciliation compared', async () => {
+      const [row] = await sql(`select status from reconciliations where brand_id = ?`, [shop.brandId]);
+      return row?.status === 'completed';
+    });
+    await settled('reconciliation');
+    expect((await reconcile()).reconciliation).toBe(0);
+    const [done] = await sql(`select rows, differences from reconciliations where brand_id = ?`, [
+      shop.brandId,
+    ]);
+    expect(done).toMatchObject({ rows: 10_001, differences: { missing_here: 10_001 } });
+    const [differences] = await sql(
+      `select count(*)::int as n from reconciliation_differences where brand_id = ?`,
+      [shop.brandId],
+    );
+    expect(differences!.n).toBe(10_001);
+    const events = await sql(`select type from webhook_events where brand_id = ?`, [shop.brandId]);
+    expect(events).toEqual([{ type: 'reconciliation.completed' }]);
+  });
+
   it('runs no payout run scheduled before any brand existed: a new database lost nothing', async () => {
     const shop = await makeShop(ctx);
     expect(

@@ -303,6 +303,68 @@ describe('differences and the resend', () => {
   });
 });
 
+describe('a fix that crosses the 90-day limit after the comparison', () => {
+  it('is read as not fixable (too_old_to_resend), counted so, filtered so, and left out of the resend', async () => {
+    const paid = (order_id: string, daysAgo: number) =>
+      request(ctx.app)
+        .post('/v1/events')
+        .set('Authorization', `Bearer ${other.keys.sk_live}`)
+        .send({ type: 'order.paid', occurred_at: at(daysAgo), data: { order_id, amount: 10_000 } });
+    expect((await paid('old-1', 2)).status).toBe(200);
+    expect((await paid('old-2', 3)).status).toBe(200);
+    const oldest = at(4);
+    const res = await post(
+      {
+        from,
+        to,
+        orders: [
+          { order_id: 'old-1', status: 'paid', amount: 12_000 },
+          { order_id: 'old-2', status: 'paid', amount: 13_000 },
+          { order_id: 'old-3', status: 'paid', amount: 5_000, occurred_at: oldest },
+        ],
+      },
+      other.keys.sk_live,
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ status: 'completed', fixable: 3 });
+    const id = res.body.id as string;
+    const [stored] = await sql(`select fixable_until from reconciliations where id = ?`, [id]);
+    // The oldest fix (old-3's order.paid, 4 days old) is the first to expire.
+    expect(new Date(stored.fixable_until).getTime()).toBe(Date.parse(oldest) + 90 * day);
+
+    // Time passes: old-1's fix is now 91 days old, and the reconciliation past its first expiry.
+    await sql(
+      `update reconciliation_differences set fix_at = now() - interval '91 days' where reconciliation_id = ? and order_id = 'old-1'`,
+      [id],
+    );
+    await sql(`update reconciliations set fixable_until = now() - interval '1 second' where id = ?`, [id]);
+    const read = (path: string) => get(path, other.keys.sk_live);
+    expect((await read(`/v1/reconciliations/${id}`)).body.fixable).toBe(2);
+    const all = (await read(`/v1/reconciliations/${id}/differences`)).body.data;
+    expect(all.find((d: { order_id: string }) => d.order_id === 'old-1')).toMatchObject({
+      kind: 'amount_mismatch',
+      fixable: false,
+      reason: 'too_old_to_resend',
+    });
+    const ids = async (q: string) =>
+      (await read(`/v1/reconciliations/${id}/differences?${q}`)).body.data.map(
+        (d: { order_id: string }) => d.order_id,
+      );
+    expect(await ids('fixable=true')).toEqual(['old-2', 'old-3']);
+    expect(await ids('fixable=false')).toEqual(['old-1']);
+    const csv = await read(`/v1/reconciliations/${id}/differences`).set('Accept', 'text/csv');
+    expect(csv.text).toMatch(/amount_mismatch,old-1,.*too_old_to_resend/);
+    const resend = await read(`/v1/reconciliations/${id}/resend`);
+    expect(resend.body.data.map((e: { data: { order_id: string } }) => e.data.order_id)).toEqual([
+      'old-2',
+      'old-3',
+    ]);
+    // The list says the same as the single read.
+    const listed = (await read('/v1/reconciliations?limit=1')).body.data[0];
+    expect(listed).toMatchObject({ id, fixable: 2 });
+  });
+});
+
 describe('bad uploads are refused whole, their first bad line named', () => {
   it('CSV: header, line, duplicate, empty, period; nothing kept', async () => {
     const before = await counts();
@@ -366,21 +428,36 @@ describe('bad uploads are refused whole, their first bad line named', () => {
       'invalid_request_query',
       'from',
     );
-    // A repeat of an earlier chunk's order is named before a later bad line of the same chunk.
+    // Rows are staged 2,000 lines to a COPY. A repeat of an earlier chunk's order is named before
+    // a later bad line of the same chunk.
     const early = [
       'order_id,status,amount',
-      ...Array.from({ length: 1001 }, (_, i) => `E-${i},paid,100`),
+      ...Array.from({ length: 2001 }, (_, i) => `E-${i},paid,100`),
       'E-5,paid,1',
       'E-x,paid,x',
     ];
-    await refused(await postCsv(`${early.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1003: order_id');
-    // A duplicate across chunks, after a thousand good lines.
+    await refused(await postCsv(`${early.join('\n')}\n`), 422, 'duplicate_order_id', 'line 2003: order_id');
+    // A duplicate across chunks, after two thousand good lines.
     const lines = [
       'order_id,status,amount',
-      ...Array.from({ length: 1500 }, (_, i) => `D-${i},paid,100`),
+      ...Array.from({ length: 2500 }, (_, i) => `D-${i},paid,100`),
       'D-3,paid,1',
     ];
-    await refused(await postCsv(`${lines.join('\n')}\n`), 422, 'duplicate_order_id', 'line 1502: order_id');
+    await refused(await postCsv(`${lines.join('\n')}\n`), 422, 'duplicate_order_id', 'line 2502: order_id');
+    // The repeat is in the chunk being written while the next is read, whose bad line comes later.
+    const inFlight = [
+      'order_id,status,amount',
+      ...Array.from({ length: 2000 }, (_, i) => `F-${i},paid,100`),
+      'F-3,paid,1',
+      ...Array.from({ length: 2500 }, (_, i) => `F-${2000 + i},paid,100`),
+      'F-x,paid,x',
+    ];
+    await refused(
+      await postCsv(`${inFlight.join('\n')}\n`),
+      422,
+      'duplicate_order_id',
+      'line 2002: order_id',
+    );
   });
 
   it('JSON: field, unknown field, duplicate, too many rows, empty; pk_ refused', async () => {
@@ -585,5 +662,34 @@ describe('the job after Redis lost it, the webhook, and uploads cut or too large
     expect(await raw({ 'Content-Length': body.length + 1000 }, body, true)).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await counts()).toEqual(before);
+  });
+});
+
+describe('the guide', () => {
+  it('/docs carries "Reconcile your books nightly": what to send, the reasons, the resend, the schedule', async () => {
+    const doc = await request(ctx.app).get('/openapi.json');
+    expect(doc.status).toBe(200);
+    const description: string = doc.body.info.description;
+    const section = description.slice(
+      description.indexOf('# Reconcile your books nightly'),
+      description.indexOf('# Retries and idempotency'),
+    );
+    expect(section.length).toBeGreaterThan(1000);
+    // Every kind and every reason the comparison can give is named there.
+    const { differenceKinds } = await import('../../src/modules/reconciliations/reconciliations.schemas.js');
+    for (const kind of differenceKinds) expect(section).toContain(`\`${kind}\``);
+    const { comparison } = await import('../../src/modules/reconciliations/compare.js');
+    // The reasons as the comparison writes them: the results of its cases, and the two kinds never fixable.
+    const reasons = new Set([
+      'not_in_brand_books',
+      'currency_is_fixed',
+      ...[...comparison(false).matchAll(/(?:then|else) '([a-z_]+)'/g)]
+        .map((m) => m[1]!)
+        .filter((r) => !['live', 'test', 'code', 'click'].includes(r)),
+    ]);
+    expect(reasons.size).toBeGreaterThan(10);
+    for (const reason of reasons) expect(section, reason).toContain(`\`${reason}\``);
+    for (const words of ['/resend', 'POST /v1/events/batch', 'next_cursor', 'reconcile-nightly.ts', 'cron'])
+      expect(section).toContain(words);
   });
 });

@@ -1,4 +1,5 @@
 import { ArrayWriter, EPOCH_MS, int4, int32, int64, PG_EPOCH_MS, StringFields } from './binary-array.js';
+import { asTransaction, type Sql } from './transaction.js';
 
 /**
  * Rows as `COPY … FROM STDIN (FORMAT binary)` takes them, for a big group's new rows. PostgreSQL
@@ -12,6 +13,19 @@ export interface CopyRows {
   text: string;
   /** The rows, whole: header, tuples, trailer. */
   encode(rows: readonly object[]): Buffer;
+  /**
+   * A writer of its own for rows added one at a time, as they are read: a row is encoded when
+   * added and nothing of it is kept (a large upload's rows die young). `take` ends one COPY's
+   * data and starts the next.
+   */
+  stream(): CopyStream;
+}
+
+export interface CopyStream {
+  add(row: object): void;
+  /** Rows added since the last `take`. */
+  readonly rows: number;
+  take(): Buffer;
 }
 
 /** Each column type's field writer, by the name `copyRows` is given (binary-array.ts's names, and a few more). */
@@ -225,25 +239,32 @@ export function copyRows(table: string, columns: Record<string, string>): CopyRo
     return field;
   });
   // Each column read by its own name and written by its own method: call sites V8 keeps monomorphic.
+  const body = names.map((name, i) => `w.${fields[i]}(v.${name}, ${i});`).join(' ');
   const tuples = new Function(
     'w',
     'rows',
-    `for (let i = 0; i < rows.length; i++) { const v = rows[i]; w.row(${names.length}); ${names
-      .map((name, i) => `w.${fields[i]}(v.${name}, ${i});`)
-      .join(' ')} }`,
+    `for (let i = 0; i < rows.length; i++) { const v = rows[i]; w.row(${names.length}); ${body} }`,
   ) as (w: FieldWriter, rows: readonly object[]) => void;
+  const tuple = new Function('w', 'v', `w.row(${names.length}); ${body}`) as (
+    w: FieldWriter,
+    v: object,
+  ) => void;
+  const header = (into: FieldWriter) => {
+    const w = into.w;
+    const out = w.reserve(SIGNATURE.length + 8);
+    SIGNATURE.copy(out, w.at);
+    // Flags and header extension length: none.
+    int32(out, w.at + SIGNATURE.length, 0);
+    int32(out, w.at + SIGNATURE.length + 4, 0);
+    w.at += SIGNATURE.length + 8;
+    into.start(names.length);
+  };
   return {
     text: `copy ${table} (${names.join(', ')}) from stdin (format binary)`,
     encode(rows) {
       const w = writer.w;
       try {
-        const out = w.reserve(SIGNATURE.length + 8);
-        SIGNATURE.copy(out, w.at);
-        // Flags and header extension length: none.
-        int32(out, w.at + SIGNATURE.length, 0);
-        int32(out, w.at + SIGNATURE.length + 4, 0);
-        w.at += SIGNATURE.length + 8;
-        writer.start(names.length);
+        header(writer);
         tuples(writer, rows);
         // The trailer: a field count of -1.
         writer.row(0xffff);
@@ -253,5 +274,39 @@ export function copyRows(table: string, columns: Record<string, string>): CopyRo
         w.reset();
       }
     },
+    stream() {
+      const own = new FieldWriter(new ArrayWriter());
+      let rows = 0;
+      header(own);
+      return {
+        get rows() {
+          return rows;
+        },
+        // A row that cannot be written (a value out of range) throws with part of it written:
+        // the stream is then unusable, and so is the transaction it was for.
+        add(row) {
+          tuple(own, row);
+          rows++;
+        },
+        take() {
+          own.row(0xffff);
+          const data = own.w.take();
+          rows = 0;
+          header(own);
+          return data;
+        },
+      };
+    },
   };
+}
+
+/**
+ * Writes `rows` (or a `stream`'s data) into the table of `copy` by binary COPY in `sql`'s open transaction: a staging
+ * area filled from a stream. The table's constraints hold as for an insert; a violation fails
+ * the COPY and with it the transaction (its error names the constraint).
+ */
+export async function copyInto(sql: Sql, copy: CopyRows, rows: readonly object[] | Buffer): Promise<void> {
+  const transaction = asTransaction(sql);
+  if (!transaction.copy) throw new Error('this transaction cannot copy');
+  await transaction.copy([{ text: copy.text, data: Buffer.isBuffer(rows) ? rows : copy.encode(rows) }]);
 }

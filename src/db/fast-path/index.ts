@@ -6,7 +6,7 @@
  * inside.
  */
 export { brandTable, onPrimaryKeyConflict } from './brand-shards.js';
-export { copyRows } from './copy-rows.js';
+export { type CopyRows, copyInto, copyRows } from './copy-rows.js';
 export {
   type BrandQuery,
   brandQuery,

@@ -34,6 +34,12 @@ export interface Transaction extends Sql {
     last: StoredCall,
     values: readonly unknown[],
   ): Promise<void>;
+  /**
+   * COPY … FROM STDIN statements with their data, in the open transaction (a large upload staged
+   * chunk by chunk). A failing COPY's error is the transaction's. Absent from a transaction that
+   * cannot copy (a recording one).
+   */
+  copy?(copies: readonly { text: string; data: Buffer }[]): Promise<void>;
 }
 
 /** A statement sent as its function's call (stored-statements.ts `StoredStatement`). */
@@ -252,6 +258,17 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
       if (run.lastCommand !== 'COMMIT')
         throw new Error(`the transaction ended with ${run.lastCommand}, not COMMIT`);
       committed = true;
+    },
+    async copy(copies) {
+      const opening = begin;
+      begin = undefined;
+      const run = new CopyIn(
+        [...(opening ? [opening] : []), ...copies.map((c) => c.text)].join('; '),
+        copies.map((c) => c.data),
+      );
+      client.query(run as unknown as pg.Submittable);
+      // A failed COPY throws here and the transaction is rolled back (inTransactionOn).
+      await run.done;
     },
     async queryAndCommit<R>(text: string | StoredCall, values: readonly unknown[] = []) {
       // A failed statement throws here and the transaction is rolled back (inTransactionOn).

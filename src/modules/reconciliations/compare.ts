@@ -27,54 +27,77 @@ const krwAt = (amount: string, currency: string, rate: string) =>
 /** An order.paid dated before this (the api-v1 90-day limit) cannot be sent. */
 const tooOld = (at: string) => `(${at} < :now::timestamptz - interval '90 days')`;
 
+/** Our side of one order as the comparison reads it, by name (`o` the orders row). */
+const ours: [string, string][] = [
+  ['o_id', 'o.id'],
+  ['o_order_id', 'o.order_id'],
+  ['o_status', 'o.status'],
+  ['o_amount_krw', 'o.amount'],
+  ['o_currency', "coalesce(o.original_currency, 'KRW')"],
+  ['o_amount', 'coalesce(o.original_amount, o.amount)'],
+  ['o_refunded', 'o.refunded_original_amount'],
+  ['o_refunded_krw', 'o.refunded_amount'],
+  ['o_fx_rate', 'o.fx_rate'],
+  ['o_creator_id', 'o.creator_id'],
+  ['o_bps', 'o.commission_bps'],
+  ['o_coupon_code', 'o.coupon_code'],
+  ['o_click_ref', 'o.click_ref'],
+  ['o_last_touch', 'o.last_touch_channel'],
+  ['o_occurred_at', 'o.occurred_at'],
+];
+const ourColumns = ours.map(([name, value]) => `${value} as ${name}`).join(', ');
+
 /**
- * The comparison, one statement: the staged rows, our side (the mode's orders in the period by
- * the list index, and those the upload names by their lookup key), what each row's code or click
- * resolves to now (the attribution module's tables, as ingestion reads them), one row per
- * difference written, and the figures of the whole returned.
+ * The comparison, one statement, one pass over the rows: the staged rows fully joined with our
+ * orders in the period (the list index's range); for a row whose order is not among them, its
+ * order elsewhere by its lookup key (probed only for those rows: most find theirs in the
+ * period); what each row's code or click resolves to now (the attribution module's tables, as
+ * ingestion reads them); then, for the pairs that can differ, one row per difference written,
+ * and the figures of the whole returned. Nothing is materialized but the differences.
  */
 export function comparison(citus: boolean): string {
   const ourMatch = citus
-    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = r.r_order_id'
-    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || r.r_order_id) and o.brand_id = :brand_id`;
+    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = q.r_order_id'
+    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || q.r_order_id) and o.brand_id = :brand_id`;
   return `
-with r as materialized (
-  select line, order_id as r_order_id, status as r_status, amount as r_amount, currency as r_currency,
-         fx_rate as r_fx_rate, refunded_amount as r_refunded, occurred_at as r_occurred_at,
-         coupon_code as r_coupon_code, click_ref as r_click_ref, customer_hash as r_customer_hash,
-         parent_order_id as r_parent_order_id
-    from reconciliation_rows where brand_id = :brand_id and reconciliation_id = :reconciliation_id
-),
-ids as (
-  select o.id from orders o
-   where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
-  union
-  select o.id from r join orders o on ${ourMatch} and o.livemode = :livemode
-),
-o as (
-  select o.id as o_id, o.order_id as o_order_id, o.status as o_status, o.amount as o_amount_krw,
-         coalesce(o.original_currency, 'KRW') as o_currency, coalesce(o.original_amount, o.amount) as o_amount,
-         o.refunded_original_amount as o_refunded, o.refunded_amount as o_refunded_krw, o.fx_rate as o_fx_rate,
-         o.creator_id as o_creator_id, o.commission_bps as o_bps, o.coupon_code as o_coupon_code,
-         o.click_ref as o_click_ref, o.last_touch_channel as o_last_touch, o.occurred_at as o_occurred_at,
-         (o.occurred_at >= :from and o.occurred_at < :to) as in_period
-    from ids join orders o on o.brand_id = :brand_id and o.id = ids.id
+with q as (
+  select r.line, r.order_id as r_order_id, r.status as r_status, r.amount as r_amount, r.currency as r_currency,
+         r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded, r.occurred_at as r_occurred_at,
+         r.coupon_code as r_coupon_code, r.click_ref as r_click_ref, r.customer_hash as r_customer_hash,
+         r.parent_order_id as r_parent_order_id, p.*
+    from (select * from reconciliation_rows where brand_id = :brand_id and reconciliation_id = :reconciliation_id) r
+    full join (
+      select ${ourColumns}, true as in_period from orders o
+       where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
+    ) p on p.o_order_id = r.order_id
 ),
 pair as (
-  select r.*, o.*, rc.creator_id as code_creator, rc.bps as code_bps, rk.creator_id as click_creator,
+  select q.line, q.r_order_id, q.r_status, q.r_amount, q.r_currency, q.r_fx_rate, q.r_refunded, q.r_occurred_at,
+         q.r_coupon_code, q.r_click_ref, q.r_customer_hash, q.r_parent_order_id,
+         ${ours.map(([name]) => `coalesce(q.${name}, x.${name}) as ${name}`).join(', ')},
+         coalesce(q.in_period, false) as in_period
+    from q
+    -- Not flattened (limit): its condition on q gates the probe, made only for a row without a pair.
+    left join lateral (
+      select ${ourColumns} from orders o
+       where q.o_id is null and q.r_order_id is not null and ${ourMatch} and o.livemode = :livemode limit 1
+    ) x on true
+),
+attributed as (
+  select p.*, rc.creator_id as code_creator, rc.bps as code_bps, rk.creator_id as click_creator,
          rk.bps as click_bps, rk.in_window,
-         (o.o_last_touch is null or lower(o.o_last_touch) = 'lf') as channel_allows
-    from r full join o on o.o_order_id = r.r_order_id
+         (p.o_last_touch is null or lower(p.o_last_touch) = 'lf') as channel_allows
+    from pair p
     left join lateral (
       select c.creator_id, f.commission_bps as bps from coupon_codes c
         left join offers f on f.brand_id = c.brand_id and f.id = c.offer_id
-       where c.brand_id = :brand_id and c.code_key = upper(trim(r.r_coupon_code))) rc on r.r_coupon_code is not null
+       where c.brand_id = :brand_id and c.code_key = upper(trim(p.r_coupon_code))) rc on p.r_coupon_code is not null
     left join lateral (
       select k.creator_id, f.commission_bps as bps,
-             (coalesce(o.o_occurred_at, r.r_occurred_at, :now::timestamptz) - k.clicked_at
+             (coalesce(p.o_occurred_at, p.r_occurred_at, :now::timestamptz) - k.clicked_at
                between make_interval(secs => -(:skew_seconds)::float8) and make_interval(days => f.attribution_window_days)) as in_window
         from clicks k join offers f on f.brand_id = k.brand_id and f.id = k.offer_id
-       where k.brand_id = :brand_id and k.id = r.r_click_ref) rk on r.r_click_ref is not null
+       where k.brand_id = :brand_id and k.id = p.r_click_ref) rk on p.r_click_ref is not null
 ),
 f as (
   select p.*,
@@ -83,13 +106,17 @@ f as (
          coalesce(code_creator, case when in_window and channel_allows then click_creator end) as row_creator,
          case when code_creator is not null then 'code' when in_window and channel_allows then 'click' end as row_via,
          case when code_creator is not null then code_bps when in_window and channel_allows then click_bps end as row_bps
-    from pair p
+    from attributed p
 ),
 g as (
   select f.*,
          (has_r and has_o and r_currency = o_currency and r_amount <> o_amount) as amount_differs,
          (has_r and has_o and r_currency = o_currency and r_amount <> o_amount
-           and not paid_out and not closed and r_amount >= o_refunded and not ${tooOld('o_occurred_at')}) as amount_fixed
+           and not paid_out and not closed and r_amount >= o_refunded and not ${tooOld('o_occurred_at')}) as amount_fixed,
+         -- What any kind below needs: a pair equal in all these has no difference.
+         (not (has_r and has_o) or r_currency <> o_currency or r_amount <> o_amount or r_refunded <> o_refunded
+           or r_status = 'cancelled' or o_status = 'cancelled' or r_coupon_code is not null
+           or r_click_ref is not null) as may_differ
     from f
 ),
 d as (
@@ -139,11 +166,11 @@ d as (
         case when row_creator is not null then coalesce(row_bps, :default_bps)
              when o_creator_id is not null then coalesce(o_bps, :default_bps) end)
     ) as k(ord, kind, applies, reason, stake, creator_bps)
-   where k.applies
+   where g.may_differ and k.applies
 ),
 written as (
   insert into reconciliation_differences (brand_id, reconciliation_id, seq, kind, order_id, brand, ours, refusal,
-      fixable, reason, amount_at_stake, commission_at_stake)
+      fixable, reason, amount_at_stake, commission_at_stake, fix_at)
   select :brand_id, :reconciliation_id,
          row_number() over (order by coalesce(line, 2147483647), o_order_id, ord),
          kind, coalesce(r_order_id, o_order_id),
@@ -161,38 +188,48 @@ written as (
               and x.event_type = 'order.paid' and x.failed_at > :now::timestamptz - interval '7 days'
             order by x.failed_at desc limit 1) end,
          reason is null, reason, stake,
-         case when creator_bps is null then 0 else floor(stake * creator_bps / 10000.0)::bigint end
+         case when creator_bps is null then 0 else floor(stake * creator_bps / 10000.0)::bigint end,
+         -- The date of the order.paid the fix sends: past api-v1's 90 days, no longer sendable.
+         case when reason is null then
+           case kind when 'missing_here' then r_occurred_at
+                     when 'amount_mismatch' then o_occurred_at when 'attribution_mismatch' then o_occurred_at end end
     from d
-  returning kind, fixable, amount_at_stake, commission_at_stake, order_id
+  returning kind, fixable, amount_at_stake, commission_at_stake, order_id, fix_at
 )
 select
-  (select count(*)::int from o where in_period) as orders,
-  (select count(*)::int from r) as rows,
-  (select count(*)::int from g where has_r and has_o) as paired,
+  (select count(*)::int from orders o
+    where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to) as orders,
+  (select count(*)::int from reconciliation_rows where brand_id = :brand_id and reconciliation_id = :reconciliation_id) as rows,
+  (select count(*)::int from d where kind = 'missing_here') as unpaired,
   (select count(distinct line)::int from d where has_o and has_r) as paired_differing,
   (select coalesce(jsonb_object_agg(kind, n), '{}') from (select kind, count(*)::int as n from written group by kind) c) as differences,
   (select count(*)::int from written where fixable) as fixable,
   (select coalesce(sum(amount_at_stake), 0)::bigint from written) as at_stake_amount,
-  (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission`;
+  (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission,
+  (select min(fix_at) + interval '90 days' from written where fixable) as fixable_until`;
 }
 
 interface Figures {
   orders: number;
   rows: number;
-  paired: number;
+  /** The brand's rows that found no order of ours. */
+  unpaired: number;
   paired_differing: number;
   differences: Partial<Record<DifferenceKind, number>>;
   fixable: number;
   at_stake_amount: string;
   at_stake_commission: string;
+  fixable_until: Date | null;
 }
 
 /**
  * The comparison plans with sequential scans off, as the engine's statements do: each step is an
  * index probe or range whatever the statistics of freshly staged rows say, never a scan of every
- * brand's orders (test/integration/reconciliations.test.ts checks the plan).
+ * brand's orders (test/integration/reconciliations.test.ts checks the plan). Without JIT: the
+ * statement's size makes its estimated cost cross the JIT thresholds, and compiling it cost more
+ * than running it (docs/benchmarks.md, "Reconciliation at scale").
  */
-export const COMPARISON_SETTINGS = { enable_seqscan: 'off' } as const;
+export const COMPARISON_SETTINGS = { enable_seqscan: 'off', jit: 'off' } as const;
 
 /**
  * Compares a `processing` reconciliation and completes it, in one transaction: its row is locked
@@ -255,19 +292,20 @@ async function finish(
   const differences = Object.fromEntries(differenceKinds.map((k) => [k, figures.differences[k] ?? 0]));
   const [row] = await sql.query<ReconciliationRow>(
     `update reconciliations set status = ?, orders = ?, matched = ?, differences = ?::jsonb, fixable = ?,
-            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?
+            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?, fixable_until = ?
       where brand_id = ? and id = ?
       returning *`,
     [
       'completed',
       figures.orders,
-      figures.paired - figures.paired_differing,
+      figures.rows - figures.unpaired - figures.paired_differing,
       JSON.stringify(differences),
       figures.fixable,
       figures.at_stake_amount,
       figures.at_stake_commission,
       now,
       new Date(),
+      figures.fixable_until,
       brandId,
       reconciliationId,
     ],

@@ -56,7 +56,19 @@ export const reconciliationNotFound = (caller: Caller, id: string) =>
     },
   );
 
-const columns = `id, livemode, period_from, period_to, status, rows, orders, matched, differences, fixable,
+/**
+ * Whether a difference is fixable now: as compared, unless the order.paid its fix sends has since
+ * passed api-v1's 90 days (reconciliation.md, "The resend"). `d` the differences row.
+ */
+export const fixableNow = (d = 'd') =>
+  `(${d}.fixable and (${d}.fix_at is null or ${d}.fix_at >= now() - interval '90 days'))`;
+
+/** The count as compared until its first fix expires (`fixable_until`), then counted again. */
+const columns = `id, livemode, period_from, period_to, status, rows, orders, matched, differences,
+  case when fixable_until is null or fixable_until > now() then fixable
+       else (select count(*)::int from reconciliation_differences d
+              where d.brand_id = reconciliations.brand_id and d.reconciliation_id = reconciliations.id
+                and ${fixableNow()}) end as fixable,
   at_stake_amount, at_stake_commission, as_of, created_at, completed_at`;
 
 export async function findReconciliation(
@@ -157,23 +169,22 @@ export async function listDifferences(
   };
   const after =
     input.cursor === undefined ? null : differencesCursor.decode(secretKeyBase, input.cursor, scope);
-  const where = ['brand_id = ?', 'reconciliation_id = ?'];
+  const where = ['d.brand_id = ?', 'd.reconciliation_id = ?'];
   const params: unknown[] = [caller.brandId, id];
   if (input.kind !== undefined) {
-    where.push('kind = ?');
+    where.push('d.kind = ?');
     params.push(input.kind);
   }
-  if (input.fixable !== undefined) {
-    where.push('fixable = ?');
-    params.push(input.fixable);
-  }
+  if (input.fixable !== undefined) where.push(input.fixable ? fixableNow() : `not ${fixableNow()}`);
   if (after) {
-    where.push('seq > ?');
+    where.push('d.seq > ?');
     params.push(after.s);
   }
   const rows = await em.execute<DifferenceRow[]>(
-    `select seq, kind, order_id, brand, ours, refusal, fixable, reason, amount_at_stake, commission_at_stake
-       from reconciliation_differences where ${where.join(' and ')} order by seq limit ?`,
+    `select seq, kind, order_id, brand, ours, refusal, ${fixableNow()} as fixable,
+            case when d.fixable and not ${fixableNow()} then 'too_old_to_resend' else d.reason end as reason,
+            amount_at_stake, commission_at_stake
+       from reconciliation_differences d where ${where.join(' and ')} order by seq limit ?`,
     [...params, input.limit + 1],
   );
   const { page, hasMore, last } = pageFrom(rows, input.limit);

@@ -4,7 +4,7 @@ import { Decimal } from 'decimal.js';
 import { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
 import { orderLookupKey, orderLookupKeySql } from '../orders/lookup-key.js';
-import { findReconciliation, resendCursor } from './reconciliations.read.js';
+import { findReconciliation, fixableNow, resendCursor } from './reconciliations.read.js';
 import type { DifferenceKind } from './reconciliations.schemas.js';
 
 type Caller = Pick<ApiCaller, 'brandId' | 'livemode'>;
@@ -176,8 +176,8 @@ export async function resendPage(
   const rows = await em.execute<
     { seq: number; kind: DifferenceKind; order_id: string; brand: BrandValues }[]
   >(
-    `select seq, kind, order_id, brand from reconciliation_differences
-      where brand_id = ? and reconciliation_id = ? and fixable and seq > ? order by seq limit ?`,
+    `select seq, kind, order_id, brand from reconciliation_differences d
+      where d.brand_id = ? and d.reconciliation_id = ? and ${fixableNow()} and d.seq > ? order by d.seq limit ?`,
     [caller.brandId, id, after, DIFFERENCES_READ],
   );
   const groups: { orderId: string; last: number; kinds: Set<DifferenceKind>; brand: BrandValues }[] = [];
@@ -214,8 +214,8 @@ export async function resendPage(
     last = group.last;
   }
   const [more] = await em.execute<{ n: number }[]>(
-    `select count(*)::int as n from (select 1 from reconciliation_differences
-      where brand_id = ? and reconciliation_id = ? and fixable and seq > ? limit 1) x`,
+    `select count(*)::int as n from (select 1 from reconciliation_differences d
+      where d.brand_id = ? and d.reconciliation_id = ? and ${fixableNow()} and d.seq > ? limit 1) x`,
     [caller.brandId, id, last],
   );
   const hasMore = more!.n > 0;

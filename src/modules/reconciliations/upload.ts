@@ -1,9 +1,10 @@
 import type { Hash } from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'csv-parse';
 import type { Request } from 'express';
 import type { z } from 'zod';
-import type { Sql } from '../../db/fast-path/index.js';
+import { copyInto, copyRows, EPOCH_MS, type Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import {
   BrandRow,
@@ -13,18 +14,50 @@ import {
   rowColumns,
 } from './reconciliations.schemas.js';
 
-/** Rows per insert: one statement per chunk, one chunk in memory. */
-const CHUNK = 1000;
+/** CSV rows read between two turns of the event loop. */
+const ROWS_PER_TURN = 100;
 
-const stageInsert = `insert into reconciliation_rows (brand_id, reconciliation_id, line, order_id, status, amount, currency,
-    fx_rate, refunded_amount, occurred_at, coupon_code, click_ref, customer_hash, parent_order_id)
-  select ?, ?, x.line, x.order_id, x.status, x.amount, x.currency, x.fx_rate, x.refunded_amount, x.occurred_at,
-         x.coupon_code, x.click_ref, x.customer_hash, x.parent_order_id
-    from jsonb_to_recordset(?::jsonb) as x(line int, order_id text, status text, amount bigint, currency text,
-      fx_rate numeric, refunded_amount bigint, occurred_at timestamptz, coupon_code text, click_ref text,
-      customer_hash text, parent_order_id text)
-  on conflict (brand_id, reconciliation_id, order_id) do nothing
-  returning line`;
+/**
+ * Gives way to the process's other requests: a turn of the event loop after each slice of rows
+ * (the parser hands over a whole network chunk's records at once, which read without one would
+ * hold up every other request for as long), and, when that turn found other work waiting, a pause
+ * twice the slice's own time, so an upload takes at most a third of a busy process and all of an
+ * idle one.
+ */
+class Yielder {
+  private sliceStart = performance.now();
+
+  async slice(): Promise<void> {
+    const spent = performance.now() - this.sliceStart;
+    const before = performance.now();
+    await nextTurn();
+    const othersMs = performance.now() - before;
+    if (othersMs > 1) await sleep(Math.min(2 * spent, 50));
+    this.sliceStart = performance.now();
+  }
+}
+
+/** Rows per COPY: one chunk staged while the next is read, so at most two in memory. */
+const CHUNK = 2000;
+
+const UNIQUE_ORDER = 'reconciliation_rows_order_unique';
+
+const stageCopy = copyRows('reconciliation_rows', {
+  brand_id: 'text',
+  reconciliation_id: 'text',
+  line: 'int',
+  order_id: 'text',
+  status: 'text',
+  amount: 'bigint',
+  currency: 'text',
+  fx_rate: 'numeric(18,8)',
+  refunded_amount: 'bigint',
+  occurred_at: EPOCH_MS,
+  coupon_code: 'text',
+  click_ref: 'text',
+  customer_hash: 'text',
+  parent_order_id: 'text',
+});
 
 /** Where a row is named in an error: `orders[3]` for JSON, `line 4` for CSV. */
 export type RowParam = (line: number, field?: string) => string;
@@ -40,14 +73,18 @@ function duplicate(param: RowParam, line: number): AppError {
 }
 
 /**
- * Stages an upload's rows chunk by chunk in the caller's transaction. The unique key on
- * (brand, reconciliation, order_id) finds an order_id repeated across chunks; within a chunk a map
- * does. Only the first bad line is named: a repeat is reported only after every line before it
- * was written, so the earliest one wins.
+ * Stages an upload's rows by binary COPY in the caller's transaction, a chunk at a time: each row
+ * is encoded as it is added (nothing of it is kept but its order_id, so a million rows' objects
+ * die young), and the next chunk is read and checked while the last one is written. The unique
+ * key on (brand, reconciliation, order_id) finds an order_id repeated across chunks (its violation
+ * names the order_id); within a chunk a map does. Only the first bad line is named: every refusal
+ * waits for the chunk in flight, whose lines all come before.
  */
 export class RowStager {
-  private chunk: { line: number; row: BrandRow }[] = [];
+  private readonly stream = stageCopy.stream();
+  /** The chunk's order_ids and their lines. */
   private inChunk = new Map<string, number>();
+  private inFlight: Promise<void> | undefined;
   count = 0;
 
   constructor(
@@ -63,41 +100,70 @@ export class RowStager {
       throw duplicate(this.param, line);
     }
     this.inChunk.set(row.order_id, line);
-    this.chunk.push({ line, row });
+    this.stream.add({
+      brand_id: this.brandId,
+      reconciliation_id: this.reconciliationId,
+      line,
+      order_id: row.order_id,
+      status: row.status,
+      amount: row.amount,
+      currency: row.currency,
+      fx_rate: row.fx_rate ?? null,
+      refunded_amount: row.refunded_amount,
+      occurred_at: row.occurred_at === undefined ? null : Date.parse(row.occurred_at),
+      coupon_code: row.coupon_code ?? null,
+      click_ref: row.click_ref ?? null,
+      customer_hash: row.customer_hash ?? null,
+      parent_order_id: row.parent_order_id ?? null,
+    });
     this.count++;
-    if (this.chunk.length >= CHUNK) await this.flush();
+    if (this.stream.rows >= CHUNK) await this.send();
   }
 
-  /** Writes what is pending; the first line whose order_id an earlier chunk had is refused. */
+  /** Writes what is pending and waits for it; the first line whose order_id an earlier chunk had is refused. */
   async flush(): Promise<void> {
-    if (this.chunk.length === 0) return;
-    const chunk = this.chunk;
-    this.chunk = [];
+    await this.send();
+    await this.settle();
+  }
+
+  /** Starts writing the pending chunk once the one before it is written. */
+  private async send(): Promise<void> {
+    await this.settle();
+    if (this.stream.rows === 0) return;
+    const lines = this.inChunk;
     this.inChunk = new Map();
-    const written = await this.sql.query<{ line: number }>(stageInsert, [
-      this.brandId,
-      this.reconciliationId,
-      JSON.stringify(
-        chunk.map(({ line, row }) => ({
-          line,
-          order_id: row.order_id,
-          status: row.status,
-          amount: row.amount,
-          currency: row.currency,
-          fx_rate: row.fx_rate ?? null,
-          refunded_amount: row.refunded_amount,
-          occurred_at: row.occurred_at ?? null,
-          coupon_code: row.coupon_code ?? null,
-          click_ref: row.click_ref ?? null,
-          customer_hash: row.customer_hash ?? null,
-          parent_order_id: row.parent_order_id ?? null,
-        })),
-      ),
-    ]);
-    if (written.length === chunk.length) return;
-    const kept = new Set(written.map((w) => w.line));
-    const first = chunk.find((c) => !kept.has(c.line))!;
-    throw duplicate(this.param, first.line);
+    const written = copyInto(this.sql, stageCopy, this.stream.take()).catch((err: unknown) => {
+      throw this.repeated(err, lines) ?? err;
+    });
+    // Awaited by the next send or flush; until then its failure is held, not unhandled.
+    written.catch(() => {});
+    this.inFlight = written;
+  }
+
+  private async settle(): Promise<void> {
+    const inFlight = this.inFlight;
+    this.inFlight = undefined;
+    await inFlight;
+  }
+
+  /** The chunk's line whose order_id an earlier chunk staged, from the unique key's violation. */
+  private repeated(err: unknown, lines: Map<string, number>): AppError | undefined {
+    const e = err as { code?: string; constraint?: string; message?: string; detail?: string };
+    // On Citus the worker's violation reaches the COPY as XX000, with its message and detail
+    // (the constraint named after the shard's).
+    if (
+      !(e.code === '23505' || e.code === 'XX000') ||
+      !`${e.constraint ?? ''} ${e.message ?? ''}`.includes(`unique constraint "${UNIQUE_ORDER}`)
+    )
+      return;
+    // "Key (brand_id, reconciliation_id, order_id)=(<brand>, <reconciliation>, <order_id>) already exists."
+    const prefix = `=(${this.brandId}, ${this.reconciliationId}, `;
+    const detail = e.detail ?? '';
+    const at = detail.indexOf(prefix);
+    const orderId =
+      at < 0 ? undefined : detail.slice(at + prefix.length, detail.lastIndexOf(') already exists'));
+    const line = (orderId === undefined ? undefined : lines.get(orderId)) ?? lines.values().next().value!;
+    return duplicate(this.param, line);
   }
 }
 
@@ -189,6 +255,7 @@ export async function readCsv(
   });
   let header: string[] | undefined;
   let rows = 0;
+  const yielder = new Yielder();
   try {
     for await (const { record, info } of parser as AsyncIterable<{
       record: string[];
@@ -209,6 +276,7 @@ export async function readCsv(
       const parsed = BrandRow.safeParse(csvRow(header, record));
       if (!parsed.success) throw rowError(parsed.error.issues, csvParam, line);
       await onRow(line, parsed.data);
+      if (rows % ROWS_PER_TURN === 0) await yielder.slice();
     }
   } catch (err) {
     throw csvFailure(err, failure);

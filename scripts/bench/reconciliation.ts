@@ -1,0 +1,448 @@
+// `npm run bench -- --reconciliation` (issue 48): a brand of BENCH_RECON_ORDERS orders written
+// straight into the bench database, then its books as one BENCH_RECON_ROWS-row CSV streamed through
+// HTTP to the compiled server while the compiled worker process compares it, as in production.
+// Measured: upload to `completed`, the peak RSS of the web and of the worker, and single order.paid
+// at 16 connections while it runs against the same load without it; beside them the floors of the
+// same run (pgbench's minimal transaction, node's bare HTTP server at 16 connections).
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { freePort } from '../local-services.js';
+import { CLK_TCK, type CpuSplit, processTree, withCpu } from './cpu.js';
+import { type LoadStat, singlePaid, type Target } from './load.js';
+import { fmt, log, ms, options, phase, root, sleep, tmpDir } from './options.js';
+import { pgbenchScripts } from './pgbench.js';
+import { headerLines, machine, phasesTable, table } from './report.js';
+import { type RunningServer, startServer, stopServer } from './server.js';
+import type { Context } from './setup.js';
+import { startWorker, stopWorker } from './worker.js';
+
+export const RECONCILIATION_HEADING = '## Reconciliation at scale';
+
+const DAY = 86_400_000;
+const PERIOD_DAYS = 30;
+const CSV_HEADER = 'order_id,status,amount,currency,fx_rate,refunded_amount,occurred_at';
+
+/**
+ * Order `g` of the brand (1-based) as both sides derive it: one in 10 in USD, one in 15 half
+ * refunded, one in 40 cancelled, one in 20 unattributed.
+ */
+function order(g: number) {
+  const usd = g % 10 === 0;
+  const amount = usd ? 2000 + (g % 9000) : 20000 + ((g * 7919) % 180000);
+  return {
+    usd,
+    amount,
+    refunded: g % 15 === 0 ? Math.floor(amount / 2) : 0,
+    cancelled: g % 40 === 0,
+  };
+}
+
+/**
+ * The brand's books differ from ours in one row in 25: per 100 orders, one we have is not in
+ * them (missing_there), one differs in amount, one in refunds, one cancelled on their side only,
+ * and one order of theirs we never received (missing_here) takes the missing one's place, so
+ * the upload has as many rows as we have orders.
+ */
+const expectedKinds = (orders: number) => {
+  const per100 = (r: number) => Math.floor((orders - r) / 100) + (orders >= r ? 1 : 0);
+  return {
+    missing_there: per100(7),
+    missing_here: per100(7),
+    amount_mismatch: per100(11),
+    refund_mismatch: per100(13),
+    status_mismatch: per100(17),
+  };
+};
+
+export async function seedReconciliationOrders(
+  db: Context['db'],
+  brandId: string,
+  creatorId: string,
+  n: number,
+  from: Date,
+): Promise<void> {
+  await db.query(
+    `insert into orders (id, brand_id, livemode, order_id, status, amount, original_amount, original_currency,
+            fx_rate, commission_amount, refunded_amount, refunded_original_amount, creator_id, attributed_via,
+            commission_bps, occurred_at)
+     select 'ord_bench_recon_' || g, $1, true, 'RCN-' || g,
+            case when g % 40 = 0 then 'cancelled' when g % 20 = 0 then 'unattributed' else 'pending' end,
+            a.krw, a.minor, a.currency, a.fx, case when g % 20 = 0 then 0 else a.krw / 10 end,
+            case when g % 15 = 0 then a.krw / 2 else 0 end, case when g % 15 = 0 then a.minor / 2 else 0 end,
+            case when g % 20 <> 0 then $2 end, case when g % 20 <> 0 then 'code' end,
+            case when g % 20 <> 0 then 1000 end,
+            $4::timestamptz + ($5::float8 * (g - 0.5) / $3) * interval '1 millisecond'
+       from generate_series(1, $3::bigint) g
+       cross join lateral (select case when g % 10 = 0 then 'USD' else 'KRW' end as currency,
+                                  case when g % 10 = 0 then 1350.5 end as fx,
+                                  case when g % 10 = 0 then 2000 + g % 9000 else 20000 + (g * 7919) % 180000 end as minor) m
+       cross join lateral (select m.currency, m.fx, m.minor,
+                                  case when m.fx is null then m.minor else round(m.minor * m.fx / 100)::bigint end as krw) a`,
+    [brandId, creatorId, n, from, PERIOD_DAYS * DAY],
+  );
+  await db.query('analyze orders');
+}
+
+/** The brand's books as CSV, `rowsPerChunk` lines at a time, never whole in memory. */
+async function* booksCsv(n: number, from: Date, rowsPerChunk = 2000): AsyncGenerator<string> {
+  const at = (g: number) => new Date(from.getTime() + (PERIOD_DAYS * DAY * (g - 0.5)) / n).toISOString();
+  let chunk = `${CSV_HEADER}\n`;
+  let inChunk = 0;
+  for (let g = 1; g <= n; g++) {
+    const o = order(g);
+    const currency = o.usd ? 'USD' : 'KRW';
+    const fx = o.usd ? '1350.5' : '';
+    let line: string;
+    if (g % 100 === 7) line = `RCN-X-${g},paid,${o.amount},${currency},${fx},0,${at(g)}`;
+    else {
+      const amount = g % 100 === 11 ? o.amount + 100 : o.amount;
+      const refunded = g % 100 === 13 ? o.refunded + 50 : o.refunded;
+      const status = o.cancelled || g % 100 === 17 ? 'cancelled' : 'paid';
+      line = `RCN-${g},${status},${amount},${currency},${fx},${refunded},${at(g)}`;
+    }
+    chunk += `${line}\n`;
+    if (++inChunk === rowsPerChunk) {
+      yield chunk;
+      chunk = '';
+      inChunk = 0;
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** Streams the books to POST /v1/reconciliations (chunked, no length known in advance). */
+async function upload(
+  server: RunningServer,
+  secretKey: string,
+  n: number,
+  from: Date,
+  to: Date,
+): Promise<{ status: number; body: { id?: string; status?: string; rows?: number } }> {
+  const url = new URL(
+    `/v1/reconciliations?from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}`,
+    server.url,
+  );
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'text/csv' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          try {
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+            });
+          } catch (err) {
+            reject(err);
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    pipeline(Readable.from(booksCsv(n, from)), req).catch(reject);
+  });
+}
+
+function status(pid: number): { rssKb: number; hwmKb: number } {
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return {
+      rssKb: Number(/VmRSS:\s+(\d+)/.exec(text)?.[1] ?? 0),
+      hwmKb: Number(/VmHWM:\s+(\d+)/.exec(text)?.[1] ?? 0),
+    };
+  } catch {
+    return { rssKb: 0, hwmKb: 0 };
+  }
+}
+
+/** The largest RSS of each process tree, sampled every 100 ms, and each process's own high-water mark. */
+function memorySampler(trees: Record<'web' | 'worker', number>) {
+  const peak = { web: 0, worker: 0 };
+  const hwm = { web: 0, worker: 0 };
+  const sample = () => {
+    for (const name of ['web', 'worker'] as const) {
+      const pids = processTree(trees[name]).map((p) => p.pid);
+      let rss = 0;
+      for (const pid of pids) {
+        const s = status(pid);
+        rss += s.rssKb;
+        hwm[name] = Math.max(hwm[name], s.hwmKb);
+      }
+      peak[name] = Math.max(peak[name], rss);
+    }
+  };
+  sample();
+  const timer = setInterval(sample, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return { peakKb: peak, hwmKb: hwm };
+    },
+  };
+}
+
+/** Node's bare HTTP server (floor-server.mjs) under the same single order.paid load: the web's floor. */
+async function floorP99(target: Target, code: string, seconds: number): Promise<LoadStat> {
+  const port = await freePort();
+  const answer = await fetch(`${target.url}/v1/events`, {
+    method: 'POST',
+    headers: target.headers,
+    body: JSON.stringify({ type: 'order.paid', data: { order_id: `floor-probe-${port}`, amount: 100 } }),
+  }).then((r) => r.json());
+  const child: ChildProcess = spawn(process.execPath, [join(root, 'scripts', 'bench', 'floor-server.mjs')], {
+    env: { ...process.env, PORT: String(port), FLOOR_HEADERS: '[]', FLOOR_ANSWER: JSON.stringify(answer) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('exit', (c) => reject(new Error(`the floor server exited with ${c}`)));
+      child.stdout!.once('data', () => resolve());
+    });
+    const floor = { url: `http://127.0.0.1:${port}`, headers: target.headers };
+    return (await singlePaid(floor, code, 16, seconds)).whole;
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+export interface ReconciliationBenchResult {
+  orders: number;
+  rows: number;
+  seedMs: number;
+  uploadMs: number;
+  completedMs: number;
+  answeredStatus: string;
+  reconciliation: Record<string, unknown>;
+  expected: Record<string, number>;
+  peakRssKb: { web: number; worker: number };
+  /** Both trees' RSS right before the upload (after the warm-up). */
+  rssBeforeKb: { web: number; worker: number };
+  hwmKb: { web: number; worker: number };
+  during: LoadStat;
+  without: LoadStat;
+  floors: { pgbenchTps: number; pgbenchClients: number; nodeFloor: LoadStat };
+  /** Percent of one core; `other` is everything else on the machine (other people's work). */
+  cpu: { during: CpuSplit; without: CpuSplit; worker: number };
+  workerLog: string;
+}
+
+export async function reconciliationRun(ctx: Context): Promise<ReconciliationBenchResult> {
+  const n = options.reconciliationOrders;
+  const brand = ctx.seed.brand_id;
+  const creator = ctx.seed.creators[0]!;
+  const code = creator.coupon_code;
+  const today = new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
+  const from = new Date(today.getTime() - PERIOD_DAYS * DAY);
+  const to = today; // single events of the run happen after it: they are not in the period
+
+  phase(`reconciliation: seeding ${fmt(n)} orders of the demo brand (generate_series)`);
+  const seedStart = performance.now();
+  await seedReconciliationOrders(ctx.db, brand, creator.creator_id, n, from);
+  const seedMs = performance.now() - seedStart;
+  log(`  seeded in ${fmt(seedMs / 1000, 1)} s`);
+
+  const serverLog = join(tmpDir, 'reconciliation-server.log');
+  const workerLog = join(tmpDir, 'reconciliation-worker.log');
+  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
+  let worker: ChildProcess | undefined;
+  try {
+    worker = await startWorker(ctx.env, workerLog);
+    const target = { url: server.url, headers: ctx.headers };
+
+    phase(
+      'reconciliation: floors (pgbench minimal transaction at 16 clients, node bare HTTP at 16 connections)',
+    );
+    const minimalVars = { brand, creator: creator.creator_id, offer: creator.offer_id };
+    await ctx.pgbench.check(pgbenchScripts.minimal, minimalVars);
+    const pg = await ctx.pgbench.run(pgbenchScripts.minimal, 16, options.seconds, minimalVars);
+    const nodeFloor = await floorP99(target, code, options.seconds);
+    log(`  pgbench ${fmt(pg.tps)} TPS; node floor p99 ${ms(nodeFloor.p99)} ms`);
+
+    phase('reconciliation: warm-up, single order.paid at 16 connections for 5 s');
+    await singlePaid(target, code, 16, 5);
+
+    phase(
+      `reconciliation: ${fmt(n)}-row CSV streamed to the server, singles at 16 connections while it runs`,
+    );
+    const trees = { web: server.pid, worker: worker.pid! };
+    const rssBeforeKb = {
+      web: processTree(trees.web).reduce((kb, p) => kb + status(p.pid).rssKb, 0),
+      worker: processTree(trees.worker).reduce((kb, p) => kb + status(p.pid).rssKb, 0),
+    };
+    log(`  RSS before: web ${fmt(rssBeforeKb.web / 1024)} MB, worker ${fmt(rssBeforeKb.worker / 1024)} MB`);
+    const memory = memorySampler(trees);
+    const started = performance.now();
+    let uploadMs = 0;
+    let answeredStatus = '';
+    const done = (async () => {
+      const answer = await upload(server, ctx.secretKey, n, from, to);
+      uploadMs = performance.now() - started;
+      if (answer.status !== 201 || !answer.body.id)
+        throw new Error(
+          `the upload was answered ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`,
+        );
+      answeredStatus = answer.body.status ?? '';
+      log(`  uploaded in ${fmt(uploadMs / 1000, 1)} s (${answeredStatus})`);
+      for (;;) {
+        const res = await fetch(`${server.url}/v1/reconciliations/${answer.body.id}`, {
+          headers: ctx.headers,
+        });
+        const body = (await res.json()) as Record<string, unknown>;
+        if (body.status !== 'processing') return body;
+        await sleep(100);
+      }
+    })();
+    // BENCH_RECON_SINGLES=0: the upload alone, its time and memory its own (for profiling).
+    const alone = process.env.BENCH_RECON_SINGLES === '0';
+    const workerTicks = () => processTree(worker!.pid!).reduce((sum, p) => sum + p.ticks, 0);
+    const workerBefore = workerTicks();
+    const [[during, reconciliation], duringCpu] = await withCpu(server.pid, () =>
+      Promise.all([
+        alone
+          ? done.then(() => singlePaid(target, code, 16, 1)).then((r) => r.whole)
+          : singlePaid(target, code, 16, 600, { until: done }).then((r) => r.whole),
+        done,
+      ]),
+    );
+    const workerCpu =
+      ((workerTicks() - workerBefore) / CLK_TCK / ((performance.now() - started) / 1000)) * 100;
+    const completedMs = performance.now() - started;
+    const { peakKb, hwmKb } = memory.stop();
+    log(
+      `  ${String(reconciliation.status)} in ${fmt(completedMs / 1000, 1)} s; peak RSS web ${fmt(peakKb.web / 1024)} MB, ` +
+        `worker ${fmt(peakKb.worker / 1024)} MB; singles p99 ${ms(during.p99)} ms`,
+    );
+
+    phase(
+      `reconciliation: the same singles without it, ${fmt(Math.max(options.seconds, completedMs / 1000))} s`,
+    );
+    const [withoutRun, withoutCpu] = await withCpu(server.pid, () =>
+      singlePaid(target, code, 16, Math.max(options.seconds, Math.round(completedMs / 1000))),
+    );
+    const without = withoutRun.whole;
+    log(`  singles p99 ${ms(without.p99)} ms`);
+    return {
+      orders: n,
+      rows: n,
+      seedMs,
+      uploadMs,
+      completedMs,
+      answeredStatus,
+      reconciliation,
+      expected: expectedKinds(n),
+      peakRssKb: peakKb,
+      rssBeforeKb,
+      hwmKb,
+      during,
+      without,
+      floors: { pgbenchTps: pg.tps, pgbenchClients: 16, nodeFloor },
+      cpu: { during: duringCpu, without: withoutCpu, worker: workerCpu },
+      workerLog,
+    };
+  } finally {
+    if (worker) await stopWorker(worker);
+    await stopServer(server);
+  }
+}
+
+const mb = (kb: number) => `${fmt(kb / 1024)} MB`;
+const verdict = (ok: boolean) => (ok ? 'yes' : '**no**');
+
+export function renderReconciliation(r: ReconciliationBenchResult, pgVersion: string): string {
+  const m = machine(pgVersion);
+  const differences = (r.reconciliation.differences ?? {}) as Record<string, number>;
+  const kindsMatch = Object.entries(r.expected).every(([k, v]) => differences[k] === v);
+  const ratio = r.during.p99 / r.without.p99;
+  const seconds = r.completedMs / 1000;
+  return `${RECONCILIATION_HEADING}
+
+\`npm run bench -- --reconciliation\` (issue 48): ${fmt(r.orders)} orders of one brand written by
+generate_series, then its books (${fmt(r.rows)} CSV rows: per 100, one order we lack, one we have
+that they lack, one amount, one refund and one status differing) streamed through HTTP to the
+compiled server (WEB_CONCURRENCY=${options.webConcurrency}) with the compiled worker process
+comparing it, while single order.paid events run at 16 connections; then the same singles alone
+for as long (at least BENCH_SECONDS).
+
+${headerLines(m, [`load average at each phase below; seeded in ${fmt(r.seedMs / 1000, 1)} s`])}
+
+${table(['target', 'measured', 'met'], 'lrc', [
+  [
+    'upload to `completed` ≤ 60 s',
+    `${fmt(seconds, 1)} s (upload answered after ${fmt(r.uploadMs / 1000, 1)} s, ${r.answeredStatus})`,
+    verdict(seconds <= 60),
+  ],
+  [
+    'web peak RSS < 300 MB',
+    `${mb(r.peakRssKb.web)} (VmHWM ${mb(r.hwmKb.web)})`,
+    verdict(Math.max(r.peakRssKb.web, r.hwmKb.web) < 300 * 1024),
+  ],
+  [
+    'worker peak RSS < 300 MB',
+    `${mb(r.peakRssKb.worker)} (VmHWM ${mb(r.hwmKb.worker)})`,
+    verdict(Math.max(r.peakRssKb.worker, r.hwmKb.worker) < 300 * 1024),
+  ],
+  [
+    'single p99 at 16 connections ≤ 1.5× without',
+    `${ms(r.during.p99)} ms against ${ms(r.without.p99)} ms (${ratio.toFixed(2)}×)`,
+    verdict(ratio <= 1.5),
+  ],
+  ['differences as built', JSON.stringify(differences), verdict(kindsMatch)],
+])}
+
+${table(['single order.paid, 16 connections', 'events/s', 'p50 ms', 'p99 ms', 'failed'], 'lrrrr', [
+  ['while the reconciliation runs', fmt(r.during.rps), ms(r.during.p50), ms(r.during.p99), r.during.bad],
+  ['without it', fmt(r.without.rps), ms(r.without.p50), ms(r.without.p99), r.without.bad],
+  [
+    'floor: node bare HTTP server',
+    fmt(r.floors.nodeFloor.rps),
+    ms(r.floors.nodeFloor.p50),
+    ms(r.floors.nodeFloor.p99),
+    r.floors.nodeFloor.bad,
+  ],
+])}
+
+${table(
+  ['CPU, % of one core', 'web', 'worker', 'PostgreSQL', 'Redis', 'bench (load)', 'other', 'machine'],
+  'lrrrrrrr',
+  [
+    ['while the reconciliation runs', r.cpu.during],
+    ['without it', r.cpu.without],
+  ].map(([label, c]) => {
+    const split = c as CpuSplit;
+    const worker = label === 'without it' ? '' : fmt(r.cpu.worker);
+    return [
+      label as string,
+      fmt(split.server),
+      worker,
+      fmt(split.postgres),
+      fmt(split.redis),
+      fmt(split.bench),
+      fmt(Math.max(0, split.other - (worker === '' ? 0 : r.cpu.worker))),
+      fmt(split.machine),
+    ];
+  }),
+)}
+
+Floor of the same run: pgbench's minimal order.paid transaction (scripts/bench/minimal-order-paid.sql)
+${fmt(r.floors.pgbenchTps)} TPS at ${r.floors.pgbenchClients} clients. Figures: ${JSON.stringify({
+    rows: r.reconciliation.rows,
+    orders: r.reconciliation.orders,
+    matched: r.reconciliation.matched,
+    fixable: r.reconciliation.fixable,
+  })}.
+
+${phasesTable()}
+`;
+}
