@@ -56,9 +56,10 @@ afterAll(() => ctx.close());
 async function tables() {
   return {
     // lookup_key is a stored column before Migration20261125200000 and an indexed expression after;
-    // no flags are an empty array before Migration20261125234000 and null after.
+    // no flags are an empty array before Migration20261125234000 and null after. The program's pin
+    // and capped amount exist from Migration20261203000000 on, after issue 22's.
     orders: await sql(
-      `select to_jsonb(o) - 'lookup_key' - 'commission_balance'
+      `select to_jsonb(o) - 'lookup_key' - 'commission_balance' - 'commission_program_version_id' - 'commission_capped_amount'
               || jsonb_build_object('flags', coalesce(o.flags, '{}')) as row
          from orders o order by id`,
     ),

@@ -111,7 +111,7 @@ describe('CSV exports', () => {
     expect(res.headers['content-disposition']).toBe('attachment; filename="orders.csv"');
     const text = res.body as string;
     expect(text.split('\r\n')[0]).toBe(
-      'object,order_id,livemode,status,amount,currency,original_amount,original_currency,fx_rate,commission_amount,refunded_amount,refunded_commission_amount,remaining_amount,attributed,attributed_via,parent_order_id,occurred_at,confirm_at,flags,creator_id',
+      'object,order_id,livemode,status,amount,currency,original_amount,original_currency,fx_rate,commission_amount,refunded_amount,refunded_commission_amount,remaining_amount,attributed,attributed_via,parent_order_id,occurred_at,confirm_at,flags,creator_id,commission_program_version,commission_capped_amount',
     );
     expect(text.endsWith('\r\n')).toBe(true);
     const rows = parse(text, { columns: true }) as Record<string, string>[];
