@@ -115,8 +115,8 @@ const describe = (d: ReconciliationDifference) =>
 
 export async function reconcileNightly(options: NightlyOptions): Promise<NightlyResult> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  // A large upload is answered once it is read whole: the per-attempt timeout covers it.
-  const lf = new LfClient({ apiKey: options.secretKey, baseUrl: options.apiUrl, timeoutMs: 15 * 60_000 });
+  // The upload's answer is waited for up to 15 minutes (its own timeout), the other calls 10 s.
+  const lf = new LfClient({ apiKey: options.secretKey, baseUrl: options.apiUrl });
 
   const csvPath = options.csvPath ?? join(tmpdir(), `books-${options.from.slice(0, 10)}-${process.pid}.csv`);
   const rows = await exportBooksCsv(options.books, csvPath);

@@ -52,6 +52,8 @@ export interface RequestSpec {
    * stream is read once: such a request is never retried.
    */
   rawBody?: { contentType: string; data: string | Uint8Array | ReadableStream<Uint8Array> };
+  /** This request's own time per attempt, in place of the client's (an upload answered once read whole). */
+  timeoutMs?: number;
   idempotencyKey?: string;
   /**
    * A request the API cannot replay (no Idempotency-Key: creating a webhook endpoint, rolling its
@@ -198,7 +200,8 @@ export class Transport {
 
   /** One attempt: the parsed 2xx body, or an LfError. */
   async once<T>(spec: RequestSpec): Promise<T> {
-    const { apiKey, baseUrl, timeoutMs } = this.options;
+    const { apiKey, baseUrl } = this.options;
+    const timeoutMs = spec.timeoutMs ?? this.options.timeoutMs;
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(spec.query ?? {})) {
       if (value !== undefined && value !== null) query.append(name, String(value));

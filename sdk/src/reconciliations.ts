@@ -13,7 +13,17 @@ import type {
 } from './types.js';
 
 /** The brand's books for `[from, to)`: JSON rows (at most 10,000), or a CSV with a header row. */
-export type ReconcileInput = { from: string; to: string; idempotencyKey?: string } & (
+export type ReconcileInput = {
+  from: string;
+  to: string;
+  idempotencyKey?: string;
+  /**
+   * Time per attempt for the upload's answer, which comes once the books are read whole (and
+   * compared, for a small upload): a million-row CSV takes tens of seconds. Default 15 minutes,
+   * whatever the client's `timeoutMs`.
+   */
+  timeoutMs?: number;
+} & (
   | { orders: ReconciliationRow[] }
   | {
       /** CSV text or bytes, or a stream of them (a file: `Readable.toWeb(createReadStream(path))`). */
@@ -22,6 +32,9 @@ export type ReconcileInput = { from: string; to: string; idempotencyKey?: string
 );
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** How long an upload's answer is waited for by default. */
+export const UPLOAD_TIMEOUT_MS = 15 * 60_000;
 
 export class ReconciliationsResource {
   constructor(private readonly transport: Transport) {}
@@ -39,6 +52,7 @@ export class ReconciliationsResource {
         path: '/v1/reconciliations',
         body: { from: input.from, to: input.to, orders: input.orders },
         idempotencyKey,
+        timeoutMs: input.timeoutMs ?? UPLOAD_TIMEOUT_MS,
       });
     return this.transport.request<Reconciliation>({
       method: 'POST',
@@ -46,6 +60,7 @@ export class ReconciliationsResource {
       query: { from: input.from, to: input.to },
       rawBody: { contentType: 'text/csv', data: input.csv },
       idempotencyKey,
+      timeoutMs: input.timeoutMs ?? UPLOAD_TIMEOUT_MS,
     });
   }
 

@@ -569,6 +569,7 @@ describe('idempotency, paging and the job', () => {
       now: new Date(),
       skew_seconds: 300,
       default_bps: 1000,
+      rows,
     });
     const em = ctx.orm.em.fork();
     const plan = await em.transactional(async (tx) => {

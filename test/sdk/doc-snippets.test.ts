@@ -177,6 +177,8 @@ describe('sdk/README.md', () => {
     expect(text.find((t) => t.startsWith('events[1]: '))).toBeDefined();
     // Errors: refund_exceeds_remaining_amount caught, with its hint.
     expect(said.some((s) => s.level === 'warn' && String(s.args[0]).startsWith('refundable: '))).toBe(true);
+    // Reconciliation: the order the books had and we did not, sent by the resend.
+    expect(await lf.orders.get('BOOKS-7')).toMatchObject({ amount: 12_000 });
     // The writes happened: the paid order and its refund, and the webhook endpoint made, rolled and retired.
     expect(await lf.orders.get('A-1001')).toMatchObject({ refunded_amount: 13_000, attributed_via: 'code' });
     expect(await lf.webhookEndpoints.list()).toEqual([]);

@@ -10,7 +10,7 @@ import {
   reconcileNightly,
   yesterday,
 } from '../../sdk/examples/reconcile-nightly.js';
-import { LfClient, type ReconciliationRow } from '../../sdk/src/index.js';
+import { LfClient, LfTimeoutError, type ReconciliationRow } from '../../sdk/src/index.js';
 import { makeBrandWithKeys } from '../factories/index.js';
 import { type Service, startService } from './support.js';
 
@@ -127,4 +127,38 @@ describe('sdk/examples/reconcile-nightly.ts', () => {
     );
     expect(stdout).toMatch(/missing_there\s+N-4/);
   }, 60_000);
+});
+
+describe('the SDK waits for an upload longer than for other calls', () => {
+  it('an upload answered after the client timeout is read; its own timeoutMs still applies', async () => {
+    const { createServer } = await import('node:http');
+    const { closeServer, listen } = await import('../setup/local-server.js');
+    // Answers once the body is read and 300 ms more, as a large upload is answered.
+    const slow = createServer((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        setTimeout(() => {
+          res.writeHead(201, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify({ object: 'reconciliation', id: 'recon_slow', status: 'processing' }));
+        }, 300),
+      );
+    });
+    const baseUrl = await listen(slow);
+    try {
+      const lf = new LfClient({ apiKey: 'sk_test_x', baseUrl, timeoutMs: 100, maxRetries: 0 });
+      const csv = 'order_id,status,amount\nA,paid,1\n';
+      expect((await lf.reconciliations.create({ ...period, csv })).id).toBe('recon_slow');
+      await expect(
+        lf.reconciliations.create({
+          ...period,
+          orders: [{ order_id: 'A', status: 'paid', amount: 1 }],
+          timeoutMs: 100,
+        }),
+      ).rejects.toBeInstanceOf(LfTimeoutError);
+      // Any other call keeps the client's.
+      await expect(lf.reconciliations.retrieve('recon_slow')).rejects.toBeInstanceOf(LfTimeoutError);
+    } finally {
+      await closeServer(slow);
+    }
+  });
 });

@@ -27,6 +27,88 @@ const krwAt = (amount: string, currency: string, rate: string) =>
 /** An order.paid dated before this (the api-v1 90-day limit) cannot be sent. */
 const tooOld = (at: string) => `(${at} < :now::timestamptz - interval '90 days')`;
 
+/** Each kind of difference: where it applies, its reason when not fixable, the KRW at stake and the creator's rate in question. */
+const kinds: {
+  ord: number;
+  kind: DifferenceKind;
+  applies: string;
+  reason: string;
+  stake: string;
+  bps: string;
+}[] = [
+  {
+    ord: 1,
+    kind: 'missing_here',
+    applies: 'has_r and not has_o',
+    reason: `case when r_currency <> 'KRW' and r_fx_rate is null then 'missing_fx_rate'
+             when ${tooOld('r_occurred_at')} then 'too_old_to_resend' end`,
+    stake: krwAt('r_amount', 'r_currency', 'r_fx_rate'),
+    bps: 'case when row_creator is not null then coalesce(row_bps, :default_bps) end',
+  },
+  {
+    ord: 2,
+    kind: 'missing_there',
+    applies: 'has_o and not has_r and in_period',
+    reason: "'not_in_brand_books'",
+    stake: 'o_amount_krw',
+    bps: 'case when o_creator_id is not null then coalesce(o_bps, :default_bps) end',
+  },
+  {
+    ord: 3,
+    kind: 'currency_mismatch',
+    applies: 'has_r and has_o and r_currency <> o_currency',
+    reason: "'currency_is_fixed'",
+    stake: `abs(o_amount_krw - coalesce(${krwAt('r_amount', 'r_currency', 'r_fx_rate')}, 0))`,
+    bps: 'case when o_creator_id is not null then coalesce(o_bps, :default_bps) end',
+  },
+  {
+    ord: 4,
+    kind: 'amount_mismatch',
+    applies: 'amount_differs',
+    reason: `case when paid_out then 'paid_out' when closed then 'closed' when r_amount < o_refunded then 'below_refunded'
+             when ${tooOld('o_occurred_at')} then 'too_old_to_resend' end`,
+    stake: krwAt('abs(r_amount - o_amount)', 'o_currency', 'o_fx_rate'),
+    bps: 'case when o_creator_id is not null then coalesce(o_bps, :default_bps) end',
+  },
+  {
+    ord: 5,
+    kind: 'refund_mismatch',
+    applies: `has_r and has_o and r_currency = o_currency and r_refunded <> o_refunded
+          and not (r_status = 'cancelled' and closed)`,
+    reason: `case when r_refunded < o_refunded then 'refunded_more_here'
+             when r_refunded > (case when amount_fixed then r_amount else o_amount end) then 'refund_exceeds_amount' end`,
+    stake: krwAt('abs(r_refunded - o_refunded)', 'o_currency', 'o_fx_rate'),
+    bps: 'case when o_creator_id is not null then coalesce(o_bps, :default_bps) end',
+  },
+  {
+    ord: 6,
+    kind: 'status_mismatch',
+    applies: `has_r and has_o and ((r_status = 'cancelled' and not closed) or (r_status = 'paid' and o_status = 'cancelled'))`,
+    reason: "case when r_status = 'paid' then 'cancelled_here' end",
+    stake: `case when r_status = 'cancelled' then o_amount_krw - o_refunded_krw
+             else ${krwAt('r_amount - r_refunded', 'o_currency', 'o_fx_rate')} end`,
+    bps: 'case when o_creator_id is not null then coalesce(o_bps, :default_bps) end',
+  },
+  {
+    ord: 7,
+    kind: 'attribution_mismatch',
+    applies: `has_r and has_o and (r_coupon_code is not null or r_click_ref is not null)
+          and (o_creator_id is null or (row_creator is not null and row_creator <> o_creator_id))`,
+    reason: `case when paid_out then 'paid_out' when closed then 'closed'
+             when row_creator is null then
+               case when click_creator is not null and not channel_allows then 'other_channel_last_touch'
+                    when click_creator is not null then 'click_outside_window'
+                    when r_click_ref is not null and (r_coupon_code is null or code_creator is null) then 'unknown_click_ref'
+                    else 'unknown_coupon_code' end
+             when (row_via = 'code' and upper(trim(o_coupon_code)) is not distinct from upper(trim(r_coupon_code)))
+               or (row_via = 'click' and o_click_ref is not distinct from r_click_ref) then 'already_received'
+             when ${tooOld('o_occurred_at')} then 'too_old_to_resend' end`,
+    stake: 'o_amount_krw',
+    bps: `case when row_creator is not null then coalesce(row_bps, :default_bps)
+             when o_creator_id is not null then coalesce(o_bps, :default_bps) end`,
+  },
+];
+
 /** Our side of one order as the comparison reads it, by name (`o` the orders row). */
 const ours: [string, string][] = [
   ['o_id', 'o.id'],
@@ -119,54 +201,17 @@ g as (
            or r_click_ref is not null) as may_differ
     from f
 ),
+-- Only the pairs that can differ, each kind's reason and stake computed only where it applies.
+gd as materialized (select * from g where may_differ),
 d as (
-  select g.*, k.ord, k.kind, k.reason, coalesce(k.stake, 0) as stake, k.creator_bps
-    from g cross join lateral (values
-      (1, 'missing_here', has_r and not has_o,
-        case when r_currency <> 'KRW' and r_fx_rate is null then 'missing_fx_rate'
-             when ${tooOld('r_occurred_at')} then 'too_old_to_resend' end,
-        ${krwAt('r_amount', 'r_currency', 'r_fx_rate')},
-        case when row_creator is not null then coalesce(row_bps, :default_bps) end),
-      (2, 'missing_there', has_o and not has_r and in_period, 'not_in_brand_books', o_amount_krw,
-        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
-      (3, 'currency_mismatch', has_r and has_o and r_currency <> o_currency, 'currency_is_fixed',
-        abs(o_amount_krw - coalesce(${krwAt('r_amount', 'r_currency', 'r_fx_rate')}, 0)),
-        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
-      (4, 'amount_mismatch', amount_differs,
-        case when paid_out then 'paid_out' when closed then 'closed' when r_amount < o_refunded then 'below_refunded'
-             when ${tooOld('o_occurred_at')} then 'too_old_to_resend' end,
-        ${krwAt('abs(r_amount - o_amount)', 'o_currency', 'o_fx_rate')},
-        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
-      (5, 'refund_mismatch',
-        has_r and has_o and r_currency = o_currency and r_refunded <> o_refunded
-          and not (r_status = 'cancelled' and closed),
-        case when r_refunded < o_refunded then 'refunded_more_here'
-             when r_refunded > (case when amount_fixed then r_amount else o_amount end) then 'refund_exceeds_amount' end,
-        ${krwAt('abs(r_refunded - o_refunded)', 'o_currency', 'o_fx_rate')},
-        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
-      (6, 'status_mismatch',
-        has_r and has_o and ((r_status = 'cancelled' and not closed) or (r_status = 'paid' and o_status = 'cancelled')),
-        case when r_status = 'paid' then 'cancelled_here' end,
-        case when r_status = 'cancelled' then o_amount_krw - o_refunded_krw
-             else ${krwAt('r_amount - r_refunded', 'o_currency', 'o_fx_rate')} end,
-        case when o_creator_id is not null then coalesce(o_bps, :default_bps) end),
-      (7, 'attribution_mismatch',
-        has_r and has_o and (r_coupon_code is not null or r_click_ref is not null)
-          and (o_creator_id is null or (row_creator is not null and row_creator <> o_creator_id)),
-        case when paid_out then 'paid_out' when closed then 'closed'
-             when row_creator is null then
-               case when click_creator is not null and not channel_allows then 'other_channel_last_touch'
-                    when click_creator is not null then 'click_outside_window'
-                    when r_click_ref is not null and (r_coupon_code is null or code_creator is null) then 'unknown_click_ref'
-                    else 'unknown_coupon_code' end
-             when (row_via = 'code' and upper(trim(o_coupon_code)) is not distinct from upper(trim(r_coupon_code)))
-               or (row_via = 'click' and o_click_ref is not distinct from r_click_ref) then 'already_received'
-             when ${tooOld('o_occurred_at')} then 'too_old_to_resend' end,
-        o_amount_krw,
-        case when row_creator is not null then coalesce(row_bps, :default_bps)
-             when o_creator_id is not null then coalesce(o_bps, :default_bps) end)
-    ) as k(ord, kind, applies, reason, stake, creator_bps)
-   where g.may_differ and k.applies
+  ${kinds
+    .map(
+      (k) =>
+        `select gd.*, ${k.ord} as ord, '${k.kind}'::text as kind, (${k.reason})::text as reason,
+         coalesce((${k.stake})::bigint, 0) as stake, (${k.bps})::int as creator_bps
+    from gd where ${k.applies}`,
+    )
+    .join('\n  union all\n  ')}
 ),
 written as (
   insert into reconciliation_differences (brand_id, reconciliation_id, seq, kind, order_id, brand, ours, refusal,
@@ -199,7 +244,7 @@ written as (
 select
   (select count(*)::int from orders o
     where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to) as orders,
-  (select count(*)::int from reconciliation_rows where brand_id = :brand_id and reconciliation_id = :reconciliation_id) as rows,
+  :rows::int as rows,
   (select count(*)::int from d where kind = 'missing_here') as unpaired,
   (select count(distinct line)::int from d where has_o and has_r) as paired_differing,
   (select coalesce(jsonb_object_agg(kind, n), '{}') from (select kind, count(*)::int as n from written group by kind) c) as differences,
@@ -254,9 +299,11 @@ export async function completeReconciliation(
         period_to: Date;
         status: string;
         request_id: string;
+        rows: number;
         default_bps: number;
       }>(
-        `select r.livemode, r.period_from, r.period_to, r.status, r.request_id, b.default_commission_bps as default_bps
+        `select r.livemode, r.period_from, r.period_to, r.status, r.request_id, r.rows,
+                b.default_commission_bps as default_bps
          from reconciliations r join brands b on b.id = r.brand_id
         where r.brand_id = ? and r.id = ? for update of r`,
         [brandId, reconciliationId],
@@ -272,6 +319,7 @@ export async function completeReconciliation(
         now,
         skew_seconds: CLICK_SKEW_MS / 1000,
         default_bps: recon.default_bps,
+        rows: recon.rows,
       });
       const [figures] = await sql.query<Figures>(text, values);
       await finish(sql, brandId, reconciliationId, recon, figures!, now);

@@ -25,15 +25,14 @@ const ROWS_PER_TURN = 100;
  * idle one.
  */
 class Yielder {
-  private sliceStart = performance.now();
+  /** Milliseconds the slice's rows took of the event loop. */
+  spent = 0;
 
   async slice(): Promise<void> {
-    const spent = performance.now() - this.sliceStart;
     const before = performance.now();
     await nextTurn();
-    const othersMs = performance.now() - before;
-    if (othersMs > 1) await sleep(Math.min(2 * spent, 50));
-    this.sliceStart = performance.now();
+    if (performance.now() - before > 1) await sleep(Math.min(2 * this.spent, 50));
+    this.spent = 0;
   }
 }
 
@@ -273,9 +272,13 @@ export async function readCsv(
           { param: csvParam(line), hint: 'Quote fields that contain commas, quotes or line breaks.' },
         );
       if (++rows > CSV_ROWS_MAX) throw tooLarge();
+      const started = performance.now();
       const parsed = BrandRow.safeParse(csvRow(header, record));
       if (!parsed.success) throw rowError(parsed.error.issues, csvParam, line);
-      await onRow(line, parsed.data);
+      // Its own work is what runs before it waits (for a chunk being written, its turn is others').
+      const staged = onRow(line, parsed.data);
+      yielder.spent += performance.now() - started;
+      await staged;
       if (rows % ROWS_PER_TURN === 0) await yielder.slice();
     }
   } catch (err) {
