@@ -48,8 +48,9 @@ begin
       -- One prepared statement per statement and shard group (a split or an isolation gives new
       -- shard ids, so a new name; a shard that moves back keeps its name, and PostgreSQL plans
       -- its statement again when the table it names was dropped and made anew).
+      -- No name asked for (a big group's call): the statement alone, run as a dynamic one.
       named := prepared || '_' || anchor;
-      if current_setting('lf.' || named, true) = 'prepared' then
+      if named is not null and current_setting('lf.' || named, true) = 'prepared' then
         return array[null, named];
       end if;
       names := array(select shard_name(t::regclass, get_shard_id_for_distribution_column(t::regclass, brand))
@@ -123,13 +124,32 @@ export function brandForm(text: string): { tables: BrandTableName[]; sharded: st
 const textArray = (values: readonly string[]) => `array[${values.map((v) => `'${v}'`).join(', ')}]::text[]`;
 
 /**
+ * The most rows an argument of a call may carry for its statement to go in prepared, its values as
+ * literals: every row's values are then written out and read back once more, which for a big
+ * group (a batch's 500) costs more than planning the statement once for the call.
+ */
+const PREPARED_UP_TO_ROWS = 100;
+
+/** The most rows any argument carries: an array's elements, a JSON array's. */
+function rowsOf(types: readonly string[]): string {
+  const counts = types.flatMap((type, i) =>
+    type.endsWith('[]')
+      ? [`coalesce(cardinality($${i + 1}), 0)`]
+      : type === 'json' || type === 'jsonb'
+        ? [`case when ${type}_typeof($${i + 1}) = 'array' then ${type}_array_length($${i + 1}) else 0 end`]
+        : [],
+  );
+  return counts.length === 0 ? '0' : `greatest(${counts.join(', ')})`;
+}
+
+/**
  * The body of a brand's stored statement `name(types)`: `positionalText` (its placeholders
  * `$2…`, `$1` the brand) run on the brand's shards where it can (above). On plain PostgreSQL, the
  * statement itself, whose plan PL/pgSQL keeps for the connection (it is never planned on Citus:
  * PL/pgSQL resolves a statement's names when it first runs it). On a coordinator that runs the
  * call itself, a dynamic statement on the distributed tables, planned per call. On the brand's
  * worker, a statement prepared once per connection and shard group, so that it too is planned
- * once, not on every call. Its arguments go in as text literals (`%L`), which every
+ * once, not on every call (a big group's call runs it dynamically: `PREPARED_UP_TO_ROWS`). Its arguments go in as text literals (`%L`), which every
  * argument type here (text, numbers, booleans, json, timestamptz in the session's own style, and
  * arrays of them) reads back exactly; `EXECUTE` takes no parameters from a PL/pgSQL `USING`. The
  * statement is prepared here, not in the helper: a plan made under the helper's search_path would
@@ -161,7 +181,8 @@ begin
     return query ${positionalText};
     return;
   end if;
-  sent := ${brandShardsFunction.name}($1, $lfsql$${sharded}$lfsql$, ${textArray(tables)}, '${name}');
+  sent := ${brandShardsFunction.name}($1, $lfsql$${sharded}$lfsql$, ${textArray(tables)},
+    case when ${rowsOf(types)} <= ${PREPARED_UP_TO_ROWS} then '${name}' end);
   if sent[2] is null then
     return query execute sent[1] using ${args};
     return;
