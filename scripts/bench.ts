@@ -29,7 +29,7 @@ import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/opti
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
 import { previewBench, renderPreview } from './bench/preview.js';
-import { programCostRun, renderProgramCost } from './bench/program-cost.js';
+import { PROGRAM_COST_HEADING, programCostRun, renderProgramCost } from './bench/program-cost.js';
 import { RECONCILIATION_HEADING, reconciliationRun, renderReconciliation } from './bench/reconciliation.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
 import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
@@ -253,12 +253,13 @@ async function main(ctx: Context): Promise<void> {
 
 /**
  * The sections of the file a run replaces that other runs write: the hand-written "## Profile
- * notes" (what a profile found, and when) and the `--reconciliation` run's sections, carried over
+ * notes" (what a profile found, and when), the `--reconciliation` run's and the `--program-cost`
+ * run's sections (the latter pasted from its output with its rounds), carried over
  * whole: this run's figures are regenerated, theirs are not.
  */
 function profileNotes(file: string): string {
   const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  return ['\n## Profile notes', `\n${RECONCILIATION_HEADING}`]
+  return ['\n## Profile notes', `\n${RECONCILIATION_HEADING}`, `\n${PROGRAM_COST_HEADING}`]
     .map((heading) => {
       const start = old.indexOf(heading);
       if (start < 0) return '';

@@ -189,13 +189,15 @@ export async function programCostRun(
   return { without: of(plain), with: of(priced), floorWebMs: floor.webMs };
 }
 
+export const PROGRAM_COST_HEADING = '## Commission programs: cost per event';
+
 export function renderProgramCost(r: ProgramCostResult): string {
   const pct = (a: number, b: number) => `${a >= b ? '+' : ''}${fmt((100 * (a - b)) / b, 1)}%`;
   const row = (name: string, i: 0 | 1) => {
     const [w, p] = [r.without[i], r.with[i]];
     return `| ${name} | ${fmt(w.webMs, 3)} | ${fmt(p.webMs, 3)} (${pct(p.webMs, w.webMs)}) | ${fmt(w.postgresMs, 3)} | ${fmt(p.postgresMs, 3)} (${pct(p.postgresMs, w.postgresMs)}) | ${fmt(r.floorWebMs[i], 3)} |`;
   };
-  return `## Commission programs: cost per event
+  return `${PROGRAM_COST_HEADING}
 
 \`npm run bench -- --program-cost\`: two brands of one fresh database take the same new attributed
 order.paid events (three lines with SKUs: one an exact rule names, one a prefix rule's, one no
