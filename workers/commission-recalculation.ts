@@ -44,8 +44,7 @@ export async function runCommissionRecalculation(
     staleRecalculations(sql, new Date(Date.now() - STALE_MS), 100),
   );
   let completed = 0;
-  for (const r of stale)
-    if ((await runRecalculation(orm, r.brand_id, r.id)) === 'completed') completed++;
+  for (const r of stale) if ((await runRecalculation(orm, r.brand_id, r.id)) === 'completed') completed++;
   logger.info({ completed }, 'commission recalculation sweep finished');
   return { completed };
 }

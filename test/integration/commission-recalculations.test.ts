@@ -29,7 +29,10 @@ const monthStart = (() => {
   return new Date(Date.UTC(seoul.getUTCFullYear(), seoul.getUTCMonth(), 1) - 9 * HOUR);
 })();
 const at = (hours: number) => new Date(monthStart.getTime() + hours * HOUR).toISOString();
-const period = { from: monthStart.toISOString(), to: new Date(monthStart.getTime() + 28 * DAY).toISOString() };
+const period = {
+  from: monthStart.toISOString(),
+  to: new Date(monthStart.getTime() + 28 * DAY).toISOString(),
+};
 
 /**
  * Program default 5% (Joon has no offer: brand default 10% today), SERUM-30 at 30%, 40,000 a
@@ -52,7 +55,13 @@ interface Shop {
   draftId: string;
 }
 
-async function send(shop: Shop, type: string, occurredAt: string, data: Record<string, unknown>, key?: string) {
+async function send(
+  shop: Shop,
+  type: string,
+  occurredAt: string,
+  data: Record<string, unknown>,
+  key?: string,
+) {
   const res = await request(ctx.app)
     .post('/v1/events')
     .set('Authorization', `Bearer ${key ?? shop.keys.sk_live}`)
@@ -101,7 +110,13 @@ async function seedShop(): Promise<Shop> {
   await send(shop, 'order.paid', at(10), { order_id: 'U1', amount: 70_000 });
   // Outside the period, or of the other mode: never touched.
   await send(shop, 'order.paid', at(-1), { order_id: 'B0', amount: 100_000, coupon_code: 'JOON' });
-  await send(shop, 'order.paid', at(11), { order_id: 'T1', amount: 100_000, coupon_code: 'JOON' }, keys.sk_test);
+  await send(
+    shop,
+    'order.paid',
+    at(11),
+    { order_id: 'T1', amount: 100_000, coupon_code: 'JOON' },
+    keys.sk_test,
+  );
   await sql(`update orders set status = 'paid_out' where brand_id = ? and order_id = 'J4'`, [brand.id]);
 
   const versions = `/admin/api/brands/${brand.id}/commission_program/versions`;
@@ -233,7 +248,8 @@ describe('a recalculation pins the open orders of its period and adjusts their c
     for (const orderId of ['J4', 'J5', 'J6', 'B0', 'test:T1'])
       expect(now.get(orderId), orderId).toEqual(before.get(orderId));
     // Nothing but the commission and its pin changed on any order.
-    for (const [orderId, row] of now) expect(untouched(row), orderId).toEqual(untouched(before.get(orderId)!));
+    for (const [orderId, row] of now)
+      expect(untouched(row), orderId).toEqual(untouched(before.get(orderId)!));
 
     const movements = await sql(
       `select o.order_id, m.kind, m.amount::int as amount, m.event_id from ledger_movements m
@@ -263,7 +279,10 @@ describe('a recalculation pins the open orders of its period and adjusts their c
     expect(events.map((e) => e.data.object.order_id).sort()).toEqual(['J1', 'J2', 'J3', 'M3']);
     const j3 = events.find((e) => e.data.object.order_id === 'J3')!;
     expect(j3.data.object).toMatchObject({ commission_amount: 10_000, refunded_commission_amount: 2_500 });
-    expect(j3.data.previous_attributes).toEqual({ commission_amount: 20_000, refunded_commission_amount: 5_000 });
+    expect(j3.data.previous_attributes).toEqual({
+      commission_amount: 20_000,
+      refunded_commission_amount: 5_000,
+    });
   });
 
   it('keeps the monthly cap across the recalculated orders, and keeps the creator-month rows true', async () => {
@@ -287,7 +306,9 @@ describe('a recalculation pins the open orders of its period and adjusts their c
   });
 
   it('shows the pin and the capped amount on the order', async () => {
-    const res = await request(ctx.app).get('/v1/orders/M3').set('Authorization', `Bearer ${shop.keys.sk_live}`);
+    const res = await request(ctx.app)
+      .get('/v1/orders/M3')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       commission_amount: 0,
@@ -345,7 +366,10 @@ describe('a recalculation pins the open orders of its period and adjusts their c
       commission_before: 10_000,
       commission_after: 5_000,
     });
-    expect((await orders(shop.brandId)).get('test:T1')).toMatchObject({ commission: 5_000, pin: shop.versionId });
+    expect((await orders(shop.brandId)).get('test:T1')).toMatchObject({
+      commission: 5_000,
+      pin: shop.versionId,
+    });
   });
 });
 
@@ -366,7 +390,12 @@ describe('a recalculation whose job died resumes from its cursor', () => {
     expect(chunk.status).toBe('running');
     await (await queue.getJob(recalculationJobId(id)))!.remove();
     const half = await read(shop, id);
-    expect(half.body).toMatchObject({ status: 'running', orders_changed: 3, skipped_paid_out: 1, skipped_closed: 2 });
+    expect(half.body).toMatchObject({
+      status: 'running',
+      orders_changed: 3,
+      skipped_paid_out: 1,
+      skipped_closed: 2,
+    });
     // M1 came first to Mina's headroom although M2 and M3 were not done yet.
     expect((await orders(shop.brandId)).get('M1')).toMatchObject({ commission: 20_000, pin: shop.versionId });
 
@@ -379,7 +408,8 @@ describe('a recalculation whose job died resumes from its cursor', () => {
     await runCommissionRecalculation(ctx.orm, job as never, logger);
     expect((await read(shop, id)).body).toMatchObject({ status: 'completed', ...expectedFigures });
     const now = await orders(shop.brandId);
-    for (const [orderId, want] of Object.entries(expected)) expect(now.get(orderId), orderId).toMatchObject(want);
+    for (const [orderId, want] of Object.entries(expected))
+      expect(now.get(orderId), orderId).toMatchObject(want);
     // Finished: nothing to put back.
     expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config, later)).commission_recalculation).toBe(0);
   });
@@ -406,17 +436,26 @@ describe('bad input', () => {
     const { brand, keys } = await makeBrandWithKeys(ctx.orm);
     const versions = `/admin/api/brands/${brand.id}/commission_program/versions`;
     const draft = await admin(ctx).post(versions, { rules });
-    await admin(ctx).post(`${versions}/${draft.body.id}/publish`, { effective_from: new Date().toISOString() });
+    await admin(ctx).post(`${versions}/${draft.body.id}/publish`, {
+      effective_from: new Date().toISOString(),
+    });
     const other = await admin(ctx).post(versions, { rules });
     shop = { brandId: brand.id, keys, versionId: draft.body.id, draftId: other.body.id };
   });
   const post = (body: unknown, version = shop.versionId, brand = shop.brandId) =>
-    admin(ctx).post(`/admin/api/brands/${brand}/commission_program/versions/${version}/recalculations`, body as object);
+    admin(ctx).post(
+      `/admin/api/brands/${brand}/commission_program/versions/${version}/recalculations`,
+      body as object,
+    );
 
   it('409 version_not_published for a draft, 404 for an unknown version or another brand’s', async () => {
     expectEnvelope(await post(period, shop.draftId), 409, 'version_not_published');
     expectEnvelope(await post(period, 'cpv_unknown'), 404, 'commission_program_version_not_found');
-    expectEnvelope(await post(period, shop.versionId, 'brand_unknown'), 404, 'commission_program_version_not_found');
+    expectEnvelope(
+      await post(period, shop.versionId, 'brand_unknown'),
+      404,
+      'commission_program_version_not_found',
+    );
   });
 
   it('422 invalid_period and period_too_long, naming `to`', async () => {
@@ -424,11 +463,17 @@ describe('bad input', () => {
     expectEnvelope(same, 422, 'invalid_period');
     expect(same.body.error.param).toBe('to');
     expectEnvelope(await post({ from: period.to, to: period.from }), 422, 'invalid_period');
-    const long = await post({ from: period.from, to: new Date(monthStart.getTime() + 367 * DAY).toISOString() });
+    const long = await post({
+      from: period.from,
+      to: new Date(monthStart.getTime() + 367 * DAY).toISOString(),
+    });
     expectEnvelope(long, 422, 'period_too_long');
     expect(long.body.error.param).toBe('to');
     // 366 days exactly is allowed.
-    const year = await post({ from: period.from, to: new Date(monthStart.getTime() + 366 * DAY).toISOString() });
+    const year = await post({
+      from: period.from,
+      to: new Date(monthStart.getTime() + 366 * DAY).toISOString(),
+    });
     expect(year.status).toBe(202);
   });
 
@@ -437,7 +482,11 @@ describe('bad input', () => {
     const mine = await post(period);
     expect(mine.status).toBe(202);
     const { brand } = await makeBrandWithKeys(ctx.orm);
-    expectEnvelope(await read({ brandId: brand.id }, mine.body.id), 404, 'commission_recalculation_not_found');
+    expectEnvelope(
+      await read({ brandId: brand.id }, mine.body.id),
+      404,
+      'commission_recalculation_not_found',
+    );
   });
 
   it('401 without the admin token', async () => {
@@ -465,7 +514,9 @@ describe('bad input', () => {
       expect(
         (
           await admin(ctx)
-            .post(`/admin/api/brands/${shop.brandId}/commission_program/versions/${shop.versionId}/recalculations`)
+            .post(
+              `/admin/api/brands/${shop.brandId}/commission_program/versions/${shop.versionId}/recalculations`,
+            )
             .set('Content-Type', 'application/json')
             .send(raw)
         ).status,
@@ -476,7 +527,7 @@ describe('bad input', () => {
 });
 
 describe.runIf(onCitus)('on Citus', () => {
-  it("runs each chunk as single-shard statements, committed in one phase", async () => {
+  it('runs each chunk as single-shard statements, committed in one phase', async () => {
     const shop = await seedShop();
     const res = await admin(ctx).post(
       `/admin/api/brands/${shop.brandId}/commission_program/versions/${shop.versionId}/recalculations`,
@@ -492,9 +543,9 @@ describe.runIf(onCitus)('on Citus', () => {
     const pool = (await ctx.orm.em.getConnection().getNativeClient()) as pg.Pool;
     const terms = { confirmPeriodDays: 14, recurringCommissionCycles: null, defaultCommissionBps: 1000 };
     const before = await counters();
-    expect((await runRecalculationChunk(pool, shop.brandId, res.body.id, { terms, oneBrand: true })).status).toBe(
-      'running',
-    );
+    expect(
+      (await runRecalculationChunk(pool, shop.brandId, res.body.id, { terms, oneBrand: true })).status,
+    ).toBe('running');
     const after = await counters();
     expect(after.multi).toBe(before.multi);
     expect(after.two_phase.filter((gid) => !before.two_phase.includes(gid))).toEqual([]);

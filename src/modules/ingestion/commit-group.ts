@@ -261,7 +261,11 @@ export async function commitGroup(
  * and never copies (a COPY from the coordinator beside the call there makes the commit
  * two-phase). Returns whether the new rows went in by COPY.
  */
-export async function writeGroup(sql: Sql, writes: GroupWrites, brandId: string | undefined): Promise<boolean> {
+export async function writeGroup(
+  sql: Sql,
+  writes: GroupWrites,
+  brandId: string | undefined,
+): Promise<boolean> {
   const copy = brandId === undefined && writes.newOrders.rows.length >= COPY_FROM_ORDERS;
   const shape = writeShapeOf(writes);
   if (!shape.parts.includes('monthCommissions') && writes.monthCommissions.rows.length > 0)

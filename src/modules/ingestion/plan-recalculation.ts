@@ -21,7 +21,9 @@ export interface RecalculatedOrder {
  * (amount, currency and rate, lines, occurred_at). Never stored as a received event: the brand
  * sent nothing.
  */
-export function storedOrderPaid(order: Pick<OrderState, 'orderId' | 'occurredAt'> & Partial<OrderState>): PaidEvent {
+export function storedOrderPaid(
+  order: Pick<OrderState, 'orderId' | 'occurredAt'> & Partial<OrderState>,
+): PaidEvent {
   return {
     type: 'order.paid',
     occurredAt: order.occurredAt,
@@ -81,7 +83,10 @@ export function applyRecalculation(
     priced.cappedAmount === order.cappedAmount
   )
     return { outcome: 'unchanged', before, after: before };
-  const net = { was: order.commissionAmount - order.refundedCommissionAmount, now: commission - refundedCommission };
+  const net = {
+    was: order.commissionAmount - order.refundedCommissionAmount,
+    now: commission - refundedCommission,
+  };
   const was = book.webhooks?.before(order);
   Object.assign(order, {
     changed: true,

@@ -94,7 +94,8 @@ export async function planRecalculationChunk(
   };
 }
 
-const recalculated = (status: string) => status !== 'paid_out' && status !== 'refunded' && status !== 'cancelled';
+const recalculated = (status: string) =>
+  status !== 'paid_out' && status !== 'refunded' && status !== 'cancelled';
 
 /**
  * Under a monthly cap: for each order of the chunk, the net (commission − reversed) of the
@@ -119,15 +120,7 @@ async function laterInPeriod(
         and occurred_at < least(?::timestamptz, (?::date + interval '1 month')::timestamp at time zone ?)
         and creator_id is not null and status not in ('paid_out', 'refunded', 'cancelled')
       group by creator_id`,
-    [
-      chunk.scope.brandId,
-      chunk.scope.livemode,
-      chunk.last.at,
-      chunk.last.id,
-      chunk.to,
-      lastMonth,
-      zone,
-    ],
+    [chunk.scope.brandId, chunk.scope.livemode, chunk.last.at, chunk.last.id, chunk.to, lastMonth, zone],
   );
   const running = new Map(rest.map((r) => [`${r.creator_id}\u0000${lastMonth}`, Number(r.net)]));
   const later: number[] = [];

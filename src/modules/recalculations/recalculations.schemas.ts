@@ -36,7 +36,9 @@ export const RecalculationOut = z
     from: z.iso.datetime(),
     to: z.iso.datetime(),
     livemode: z.boolean(),
-    orders_changed: count('Orders recomputed whose commission changed: each has an `adjustment` movement in the journal under `request_id`.'),
+    orders_changed: count(
+      'Orders recomputed whose commission changed: each has an `adjustment` movement in the journal under `request_id`.',
+    ),
     orders_unchanged: count(
       'Orders recomputed whose commission stayed the same (their pin moved to the version all the same; unattributed orders count here).',
     ),
@@ -45,7 +47,8 @@ export const RecalculationOut = z
     commission_before: money('Σ `commission_amount` of the recomputed orders before (KRW).'),
     commission_after: money('Σ `commission_amount` of the recomputed orders after (KRW).'),
     request_id: z.string().meta({
-      description: 'The request that started it: its journal movements and webhook events carry it (the admin trace finds them by it).',
+      description:
+        'The request that started it: its journal movements and webhook events carry it (the admin trace finds them by it).',
     }),
     created_at: z.iso.datetime(),
     completed_at: z.iso.datetime().nullable(),
