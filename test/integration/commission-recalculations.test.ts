@@ -430,6 +430,33 @@ describe('a recalculation whose job died resumes from its cursor', () => {
   });
 });
 
+describe('a recalculation whose job gives up', () => {
+  it('stays running after a failed attempt, and is failed after the last one', async () => {
+    const shop = await seedShop();
+    const start = () =>
+      admin(ctx).post(
+        `/admin/api/brands/${shop.brandId}/commission_program/versions/${shop.versionId}/recalculations`,
+        period,
+      );
+    // A job whose progress cannot be reported fails after its first chunk.
+    const broken = (id: string, attemptsMade: number) => ({
+      data: { request_id: 'req_x', triggered_by: 'event', brand_id: shop.brandId, recalculation_id: id },
+      attemptsMade,
+    });
+    const first = (await start()).body.id;
+    await expect(runCommissionRecalculation(ctx.orm, broken(first, 0) as never, logger)).rejects.toThrow();
+    expect((await read(shop, first)).body).toMatchObject({ status: 'running', ...expectedFigures });
+    const last = (await start()).body.id;
+    await expect(runCommissionRecalculation(ctx.orm, broken(last, 4) as never, logger)).rejects.toThrow();
+    // Its chunk stays done and counted; the lost-work pass leaves a failed one alone.
+    expect((await read(shop, last)).body).toMatchObject({ status: 'failed', orders_unchanged: 7 });
+    await ctx.queues['commission-recalculation'].getJob(recalculationJobId(last)).then((j) => j?.remove());
+    const later = new Date(Date.now() + 2 * 60_000);
+    await requeueLostWork(ctx.orm, ctx.queues, ctx.config, later);
+    expect(await ctx.queues['commission-recalculation'].getJob(recalculationJobId(last))).toBeUndefined();
+  });
+});
+
 describe('bad input', () => {
   let shop: Shop;
   beforeAll(async () => {

@@ -89,9 +89,9 @@ export async function runRecalculationChunk(
       );
       if (listed.length === 0) {
         await sql.query(
-          `update commission_recalculations set status = 'completed', completed_at = now(), updated_at = now()
+          `update commission_recalculations set status = ?, completed_at = now(), updated_at = now()
             where brand_id = ? and id = ?`,
-          [brandId, id],
+          ['completed', brandId, id],
         );
         return { status: 'completed', tally: emptyTally(), progress: 100 };
       }
@@ -173,9 +173,9 @@ export async function runRecalculation(
 export async function failRecalculation(orm: MikroORM, brandId: string, id: string): Promise<void> {
   await inTransaction(orm, (sql) =>
     sql.query(
-      `update commission_recalculations set status = 'failed', updated_at = now()
+      `update commission_recalculations set status = ?, updated_at = now()
         where brand_id = ? and id = ? and status = 'running'`,
-      [brandId, id],
+      ['failed', brandId, id],
     ),
   );
 }
