@@ -87,13 +87,14 @@ export async function createRecalculation(
         hint: 'Publish the version first (POST …/versions/{version_id}/publish), or preview what it would pay (POST …/versions/{version_id}/preview), which writes nothing.',
       },
     );
-  const [row] = await sql.query<RecalculationRow>(
+  const id = newId('crc');
+  // Read back by a statement of its own: Citus takes no stable function (a cast to text) in RETURNING.
+  await sql.query(
     `insert into commission_recalculations (brand_id, id, version_id, livemode, period_from, period_to, request_id)
-     values (?, ?, ?, ?, ?, ?, ?)
-     returning ${recalculationColumns}`,
-    [brandId, newId('crc'), versionId, body.livemode, body.from, body.to, requestId],
+     values (?, ?, ?, ?, ?, ?, ?)`,
+    [brandId, id, versionId, body.livemode, body.from, body.to, requestId],
   );
-  return row!;
+  return findRecalculation(sql, brandId, id);
 }
 
 export async function findRecalculation(sql: Sql, brandId: string, id: string): Promise<RecalculationRow> {
