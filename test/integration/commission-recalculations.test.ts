@@ -263,6 +263,10 @@ describe('a recalculation pins the open orders of its period and adjusts their c
       { order_id: 'J3', kind: 'adjustment', amount: 7_500 - 15_000, event_id: null },
       { order_id: 'M3', kind: 'adjustment', amount: -20_000, event_id: null },
     ]);
+    // Support finds them by the request id alone.
+    const trace = await admin(ctx).get(`/admin/api/trace/${requestId}`);
+    expect(trace.status).toBe(200);
+    expect(trace.body.movements).toHaveLength(4);
     const [journal] = await sql(
       `select (select coalesce(sum(amount), 0) from ledger_movements where brand_id = ?)::bigint::int as moved,
               (select coalesce(sum(commission_balance), 0) from orders where brand_id = ?)::bigint::int as lines`,
