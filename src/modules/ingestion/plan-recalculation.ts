@@ -6,6 +6,25 @@ import { hasCreator, inherited, type PaidEvent, price } from './plan-order-paid.
 import type { PricingVersion } from './program-state.js';
 import type { ValidOrderItem } from './valid-event.js';
 
+/**
+ * An upper bound on what the order's share of its creator-month can become under `version`: its
+ * commission before the monthly cap (C1), or what it has now if more. Null for an order the
+ * recalculation does not price (paid out, closed, unattributed).
+ */
+export function shareBound(book: OrderBook, order: OrderState, version: PricingVersion): number | null {
+  if (
+    !hasCreator(order) ||
+    order.status === 'paid_out' ||
+    order.status === 'refunded' ||
+    order.status === 'cancelled'
+  )
+    return null;
+  const decision = inherited(book, order, order.attributedVia!, order.cycleNumber, order.customerHash);
+  const uncapped = { ...version, program: { ...version.program, perCreatorMonthCap: null } };
+  const c1 = price(book, order, storedOrderPaid(order), decision, uncapped, { repin: true }).commission;
+  return Math.max(c1, order.commissionAmount - order.refundedCommissionAmount);
+}
+
 /** What a recalculation did with one order of its period. */
 export type RecalculationOutcome = 'changed' | 'unchanged' | 'skipped_paid_out' | 'skipped_closed';
 

@@ -3,7 +3,7 @@ import type { BrandTerms } from '../keys/caller.js';
 import { writeGroup } from './commit-group.js';
 import { loadOrderBooks } from './load-book.js';
 import { type OrderBook, type Scope, scopeKey } from './order-book.js';
-import { applyRecalculation, storedOrderPaid } from './plan-recalculation.js';
+import { applyRecalculation, shareBound, storedOrderPaid } from './plan-recalculation.js';
 import { loadPrograms } from './program-book.js';
 import { monthStart, type PricingVersion } from './program-state.js';
 import { groupWrites } from './write-set.js';
@@ -102,7 +102,10 @@ const recalculated = (status: string) =>
  * creator's orders of its month that the recalculation reaches after it, so it comes before them
  * to the headroom. Within the chunk from the locked orders; past the chunk only the month of its
  * last order can be shared (orders come in time order), read by one statement over the rest of
- * that month in the period (orders_list_index).
+ * that month in the period (orders_list_index), only when the cap could cut one of the chunk's
+ * orders of that month without it: where every creator's month stays under the cap even with each
+ * such order at the most it can earn, leaving later orders out changes nothing, and the read
+ * (which grows with the month) is skipped.
  */
 async function laterInPeriod(
   sql: Sql,
@@ -113,15 +116,18 @@ async function laterInPeriod(
   if (version.program.perCreatorMonthCap === null) return [];
   const zone = version.timeZone;
   const lastMonth = monthStart(new Date(chunk.last.at), zone);
-  const rest = await sql.query<{ creator_id: string; net: string }>(
-    `select creator_id, sum(commission_amount - refunded_commission_amount)::text as net
+  type Rest = { creator_id: string; net: string };
+  const rest: Rest[] = !capCanCut(chunk, book, version, lastMonth)
+    ? []
+    : await sql.query<Rest>(
+        `select creator_id, sum(commission_amount - refunded_commission_amount)::text as net
        from orders
       where brand_id = ? and livemode = ? and (occurred_at, id) > (?::timestamptz, ?)
         and occurred_at < least(?::timestamptz, (?::date + interval '1 month')::timestamp at time zone ?)
         and creator_id is not null and status not in ('paid_out', 'refunded', 'cancelled')
       group by creator_id`,
-    [chunk.scope.brandId, chunk.scope.livemode, chunk.last.at, chunk.last.id, chunk.to, lastMonth, zone],
-  );
+        [chunk.scope.brandId, chunk.scope.livemode, chunk.last.at, chunk.last.id, chunk.to, lastMonth, zone],
+      );
   const running = new Map(rest.map((r) => [`${r.creator_id}\u0000${lastMonth}`, Number(r.net)]));
   const later: number[] = [];
   for (let i = chunk.orders.length - 1; i >= 0; i--) {
@@ -132,4 +138,33 @@ async function laterInPeriod(
     running.set(key, later[i]! + o.commissionAmount - o.refundedCommissionAmount);
   }
   return later;
+}
+
+/**
+ * Whether the monthly cap could cut an order of the chunk in the month of its last order: some
+ * creator whose month (its locked row, less what the chunk's orders hold now, plus the most each
+ * of them can earn) would pass the cap.
+ */
+function capCanCut(
+  chunk: RecalculationChunk,
+  book: OrderBook,
+  version: PricingVersion,
+  lastMonth: string,
+): boolean {
+  const cap = version.program.perCreatorMonthCap!;
+  const months = book.program!.months!;
+  const sums = new Map<string, { at: Date; held: number; bound: number }>();
+  for (const { orderId } of chunk.orders) {
+    const o = book.orders.get(orderId);
+    if (!o?.creatorId || monthStart(o.occurredAt, version.timeZone) !== lastMonth) continue;
+    const bound = shareBound(book, o, version);
+    if (bound === null) continue;
+    const sum = sums.get(o.creatorId) ?? { at: o.occurredAt, held: 0, bound: 0 };
+    sum.held += o.commissionAmount - o.refundedCommissionAmount;
+    sum.bound += bound;
+    sums.set(o.creatorId, sum);
+  }
+  for (const [creatorId, sum] of sums)
+    if (months.net(creatorId, version.timeZone, sum.at) - sum.held + sum.bound > cap) return true;
+  return false;
 }
