@@ -36,6 +36,8 @@ export const citusFiles = [
   // Pricing with the pinned version in the engine; the creator-month rows locked on the brand's shards.
   'test/integration/commission-engine.test.ts',
   'test/integration/commission-engine-properties.test.ts',
+  // Recalculations: each chunk's statements on the brand's shards, through the engine.
+  'test/integration/commission-recalculations.test.ts',
   'test/integration/reconciliations.test.ts',
   // A single-node database given the extension afterwards: npm run migrate distributes it (point 5).
   'test/integration/citus-catch-up.test.ts',

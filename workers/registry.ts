@@ -11,6 +11,7 @@ import {
 } from '../src/jobs/queues.js';
 import { runAsJob } from '../src/modules/webhooks/job-cause.js';
 import type { RedisClient } from '../src/redis.js';
+import { commissionRecalculationJob } from './commission-recalculation.js';
 import { creatorTiersJob } from './creator-tiers.js';
 import { integrationStatusJob } from './integration-status.js';
 import { dueAt, type JobModule, mirroredToJobLog, type WorkerContext } from './job.js';
@@ -39,6 +40,7 @@ export const jobModules: readonly JobModule[] = [
   reportRollupJob,
   reconciliationJob,
   creatorTiersJob,
+  commissionRecalculationJob,
 ] as JobModule[];
 
 type ScheduleConfig = Pick<Config, 'PAYOUT_SCHEDULE'>;

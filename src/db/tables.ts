@@ -55,6 +55,8 @@ export const TABLES = {
   creator_tier_runs: { kind: 'brand' },
   /** Net commission per creator-month and mode: the row a monthly cap locks. */
   creator_month_commissions: { kind: 'brand' },
+  /** A recalculation's counters and cursor (its job's record). */
+  commission_recalculations: { kind: 'brand' },
   reconciliations: { kind: 'brand' },
   reconciliation_rows: { kind: 'brand' },
   reconciliation_differences: { kind: 'brand' },

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { inTransaction, type Sql } from '../db/fast-path/index.js';
 import { orderLookupKeySql } from '../modules/orders/lookup-key.js';
 import { payoutRunKey } from '../modules/payouts/payouts.service.js';
+import { recalculationJobId } from '../modules/recalculations/recalculations.service.js';
 import { reconciliationJobId } from '../modules/reconciliations/reconciliations.service.js';
 import { type JobData, type JobName, jobOptions, type Queues } from './queues.js';
 
@@ -138,6 +139,30 @@ export const lostWorkKinds: Record<
         triggered_by: 'event',
         brand_id: r.brand_id,
         reconciliation_id: r.id,
+      },
+    }));
+  },
+
+  /**
+   * A commission recalculation is due while `running` with no chunk committed for over a minute
+   * (its POST enqueues it at once; each chunk moves `updated_at`); finished once `completed` or
+   * `failed`. One job per recalculation, under the id its POST gave it; a job still waiting its
+   * turn behind another recalculation is live and left alone.
+   */
+  commission_recalculation: async (sql, now) => {
+    const rows = await sql.query<{ brand_id: string; id: string; request_id: string }>(
+      `select brand_id, id, request_id from commission_recalculations
+        where status = 'running' and updated_at <= ? order by updated_at limit ${LIMIT}`,
+      [new Date(now.getTime() - GRACE_MS)],
+    );
+    return rows.map((r) => ({
+      queue: 'commission-recalculation',
+      jobId: recalculationJobId(r.id),
+      data: {
+        request_id: r.request_id,
+        triggered_by: 'event',
+        brand_id: r.brand_id,
+        recalculation_id: r.id,
       },
     }));
   },

@@ -16,6 +16,7 @@ export const jobNames = [
   'report-rollup',
   'reconciliation',
   'creator-tiers',
+  'commission-recalculation',
 ] as const;
 export type JobName = (typeof jobNames)[number];
 
@@ -85,6 +86,21 @@ const reconciliationPayload = z.discriminatedUnion('triggered_by', [
   runPayload,
 ]);
 
+/**
+ * commission-recalculation: runs one recalculation from its cursor (recalculations/), enqueued by
+ * its POST, or by the lost-work pass for one still `running` in PostgreSQL; or a sweep (schedule,
+ * admin) that takes up every one left `running`.
+ */
+const recalculationPayload = z.discriminatedUnion('triggered_by', [
+  z.object({
+    request_id: requestId,
+    triggered_by: z.literal('event'),
+    brand_id: z.string().min(1).max(255),
+    recalculation_id: z.string().min(1).max(40),
+  }),
+  runPayload,
+]);
+
 /** One payload schema per job, parsed at the worker's edge (a payload that fails is never retried). */
 export const jobPayloads = {
   'test-data-deletion': runPayload,
@@ -98,6 +114,7 @@ export const jobPayloads = {
   'report-rollup': runPayload,
   reconciliation: reconciliationPayload,
   'creator-tiers': runPayload,
+  'commission-recalculation': recalculationPayload,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof jobPayloads)[N]>;
@@ -119,4 +136,6 @@ export interface JobData {
   endpoint_id?: string;
   /** reconciliation: the one to compare. */
   reconciliation_id?: string;
+  /** commission-recalculation: the one to run. */
+  recalculation_id?: string;
 }

@@ -35,6 +35,9 @@ export const jobRetry: Record<JobName, { attempts: number; backoffMs: number; ji
   // Every quarter hour, and a pass takes up any local midnight not evaluated yet: two retries
   // within 90 s, the next quarter hour catches up the rest.
   'creator-tiers': { attempts: 3, backoffMs: 30_000 },
+  // Ops wait for it, and each attempt goes on from the last committed chunk: 10, 20, 40, 80 s;
+  // past that it is marked failed (a new POST recalculates what is left).
+  'commission-recalculation': { attempts: 5, backoffMs: 10_000 },
 };
 
 /**

@@ -87,6 +87,11 @@ export const errorCodes = {
     explains:
       "No commission program version with this id belongs to the brand. List the brand's versions (GET /admin/api/brands/{brand_id}/commission_program/versions) for their ids.",
   },
+  commission_recalculation_not_found: {
+    status: 404,
+    explains:
+      'No commission recalculation with this id belongs to the brand. The id (`crc_…`) is in the answer of the POST that started it.',
+  },
   job_not_found: { status: 404, explains: 'No scheduled job has this name. `hint` lists the job names.' },
   webhook_endpoint_not_found: {
     status: 404,
@@ -117,6 +122,11 @@ export const errorCodes = {
     status: 409,
     explains:
       'The commission program version is published, and a published version never changes: it cannot be changed (PATCH) or published again. Create a new version with the rules you want and publish it to take effect after it.',
+  },
+  version_not_published: {
+    status: 409,
+    explains:
+      'Only a published commission program version can be recalculated with: a draft can still change. Publish it first (POST …/versions/{version_id}/publish), or preview the draft (POST …/versions/{version_id}/preview), which writes nothing.',
   },
   coupon_code_taken: {
     status: 409,

@@ -249,9 +249,23 @@ export async function commitGroup(
   options: GroupOptions,
 ): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean }> {
   const { answers, writes, handedOver } = await planGroup(sql, requests, options);
-  // On Citus the group is one brand's: its write runs on the brand's worker, and never copies
-  // (a COPY from the coordinator beside the call there makes the commit two-phase).
+  // On Citus the group is one brand's: its write runs on the brand's worker.
   const brandId = options.oneBrand ? requests[0]?.caller.brandId : undefined;
+  const copied = await writeGroup(sql, writes, brandId);
+  return { answers, handedOver, copied };
+}
+
+/**
+ * Writes a planned group in the smallest shape that holds it, and commits with that last
+ * statement. `brandId`: the group is that brand's (Citus), its write runs on the brand's worker
+ * and never copies (a COPY from the coordinator beside the call there makes the commit
+ * two-phase). Returns whether the new rows went in by COPY.
+ */
+export async function writeGroup(
+  sql: Sql,
+  writes: GroupWrites,
+  brandId: string | undefined,
+): Promise<boolean> {
   const copy = brandId === undefined && writes.newOrders.rows.length >= COPY_FROM_ORDERS;
   const shape = writeShapeOf(writes);
   if (!shape.parts.includes('monthCommissions') && writes.monthCommissions.rows.length > 0)
@@ -262,7 +276,7 @@ export async function commitGroup(
     shape.parts.map((part) => writes[part]),
     { ...(brandId === undefined ? {} : { brandId }), copy },
   );
-  return { answers, handedOver, copied: copy };
+  return copy;
 }
 
 /** A request's answer as a real send would get it now, with nothing written and nothing locked. */

@@ -18,9 +18,9 @@ import type { OrderState } from './order-state.js';
 import { monthStart, type PricingVersion, tierOf, versionAt } from './program-state.js';
 import type { ValidEvent } from './valid-event.js';
 
-type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;
+export type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;
 
-interface Decided {
+export interface Decided {
   creatorId: string;
   offerId: string | null;
   via: AttributionVia;
@@ -43,7 +43,7 @@ function decided(book: OrderBook, a: Attribution, customerHash: string | null): 
 }
 
 /** Attribution carried over from an order: the parent of a renewal, or the order itself on a sticky resend. */
-function inherited(
+export function inherited(
   book: OrderBook,
   from: OrderState & { creatorId: string },
   via: AttributionVia,
@@ -102,7 +102,7 @@ function recordSignedClick(book: OrderBook, clickRef: string): void {
   });
 }
 
-const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: string } =>
+export const hasCreator = (o: OrderState | undefined): o is OrderState & { creatorId: string } =>
   Boolean(o?.creatorId);
 
 /**
@@ -316,19 +316,24 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
  * or, without one, today's rule exactly: the offer's rate as first priced, else the brand's
  * default. Under a pin, the tier is the creator's in force at occurred_at, and a monthly cap
  * takes the headroom the creator's other orders of the month left (their rows are locked).
+ * `repin`: the order is being pinned to `version` (a recalculation), which changes what its
+ * commission depends on even when nothing the event carries does; `laterInPeriod`: the net of the
+ * creator's orders of the month that the recalculation reaches after this one, whose headroom
+ * this order comes before.
  */
-function price(
+export function price(
   book: OrderBook,
   existing: OrderState | undefined,
   event: PaidEvent,
   decision: Decided,
   version: PricingVersion | undefined,
+  options: { repin?: boolean; laterInPeriod?: number } = {},
 ): CommissionResult {
   const d = event.data;
   const program = version?.program ?? null;
   const monthCap = version && program?.perCreatorMonthCap !== null ? book.program?.months : undefined;
   let headroom: number | null = null;
-  if (version && monthCap && existing && samePricing(existing, event, decision)) {
+  if (version && monthCap && existing && !options.repin && samePricing(existing, event, decision)) {
     // Nothing the commission depends on changed: the order keeps what it was paid, whatever the
     // creator's other orders have spent since (a headroom of exactly its commission gives it back).
     headroom = existing.commissionAmount;
@@ -339,7 +344,10 @@ function price(
       monthStart(existing.occurredAt, version.timeZone) === monthStart(at, version.timeZone)
         ? existing.commissionAmount - existing.refundedCommissionAmount
         : 0;
-    headroom = monthHeadroom(program, monthCap.net(decision.creatorId, version.timeZone, at) - own);
+    headroom = monthHeadroom(
+      program,
+      monthCap.net(decision.creatorId, version.timeZone, at) - own - (options.laterInPeriod ?? 0),
+    );
   }
   return computeCommission({
     amount: d.amount,

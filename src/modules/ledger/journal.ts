@@ -25,6 +25,16 @@ export interface PayoutCause {
   requestId: string;
 }
 
+/**
+ * A request changed the lines without any event of the brand's (a commission recalculation): its
+ * movements store the request id, as a payout's do, so the trace finds them by it.
+ */
+export interface RequestCause {
+  brandId: string;
+  livemode: boolean;
+  requestId: string;
+}
+
 export interface Movement {
   kind: MovementKind;
   creatorId: string | null;
@@ -60,7 +70,7 @@ export class Journal {
   private readonly perEvent = new Map<string, number>();
   readonly movements: MovementRow[] = [];
 
-  record(cause: Cause | PayoutCause, orderPk: string, movements: Movement[]) {
+  record(cause: Cause | PayoutCause | RequestCause, orderPk: string, movements: Movement[]) {
     for (const m of movements) {
       if (m.amount === 0) continue;
       this.deltas.set(orderPk, (this.deltas.get(orderPk) ?? 0) + m.amount);
@@ -75,7 +85,7 @@ export class Journal {
         kind: m.kind,
         amount: m.amount,
         event_id: 'eventId' in cause && !derived ? cause.eventId : null,
-        request_id: 'payoutId' in cause ? cause.requestId : null,
+        request_id: 'eventId' in cause ? null : cause.requestId,
         payout_id: 'payoutId' in cause ? cause.payoutId : null,
       });
     }
