@@ -188,6 +188,8 @@ describe('bounded tables', () => {
       'creator_tier_runs',
       // One row per creator, month and mode under a monthly cap.
       'creator_month_commissions',
+      // Recalculations ops ran: a row each, what changed the journal's adjustments under its request id.
+      'commission_recalculations',
       'mikro_orm_migrations',
     ];
     // Bounded elsewhere: missing_orders cleared after 30 days by the gap sweep; tallies folded

@@ -1005,6 +1005,17 @@ const adminCases = {
     base: () => ({ from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00+09:00', livemode: false }),
     fields: [['from'], ['to'], ['livemode'], ['x']],
   },
+  adminRecalculateCommissionProgramVersion: {
+    method: 'post',
+    path: (b: string) =>
+      `/admin/api/brands/${b}/commission_program/versions/${programVersion}/recalculations`,
+    base: () => ({ from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00+09:00', livemode: false }),
+    fields: [['from'], ['to'], ['livemode'], ['x']],
+  },
+  adminGetCommissionRecalculation: {
+    method: 'get',
+    path: (r: string) => `/admin/api/brands/${other.brandId}/commission_program/recalculations/${r}`,
+  },
 } as const satisfies Record<
   string,
   {
