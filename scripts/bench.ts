@@ -259,7 +259,7 @@ async function main(ctx: Context): Promise<void> {
  */
 function profileNotes(file: string): string {
   const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  return ['\n## Profile notes', `\n${RECONCILIATION_HEADING}`, `\n${PROGRAM_COST_HEADING}`]
+  return ['\n## Profile notes', `\n${RECONCILIATION_HEADING}`, `\n${PROGRAM_COST_HEADING}`, '\n## Commission recalculation']
     .map((heading) => {
       const start = old.indexOf(heading);
       if (start < 0) return '';
