@@ -1,5 +1,4 @@
 import type { Sql } from '../../db/fast-path/index.js';
-import { AppError } from '../../shared/errors.js';
 import type { Currency } from '../../shared/money.js';
 import { checkPeriod } from '../../shared/period.js';
 import {
@@ -14,7 +13,6 @@ import { getVersion } from './programs.service.js';
 
 /** The longest period one preview reads: a year, a leap day included. */
 export const MAX_PREVIEW_DAYS = 366;
-const DAY_MS = 86_400_000;
 
 /** Orders read per keyset step: few round trips, one batch in memory. */
 export const PREVIEW_BATCH = 5000;
@@ -222,7 +220,10 @@ async function tierHistory(
   const byCreator = new Map<string, { at: number; level: string | null }[]>();
   for (const r of rows) {
     let changes = byCreator.get(r.creator_id);
-    if (!changes) byCreator.set(r.creator_id, (changes = []));
+    if (!changes) {
+      changes = [];
+      byCreator.set(r.creator_id, changes);
+    }
     changes.push({ at: new Date(r.effective_at).getTime(), level: r.level });
   }
   return (creatorId, at) => {
