@@ -28,7 +28,7 @@ import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench
 import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/options.js';
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
-import { previewBench, renderPreview } from './bench/preview.js';
+import { PREVIEW_HEADING, previewBench, renderPreview } from './bench/preview.js';
 import { PROGRAM_COST_HEADING, programCostRun, renderProgramCost } from './bench/program-cost.js';
 import { RECONCILIATION_HEADING, reconciliationRun, renderReconciliation } from './bench/reconciliation.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
@@ -253,13 +253,19 @@ async function main(ctx: Context): Promise<void> {
 
 /**
  * The sections of the file a run replaces that other runs write: the hand-written "## Profile
- * notes" (what a profile found, and when), the `--reconciliation` run's and the `--program-cost`
- * run's sections (the latter pasted from its output with its rounds), carried over
+ * notes" (what a profile found, and when), the `--reconciliation`, `--preview` and `--program-cost`
+ * runs' sections (the latter pasted from its output with its rounds), carried over
  * whole: this run's figures are regenerated, theirs are not.
  */
 function profileNotes(file: string): string {
   const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  return ['\n## Profile notes', `\n${RECONCILIATION_HEADING}`, `\n${PROGRAM_COST_HEADING}`, '\n## Commission recalculation']
+  return [
+    '\n## Profile notes',
+    `\n${RECONCILIATION_HEADING}`,
+    `\n${PROGRAM_COST_HEADING}`,
+    `\n${PREVIEW_HEADING}`,
+    '\n## Commission recalculation',
+  ]
     .map((heading) => {
       const start = old.indexOf(heading);
       if (start < 0) return '';
@@ -279,10 +285,14 @@ async function reconciliationOnly(ctx: Context): Promise<void> {
   const section = renderReconciliation(result, ctx.pgVersion);
   process.stdout.write(`\n${section}`);
   if (process.env.BENCH_RECON_WRITE === '0') return;
-  const file = options.reportFile;
+  replaceSection(options.reportFile, RECONCILIATION_HEADING, section);
+}
+
+/** A run's own section of `file` replaced in place (added at the end the first time); the rest kept. */
+function replaceSection(file: string, heading: string, section: string): void {
   const before = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const at = before.indexOf(`\n${RECONCILIATION_HEADING}\n`);
-  const next = at < 0 ? -1 : before.indexOf('\n## ', at + RECONCILIATION_HEADING.length + 1);
+  const at = before.indexOf(`\n${heading}\n`);
+  const next = at < 0 ? -1 : before.indexOf('\n## ', at + heading.length + 1);
   const written =
     at < 0
       ? `${before.trimEnd()}\n\n${section}`
@@ -423,15 +433,30 @@ async function backfillOnly(ctx: Context): Promise<void> {
   }
 }
 
-/** `--preview`: only the commission program preview over BENCH_PREVIEW_ORDERS orders of the demo brand, printed. */
+/**
+ * `--preview`: the commission program preview over BENCH_PREVIEW_ORDERS orders of the demo brand,
+ * through HTTP against the compiled server and in process, with its floors (bench/preview.ts); its
+ * section of docs/benchmarks.md replaced in place (added at the end the first time).
+ */
 async function previewOnly(ctx: Context): Promise<void> {
+  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
   const orm = await initOrm(ctx.databaseUrl, 2);
   try {
     const creators = ctx.seed.creators.map((c) => c.creator_id);
-    const result = await previewBench(orm, ctx.db, ctx.seed.brand_id, creators, options.previewOrders);
-    process.stdout.write(`\n${renderPreview(result)}`);
+    const result = await previewBench(
+      orm,
+      ctx.db,
+      { url: server.url, adminToken: ctx.env.ADMIN_TOKEN!, webConcurrency: options.webConcurrency },
+      ctx.seed.brand_id,
+      creators,
+      options.previewOrders,
+    );
+    const section = renderPreview(result, ctx.pgVersion);
+    process.stdout.write(`\n${section}`);
+    if (process.env.BENCH_PREVIEW_WRITE !== '0') replaceSection(options.reportFile, PREVIEW_HEADING, section);
   } finally {
     await orm.close(true);
+    await stopServer(server);
   }
 }
 

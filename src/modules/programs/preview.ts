@@ -67,7 +67,8 @@ interface PreviewRow {
   refunded_amount: string;
 }
 
-const selectOrders = `
+/** The period's orders with what pricing reads (the bench times it alone as the preview's floor). */
+export const previewOrdersSql = `
   select id, occurred_at, creator_id, offer_id, attributed_via, commission_bps, cycle_number,
          coalesce('self_purchase' = any(flags), false) as self_purchase,
          amount, original_amount, original_currency, fx_rate,
@@ -92,10 +93,10 @@ async function* periodOrders(
   const read = (after: PreviewRow | null) =>
     after
       ? sql.query<PreviewRow>(
-          `${selectOrders} and (occurred_at, id) > (?::timestamptz, ?) order by occurred_at, id limit ?`,
+          `${previewOrdersSql} and (occurred_at, id) > (?::timestamptz, ?) order by occurred_at, id limit ?`,
           [brandId, livemode, from, to, String(after.occurred_at), after.id, batch],
         )
-      : sql.query<PreviewRow>(`${selectOrders} order by occurred_at, id limit ?`, [
+      : sql.query<PreviewRow>(`${previewOrdersSql} order by occurred_at, id limit ?`, [
           brandId,
           livemode,
           from,
