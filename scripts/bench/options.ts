@@ -120,6 +120,8 @@ export const options = {
   costOnly: process.argv.slice(2).includes('--cost'),
   /** `--instructions`: only the batch path's JavaScript, instructions per event under valgrind (bench/instructions.ts). */
   instructionsOnly: process.argv.slice(2).includes('--instructions'),
+  /** `--serving-instructions`: PostgreSQL's instructions per served event under valgrind (bench/serving-instructions.ts). */
+  servingInstructionsOnly: process.argv.slice(2).includes('--serving-instructions'),
   /** Batches that warm the batch path up, and batches counted after them (`--instructions`). */
   instructionWarmBatches: integer('BENCH_INSTRUCTION_WARM_BATCHES', 10, 1),
   instructionBatches: integer('BENCH_INSTRUCTION_BATCHES', 20, 1),
