@@ -174,8 +174,10 @@ export const options = {
   citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };
 
-if (options.against !== undefined && !options.costOnly)
-  fail('--against compares the cost per event: add --cost (npm run bench -- --cost --against REV)');
+if (options.against !== undefined && !options.costOnly && !options.servingInstructionsOnly)
+  fail(
+    '--against compares the cost per event: add --cost or --serving-instructions (npm run bench -- --cost --against REV)',
+  );
 
 export const tmpDir = join(root, 'tmp', `bench-${options.db}`);
 mkdirSync(tmpDir, { recursive: true });
