@@ -34,6 +34,7 @@ import { RECONCILIATION_HEADING, reconciliationRun, renderReconciliation } from 
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
 import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
 import { killServers, type RunningServer, serverLogTail, startServer, stopServer } from './bench/server.js';
+import { servingInstructions } from './bench/serving-instructions.js';
 import { type Context, prepare, release } from './bench/setup.js';
 import { soak } from './bench/soak.js';
 import { renderWebhooks, webhooksRun } from './bench/webhooks.js';
@@ -501,7 +502,8 @@ function instructionsOnly(): void {
 
 let ctx: Context | undefined;
 try {
-  if (options.against !== undefined) await compareCost(options.against, options.rounds);
+  if (options.servingInstructionsOnly) await servingInstructions(options.against);
+  else if (options.against !== undefined) await compareCost(options.against, options.rounds);
   else if (options.instructionsOnly) instructionsOnly();
   else if (options.citusStatementsOnly) await citusStatementsOnly();
   else {
