@@ -189,6 +189,38 @@ describe('the explanation of a recalculated order', () => {
     ]);
   });
 
+  it('an order one recalculation prices twice keeps the later pricing (never a duplicate key)', async () => {
+    // As when a resend moves an order's occurred_at past the cursor: the same recalculation meets
+    // it again, here with its capped amount put out of step so the second pass writes it.
+    await sql(`update orders set commission_capped_amount = 1 where brand_id = ? and order_id = 'R1'`, [
+      brandId,
+    ]);
+    await sql(
+      `update commission_recalculations set status = 'running', cursor_at = null, cursor_id = null
+        where brand_id = ? and id = ?`,
+      [brandId, recalculationId],
+    );
+    const job = (await ctx.queues['commission-recalculation'].getJob(recalculationJobId(recalculationId)))!;
+    await runCommissionRecalculation(ctx.orm, job as never, logger);
+    const done = await admin(ctx).get(
+      `/admin/api/brands/${brandId}/commission_program/recalculations/${recalculationId}`,
+    );
+    expect(done.body).toMatchObject({ status: 'completed' });
+    const rows = await sql(
+      `select r.commission from commission_recalculated_orders r join orders o on o.brand_id = r.brand_id and o.id = r.order_id
+        where r.brand_id = ? and r.recalculation_id = ? and o.order_id = 'R1'`,
+      [brandId, recalculationId],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0].commission.program).toMatchObject({
+      version_id: v2,
+      before_caps: 20_000,
+      capped_amount: 0,
+    });
+    const body = await explain('R1');
+    expect(body.commission).toMatchObject({ version_id: v2, before_caps: 20_000, capped_amount: 0 });
+  });
+
   it("a test-mode order's recalculated pricing is erased with the order", async () => {
     expect(await recalculate(false)).toMatchObject({ orders_changed: 1 });
     const recorded = () =>

@@ -107,7 +107,8 @@ export async function planRecalculationChunk(
  * The pricing each order the chunk wrote now has, beside it in the chunk's transaction: what the
  * explanation shows as the order's commission until a later order.paid prices it again. Its time
  * is taken after the load locked the orders, so an event applied before it is always earlier.
- * One multi-row insert naming the brand in every row (single-shard on Citus).
+ * An order one recalculation prices twice (a resend moved its occurred_at past the cursor) keeps
+ * the later pricing. One multi-row insert naming the brand in every row (single-shard on Citus).
  */
 async function recordPricing(
   sql: Sql,
@@ -117,7 +118,9 @@ async function recordPricing(
   if (priced.length === 0) return;
   await sql.query(
     `insert into commission_recalculated_orders (brand_id, order_id, recalculation_id, commission, created_at)
-     values ${priced.map(() => '(?, ?, ?, ?::json, clock_timestamp())').join(', ')}`,
+     values ${priced.map(() => '(?, ?, ?, ?::json, clock_timestamp())').join(', ')}
+     on conflict (brand_id, order_id, recalculation_id)
+     do update set commission = excluded.commission, created_at = excluded.created_at`,
     priced.flatMap((p) => [chunk.scope.brandId, p.orderPk, chunk.recalculationId, JSON.stringify(p.pricing)]),
   );
 }
