@@ -301,7 +301,9 @@ async function countTree(tree: string, label: string): Promise<ServingInstructio
     log(`${label}: ${fmt(result.single)} per single event, ${fmt(result.batch)} per batch event`);
     return result;
   } finally {
-    rmSync(cluster.dir, { recursive: true, force: true });
+    // BENCH_KEEP_CALLGRIND=1 keeps each backend's file, for `callgrind_annotate` (instructions per function).
+    if (process.env.BENCH_KEEP_CALLGRIND === '1') log(`${label}: callgrind files kept in ${cluster.dir}`);
+    else rmSync(cluster.dir, { recursive: true, force: true });
   }
 }
 

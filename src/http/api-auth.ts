@@ -84,6 +84,7 @@ export function authenticateApiKey(
         confirmPeriodDays: key.confirmPeriodDays,
         recurringCommissionCycles: key.recurringCommissionCycles,
         defaultCommissionBps: key.defaultCommissionBps,
+        hasCommissionProgram: key.hasCommissionProgram,
       },
     };
     next();

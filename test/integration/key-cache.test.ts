@@ -339,4 +339,34 @@ describe('key cache', () => {
     expect((await ping(lost, fresh.keys.sk_live)).status).toBe(200);
     expect(await pingCounted(lost, fresh.keys.sk_live)).toEqual({ status: 200, reads: 0 });
   });
+  it("tells every process of a brand's first published commission program: its cached terms are read again and say so", async () => {
+    const { brand, keys } = await brandWithKeys();
+    const secretHash = hashKey(keys.sk_live);
+    expect((await b.cache.lookup(secretHash))?.has_commission_program).toBe(false);
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 0 });
+    const versions = `/admin/api/brands/${brand.id}/commission_program/versions`;
+    const draft = await admin(ctx).post(versions, {
+      rules: { default_rate_bps: 500 },
+      time_zone: 'Asia/Seoul',
+    });
+    expect(draft.status, JSON.stringify(draft.body)).toBe(201);
+    const published = await notifying(1, () =>
+      admin(ctx).post(`${versions}/${draft.body.id}/publish`, { effective_from: new Date().toISOString() }),
+    );
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 1 });
+    expect((await b.cache.lookup(secretHash))?.has_commission_program).toBe(true);
+    // A second version changes nothing the keys carry: no notification. (B's cache is still cleared
+    // here, by A's publish route telling the key caches of its own process, which in this test is B's too.)
+    const second = await admin(ctx).post(versions, {
+      rules: { default_rate_bps: 700 },
+      time_zone: 'Asia/Seoul',
+    });
+    const notified = b.cache.notifications;
+    await admin(ctx).post(`${versions}/${second.body.id}/publish`, {
+      effective_from: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    expect(await pingCounted(b, keys.sk_live)).toEqual({ status: 200, reads: 1 });
+    expect(b.cache.notifications).toBe(notified);
+  });
 });

@@ -20,6 +20,8 @@ export const Brand = defineEntity({
     /** null = the service default (decisions.md). */
     rateLimitPerS: p.integer().nullable(),
     rateLimitBurst: p.integer().nullable(),
+    /** A commission program version was published (set by the first publish, never unset). */
+    hasCommissionProgram: p.boolean().default(false),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -55,6 +55,8 @@ interface LoadShape {
   clicks: boolean;
   refunds: boolean;
   responses: boolean;
+  /** The brands' published commission program versions (not for a group of brands that never published one). */
+  versions: boolean;
 }
 
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
@@ -151,15 +153,20 @@ responses as (
 ),`
       : ''
   }
+${
+  shape.versions
+    ? `
 versions as (
   select v.brand_id, v.id, v.effective_from
-    from (select distinct brand_id from json_to_recordset(?::json) as want(brand_id text, livemode boolean)) want
+    from json_array_elements_text(?::json) as want(brand_id)
     cross join lateral (
       select v.brand_id, v.id, v.effective_from from ${brandTable('commission_program_versions')} v
        where v.brand_id = want.brand_id and v.status = 'published'${b('v')}
        order by v.effective_from
     ) v
-),
+),`
+    : ''
+}
 endpoints as (
   select e.id, e.brand_id, e.livemode, e.enabled_events
     from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
@@ -175,7 +182,7 @@ select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        ${shape.refunds ? "(select coalesce(json_agg(refunds), '[]') from refunds)" : "'[]'::json"} as refunds,
        ${shape.responses ? "(select coalesce(json_agg(responses), '[]') from responses)" : "'[]'::json"} as responses,
        (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints,
-       (select coalesce(json_agg(versions), '[]') from versions) as versions`;
+       ${shape.versions ? "(select coalesce(json_agg(versions), '[]') from versions)" : "'[]'::json"} as versions`;
 }
 const loaded =
   'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json, versions json';
@@ -186,8 +193,9 @@ const loaded =
  * whose plan nodes PostgreSQL would set up anyway (as the write's shapes, commit-group.ts). A dry
  * run reads the same rows from its snapshot and locks nothing, so it never delays a real send.
  */
-const whole: LoadShape = { clicks: true, refunds: true, responses: true };
-const lean: LoadShape = { clicks: false, refunds: false, responses: false };
+const whole: LoadShape = { clicks: true, refunds: true, responses: true, versions: true };
+const lean: LoadShape = { clicks: false, refunds: false, responses: false, versions: false };
+const leanPriced: LoadShape = { ...lean, versions: true };
 
 /** Where a one-brand load names its brand: a parameter like the others, at each place it is named. */
 export const BRAND = '{brand}';
@@ -237,7 +245,7 @@ export function withBrand(
 }
 
 const loadShapes = [false, true].map((oneBrand) =>
-  [lean, whole].map((shape) => ({
+  [lean, leanPriced, whole].map((shape) => ({
     shape,
     lock: loadStatement(shape, true, oneBrand),
     peek: loadStatement(shape, false, oneBrand),
@@ -325,8 +333,13 @@ export async function loadOrderBooks(
 ): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[]; versions: LoadedVersion[] }> {
   const needs = needsOf(requests, options.secretKeyBase);
   const shapes = loadShapes[options.oneBrand === undefined ? 0 : 1]!;
+  const priced = requests.some((r) => r.terms.hasCommissionProgram !== false);
   const { shape, lock, peek } =
-    needs.clicks.length + needs.refunds.length + keys.length === 0 ? shapes[0]! : shapes[1]!;
+    needs.clicks.length + needs.refunds.length + keys.length > 0
+      ? shapes[2]!
+      : priced
+        ? shapes[1]!
+        : shapes[0]!;
   const load = options.lock ? lock : peek;
   const values = [
     JSON.stringify(needs.orders),
@@ -334,7 +347,7 @@ export async function loadOrderBooks(
     ...(shape.clicks ? [JSON.stringify(needs.clicks)] : []),
     ...(shape.refunds ? [JSON.stringify(needs.refunds)] : []),
     ...(shape.responses ? [JSON.stringify(keys)] : []),
-    JSON.stringify(scopesOf(requests)),
+    ...(shape.versions ? [JSON.stringify([...new Set(requests.map(({ scope }) => scope.brandId))])] : []),
     JSON.stringify(scopesOf(requests)),
   ];
   // The one-brand shapes are chosen exactly when options.oneBrand is set.

@@ -5,6 +5,11 @@ export interface BrandTerms {
   confirmPeriodDays: number;
   recurringCommissionCycles: number | null;
   defaultCommissionBps: number;
+  /**
+   * false: the brand has never published a commission program version, so its groups load none.
+   * Absent (a caller that did not read the brand's row): unknown, the versions are loaded.
+   */
+  hasCommissionProgram?: boolean;
 }
 
 /** Who is calling, as established by the API key. */

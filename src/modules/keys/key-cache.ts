@@ -4,7 +4,7 @@ import { queryOnce } from '../../db/fast-path/index.js';
 import type { Logger } from '../../logger.js';
 import { ThrottledWarning } from '../../outbox/throttled-warning.js';
 import { randomToken } from '../../shared/ids.js';
-import { AUTH_CHANGED_CHANNEL, type KeyRow, readKey } from './keys.service.js';
+import { AUTH_CHANGED_CHANNEL, authChangedHere, type KeyRow, readKey } from './keys.service.js';
 
 /**
  * Sent at commit with the brand id, by the writers of keys and brands (`notifyAuthChanged`) and,
@@ -126,6 +126,7 @@ export class KeyCache {
       { recoveredMessage: 'key cache listener connected again; caching keys', maxIntervalMs: 10 * 60_000 },
     );
     options.orm.em.getEventManager().registerSubscriber({ afterTransactionCommit: () => this.clear() });
+    authChangedHere.on('changed', this.clearHere);
     void this.listen();
   }
 
@@ -217,7 +218,10 @@ export class KeyCache {
   }
 
   /** Ends the listener and stops reconnecting; later lookups read the database. */
+  private readonly clearHere = () => this.clear();
+
   async close(): Promise<void> {
+    authChangedHere.off('changed', this.clearHere);
     this.closed = true;
     clearTimeout(this.retryTimer);
     clearTimeout(this.probeTimer);

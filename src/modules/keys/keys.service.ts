@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { queryOnce } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
@@ -22,6 +23,13 @@ export async function notifyAuthChanged(em: Pick<EntityManager, 'execute'>, bran
   await em.execute('select pg_notify(?, ?)', [AUTH_CHANGED_CHANNEL, brandId]);
 }
 
+/**
+ * This process's key caches, told at once of a brand change it committed outside the ORM's
+ * transactions (which clear them on commit themselves): its NOTIFY comes back a moment later, and
+ * the writing request's caller may ask again before it does.
+ */
+export const authChangedHere = new EventEmitter<{ changed: [] }>();
+
 export interface KeyPair {
   secret_key: string;
   publishable_key: string;
@@ -40,6 +48,7 @@ export interface AuthenticatedKey {
   confirmPeriodDays: number;
   recurringCommissionCycles: number | null;
   defaultCommissionBps: number;
+  hasCommissionProgram: boolean;
   livemode: boolean;
   kind: KeyKind;
 }
@@ -64,7 +73,7 @@ function describeKey(plain: string): { kind: KeyKind; livemode: boolean } | unde
 
 /** One indexed join: the key, its brand and the brand's settlement terms (cached per process by KeyCache). */
 export const keyLookupSql = `select k.id, k.brand_id, k.livemode, k.kind, k.revoked_at, b.name, b.status, b.platform, b.allowed_origins, b.rate_limit_per_s, b.rate_limit_burst,
-            b.confirm_period_days, b.recurring_commission_cycles, b.default_commission_bps
+            b.confirm_period_days, b.recurring_commission_cycles, b.default_commission_bps, b.has_commission_program
        from api_keys k join brands b on b.id = k.brand_id
       where k.secret_hash = ?`;
 
@@ -133,6 +142,7 @@ export async function authenticateKey(
     confirmPeriodDays: row.confirm_period_days as number,
     recurringCommissionCycles: (row.recurring_commission_cycles as number | null) ?? null,
     defaultCommissionBps: row.default_commission_bps as number,
+    hasCommissionProgram: row.has_commission_program === true,
     livemode: row.livemode as boolean,
     kind: row.kind as KeyKind,
   };

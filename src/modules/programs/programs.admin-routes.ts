@@ -4,6 +4,7 @@ import type { AppDeps } from '../../deps.js';
 import { route } from '../../http/route.js';
 import { signedCursor } from '../../shared/signed-cursor.js';
 import { text } from '../../shared/text.js';
+import { authChangedHere } from '../keys/keys.service.js';
 import { CreatorTierResult, CreatorTierSet, setCreatorTier } from './creator-tiers.js';
 import {
   ProgramVersionCreate,
@@ -180,6 +181,7 @@ export function programAdminRoutes({ orm, config }: AppDeps) {
         const version = await inTransaction(orm, (sql) =>
           publishVersion(sql, params.brand_id, params.version_id, new Date(body.effective_from)),
         );
+        authChangedHere.emit('changed');
         res.json(toVersionOut(version));
       },
     }),

@@ -3,6 +3,7 @@ import type { Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { pageFrom } from '../../shared/paging.js';
+import { AUTH_CHANGED_CHANNEL } from '../keys/keys.service.js';
 import { backfillCreatorMonths } from './creator-months.js';
 import {
   canonicalRules,
@@ -247,6 +248,12 @@ export async function publishVersion(
     ['published', effectiveFrom, brandId, versionId],
   );
   const published = fromRow(row!);
+  // Read with the brand's keys (and cached with them): its groups load versions from now on.
+  const [marked] = await sql.query<{ id: string }>(
+    'update brands set has_commission_program = true where id = ? and not has_commission_program returning id',
+    [brandId],
+  );
+  if (marked) await sql.query('select pg_notify(?, ?)', [AUTH_CHANGED_CHANNEL, brandId]);
   if (published.rules.caps?.per_creator_month != null)
     await backfillCreatorMonths(sql, brandId, published.timeZone);
   return published;
