@@ -310,7 +310,10 @@ async function countTree(tree: string, label: string): Promise<ServingInstructio
 export async function servingInstructions(against: string | undefined): Promise<void> {
   if (spawnSync('valgrind', ['--version']).status !== 0)
     throw new Error('--serving-instructions needs valgrind on PATH: install the Debian package valgrind.');
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  // BENCH_AGAINST_ONLY=1: only REV's figures (a bisection needs no run of this checkout each time).
+  const againstOnly = against !== undefined && process.env.BENCH_AGAINST_ONLY === '1';
+  if (!againstOnly)
+    execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   const results: ServingInstructions[] = [];
   if (against !== undefined) {
     const rev = execFileSync('git', ['rev-parse', '--verify', '--quiet', `${against}^{commit}`], {
@@ -335,7 +338,7 @@ export async function servingInstructions(against: string | undefined): Promise<
       rmSync(join(other, '..'), { recursive: true, force: true });
     }
   }
-  results.push(await countTree(root, 'this checkout'));
+  if (!againstOnly) results.push(await countTree(root, 'this checkout'));
   process.stdout.write(
     [
       '',
