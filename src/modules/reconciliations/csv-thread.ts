@@ -1,6 +1,6 @@
 // The parsing thread of a CSV upload (started by upload.ts, one per upload): csv-parse and the row
 // checks, which are most of an upload's CPU, run here instead of on the event loop that serves
-// requests, at the lowest CPU priority, so they take only what live traffic leaves.
+// requests, at a low CPU priority, so they take mostly what live traffic leaves.
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { parse } from 'csv-parse';
@@ -45,8 +45,9 @@ function wire(err: unknown): CsvThreadError {
 if (parentPort) {
   const port = parentPort;
   try {
-    // Linux sets a thread's nice value (0 names the calling thread): only this thread yields.
-    setPriority(19);
+    // Linux sets a thread's nice value (0 names the calling thread): only this thread yields. Not
+    // the lowest: under full load an upload still gets a tenth of a core and finishes.
+    setPriority(10);
   } catch {
     // Some platforms refuse it; the thread still keeps the parsing off the event loop.
   }
@@ -60,8 +61,12 @@ if (parentPort) {
   const records = new CsvRecords();
   let stopped = false;
   port.on('message', (input: CsvThreadInput) => {
-    if (stopped) return;
     const rows: unknown[] = [];
+    // Every input is answered: after the first error, with nothing more.
+    if (stopped) {
+      port.postMessage({ rows } satisfies CsvThreadReply);
+      return;
+    }
     try {
       const chunk =
         'chunk' in input

@@ -259,17 +259,21 @@ export async function readCsv(
     if (reply.error) throw threadError(reply.error);
   };
   try {
-    try {
-      for await (const chunk of counter as AsyncIterable<Buffer>) {
-        // A copy of its own, moved to the thread (the chunk may share memory with other buffers).
-        const bytesOf = new Uint8Array(chunk);
-        answers.push(thread.send({ chunk: bytesOf }, [bytesOf.buffer]));
-        while (answers.length >= CHUNKS_AHEAD) await stageNext();
+    const chunks = (counter as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await chunks.next();
+      } catch (err) {
+        // The lines answered before the stream failed come first: one of them may be the first bad one.
+        while (answers.length > 0) await stageNext();
+        throw err;
       }
-    } catch (err) {
-      // The lines answered before the stream failed come first: one of them may be the first bad one.
-      while (answers.length > 0) await stageNext();
-      throw err;
+      if (next.done) break;
+      // A copy of its own, moved to the thread (the chunk may share memory with other buffers).
+      const bytesOf = new Uint8Array(next.value);
+      answers.push(thread.send({ chunk: bytesOf }, [bytesOf.buffer]));
+      while (answers.length >= CHUNKS_AHEAD) await stageNext();
     }
     if (failure) throw failure;
     answers.push(thread.send({ end: true }));
