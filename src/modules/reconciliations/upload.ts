@@ -248,8 +248,8 @@ export async function readCsv(
   /** Stages the oldest answer's rows; its error, the first bad line, is thrown after them. */
   const stageNext = async () => {
     const reply = await answers.shift()!;
-    const started = performance.now();
     for (let i = 0; i < reply.rows.length; i += 2) {
+      const started = performance.now();
       const staged = onRow(reply.rows[i] as number, reply.rows[i + 1] as BrandRow);
       // Its own work is what runs before it waits (for a chunk being written, its turn is others').
       yielder.spent += performance.now() - started;
