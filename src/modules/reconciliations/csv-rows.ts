@@ -1,4 +1,6 @@
-// A CSV upload's lines checked as the envelope names them, in the parsing thread (csv-thread.ts).
+// A CSV upload's lines parsed and checked as the envelope names them, chunk by chunk: in the
+// upload's parsing thread (csv-thread.ts), or on the event loop for a small upload.
+import { parse } from 'csv-parse';
 import type { z } from 'zod';
 import { AppError } from '../../shared/errors.js';
 import {
@@ -98,5 +100,74 @@ export class CsvRecords {
     const parsed = BrandRow.safeParse(csvRow(this.header, record));
     if (!parsed.success) throw rowError(parsed.error.issues, csvParam, line);
     return parsed.data;
+  }
+}
+
+/** Where parsing stopped, as the request side turns it into the envelope (it crosses threads). */
+export type CsvError =
+  | { app: { code: AppError['code']; message: string; param?: string; hint?: string } }
+  | { csv: { code: string; lines?: number } }
+  | { internal: string };
+
+/** The answer to each chunk, in order: the rows it completed (line, row, line, row, …), then any error. */
+export interface CsvReply {
+  rows: unknown[];
+  error?: CsvError;
+}
+
+interface RecordApi {
+  parse(
+    buf: Buffer | undefined,
+    end: boolean,
+    push: (out: { record: string[]; info: { lines: number } }) => void,
+    close: () => void,
+  ): Error | undefined;
+}
+
+function wire(err: unknown): CsvError {
+  if (err instanceof AppError)
+    return {
+      app: { code: err.code, message: err.message, param: err.details.param, hint: err.details.hint },
+    };
+  const e = err as { code?: unknown; lines?: number; stack?: string };
+  if (typeof e.code === 'string' && e.code.startsWith('CSV_'))
+    return { csv: { code: e.code, lines: e.lines } };
+  return { internal: String(e.stack ?? err) };
+}
+
+/**
+ * An upload's bytes parsed a chunk at a time with csv-parse's record API (no stream between): each
+ * chunk's records are checked and answered before the next chunk is read. After the first error
+ * every later chunk is answered with nothing.
+ */
+export class CsvChunks {
+  private readonly api = (
+    parse({ bom: true, info: true, relax_column_count: true, skip_empty_lines: true }) as unknown as {
+      api: RecordApi;
+    }
+  ).api;
+  private readonly records = new CsvRecords();
+  private stopped = false;
+
+  /** The next chunk, or undefined at the end of the upload. */
+  parse(chunk: Buffer | undefined): CsvReply {
+    const rows: unknown[] = [];
+    if (this.stopped) return { rows };
+    try {
+      const err = this.api.parse(
+        chunk,
+        chunk === undefined,
+        ({ record, info }) => {
+          const row = this.records.take(record, info.lines);
+          if (row !== undefined) rows.push(info.lines, row);
+        },
+        () => {},
+      );
+      if (err) throw err;
+      return { rows };
+    } catch (err) {
+      this.stopped = true;
+      return { rows, error: wire(err) };
+    }
   }
 }

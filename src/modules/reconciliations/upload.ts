@@ -5,8 +5,8 @@ import { Worker } from 'node:worker_threads';
 import type { Request } from 'express';
 import { copyInto, copyRows, EPOCH_MS, type Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
-import { csvParam, type RowParam, tooLarge } from './csv-rows.js';
-import type { CsvThreadError, CsvThreadInput, CsvThreadReply } from './csv-thread.js';
+import { CsvChunks, type CsvError, type CsvReply, csvParam, type RowParam, tooLarge } from './csv-rows.js';
+import type { CsvThreadInput } from './csv-thread.js';
 import { type BrandRow, CSV_BYTES_MAX } from './reconciliations.schemas.js';
 
 export { csvParam, jsonParam, type RowParam, rowError, tooLarge } from './csv-rows.js';
@@ -160,6 +160,29 @@ export class RowStager {
 /** Most bytes of an upload handed to its parsing thread and not yet answered: two chunks. */
 const CHUNKS_AHEAD = 2;
 
+/**
+ * Uploads that declare at most this many bytes (about 10,000 rows) are parsed on the event loop: a
+ * thread takes tens of milliseconds and megabytes to start, more than such an upload's parsing.
+ */
+const INLINE_BYTES = 1024 * 1024;
+
+/** Parses an upload's chunks in order, each answered with its rows and the first error. */
+interface CsvParser {
+  send(chunk: Buffer | undefined): Promise<CsvReply>;
+  close(): void;
+}
+
+/** A small upload's parser, on the event loop. */
+class InlineCsv implements CsvParser {
+  private readonly chunks = new CsvChunks();
+
+  send(chunk: Buffer | undefined): Promise<CsvReply> {
+    return Promise.resolve(this.chunks.parse(chunk));
+  }
+
+  close(): void {}
+}
+
 class ThreadFailure extends Error {}
 
 /**
@@ -167,9 +190,9 @@ class ThreadFailure extends Error {}
  * rows it completed and the first error. Under tsx or vitest (TypeScript sources) the thread
  * loads its module through tsx.
  */
-class CsvThread {
+class CsvThread implements CsvParser {
   private readonly worker: Worker;
-  private readonly waiting: { resolve: (r: CsvThreadReply) => void; reject: (e: Error) => void }[] = [];
+  private readonly waiting: { resolve: (r: CsvReply) => void; reject: (e: Error) => void }[] = [];
   private failed: Error | undefined;
 
   constructor() {
@@ -179,7 +202,7 @@ class CsvThread {
       // Its rows die young and are few at a time: a small heap, so the upload adds little to the web's memory.
       resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 },
     });
-    this.worker.on('message', (reply: CsvThreadReply) => this.waiting.shift()?.resolve(reply));
+    this.worker.on('message', (reply: CsvReply) => this.waiting.shift()?.resolve(reply));
     const fail = (err: Error) => {
       this.failed ??= new ThreadFailure(`the CSV parsing thread failed: ${err.message}`, { cause: err });
       for (const w of this.waiting.splice(0)) w.reject(this.failed);
@@ -188,10 +211,19 @@ class CsvThread {
     this.worker.on('exit', (code) => fail(new Error(`exited with ${code}`)));
   }
 
-  send(input: CsvThreadInput, transfer: ArrayBuffer[] = []): Promise<CsvThreadReply> {
+  /** The upload's next bytes, or undefined at its end. */
+  send(chunk: Buffer | undefined): Promise<CsvReply> {
+    let input: CsvThreadInput = { end: true };
+    const transfer: ArrayBuffer[] = [];
+    if (chunk !== undefined) {
+      // A copy of its own, moved to the thread (the chunk may share memory with other buffers).
+      const bytes = new Uint8Array(chunk);
+      input = { chunk: bytes };
+      transfer.push(bytes.buffer);
+    }
     const reply = this.failed
       ? Promise.reject(this.failed)
-      : new Promise<CsvThreadReply>((resolve, reject) => {
+      : new Promise<CsvReply>((resolve, reject) => {
           this.waiting.push({ resolve, reject });
           this.worker.postMessage(input, transfer);
         });
@@ -206,7 +238,7 @@ class CsvThread {
   }
 }
 
-function threadError(error: CsvThreadError): unknown {
+function threadError(error: CsvError): unknown {
   if ('app' in error)
     return new AppError(error.app.code, error.app.message, { param: error.app.param, hint: error.app.hint });
   if ('csv' in error) return Object.assign(new Error(error.csv.code), error.csv);
@@ -215,7 +247,8 @@ function threadError(error: CsvThreadError): unknown {
 
 /**
  * Reads a CSV upload from the request as it arrives: its bytes go to a parsing thread of their
- * own (csv-thread.ts), at most two chunks ahead, and each line it answers is handed to `onRow`
+ * own (csv-thread.ts; a small upload is parsed here), at most two chunks ahead, and each line it
+ * answers is handed to `onRow`
  * here, in order, before more is read (the request waits while a chunk is written): the file is
  * never held whole, and the event loop that serves requests only stages rows. `hash` sees every
  * byte. Returns the number of rows.
@@ -241,8 +274,10 @@ export async function readCsv(
   pipeline(req, counter, (err) => {
     if (err) failure = err;
   });
-  const thread = new CsvThread();
-  const answers: Promise<CsvThreadReply>[] = [];
+  const declared = Number(req.headers['content-length']);
+  const thread: CsvParser =
+    Number.isFinite(declared) && declared <= INLINE_BYTES ? new InlineCsv() : new CsvThread();
+  const answers: Promise<CsvReply>[] = [];
   let rows = 0;
   const yielder = new Yielder();
   /** Stages the oldest answer's rows; its error, the first bad line, is thrown after them. */
@@ -270,13 +305,11 @@ export async function readCsv(
         throw err;
       }
       if (next.done) break;
-      // A copy of its own, moved to the thread (the chunk may share memory with other buffers).
-      const bytesOf = new Uint8Array(next.value);
-      answers.push(thread.send({ chunk: bytesOf }, [bytesOf.buffer]));
+      answers.push(thread.send(next.value));
       while (answers.length >= CHUNKS_AHEAD) await stageNext();
     }
     if (failure) throw failure;
-    answers.push(thread.send({ end: true }));
+    answers.push(thread.send(undefined));
     while (answers.length > 0) await stageNext();
   } catch (err) {
     throw csvFailure(err, failure);
