@@ -199,7 +199,8 @@ class CsvThread implements CsvParser {
     const source = import.meta.url.endsWith('.ts');
     this.worker = new Worker(new URL(source ? './csv-thread.ts' : './csv-thread.js', import.meta.url), {
       execArgv: source ? ['--import', 'tsx'] : [],
-      // Its rows die young and are few at a time: a small heap, so the upload adds little to the web's memory.
+      // Its rows die young and are few at a time: a small heap. V8's flags are the process's, so a
+      // --max-semi-space-size the web starts with sizes this young generation instead.
       resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 },
     });
     this.worker.on('message', (reply: CsvReply) => this.waiting.shift()?.resolve(reply));
@@ -248,10 +249,9 @@ function threadError(error: CsvError): unknown {
 /**
  * Reads a CSV upload from the request as it arrives: its bytes go to a parsing thread of their
  * own (csv-thread.ts; a small upload is parsed here), at most two chunks ahead, and each line it
- * answers is handed to `onRow`
- * here, in order, before more is read (the request waits while a chunk is written): the file is
- * never held whole, and the event loop that serves requests only stages rows. `hash` sees every
- * byte. Returns the number of rows.
+ * answers is handed to `onRow` here, in order, before more is read (the request waits while a
+ * chunk is written): the file is never held whole, and the event loop that serves requests only
+ * stages rows. `hash` sees every byte. Returns the number of rows.
  */
 export async function readCsv(
   req: Request,
@@ -275,7 +275,7 @@ export async function readCsv(
     if (err) failure = err;
   });
   const declared = Number(req.headers['content-length']);
-  const thread: CsvParser =
+  const parser: CsvParser =
     Number.isFinite(declared) && declared <= INLINE_BYTES ? new InlineCsv() : new CsvThread();
   const answers: Promise<CsvReply>[] = [];
   let rows = 0;
@@ -305,16 +305,16 @@ export async function readCsv(
         throw err;
       }
       if (next.done) break;
-      answers.push(thread.send(next.value));
+      answers.push(parser.send(next.value));
       while (answers.length >= CHUNKS_AHEAD) await stageNext();
     }
     if (failure) throw failure;
-    answers.push(thread.send(undefined));
+    answers.push(parser.send(undefined));
     while (answers.length > 0) await stageNext();
   } catch (err) {
     throw csvFailure(err, failure);
   } finally {
-    thread.close();
+    parser.close();
     // What the client still sends after a refusal is read and dropped.
     req.unpipe();
     req.resume();
