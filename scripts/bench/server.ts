@@ -2,6 +2,7 @@
 // through, waited for, and stopped with everything it forked.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { canConnect, freePort } from '../local-services.js';
 import { processTree } from './cpu.js';
 import { root, sleep } from './options.js';
@@ -30,6 +31,21 @@ function treePids(server: RunningServer): number[] {
   return processTree(server.pid).map((p) => p.pid);
 }
 
+/**
+ * The node flags of the Procfile's web line (V8's sizing, which sets the web's memory): the bench
+ * starts the server as production does. None when the checkout's Procfile has none.
+ */
+function procfileWebFlags(cwd: string): string[] {
+  let procfile = '';
+  try {
+    procfile = readFileSync(join(cwd, 'Procfile'), 'utf8');
+  } catch {
+    return [];
+  }
+  const words = /^web:\s*(.*)$/m.exec(procfile)?.[1]?.trim().split(/\s+/) ?? [];
+  return words[0] === 'node' ? words.slice(1).filter((w) => w.startsWith('--')) : [];
+}
+
 /** `cwd`: the checkout whose build runs (another revision's, for `--against`). */
 export async function startServer(
   env: NodeJS.ProcessEnv,
@@ -42,7 +58,7 @@ export async function startServer(
   // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the server under the
   // bench's load (Node refuses --cpu-prof in NODE_OPTIONS); cluster workers inherit the flags.
   const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, 'dist/src/server.js'], {
+  const child = spawn(process.execPath, [...procfileWebFlags(cwd), ...nodeArgs, 'dist/src/server.js'], {
     cwd,
     env: { ...env, PORT: String(port), WEB_CONCURRENCY: webConcurrency },
     stdio: ['ignore', fd, fd],

@@ -654,6 +654,58 @@ describe('the job after Redis lost it, the webhook, and uploads cut or too large
       if (cut) setTimeout(() => req.destroy(), 200);
     });
 
+  /** A CSV sent in many writes, one turn of the event loop apart: the server reads it as it arrives. */
+  const streamed = (chunks: string[]) =>
+    new Promise<{ status: number; error?: { code: string; param?: string } }>((resolve, reject) => {
+      const { port } = server.address() as AddressInfo;
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: `/v1/reconciliations?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`,
+          headers: { Authorization: `Bearer ${shop.keys.sk_live}`, 'Content-Type': 'text/csv' },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            text += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, error: JSON.parse(text).error }));
+        },
+      );
+      // The answer may come while the rest is still being written.
+      req.on('error', () => {});
+      (async () => {
+        for (const chunk of chunks) {
+          if (req.destroyed) return;
+          req.write(chunk);
+          await new Promise((r) => setImmediate(r));
+        }
+        req.end();
+      })().catch(reject);
+    });
+
+  it('a CSV streamed in many chunks: a bad line of an early chunk is named while later ones arrive; a repeat across chunks by its line', async () => {
+    const before = await counts();
+    // Line n + 2 is row n: the header is line 1.
+    const lines = (from: number, count: number, line: (n: number) => string) =>
+      `${Array.from({ length: count }, (_, i) => line(from + i)).join('\n')}\n`;
+    const ok = (n: number) => `stream-${n},paid,${1000 + n}`;
+    const chunks = (line: (n: number) => string) => [
+      'order_id,status,amount\n',
+      ...Array.from({ length: 30 }, (_, c) => lines(c * 1000, 1000, line)),
+    ];
+    const bad = await streamed(chunks((n) => (n === 1501 ? `stream-${n},paid,-5` : ok(n))));
+    expect(bad.status).toBe(422);
+    expect(bad.error).toMatchObject({ code: 'invalid_request_body', param: 'line 1503: amount' });
+    const repeated = await streamed(chunks((n) => (n === 24998 ? 'stream-5,paid,1' : ok(n))));
+    expect(repeated.status).toBe(422);
+    expect(repeated.error).toMatchObject({ code: 'duplicate_order_id', param: 'line 25000: order_id' });
+    expect(await counts()).toEqual(before);
+  });
+
   it('413 for an upload over 100 MB before it is read; a cut upload keeps nothing', async () => {
     const before = await counts();
     expect(await raw({ 'Content-Length': 100 * 1024 * 1024 + 1 }, 'order_id,status,amount\n', false)).toBe(

@@ -272,9 +272,15 @@ interface Figures {
  * index probe or range whatever the statistics of freshly staged rows say, never a scan of every
  * brand's orders (test/integration/reconciliations.test.ts checks the plan). Without JIT: the
  * statement's size makes its estimated cost cross the JIT thresholds, and compiling it cost more
- * than running it (docs/benchmarks.md, "Reconciliation at scale").
+ * than running it (docs/benchmarks.md, "Reconciliation at scale"). Without parallel workers: a
+ * nightly comparison may take longer but takes one core of the database, never the cores that
+ * live events are written with (docs/decisions.md).
  */
-export const COMPARISON_SETTINGS = { enable_seqscan: 'off', jit: 'off' } as const;
+export const COMPARISON_SETTINGS = {
+  enable_seqscan: 'off',
+  jit: 'off',
+  max_parallel_workers_per_gather: '0',
+} as const;
 
 /**
  * Compares a `processing` reconciliation and completes it, in one transaction: its row is locked

@@ -1,18 +1,15 @@
 import type { Hash } from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { parse } from 'csv-parse';
+import { Worker } from 'node:worker_threads';
 import type { Request } from 'express';
-import type { z } from 'zod';
 import { copyInto, copyRows, EPOCH_MS, type Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
-import {
-  BrandRow,
-  CSV_BYTES_MAX,
-  CSV_ROWS_MAX,
-  requiredColumns,
-  rowColumns,
-} from './reconciliations.schemas.js';
+import { CsvChunks, type CsvError, type CsvReply, csvParam, type RowParam, tooLarge } from './csv-rows.js';
+import type { CsvThreadInput } from './csv-thread.js';
+import { type BrandRow, CSV_BYTES_MAX } from './reconciliations.schemas.js';
+
+export { csvParam, jsonParam, type RowParam, rowError, tooLarge } from './csv-rows.js';
 
 /** CSV rows read between two turns of the event loop. */
 const ROWS_PER_TURN = 100;
@@ -57,12 +54,6 @@ const stageCopy = copyRows('reconciliation_rows', {
   customer_hash: 'text',
   parent_order_id: 'text',
 });
-
-/** Where a row is named in an error: `orders[3]` for JSON, `line 4` for CSV. */
-export type RowParam = (line: number, field?: string) => string;
-
-export const jsonParam: RowParam = (line, field) => `orders[${line - 1}]${field ? `.${field}` : ''}`;
-export const csvParam: RowParam = (line, field) => `line ${line}${field ? `: ${field}` : ''}`;
 
 function duplicate(param: RowParam, line: number): AppError {
   return new AppError('duplicate_order_id', `${param(line)} repeats an order_id of an earlier row.`, {
@@ -166,69 +157,101 @@ export class RowStager {
   }
 }
 
-/** The first problem of a row as the envelope names it. */
-export function rowError(issues: z.core.$ZodIssue[], param: RowParam, line: number): AppError {
-  const issue = issues[0]!;
-  if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0]!;
-    return new AppError('invalid_request_body', `${param(line, key)}: unknown field. Remove it.`, {
-      param: param(line, key),
-      hint: `A row takes: ${rowColumns.join(', ')}.`,
+/** Most bytes of an upload handed to its parsing thread and not yet answered: two chunks. */
+const CHUNKS_AHEAD = 2;
+
+/**
+ * Uploads that declare at most this many bytes (about 10,000 rows) are parsed on the event loop: a
+ * thread takes tens of milliseconds and megabytes to start, more than such an upload's parsing.
+ */
+const INLINE_BYTES = 1024 * 1024;
+
+/** Parses an upload's chunks in order, each answered with its rows and the first error. */
+interface CsvParser {
+  send(chunk: Buffer | undefined): Promise<CsvReply>;
+  close(): void;
+}
+
+/** A small upload's parser, on the event loop. */
+class InlineCsv implements CsvParser {
+  private readonly chunks = new CsvChunks();
+
+  send(chunk: Buffer | undefined): Promise<CsvReply> {
+    return Promise.resolve(this.chunks.parse(chunk));
+  }
+
+  close(): void {}
+}
+
+class ThreadFailure extends Error {}
+
+/**
+ * One upload's parsing thread (csv-thread.ts): each chunk sent is answered, in order, with the
+ * rows it completed and the first error. Under tsx or vitest (TypeScript sources) the thread
+ * loads its module through tsx.
+ */
+class CsvThread implements CsvParser {
+  private readonly worker: Worker;
+  private readonly waiting: { resolve: (r: CsvReply) => void; reject: (e: Error) => void }[] = [];
+  private failed: Error | undefined;
+
+  constructor() {
+    const source = import.meta.url.endsWith('.ts');
+    this.worker = new Worker(new URL(source ? './csv-thread.ts' : './csv-thread.js', import.meta.url), {
+      execArgv: source ? ['--import', 'tsx'] : [],
+      // Its rows die young and are few at a time: a small heap. V8's flags are the process's, so a
+      // --max-semi-space-size the web starts with sizes this young generation instead.
+      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 },
     });
+    this.worker.on('message', (reply: CsvReply) => this.waiting.shift()?.resolve(reply));
+    const fail = (err: Error) => {
+      this.failed ??= new ThreadFailure(`the CSV parsing thread failed: ${err.message}`, { cause: err });
+      for (const w of this.waiting.splice(0)) w.reject(this.failed);
+    };
+    this.worker.on('error', fail);
+    this.worker.on('exit', (code) => fail(new Error(`exited with ${code}`)));
   }
-  const field = issue.path.map(String).join('.');
-  return new AppError('invalid_request_body', `${param(line, field || undefined)}: ${issue.message}`, {
-    param: param(line, field || undefined),
-  });
-}
 
-const integerColumns = new Set(['amount', 'refunded_amount']);
-
-/** A CSV record as the row schema reads it: empty cells absent, integer columns as numbers. */
-function csvRow(header: readonly string[], record: readonly string[]): Record<string, unknown> {
-  const row: Record<string, unknown> = {};
-  for (let i = 0; i < header.length; i++) {
-    const cell = record[i]!;
-    if (cell === '') continue;
-    const name = header[i]!;
-    row[name] = integerColumns.has(name) && /^-?\d{1,16}$/.test(cell) ? Number(cell) : cell;
+  /** The upload's next bytes, or undefined at its end. */
+  send(chunk: Buffer | undefined): Promise<CsvReply> {
+    let input: CsvThreadInput = { end: true };
+    const transfer: ArrayBuffer[] = [];
+    if (chunk !== undefined) {
+      // A copy of its own, moved to the thread (the chunk may share memory with other buffers).
+      const bytes = new Uint8Array(chunk);
+      input = { chunk: bytes };
+      transfer.push(bytes.buffer);
+    }
+    const reply = this.failed
+      ? Promise.reject(this.failed)
+      : new Promise<CsvReply>((resolve, reject) => {
+          this.waiting.push({ resolve, reject });
+          this.worker.postMessage(input, transfer);
+        });
+    // Answers still pending when the upload is refused are never awaited: their failure is held.
+    reply.catch(() => {});
+    return reply;
   }
-  return row;
-}
 
-function headerError(message: string, column?: string): AppError {
-  return new AppError('invalid_csv_header', message, {
-    param: column === undefined ? 'line 1' : `line 1: ${column}`,
-    hint: `The first line names the columns, in any order: ${requiredColumns.join(', ')} (required), ${rowColumns.filter((c) => !(requiredColumns as readonly string[]).includes(c)).join(', ')}.`,
-  });
-}
-
-function checkHeader(record: readonly string[]): string[] {
-  const header = record.map((c) => c.trim());
-  const seen = new Set<string>();
-  for (const column of header) {
-    if (!(rowColumns as readonly string[]).includes(column))
-      throw headerError(`Unknown column '${column.slice(0, 60)}' in the header.`, column.slice(0, 60));
-    if (seen.has(column)) throw headerError(`Column '${column}' is named twice in the header.`, column);
-    seen.add(column);
+  close(): void {
+    this.failed ??= new ThreadFailure('the CSV parsing thread was closed');
+    void this.worker.terminate();
   }
-  for (const column of requiredColumns)
-    if (!seen.has(column)) throw headerError(`The header lacks the required column '${column}'.`, column);
-  return header;
 }
 
-export function tooLarge(): AppError {
-  return new AppError(
-    'http_413',
-    `The upload is too large: at most ${CSV_ROWS_MAX.toLocaleString('en-US')} rows and ${CSV_BYTES_MAX / 1024 / 1024} MB of CSV.`,
-    { hint: 'Split the period into shorter ones and reconcile each.' },
-  );
+function threadError(error: CsvError): unknown {
+  if ('app' in error)
+    return new AppError(error.app.code, error.app.message, { param: error.app.param, hint: error.app.hint });
+  if ('csv' in error) return Object.assign(new Error(error.csv.code), error.csv);
+  return new ThreadFailure(`the CSV parsing thread failed: ${error.internal}`);
 }
 
 /**
- * Reads a CSV upload from the request as it arrives, each line checked and handed to `onRow`
- * before the next is read (the parser waits while a chunk is written): the file is never held
- * whole. `hash` sees every byte. Returns the number of rows.
+ * Reads a CSV upload from the request as it arrives: its bytes go to a parsing thread of their
+ * own (csv-thread.ts; a small upload is parsed here), at most two chunks ahead, and each line it
+ * answers is handed to `onRow` here, in order, before more is read (the request waits while a
+ * chunk is written): the file is never held whole, and the event loop that serves requests only
+ * stages rows. `hash` sees every byte. Returns the number of rows.
  */
 export async function readCsv(
   req: Request,
@@ -247,54 +270,61 @@ export async function readCsv(
       done(null, chunk);
     },
   });
-  const parser = parse({ bom: true, info: true, relax_column_count: true, skip_empty_lines: true });
   let failure: Error | undefined;
-  pipeline(req, counter, parser, (err) => {
+  pipeline(req, counter, (err) => {
     if (err) failure = err;
   });
-  let header: string[] | undefined;
+  const declared = Number(req.headers['content-length']);
+  const parser: CsvParser =
+    Number.isFinite(declared) && declared <= INLINE_BYTES ? new InlineCsv() : new CsvThread();
+  const answers: Promise<CsvReply>[] = [];
   let rows = 0;
   const yielder = new Yielder();
-  try {
-    for await (const { record, info } of parser as AsyncIterable<{
-      record: string[];
-      info: { lines: number };
-    }>) {
-      const line = info.lines;
-      if (!header) {
-        header = checkHeader(record);
-        continue;
-      }
-      if (record.length !== header.length)
-        throw new AppError(
-          'invalid_request_body',
-          `${csvParam(line)}: has ${record.length} fields; the header names ${header.length}.`,
-          { param: csvParam(line), hint: 'Quote fields that contain commas, quotes or line breaks.' },
-        );
-      if (++rows > CSV_ROWS_MAX) throw tooLarge();
+  /** Stages the oldest answer's rows; its error, the first bad line, is thrown after them. */
+  const stageNext = async () => {
+    const reply = await answers.shift()!;
+    for (let i = 0; i < reply.rows.length; i += 2) {
       const started = performance.now();
-      const parsed = BrandRow.safeParse(csvRow(header, record));
-      if (!parsed.success) throw rowError(parsed.error.issues, csvParam, line);
+      const staged = onRow(reply.rows[i] as number, reply.rows[i + 1] as BrandRow);
       // Its own work is what runs before it waits (for a chunk being written, its turn is others').
-      const staged = onRow(line, parsed.data);
       yielder.spent += performance.now() - started;
       await staged;
-      if (rows % ROWS_PER_TURN === 0) await yielder.slice();
+      if (++rows % ROWS_PER_TURN === 0) await yielder.slice();
     }
+    if (reply.error) throw threadError(reply.error);
+  };
+  try {
+    const chunks = (counter as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await chunks.next();
+      } catch (err) {
+        // The lines answered before the stream failed come first: one of them may be the first bad one.
+        while (answers.length > 0) await stageNext();
+        throw err;
+      }
+      if (next.done) break;
+      answers.push(parser.send(next.value));
+      while (answers.length >= CHUNKS_AHEAD) await stageNext();
+    }
+    if (failure) throw failure;
+    answers.push(parser.send(undefined));
+    while (answers.length > 0) await stageNext();
   } catch (err) {
     throw csvFailure(err, failure);
   } finally {
+    parser.close();
     // What the client still sends after a refusal is read and dropped.
     req.unpipe();
     req.resume();
   }
-  if (failure) throw csvFailure(failure, undefined);
   return rows;
 }
 
 /** Errors of the stream or the parser as the envelope says them; a cut upload is a malformed one. */
 function csvFailure(err: unknown, streamError: Error | undefined): unknown {
-  if (err instanceof AppError) return err;
+  if (err instanceof AppError || err instanceof ThreadFailure) return err;
   if (streamError instanceof AppError) return streamError;
   const parseError = err as { code?: string; lines?: number; message?: string };
   if (typeof parseError.code === 'string' && parseError.code.startsWith('CSV_')) {
