@@ -7,8 +7,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { PipelineVariant } from './batch-pipeline.js';
 
 export interface InstructionCount {
+  variant: PipelineVariant;
   perEvent: number;
   warmBatches: number;
   measuredBatches: number;
@@ -33,8 +35,13 @@ export function perEventInstructions(
   return (totals[1] - totals[0]) / (measuredBatches * batchSize);
 }
 
-function counted(root: string, outDir: string, batches: number): { total: number; file: string } {
-  const file = join(outDir, `callgrind.${batches}-batches.out`);
+function counted(
+  root: string,
+  outDir: string,
+  batches: number,
+  variant: PipelineVariant,
+): { total: number; file: string } {
+  const file = join(outDir, `callgrind.${variant}.${batches}-batches.out`);
   const run = spawnSync(
     'valgrind',
     [
@@ -48,6 +55,7 @@ function counted(root: string, outDir: string, batches: number): { total: number
       '--predictable',
       join('dist', 'scripts', 'bench', 'batch-pipeline-run.js'),
       String(batches),
+      variant,
     ],
     { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
   );
@@ -56,25 +64,62 @@ function counted(root: string, outDir: string, batches: number): { total: number
   return { total: instructionsOf(run.stderr), file };
 }
 
+/** Builds dist/ once and checks valgrind is there, before `countInstructions` runs. */
+export function prepareInstructionCount(root: string): void {
+  const probe = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0)
+    throw new Error('--instructions needs valgrind on PATH: install the Debian package valgrind.');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
 export function countInstructions(
   root: string,
   outDir: string,
   warmBatches: number,
   measuredBatches: number,
+  variant: PipelineVariant = 'demo',
 ): InstructionCount {
-  const probe = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0)
-    throw new Error('--instructions needs valgrind on PATH: install the Debian package valgrind.');
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   mkdirSync(outDir, { recursive: true });
-  const warm = counted(root, outDir, warmBatches);
-  const whole = counted(root, outDir, warmBatches + measuredBatches);
+  const warm = counted(root, outDir, warmBatches, variant);
+  const whole = counted(root, outDir, warmBatches + measuredBatches, variant);
   const totals: [number, number] = [warm.total, whole.total];
   return {
+    variant,
     perEvent: perEventInstructions(totals, measuredBatches),
     warmBatches,
     measuredBatches,
     totals,
     files: [warm.file, whole.file],
   };
+}
+
+const variantWords: Record<PipelineVariant, string> = {
+  demo: 'the demo events (no lines), brand without a program',
+  lines: "--program-cost's events (three lines with SKUs), brand without a program",
+  program: 'the same events, brand with the program (1,000 SKU rules, 10 tiers, both caps)',
+};
+
+/** Counts each variant and says what the program adds to the same events without it. */
+export function instructionsReport(
+  root: string,
+  outDir: string,
+  warmBatches: number,
+  measuredBatches: number,
+  variants: readonly PipelineVariant[],
+): string {
+  prepareInstructionCount(root);
+  const counts = variants.map((v) => countInstructions(root, outDir, warmBatches, measuredBatches, v));
+  const lines = counts.map(
+    (c) =>
+      `- ${variantWords[c.variant]}: ${Math.round(c.perEvent).toLocaleString('en-US')} instructions per event (${c.totals[0].toLocaleString('en-US')} for ${warmBatches} batches, ${c.totals[1].toLocaleString('en-US')} for ${warmBatches + measuredBatches}; callgrind_annotate ${c.files[1]})`,
+  );
+  const without = counts.find((c) => c.variant === 'lines');
+  const priced = counts.find((c) => c.variant === 'program');
+  if (without && priced) {
+    const extra = priced.perEvent - without.perEvent;
+    lines.push(
+      `- the program's extra: ${Math.round(extra).toLocaleString('en-US')} instructions per event, ${((100 * extra) / without.perEvent).toFixed(1)}% of the events without it (target: at most 10%)`,
+    );
+  }
+  return `The batch path's JavaScript (scripts/bench/batch-pipeline.ts, no HTTP, no database), batches of 500:\n${lines.join('\n')}\n`;
 }
