@@ -1,4 +1,6 @@
+import type { traceAttribution } from '../attribution/resolve.js';
 import { type CompiledProgram, monthOf } from '../programs/commission.js';
+import type { ValidEvent } from './valid-event.js';
 
 /** A published version as pricing uses it: compiled once per process (published versions never change). */
 export interface PricingVersion {
@@ -31,10 +33,15 @@ const lastQuarter = new Map<string, { quarter: number; month: string }>();
 
 /** 'YYYY-MM-01': the first day of the month of `at` in `zone` (the monthly cap's month). */
 export function monthStart(at: Date, zone: string): string {
-  const quarter = Math.floor(at.getTime() / 900_000);
+  return monthStartAt(at.getTime(), zone);
+}
+
+/** `monthStart` of an instant in epoch milliseconds. */
+export function monthStartAt(at: number, zone: string): string {
+  const quarter = Math.floor(at / 900_000);
   const last = lastQuarter.get(zone);
   if (last?.quarter === quarter) return last.month;
-  const month = `${monthOf(at, zone)}-01`;
+  const month = `${monthOf(new Date(at), zone)}-01`;
   if (lastQuarter.size >= 1000) lastQuarter.clear();
   lastQuarter.set(zone, { quarter, month });
   return month;
@@ -55,18 +62,26 @@ export class MonthLedger {
     readonly zones: readonly string[],
   ) {}
 
-  private static key(creatorId: string, zone: string, month: string): string {
-    return `${creatorId}\u0000${zone}\u0000${month}`;
+  // The last key built: a group's orders mostly share creator, zone and month (monthStart gives
+  // the same string for the same quarter hour), so most lookups skip building and hashing one.
+  private last = { creatorId: '', zone: '', month: '', key: '' };
+
+  private key(creatorId: string, zone: string, month: string): string {
+    const last = this.last;
+    if (last.creatorId === creatorId && last.zone === zone && last.month === month) return last.key;
+    const key = `${creatorId}\u0000${zone}\u0000${month}`;
+    this.last = { creatorId, zone, month, key };
+    return key;
   }
 
   /** A row as locked (or read, in a dry run). */
   set(creatorId: string, zone: string, month: string, net: number): void {
-    this.nets.set(MonthLedger.key(creatorId, zone, month), net);
+    this.nets.set(this.key(creatorId, zone, month), net);
   }
 
   /** Σ(commission − reversed) of the creator's orders of the month of `at` in `zone`, this group's changes included. */
   net(creatorId: string, zone: string, at: Date): number {
-    const net = this.nets.get(MonthLedger.key(creatorId, zone, monthStart(at, zone)));
+    const net = this.nets.get(this.key(creatorId, zone, monthStart(at, zone)));
     // The rows are chosen before planning from every creator an event can reach: a miss is a bug.
     if (net === undefined) throw new Error('a creator-month was priced without its row locked');
     return net;
@@ -83,7 +98,7 @@ export class MonthLedger {
 
   private add(creatorId: string, zone: string, at: Date, delta: number): void {
     const month = monthStart(at, zone);
-    const key = MonthLedger.key(creatorId, zone, month);
+    const key = this.key(creatorId, zone, month);
     const net = this.nets.get(key);
     if (net === undefined) throw new Error('a creator-month moved without its row locked');
     this.nets.set(key, net + delta);
@@ -95,8 +110,8 @@ export class MonthLedger {
       month_start: month,
       net_commission: 0,
     };
+    if (row.net_commission === 0) this.moved.set(key, row);
     row.net_commission += delta;
-    this.moved.set(key, row);
   }
 
   /** The rows to write: each moved by its delta (it is locked by this transaction). */
@@ -124,6 +139,22 @@ export interface ProgramBook {
    * brand's, which does not.
    */
   ratedOffers: ReadonlySet<string>;
+  /**
+   * order.paid events' attribution as traced before planning (program-book.ts, to find the rows
+   * to lock), for the planner to take instead of tracing again: the trace is pure and the catalog
+   * does not change while a group is planned. Absent or missing an event: trace it.
+   */
+  traces?: Map<ValidEvent, AttributionTrace>;
+}
+
+export type AttributionTrace = ReturnType<typeof traceAttribution>;
+
+/** The trace of an order.paid taken before planning, if one was. */
+export function tracedBefore(
+  program: ProgramBook | undefined,
+  event: ValidEvent,
+): AttributionTrace | undefined {
+  return program?.traces?.get(event);
 }
 
 export interface TierChange {

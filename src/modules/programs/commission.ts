@@ -51,7 +51,12 @@ export interface CompiledProgram {
   readonly prefixes: ReadonlyMap<string, ProductDecision>;
   /** Lengths of the prefix rules, longest first: a sku costs one map probe per distinct length. */
   readonly prefixLengths: readonly number[];
+  /** Each sku's rule as found (null: none), for the next order of the same product. */
+  readonly found: Map<string, ProductDecision | null>;
 }
+
+/** Skus whose rule a compiled version remembers: a shop's catalog, bounded. */
+const MAX_FOUND = 20_000;
 
 export function compileRules(rules: ProgramRules): CompiledProgram {
   const exact = new Map<string, ProductDecision>();
@@ -77,11 +82,21 @@ export function compileRules(rules: ProgramRules): CompiledProgram {
     exact,
     prefixes,
     prefixLengths: [...new Set([...prefixes.keys()].map((p) => p.length))].sort((a, b) => b - a),
+    found: new Map(),
   };
 }
 
 /** The product rule for a sku: exact beats any prefix, the longest matching prefix beats shorter ones. */
 export function productRuleFor(program: CompiledProgram, sku: string): ProductDecision | undefined {
+  const found = program.found.get(sku);
+  if (found !== undefined) return found ?? undefined;
+  const rule = ruleOf(program, sku);
+  if (program.found.size >= MAX_FOUND) program.found.clear();
+  program.found.set(sku, rule ?? null);
+  return rule;
+}
+
+function ruleOf(program: CompiledProgram, sku: string): ProductDecision | undefined {
   const exact = program.exact.get(sku);
   if (exact) return exact;
   for (const length of program.prefixLengths) {
@@ -212,6 +227,34 @@ function fitLines(k: number[], total: number, amount: number): number[] {
   return fitted;
 }
 
+/**
+ * Step 4: Σ over rates of floor(Σ parts at the rate × rate / 10,000), not-eligible parts left out.
+ * A few parts are summed without a map: the first part of each rate sums its later ones.
+ */
+function sumByRate(parts: readonly CommissionPart[]): number {
+  const priced = (part: CommissionPart) => part.source !== 'not_eligible';
+  let total = 0;
+  if (parts.length > 16) {
+    const byRate = new Map<number, number>();
+    for (const part of parts)
+      if (priced(part)) byRate.set(part.rate_bps, (byRate.get(part.rate_bps) ?? 0) + part.amount);
+    for (const [rateBps, sum] of byRate) total += commissionFor(sum, rateBps);
+    return total;
+  }
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    if (!priced(part)) continue;
+    let first = true;
+    for (let j = 0; j < i && first; j++) first = !(priced(parts[j]!) && parts[j]!.rate_bps === part.rate_bps);
+    if (!first) continue;
+    let sum = part.amount;
+    for (let j = i + 1; j < parts.length; j++)
+      if (priced(parts[j]!) && parts[j]!.rate_bps === part.rate_bps) sum += parts[j]!.amount;
+    total += commissionFor(sum, part.rate_bps);
+  }
+  return total;
+}
+
 /** Steps 4–8: C0 grouped by rate, the per-order cap, the monthly headroom, capped_amount. */
 function finish(
   input: CommissionInput,
@@ -219,18 +262,7 @@ function finish(
   rules: Array<ProductMatch | null>,
   tier: string | null,
 ): CommissionResult {
-  let beforeCaps = 0;
-  if (parts.length === 1) {
-    const part = parts[0]!;
-    if (part.source !== 'not_eligible') beforeCaps = commissionFor(part.amount, part.rate_bps);
-  } else {
-    const byRate = new Map<number, number>();
-    for (const part of parts) {
-      if (part.source === 'not_eligible') continue;
-      byRate.set(part.rate_bps, (byRate.get(part.rate_bps) ?? 0) + part.amount);
-    }
-    for (const [rateBps, sum] of byRate) beforeCaps += commissionFor(sum, rateBps);
-  }
+  const beforeCaps = sumByRate(parts);
   if (input.zeroed)
     return {
       commission: 0,
