@@ -15,6 +15,7 @@ import { join, relative } from 'node:path';
 import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
+import { pipelineVariants } from './bench/batch-pipeline.js';
 import { citusRun, renderCitus } from './bench/citus.js';
 import { citusStatementsRun, renderStatements, STATEMENTS_HEADING } from './bench/citus-statements.js';
 import { compareCost } from './bench/compare.js';
@@ -24,7 +25,6 @@ import { analyzeState, liveOrders, orderMix, settleWrites } from './bench/databa
 import { grow } from './bench/growth.js';
 import { orderPaidPgbenchScript } from './bench/ingest-sql.js';
 import { instructionsReport } from './bench/instructions.js';
-import { pipelineVariants } from './bench/batch-pipeline.js';
 import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench/load.js';
 import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/options.js';
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';

@@ -14,11 +14,11 @@ import { couponCodeKey } from '../../src/modules/attribution/coupon-code.entity.
 import { validateBatchEnvelope } from '../../src/modules/events/event-validation.js';
 import { validated } from '../../src/modules/events/events.routes.js';
 import { commitGroup } from '../../src/modules/ingestion/commit-group.js';
-import { newRequestId } from '../../src/shared/ids.js';
-import { jsonArray } from '../../src/shared/json-array.js';
 import { programStatements } from '../../src/modules/ingestion/program-book.js';
 import { monthStart } from '../../src/modules/ingestion/program-state.js';
 import { canonicalRules } from '../../src/modules/programs/programs.schemas.js';
+import { newRequestId } from '../../src/shared/ids.js';
+import { jsonArray } from '../../src/shared/json-array.js';
 import { BENCH_TIER, benchLines, thousandRules } from './program-rules.js';
 
 // The demo brand as the seed makes it, live, with its first creator's code.

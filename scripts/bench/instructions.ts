@@ -53,6 +53,10 @@ function counted(
       // No compiler or GC threads and no timing-driven heuristics: the same run counts the same
       // instructions to within about 1% (without it, two runs differed threefold).
       '--predictable',
+      // No major GC in the run: one falls inside the counted batches or not by a threshold crossed
+      // anywhere (about 10,000 instructions per event of 20 batches either way), where minor GCs
+      // come every few batches and stay in the count.
+      '--initial-old-space-size=2048',
       join('dist', 'scripts', 'bench', 'batch-pipeline-run.js'),
       String(batches),
       variant,

@@ -6,8 +6,8 @@
 // the brands alternating within each round; each figure is the median of its rounds.
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { issueKeys } from '../../src/modules/keys/keys.service.js';
 import { createBrand } from '../../src/modules/brands/brands.service.js';
+import { issueKeys } from '../../src/modules/keys/keys.service.js';
 import { type EventCost, measure, medianCost } from './cost.js';
 import { floorCost } from './floor.js';
 import { load } from './load.js';

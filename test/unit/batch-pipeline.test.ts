@@ -13,6 +13,19 @@ describe("the bench's batch path without HTTP or database", () => {
   });
 });
 
+describe("the same path for --program-cost's events, without and with the program", () => {
+  it('prices the lines under the program: one program statement a batch, a larger decision and write', async () => {
+    const lines = await batchPipeline(2, 50, 'lines');
+    const program = await batchPipeline(2, 50, 'program');
+    expect(lines.programStatements).toBe(0);
+    expect(program.programStatements).toBe(2);
+    expect(program.attributed).toBe(100);
+    // Each order's pinned version, its capped amount and its priced parts in the decision.
+    expect(program.writeBytes - lines.writeBytes).toBeGreaterThan(100 * 100);
+    expect(program.answerBytes).toBe(lines.answerBytes);
+  });
+});
+
 describe('instructions per event (npm run bench -- --instructions)', () => {
   it("reads callgrind's total and takes the warm-up run's from the longer one", () => {
     const report = '==30402== Collected : 2377376154\n==30402== \n==30402== I   refs:      2,377,376,154\n';

@@ -82,7 +82,10 @@ function readProgram(v: Values): ProgramPricing {
 
 /** Each enum's codes by value: a record encodes several values per order. */
 const codeOf = new Map<object, Map<string, string>>(
-  Object.values(codes).map((map) => [map, new Map(Object.entries(map).map(([code, value]) => [value, code]))]),
+  Object.values(codes).map((map) => [
+    map,
+    new Map(Object.entries(map).map(([code, value]) => [value, code])),
+  ]),
 );
 
 function encode<T extends Record<string, string>>(map: T, value: T[keyof T] | null): string | null {

@@ -44,15 +44,16 @@ async function compileMissing(sql: Sql, loaded: readonly LoadedVersion[]): Promi
 }
 
 /**
- * Every creator an order's events can price it for, and every instant they can price it at
- * (arrays: an order has one of each but for a resend in the same group).
+ * Every creator an order's events can price it for, and every instant they can price it at.
+ * Arrays made at their first value (an order has one of each but for a resend in the same group):
+ * an empty array literal grows to room for 17 on its first push.
  */
 interface OrderReach {
-  creators: string[];
+  creators: string[] | null;
   /** order.paid instants (tiers are read at them). */
-  paidAt: number[];
+  paidAt: number[] | null;
   /** Every instant the order's month is counted at: its own as loaded, and each order.paid's. */
-  at: number[];
+  at: number[] | null;
 }
 
 /** What a book's events can reach: tier instants per creator, and the creator-months to lock. */
@@ -92,20 +93,23 @@ function wantMonth(book: OrderBook, wants: BookWants, creatorId: string, at: num
 
 /** A creator an order reaches, paired with every instant it already has (and each later one). */
 function addCreator(book: OrderBook, wants: BookWants, r: OrderReach, creatorId: string): void {
-  if (r.creators.includes(creatorId)) return;
-  r.creators.push(creatorId);
-  if (wants.tiers) for (const at of r.paidAt) wantTier(wants, creatorId, at);
-  for (const at of r.at) wantMonth(book, wants, creatorId, at);
+  if (r.creators === null) r.creators = [creatorId];
+  else if (r.creators.includes(creatorId)) return;
+  else r.creators.push(creatorId);
+  if (wants.tiers && r.paidAt) for (const at of r.paidAt) wantTier(wants, creatorId, at);
+  if (r.at) for (const at of r.at) wantMonth(book, wants, creatorId, at);
 }
 
 function addInstant(book: OrderBook, wants: BookWants, r: OrderReach, at: number, paid: boolean): void {
-  if (paid && wants.tiers && !r.paidAt.includes(at)) {
-    r.paidAt.push(at);
-    for (const c of r.creators) wantTier(wants, c, at);
+  if (paid && wants.tiers && !r.paidAt?.includes(at)) {
+    if (r.paidAt === null) r.paidAt = [at];
+    else r.paidAt.push(at);
+    if (r.creators) for (const c of r.creators) wantTier(wants, c, at);
   }
-  if (r.at.includes(at)) return;
-  r.at.push(at);
-  for (const c of r.creators) wantMonth(book, wants, c, at);
+  if (r.at === null) r.at = [at];
+  else if (r.at.includes(at)) return;
+  else r.at.push(at);
+  if (r.creators) for (const c of r.creators) wantMonth(book, wants, c, at);
 }
 
 /**
@@ -128,7 +132,7 @@ function reachOf(
     const orderId = event.data.orderId;
     let r = reach.get(orderId);
     if (!r) {
-      r = { creators: [], paidAt: [], at: [] };
+      r = { creators: null, paidAt: null, at: null };
       reach.set(orderId, r);
       const existing = book.orders.get(orderId);
       if (existing) addInstant(book, wants, r, existing.occurredAt.getTime(), false);
@@ -149,7 +153,7 @@ function reachOf(
       if (parent?.creatorId) addCreator(book, wants, r, parent.creatorId);
       // A parent first paid earlier in the group: whoever its events can reach.
       const parentReach = reach.get(d.parentOrderId);
-      if (parentReach && parentReach !== r)
+      if (parentReach?.creators && parentReach !== r)
         for (const c of parentReach.creators) addCreator(book, wants, r, c);
     }
     addInstant(book, wants, r, event.occurredAt.getTime(), true);

@@ -331,48 +331,54 @@ export function computeCommission(input: CommissionInput): CommissionResult {
     return finish(input, [rest], [null], rate.tier);
   }
   // Step 1: each line's KRW is the difference of cumulative conversions, so no won is lost or gained.
-  const lines: number[] = [];
-  const k: number[] = [];
+  // Arrays of their final length: the parts are kept with the order's decision until the write.
+  const items = input.items;
+  let count = 0;
+  for (let i = 0; i < items.length; i++)
+    if (items[i]!.amount !== null && items[i]!.amount !== undefined) count++;
+  const lines = count === items.length ? null : new Array<number>(count);
+  const k = new Array<number>(count);
   let cumulative = 0;
   let cumulativeKrw = 0;
-  for (let i = 0; i < input.items.length; i++) {
-    const lineAmount = input.items[i]!.amount;
+  for (let i = 0, j = 0; i < items.length; i++) {
+    const lineAmount = items[i]!.amount;
     if (lineAmount === null || lineAmount === undefined) continue;
     cumulative += lineAmount;
     const cumulativeNow = krw(cumulative);
-    lines.push(i);
-    k.push(cumulativeNow - cumulativeKrw);
+    if (lines) lines[j] = i;
+    k[j++] = cumulativeNow - cumulativeKrw;
     cumulativeKrw = cumulativeNow;
   }
   // Step 2: an order-level discount scales the lines down to the amount; otherwise they stay.
   const fitted = cumulativeKrw > amount ? fitLines(k, cumulativeKrw, amount) : k;
-  const parts: CommissionPart[] = [];
-  const rules: Array<ProductMatch | null> = [];
   let linesTotal = 0;
-  for (let j = 0; j < lines.length; j++) {
-    const line = lines[j]!;
-    const sku = input.items[line]!.sku ?? null;
+  for (let j = 0; j < count; j++) linesTotal += fitted[j]!;
+  const rest = amount - linesTotal;
+  const size = rest > 0 || count === 0 ? count + 1 : count;
+  const parts = new Array<CommissionPart>(size);
+  const rules = new Array<ProductMatch | null>(size);
+  for (let j = 0; j < count; j++) {
+    const line = lines ? lines[j]! : j;
+    const sku = items[line]!.sku ?? null;
     const product = sku === null ? undefined : productRuleFor(program, sku);
     const base = fitted[j]!;
-    linesTotal += base;
     if (product) {
-      parts.push({
+      parts[j] = {
         line,
         sku,
         amount: base,
         rate_bps: product.rateBps ?? 0,
         source: product.rateBps === null ? 'not_eligible' : 'product',
-      });
-      rules.push(product.match);
+      };
+      rules[j] = product.match;
     } else {
-      parts.push({ line, sku, amount: base, rate_bps: rate.rateBps, source: rate.source });
-      rules.push(null);
+      parts[j] = { line, sku, amount: base, rate_bps: rate.rateBps, source: rate.source };
+      rules[j] = null;
     }
   }
-  const rest = amount - linesTotal;
-  if (rest > 0 || parts.length === 0) {
-    parts.push({ line: null, sku: null, amount: rest, rate_bps: rate.rateBps, source: rate.source });
-    rules.push(null);
+  if (size > count) {
+    parts[count] = { line: null, sku: null, amount: rest, rate_bps: rate.rateBps, source: rate.source };
+    rules[count] = null;
   }
   return finish(input, parts, rules, rate.tier);
 }
