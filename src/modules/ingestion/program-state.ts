@@ -30,6 +30,7 @@ export interface MonthRow {
 // The last quarter hour's month per zone: every zone's offset is a multiple of 15 minutes, so a
 // month never starts inside one, and a group's orders mostly share it (Intl costs microseconds).
 const lastQuarter = new Map<string, { quarter: number; month: string }>();
+let latest = { zone: '', quarter: Number.NaN, month: '' };
 
 /** 'YYYY-MM-01': the first day of the month of `at` in `zone` (the monthly cap's month). */
 export function monthStart(at: Date, zone: string): string {
@@ -39,22 +40,27 @@ export function monthStart(at: Date, zone: string): string {
 /** `monthStart` of an instant in epoch milliseconds. */
 export function monthStartAt(at: number, zone: string): string {
   const quarter = Math.floor(at / 900_000);
+  // The zone asked last, before the map: a brand's versions mostly share one zone.
+  if (latest.zone === zone && latest.quarter === quarter) return latest.month;
   const last = lastQuarter.get(zone);
-  if (last?.quarter === quarter) return last.month;
-  const month = `${monthOf(new Date(at), zone)}-01`;
-  if (lastQuarter.size >= 1000) lastQuarter.clear();
-  lastQuarter.set(zone, { quarter, month });
+  let month: string;
+  if (last?.quarter === quarter) month = last.month;
+  else {
+    month = `${monthOf(new Date(at), zone)}-01`;
+    if (lastQuarter.size >= 1000) lastQuarter.clear();
+    lastQuarter.set(zone, { quarter, month });
+  }
+  latest = { zone, quarter, month };
   return month;
 }
-
 /**
  * The net commission of the creator-months a group touches (the rows it locked), moved in memory
  * as each event is planned, so a later order of the group sees the headroom an earlier one spent.
  * Kept for every time zone of the brand's versions with a monthly cap.
  */
 export class MonthLedger {
-  private readonly nets = new Map<string, number>();
-  private readonly moved = new Map<string, MonthRow & { net_commission: number }>();
+  /** Each locked row's net (moved as the group's orders are planned) and what the group moved it by. */
+  private readonly rows = new Map<string, MonthRow & { net: number; net_commission: number }>();
 
   constructor(
     private readonly brandId: string,
@@ -76,15 +82,23 @@ export class MonthLedger {
 
   /** A row as locked (or read, in a dry run). */
   set(creatorId: string, zone: string, month: string, net: number): void {
-    this.nets.set(this.key(creatorId, zone, month), net);
+    this.rows.set(this.key(creatorId, zone, month), {
+      brand_id: this.brandId,
+      livemode: this.livemode,
+      creator_id: creatorId,
+      time_zone: zone,
+      month_start: month,
+      net,
+      net_commission: 0,
+    });
   }
 
   /** Σ(commission − reversed) of the creator's orders of the month of `at` in `zone`, this group's changes included. */
   net(creatorId: string, zone: string, at: Date): number {
-    const net = this.nets.get(this.key(creatorId, zone, monthStart(at, zone)));
+    const row = this.rows.get(this.key(creatorId, zone, monthStart(at, zone)));
     // The rows are chosen before planning from every creator an event can reach: a miss is a bug.
-    if (net === undefined) throw new Error('a creator-month was priced without its row locked');
-    return net;
+    if (row === undefined) throw new Error('a creator-month was priced without its row locked');
+    return row.net;
   }
 
   /** An order's share moved from `before` to `after` (either absent: none). */
@@ -97,26 +111,26 @@ export class MonthLedger {
   }
 
   private add(creatorId: string, zone: string, at: Date, delta: number): void {
-    const month = monthStart(at, zone);
-    const key = this.key(creatorId, zone, month);
-    const net = this.nets.get(key);
-    if (net === undefined) throw new Error('a creator-month moved without its row locked');
-    this.nets.set(key, net + delta);
-    const row = this.moved.get(key) ?? {
-      brand_id: this.brandId,
-      livemode: this.livemode,
-      creator_id: creatorId,
-      time_zone: zone,
-      month_start: month,
-      net_commission: 0,
-    };
-    if (row.net_commission === 0) this.moved.set(key, row);
+    const row = this.rows.get(this.key(creatorId, zone, monthStart(at, zone)));
+    if (row === undefined) throw new Error('a creator-month moved without its row locked');
+    row.net += delta;
     row.net_commission += delta;
   }
 
   /** The rows to write: each moved by its delta (it is locked by this transaction). */
   deltas(): (MonthRow & { net_commission: number })[] {
-    return [...this.moved.values()].filter((r) => r.net_commission !== 0);
+    const moved: (MonthRow & { net_commission: number })[] = [];
+    for (const r of this.rows.values())
+      if (r.net_commission !== 0)
+        moved.push({
+          brand_id: r.brand_id,
+          livemode: r.livemode,
+          creator_id: r.creator_id,
+          time_zone: r.time_zone,
+          month_start: r.month_start,
+          net_commission: r.net_commission,
+        });
+    return moved;
   }
 }
 
