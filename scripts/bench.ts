@@ -29,12 +29,13 @@ import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench
 import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/options.js';
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
-import { previewBench, renderPreview } from './bench/preview.js';
+import { PREVIEW_HEADING, previewBench, renderPreview } from './bench/preview.js';
 import { PROGRAM_COST_HEADING, programCostRun, renderProgramCost } from './bench/program-cost.js';
 import { RECONCILIATION_HEADING, reconciliationRun, renderReconciliation } from './bench/reconciliation.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
 import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
 import { killServers, type RunningServer, serverLogTail, startServer, stopServer } from './bench/server.js';
+import { servingInstructions } from './bench/serving-instructions.js';
 import { type Context, prepare, release } from './bench/setup.js';
 import { soak } from './bench/soak.js';
 import { renderWebhooks, webhooksRun } from './bench/webhooks.js';
@@ -254,8 +255,8 @@ async function main(ctx: Context): Promise<void> {
 
 /**
  * The sections of the file a run replaces that other runs write: the hand-written "## Profile
- * notes" (what a profile found, and when), the `--reconciliation` run's and the `--program-cost`
- * run's sections (the latter pasted from its output with its rounds), carried over
+ * notes" (what a profile found, and when), the `--reconciliation`, `--preview` and `--program-cost`
+ * runs' sections (the latter pasted from its output with its rounds), carried over
  * whole: this run's figures are regenerated, theirs are not.
  */
 function profileNotes(file: string): string {
@@ -264,6 +265,7 @@ function profileNotes(file: string): string {
     '\n## Profile notes',
     `\n${RECONCILIATION_HEADING}`,
     `\n${PROGRAM_COST_HEADING}`,
+    `\n${PREVIEW_HEADING}`,
     '\n## Commission recalculation',
   ]
     .map((heading) => {
@@ -285,10 +287,14 @@ async function reconciliationOnly(ctx: Context): Promise<void> {
   const section = renderReconciliation(result, ctx.pgVersion);
   process.stdout.write(`\n${section}`);
   if (process.env.BENCH_RECON_WRITE === '0') return;
-  const file = options.reportFile;
+  replaceSection(options.reportFile, RECONCILIATION_HEADING, section);
+}
+
+/** A run's own section of `file` replaced in place (added at the end the first time); the rest kept. */
+function replaceSection(file: string, heading: string, section: string): void {
   const before = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const at = before.indexOf(`\n${RECONCILIATION_HEADING}\n`);
-  const next = at < 0 ? -1 : before.indexOf('\n## ', at + RECONCILIATION_HEADING.length + 1);
+  const at = before.indexOf(`\n${heading}\n`);
+  const next = at < 0 ? -1 : before.indexOf('\n## ', at + heading.length + 1);
   const written =
     at < 0
       ? `${before.trimEnd()}\n\n${section}`
@@ -429,15 +435,30 @@ async function backfillOnly(ctx: Context): Promise<void> {
   }
 }
 
-/** `--preview`: only the commission program preview over BENCH_PREVIEW_ORDERS orders of the demo brand, printed. */
+/**
+ * `--preview`: the commission program preview over BENCH_PREVIEW_ORDERS orders of the demo brand,
+ * through HTTP against the compiled server and in process, with its floors (bench/preview.ts); its
+ * section of docs/benchmarks.md replaced in place (added at the end the first time).
+ */
 async function previewOnly(ctx: Context): Promise<void> {
+  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
   const orm = await initOrm(ctx.databaseUrl, 2);
   try {
     const creators = ctx.seed.creators.map((c) => c.creator_id);
-    const result = await previewBench(orm, ctx.db, ctx.seed.brand_id, creators, options.previewOrders);
-    process.stdout.write(`\n${renderPreview(result)}`);
+    const result = await previewBench(
+      orm,
+      ctx.db,
+      { url: server.url, adminToken: ctx.env.ADMIN_TOKEN!, webConcurrency: options.webConcurrency },
+      ctx.seed.brand_id,
+      creators,
+      options.previewOrders,
+    );
+    const section = renderPreview(result, ctx.pgVersion);
+    process.stdout.write(`\n${section}`);
+    if (process.env.BENCH_PREVIEW_WRITE !== '0') replaceSection(options.reportFile, PREVIEW_HEADING, section);
   } finally {
     await orm.close(true);
+    await stopServer(server);
   }
 }
 
@@ -479,7 +500,8 @@ function instructionsOnly(): void {
 
 let ctx: Context | undefined;
 try {
-  if (options.against !== undefined) await compareCost(options.against, options.rounds);
+  if (options.servingInstructionsOnly) await servingInstructions(options.against);
+  else if (options.against !== undefined) await compareCost(options.against, options.rounds);
   else if (options.instructionsOnly) instructionsOnly();
   else if (options.citusStatementsOnly) await citusStatementsOnly();
   else {

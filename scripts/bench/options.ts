@@ -120,6 +120,8 @@ export const options = {
   costOnly: process.argv.slice(2).includes('--cost'),
   /** `--instructions`: only the batch path's JavaScript, instructions per event under valgrind (bench/instructions.ts). */
   instructionsOnly: process.argv.slice(2).includes('--instructions'),
+  /** `--serving-instructions`: PostgreSQL's instructions per served event under valgrind (bench/serving-instructions.ts). */
+  servingInstructionsOnly: process.argv.slice(2).includes('--serving-instructions'),
   /** Batches that warm the batch path up, and batches counted after them (`--instructions`). */
   instructionWarmBatches: integer('BENCH_INSTRUCTION_WARM_BATCHES', 10, 1),
   instructionBatches: integer('BENCH_INSTRUCTION_BATCHES', 20, 1),
@@ -172,8 +174,10 @@ export const options = {
   citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };
 
-if (options.against !== undefined && !options.costOnly)
-  fail('--against compares the cost per event: add --cost (npm run bench -- --cost --against REV)');
+if (options.against !== undefined && !options.costOnly && !options.servingInstructionsOnly)
+  fail(
+    '--against compares the cost per event: add --cost or --serving-instructions (npm run bench -- --cost --against REV)',
+  );
 
 export const tmpDir = join(root, 'tmp', `bench-${options.db}`);
 mkdirSync(tmpDir, { recursive: true });

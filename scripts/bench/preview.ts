@@ -1,18 +1,44 @@
 // `npm run bench -- --preview`: the commission program preview over a brand's year of orders
 // (commission-programs.md, "Preview"): BENCH_PREVIEW_ORDERS orders written straight into the
-// bench database, a draft version with product rules and both caps, then the preview timed.
+// bench database, a draft version with product rules and both caps, then the preview timed through
+// HTTP against the compiled server (POST …/versions/{id}/preview, as ops call it) and in process,
+// beside the floors of the same run: a count over the same orders on orders_list_index, and the
+// preview's own read of them (every row and column it prices, nothing priced).
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { inTransaction } from '../../src/db/fast-path/index.js';
-import { previewVersion } from '../../src/modules/programs/preview.js';
+import { previewOrdersSql, previewVersion } from '../../src/modules/programs/preview.js';
 import { createVersion } from '../../src/modules/programs/programs.service.js';
+import { fmt, log, ms, phase } from './options.js';
+import { headerLines, machine, phasesTable, table } from './report.js';
+
+export const PREVIEW_HEADING = '## Commission preview through HTTP';
+
+/** The compiled server the HTTP runs go to, and the admin token it was started with. */
+export interface PreviewServer {
+  url: string;
+  adminToken: string;
+  webConcurrency: string;
+}
 
 export interface PreviewBenchResult {
   orders: number;
   creators: number;
   seedMs: number;
-  /** Each timed preview, in order. */
-  runsMs: number[];
+  /** Each timed preview through HTTP (request sent to the whole JSON answer read), in order. */
+  httpMs: number[];
+  /** The JSON answer's size. */
+  httpBytes: number;
+  /** Each timed preview in the bench's own process (no HTTP, no JSON), in order. */
+  inProcessMs: number[];
+  floors: {
+    /** `select count(*)` over the period's orders on orders_list_index. */
+    countMs: number[];
+    /** The preview's own statement over the whole period in one go: every row it prices, read into Node. */
+    readMs: number[];
+    rowsRead: number;
+  };
+  webConcurrency: string;
   plan: string;
 }
 
@@ -54,15 +80,32 @@ export async function seedPreviewOrders(
   await db.query('analyze orders');
 }
 
-/** Seeds, then times `runs` previews of the last 365 days (the first one included: nothing is cached between them). */
+/** Each of `runs` runs of `f`, timed (the first one included: nothing is cached between them). */
+async function timed<T>(runs: number, f: () => Promise<T>): Promise<{ ms: number[]; last: T }> {
+  const times: number[] = [];
+  let last: T | undefined;
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    last = await f();
+    times.push(performance.now() - start);
+  }
+  return { ms: times, last: last as T };
+}
+
+/**
+ * Seeds, then times `runs` previews of the last 365 days through HTTP and in process, and the
+ * floors between them.
+ */
 export async function previewBench(
   orm: MikroORM,
   db: Pick<pg.Client, 'query'>,
+  server: PreviewServer,
   brandId: string,
   creatorIds: readonly string[],
   n: number,
   runs = 3,
 ): Promise<PreviewBenchResult> {
+  phase(`preview: seeding ${fmt(n)} orders of the demo brand (generate_series)`);
   const seedStart = performance.now();
   await seedPreviewOrders(db, brandId, creatorIds, n);
   const seedMs = performance.now() - seedStart;
@@ -88,28 +131,117 @@ export async function previewBench(
       order by occurred_at, id limit 5000`,
     [brandId, from, to],
   );
-  const runsMs: number[] = [];
-  let orders = 0;
-  let creators = 0;
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now();
-    const preview = await inTransaction(orm, (sql) =>
-      previewVersion(sql, brandId, version.id, { from, to, livemode: true }),
+
+  phase(`preview: ${runs} runs through HTTP (compiled server, WEB_CONCURRENCY=${server.webConcurrency})`);
+  let httpBytes = 0;
+  const http = await timed(runs, async () => {
+    const res = await fetch(
+      `${server.url}/admin/api/brands/${brandId}/commission_program/versions/${version.id}/preview`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ from: from.toISOString(), to: to.toISOString(), livemode: true }),
+      },
     );
-    runsMs.push(performance.now() - start);
-    orders = preview.orders;
-    creators = preview.creators.length;
-  }
-  return { orders, creators, seedMs, runsMs, plan: rows.map((r) => r['QUERY PLAN']).join('\n') };
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`preview answered ${res.status}: ${text.slice(0, 500)}`);
+    httpBytes = Buffer.byteLength(text);
+    return JSON.parse(text) as { orders: number; creators: unknown[] };
+  });
+  log(`  through HTTP: ${http.ms.map(ms).join(', ')} ms (${fmt(http.last.orders)} orders)`);
+
+  phase(`preview: ${runs} runs in process`);
+  const inProcess = await timed(runs, () =>
+    inTransaction(orm, (sql) => previewVersion(sql, brandId, version.id, { from, to, livemode: true })),
+  );
+  log(`  in process: ${inProcess.ms.map(ms).join(', ')} ms`);
+  if (inProcess.last.orders !== http.last.orders)
+    throw new Error(`in process ${inProcess.last.orders} orders, through HTTP ${http.last.orders}`);
+
+  phase(`preview: floors, ${runs} runs each (count on orders_list_index; the preview's read alone)`);
+  const count = await timed(runs, () =>
+    db.query(
+      `select count(*) from orders where brand_id = $1 and livemode and occurred_at >= $2 and occurred_at < $3`,
+      [brandId, from, to],
+    ),
+  );
+  const read = await timed(runs, () =>
+    inTransaction(orm, (sql) =>
+      sql.query(`${previewOrdersSql} order by occurred_at, id`, [brandId, true, from, to]),
+    ),
+  );
+  log(`  count: ${count.ms.map(ms).join(', ')} ms; read: ${read.ms.map(ms).join(', ')} ms`);
+  return {
+    orders: http.last.orders,
+    creators: http.last.creators.length,
+    seedMs,
+    httpMs: http.ms,
+    httpBytes,
+    inProcessMs: inProcess.ms,
+    floors: { countMs: count.ms, readMs: read.ms, rowsRead: read.last.length },
+    webConcurrency: server.webConcurrency,
+    plan: rows.map((r) => r['QUERY PLAN']).join('\n'),
+  };
 }
 
-export function renderPreview(r: PreviewBenchResult): string {
-  const ms = (v: number) => `${Math.round(v)} ms`;
-  return [
-    `Commission preview: ${r.orders} orders of ${r.creators} creators over 365 days (seeded in ${ms(r.seedMs)}).`,
-    `Runs: ${r.runsMs.map(ms).join(', ')}.`,
-    'Plan of one batch:',
-    ...r.plan.split('\n').map((line) => `    ${line}`),
-    '',
-  ].join('\n');
+export function renderPreview(r: PreviewBenchResult, pgVersion: string): string {
+  const m = machine(pgVersion);
+  const list = (v: number[]) => v.map((x) => ms(x)).join(', ');
+  const slowest = Math.max(...r.httpMs);
+  const best = (v: number[]) => Math.min(...v);
+  return `${PREVIEW_HEADING}
+
+\`npm run bench -- --preview\` (issue 47): ${fmt(r.orders)} live orders of one brand over the last 365 days
+written by generate_series (two lines each, one in 10 in USD, one in 15 half refunded, one in 20
+unattributed), then a draft version with product rules (an exact SKU, two prefixes, one not
+eligible) and both caps previewed over the year: through HTTP against the compiled server
+(WEB_CONCURRENCY=${r.webConcurrency}), then in the bench's own process, then the floors, each ${r.httpMs.length} times
+in a row (the first run included).
+
+${headerLines(m, [`load average at each phase below; seeded in ${fmt(r.seedMs / 1000, 1)} s`])}
+
+${table(['target', 'measured', 'met'], 'lrc', [
+  [
+    `preview of ${fmt(r.orders)} orders answers within 5 s (through HTTP, slowest run)`,
+    `${fmt(slowest / 1000, 2)} s`,
+    slowest <= 5000 ? 'yes' : '**no**',
+  ],
+])}
+
+${table(['what', 'runs (ms)', 'best ms', 'per order µs (best)'], 'lrrr', [
+  [
+    'preview through HTTP (POST …/preview, JSON answer read)',
+    list(r.httpMs),
+    ms(best(r.httpMs)),
+    fmt((best(r.httpMs) * 1000) / r.orders, 1),
+  ],
+  [
+    'preview in process (no HTTP)',
+    list(r.inProcessMs),
+    ms(best(r.inProcessMs)),
+    fmt((best(r.inProcessMs) * 1000) / r.orders, 1),
+  ],
+  [
+    "floor: the preview's read alone (one statement, rows into Node)",
+    list(r.floors.readMs),
+    ms(best(r.floors.readMs)),
+    fmt((best(r.floors.readMs) * 1000) / r.floors.rowsRead, 1),
+  ],
+  [
+    'floor: count(*) on orders_list_index',
+    list(r.floors.countMs),
+    ms(best(r.floors.countMs)),
+    fmt((best(r.floors.countMs) * 1000) / r.orders, 1),
+  ],
+])}
+
+${fmt(r.creators)} creators in the answer (${fmt(r.httpBytes / 1024, 1)} KB of JSON). Plan of one batch of the preview's read:
+
+${r.plan
+  .split('\n')
+  .map((line) => `    ${line}`)
+  .join('\n')}
+
+${phasesTable()}
+`;
 }

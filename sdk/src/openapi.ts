@@ -251,7 +251,7 @@ export interface paths {
     };
     /**
      * Why an order was (not) attributed
-     * @description The attribution decision of every order.paid (first and resends) as it was made: the candidates considered in order (coupon code found or not; click found or not, its age against the offer's window, last_touch_channel; renewal parent, cycle and limit), which won and why, sticky keeps, moves between creators, self-purchase, and the commission arithmetic; then every refund, cancellation, clawback and payout with its event and request_id. Built from what was recorded, never recomputed from today's configuration.
+     * @description The attribution decision of every order.paid (first and resends) as it was made: the candidates considered in order (coupon code found or not; click found or not, its age against the offer's window, last_touch_channel; renewal parent, cycle and limit), which won and why, sticky keeps, moves between creators, self-purchase, and the commission arithmetic; then every refund, cancellation, clawback and payout with its event and request_id, and every commission recalculation that priced the order again, with its adjustment and request_id. Built from what was recorded, never recomputed from today's configuration.
      */
     get: operations['explainOrderAttribution'];
     put?: never;
@@ -1523,11 +1523,16 @@ export interface components {
         refunded_commission_amount: number;
         flags: string[];
       };
-      /** @description How the order’s commission was decided by its last applied order.paid: the pinned commission program version, the tier, each part’s rate and the rule that set it, the caps. Null while the order is unattributed. */
+      /** @description How the order’s commission was decided by its last pricing (an applied order.paid, or a commission recalculation after it): the pinned commission program version, the tier, each part’s rate and the rule that set it, the caps. Null while the order is unattributed. */
       commission: components['schemas']['OrderCommission'] | null;
       history: {
-        event_id: string;
+        /** @description The event; null for a commission recalculation, which no event of the brand caused. */
+        event_id: string | null;
+        /** @description A commission recalculation that pinned the order to its version and priced it again (type `commission.recalculated`); else null. */
+        recalculation_id: string | null;
+        /** @description The event type (order.paid, refund.created, order.cancelled, order.confirmed), or `commission.recalculated`. */
         type: string;
+        /** @description The request that carried the event, or the recalculation’s. */
         request_id: string;
         /** Format: date-time */
         occurred_at: string;
@@ -4589,6 +4594,7 @@ export interface operations {
            *       "history": [
            *         {
            *           "event_id": "evt_01paid",
+           *           "recalculation_id": null,
            *           "type": "order.paid",
            *           "request_id": "req_01paid",
            *           "occurred_at": "2026-11-20T03:00:00.000Z",
@@ -4654,6 +4660,7 @@ export interface operations {
            *         },
            *         {
            *           "event_id": "evt_01refund",
+           *           "recalculation_id": null,
            *           "type": "refund.created",
            *           "request_id": "req_01refund",
            *           "occurred_at": "2026-11-21T05:00:00.000Z",

@@ -57,6 +57,8 @@ export const TABLES = {
   creator_month_commissions: { kind: 'brand' },
   /** A recalculation's counters and cursor (its job's record). */
   commission_recalculations: { kind: 'brand' },
+  /** The pricing a recalculation gave each order it changed (the explanation's). */
+  commission_recalculated_orders: { kind: 'brand' },
   reconciliations: { kind: 'brand' },
   reconciliation_rows: { kind: 'brand' },
   reconciliation_differences: { kind: 'brand' },

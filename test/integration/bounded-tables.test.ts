@@ -190,6 +190,9 @@ describe('bounded tables', () => {
       'creator_month_commissions',
       // Recalculations ops ran: a row each, what changed the journal's adjustments under its request id.
       'commission_recalculations',
+      // The pricing each recalculation gave an order it changed: the books' explanation, as
+      // received order.paid events keep theirs (test mode's erased with its orders).
+      'commission_recalculated_orders',
       'mikro_orm_migrations',
     ];
     // Bounded elsewhere: missing_orders cleared after 30 days by the gap sweep; tallies folded

@@ -1,8 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { columnRecordset, EPOCH_MS } from '../../src/db/fast-path/index.js';
 import { positional } from '../../src/db/fast-path/transaction.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+import { testPool } from '../setup/test-database.js';
 
 /** The hot path's rows as binary column arrays (db/fast-path/write-set.ts), read by the real server. */
 let pool: pg.Pool;
@@ -21,7 +22,7 @@ const set = columnRecordset({
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  pool = testPool(databaseUrl, 1);
   await pool.query(`create table column_rows (code varchar(3), amount bigint, paid boolean, cycle int,
     rate numeric(18,8), flags text[], data json, items jsonb, at timestamptz)`);
 });

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutOfRange } from '../../src/db/fast-path/binary-array.js';
 import { numericDigits } from '../../src/db/fast-path/copy-rows.js';
@@ -12,6 +12,7 @@ import {
 import { storedStatement } from '../../src/db/fast-path/stored-statements.js';
 import { asTransaction, positional } from '../../src/db/fast-path/transaction.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+import { testPool } from '../setup/test-database.js';
 
 /** A big group's new rows as COPY … FROM STDIN (FORMAT binary) (db/fast-path/copy-rows.ts), read by the real server. */
 let pool: pg.Pool;
@@ -43,7 +44,7 @@ const readBack = (table: string) =>
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  pool = testPool(databaseUrl, 1);
   for (const table of ['copied_rows', 'inserted_rows'])
     await pool.query(`create table ${table} (id text primary key, code varchar(3), amount bigint, paid boolean,
       cycle int, rate numeric(18,8), flags text[], data json, items jsonb, at timestamptz)`);

@@ -1,8 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { columnRecordset, EPOCH_MS } from '../../src/db/fast-path/index.js';
 import { positional } from '../../src/db/fast-path/transaction.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+import { testPool } from '../setup/test-database.js';
 
 /**
  * Instants travel in the hot path's rows as milliseconds since 1970, written as binary
@@ -15,7 +16,7 @@ const set = columnRecordset({ n: 'int', at: EPOCH_MS });
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  pool = testPool(databaseUrl, 1);
 });
 afterAll(async () => {
   await pool?.end();

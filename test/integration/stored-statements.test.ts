@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   executeWrites,
@@ -11,6 +11,7 @@ import { storedStatement } from '../../src/db/fast-path/stored-statements.js';
 import { asTransaction } from '../../src/db/fast-path/transaction.js';
 import { jsonArray } from '../../src/shared/json-array.js';
 import { createTestDatabase, dropTestDatabase } from '../setup/test-app.js';
+import { testPool } from '../setup/test-database.js';
 
 /**
  * A stored statement sent first travels in one simple-protocol message with BEGIN, its values
@@ -32,7 +33,7 @@ const branded = storedStatement(`select ?::text as text, ?::int as n`, 'text tex
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  pool = testPool(databaseUrl, 2);
   await pool.query('create table probe (v text)');
   await installStoredStatements(pool, [echo, divide, branded]);
 });

@@ -9,6 +9,7 @@ import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
 import { movementEventIdSql } from '../ledger/ledger-movement.entity.js';
 import { conversionIdOf } from '../orders/conversion-id.js';
 import { oneOrderWhere } from '../orders/lookup-key.js';
+import type { AttributionVia } from '../orders/order.entity.js';
 import { commissionOut, commissionSentence } from '../programs/commission-out.js';
 
 interface OrderRow {
@@ -43,6 +44,14 @@ interface MovementRow {
   kind: string;
   creator_id: string | null;
   amount: string;
+  created_at: Date;
+}
+
+/** The pricing a commission recalculation gave the order, with the recalculation's request. */
+interface RecalculatedRow {
+  recalculation_id: string;
+  request_id: string;
+  commission: NonNullable<AttributionDecision['commission']>;
   created_at: Date;
 }
 
@@ -157,7 +166,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
     where.params,
   );
   if (!order) throw notFound(orderId, scope);
-  const [events, moves, refunds] = await Promise.all([
+  const [events, moves, refunds, recalculated] = await Promise.all([
     em.execute<EventRow[]>(
       `select id, type, ${eventRequestIdSql('e')} as request_id, occurred_at, received_at, data, attribution
          from received_events e
@@ -176,16 +185,108 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       `select event_id, kind, refund_id, amount, commission_reversed from refunds where brand_id = ? and order_id = ?`,
       [scope.brandId, order.id],
     ),
+    em.execute<RecalculatedRow[]>(
+      `select r.recalculation_id, c.request_id, r.commission, r.created_at
+         from commission_recalculated_orders r
+         join commission_recalculations c on c.brand_id = r.brand_id and c.id = r.recalculation_id
+        where r.brand_id = ? and r.order_id = ?`,
+      [scope.brandId, order.id],
+    ),
   ]);
   const movementsOf = (eventId: string) => moves.filter((m) => m.event_id === eventId);
   const movement = (m: MovementRow) => ({ kind: m.kind, creator_id: m.creator_id, amount: Number(m.amount) });
   const decisionOf = (e: EventRow) => (e.attribution ? readDecision(e.attribution) : null);
-  // The order's commission as its last applied order.paid decided it.
-  const priced = events
-    .filter((e) => e.type === 'order.paid' && e.attribution)
-    .map(decisionOf)
-    .filter((d) => d?.effect === 'applied')
-    .at(-1);
+  // A recalculation's pricing read as a decision of the order's attribution as it is now (the
+  // recalculation moves no attribution; its rules name no offer's rate).
+  const recalculationDecision = (r: RecalculatedRow): AttributionDecision => ({
+    effect: 'applied',
+    candidates: [],
+    renewal: null,
+    sticky: false,
+    result: order.creator_id
+      ? {
+          via: order.attributed_via as AttributionVia,
+          creator_id: order.creator_id,
+          offer_id: order.offer_id,
+        }
+      : null,
+    previous_creator_id: null,
+    self_purchase: r.commission.zeroed_by === 'self_purchase',
+    commission: r.commission,
+  });
+  // Every pricing of the order in the order it was applied: each applied order.paid's decision
+  // and each recalculation's. A recalculation's time is taken after it locked the order, so an
+  // order.paid applied before it is earlier.
+  const pricings = [
+    ...events
+      .filter((e) => e.type === 'order.paid' && e.attribution)
+      .map((e) => ({ at: new Date(e.received_at).getTime(), decision: decisionOf(e) }))
+      .filter((p) => p.decision?.effect === 'applied'),
+    ...recalculated.map((r) => ({
+      at: new Date(r.created_at).getTime(),
+      decision: recalculationDecision(r),
+    })),
+  ].sort((a, b) => a.at - b.at);
+  // The order's commission as its last pricing decided it.
+  const priced = pricings.at(-1)?.decision;
+  const recalculationMovements = (r: RecalculatedRow) =>
+    moves.filter((m) => m.event_id === null && m.payout_id === null && m.request_id === r.request_id);
+  const eventEntries = events.map((e) => {
+    const refund = refunds.find((r) => r.event_id === e.id);
+    const own = movementsOf(e.id);
+    const explanation =
+      e.type === 'order.paid'
+        ? e.attribution
+          ? explainDecision(decisionOf(e)!)
+          : ['This order.paid was received before decisions were recorded; see the movements.']
+        : refund
+          ? [refundSentence(refund, own)]
+          : e.type === 'order.confirmed'
+            ? ['Recorded; payout is never moved earlier by order.confirmed.']
+            : ['Accepted; the order was already closed, so nothing changed.'];
+    return {
+      event_id: e.id,
+      recalculation_id: null,
+      type: e.type,
+      request_id: e.request_id,
+      occurred_at: new Date(e.occurred_at).toISOString(),
+      received_at: new Date(e.received_at).toISOString(),
+      decision: publicDecision(decisionOf(e)),
+      refund: refund
+        ? {
+            kind: refund.kind,
+            refund_id: refund.refund_id,
+            amount: Number(refund.amount),
+            commission_reversed: Number(refund.commission_reversed),
+          }
+        : null,
+      movements: own.map(movement),
+      explanation,
+    };
+  });
+  const recalculationEntries = recalculated.map((r) => {
+    const at = new Date(r.created_at).toISOString();
+    const c = r.commission;
+    return {
+      event_id: null as string | null,
+      recalculation_id: r.recalculation_id as string | null,
+      type: 'commission.recalculated',
+      request_id: r.request_id,
+      occurred_at: at,
+      received_at: at,
+      decision: null,
+      refund: null,
+      movements: recalculationMovements(r).map(movement),
+      explanation: [
+        `Recalculation ${r.recalculation_id} pinned the order to commission program version ${c.program?.version_id} and priced it again.`,
+        commissionSentence(recalculationDecision(r))!,
+      ],
+    };
+  });
+  // Events in the order received, each recalculation where it fell among them.
+  const history = [...eventEntries, ...recalculationEntries].sort(
+    (a, b) => Date.parse(a.received_at) - Date.parse(b.received_at),
+  );
   return {
     object: 'attribution_explanation' as const,
     order_id: order.order_id,
@@ -202,38 +303,7 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
       flags: order.flags ?? [],
     },
     commission: order.attributed_via === null ? null : commissionOut(priced),
-    history: events.map((e) => {
-      const refund = refunds.find((r) => r.event_id === e.id);
-      const own = movementsOf(e.id);
-      const explanation =
-        e.type === 'order.paid'
-          ? e.attribution
-            ? explainDecision(decisionOf(e)!)
-            : ['This order.paid was received before decisions were recorded; see the movements.']
-          : refund
-            ? [refundSentence(refund, own)]
-            : e.type === 'order.confirmed'
-              ? ['Recorded; payout is never moved earlier by order.confirmed.']
-              : ['Accepted; the order was already closed, so nothing changed.'];
-      return {
-        event_id: e.id,
-        type: e.type,
-        request_id: e.request_id,
-        occurred_at: new Date(e.occurred_at).toISOString(),
-        received_at: new Date(e.received_at).toISOString(),
-        decision: publicDecision(decisionOf(e)),
-        refund: refund
-          ? {
-              kind: refund.kind,
-              refund_id: refund.refund_id,
-              amount: Number(refund.amount),
-              commission_reversed: Number(refund.commission_reversed),
-            }
-          : null,
-        movements: own.map(movement),
-        explanation,
-      };
-    }),
+    history,
     payouts: moves
       .filter((m) => m.payout_id)
       .map((m) => ({

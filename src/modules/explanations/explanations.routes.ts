@@ -96,13 +96,24 @@ export const AttributionExplanationOut = z
     }),
     commission: CommissionOut.nullable().meta({
       description:
-        'How the order’s commission was decided by its last applied order.paid: the pinned commission program version, the tier, each part’s rate and the rule that set it, the caps. Null while the order is unattributed.',
+        'How the order’s commission was decided by its last pricing (an applied order.paid, or a commission recalculation after it): the pinned commission program version, the tier, each part’s rate and the rule that set it, the caps. Null while the order is unattributed.',
     }),
     history: z.array(
       z.object({
-        event_id: z.string(),
-        type: z.string(),
-        request_id: z.string(),
+        event_id: nullableString.meta({
+          description: 'The event; null for a commission recalculation, which no event of the brand caused.',
+        }),
+        recalculation_id: nullableString.meta({
+          description:
+            'A commission recalculation that pinned the order to its version and priced it again (type `commission.recalculated`); else null.',
+        }),
+        type: z.string().meta({
+          description:
+            'The event type (order.paid, refund.created, order.cancelled, order.confirmed), or `commission.recalculated`.',
+        }),
+        request_id: z
+          .string()
+          .meta({ description: 'The request that carried the event, or the recalculation’s.' }),
         occurred_at: z.iso.datetime(),
         received_at: z.iso.datetime(),
         decision: Decision.nullable().meta({ description: 'order.paid only.' }),
@@ -151,6 +162,7 @@ const example = {
   history: [
     {
       event_id: 'evt_01paid',
+      recalculation_id: null,
       type: 'order.paid',
       request_id: 'req_01paid',
       occurred_at: '2026-11-20T03:00:00.000Z',
@@ -200,6 +212,7 @@ const example = {
     },
     {
       event_id: 'evt_01refund',
+      recalculation_id: null,
       type: 'refund.created',
       request_id: 'req_01refund',
       occurred_at: '2026-11-21T05:00:00.000Z',
@@ -221,7 +234,7 @@ export function explanationRoutes({ reads }: AppDeps) {
       operationId: 'explainOrderAttribution',
       summary: 'Why an order was (not) attributed',
       description:
-        "The attribution decision of every order.paid (first and resends) as it was made: the candidates considered in order (coupon code found or not; click found or not, its age against the offer's window, last_touch_channel; renewal parent, cycle and limit), which won and why, sticky keeps, moves between creators, self-purchase, and the commission arithmetic; then every refund, cancellation, clawback and payout with its event and request_id. Built from what was recorded, never recomputed from today's configuration.",
+        "The attribution decision of every order.paid (first and resends) as it was made: the candidates considered in order (coupon code found or not; click found or not, its age against the offer's window, last_touch_channel; renewal parent, cycle and limit), which won and why, sticky keeps, moves between creators, self-purchase, and the commission arithmetic; then every refund, cancellation, clawback and payout with its event and request_id, and every commission recalculation that priced the order again, with its adjustment and request_id. Built from what was recorded, never recomputed from today's configuration.",
       tag: 'Orders',
       security: 'secret_key',
       refusePublishableKey: cannotReadOrders,

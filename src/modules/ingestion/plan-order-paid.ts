@@ -393,8 +393,8 @@ function samePricing(existing: OrderState, event: PaidEvent, decision: Decided):
 
 type CommissionInputItems = Parameters<typeof computeCommission>[0]['items'];
 
-/** What the decision keeps of a program's pricing: the explanation reads it back. */
-function programRecord(version: PricingVersion, r: CommissionResult) {
+/** What the decision keeps of a program's pricing: the explanation reads it back (a recalculation's too). */
+export function programRecord(version: PricingVersion, r: CommissionResult) {
   return {
     version_id: version.id,
     tier: r.tier,

@@ -1,8 +1,9 @@
 import { reversedCommissionFor } from '../../shared/money.js';
+import type { AttributionDecision } from '../attribution/decision.js';
 import { movementsBetween, type RequestCause } from '../ledger/journal.js';
 import type { OrderBook } from './order-book.js';
 import type { OrderState } from './order-state.js';
-import { hasCreator, inherited, type PaidEvent, price } from './plan-order-paid.js';
+import { hasCreator, inherited, type PaidEvent, price, programRecord } from './plan-order-paid.js';
 import type { PricingVersion } from './program-state.js';
 import type { ValidOrderItem } from './valid-event.js';
 
@@ -33,6 +34,11 @@ export interface RecalculatedOrder {
   /** The order's commission_amount before and after (recomputed orders only; 0 for skipped ones). */
   before: number;
   after: number;
+  /**
+   * The pricing now recorded on an attributed order the recalculation wrote (pin, commission,
+   * reversal or capped amount moved), as an order.paid's decision records its own; else absent.
+   */
+  pricing?: NonNullable<AttributionDecision['commission']>;
 }
 
 /**
@@ -128,5 +134,13 @@ export function applyRecalculation(
     ),
   );
   book.webhooks?.conversionChanged(cause.requestId, was, order);
-  return { outcome: commission === before ? 'unchanged' : 'changed', before, after: commission };
+  const pricing: RecalculatedOrder['pricing'] = {
+    rate_bps: order.commissionBps ?? book.terms.defaultCommissionBps,
+    rate_source: 'inherited',
+    base_amount: order.amount,
+    amount: commission,
+    zeroed_by: decision.selfPurchase ? 'self_purchase' : decision.renewalBeyondLimit ? 'renewal_limit' : null,
+    program: programRecord(version, priced),
+  };
+  return { outcome: commission === before ? 'unchanged' : 'changed', before, after: commission, pricing };
 }

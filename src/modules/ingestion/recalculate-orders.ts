@@ -3,7 +3,12 @@ import type { BrandTerms } from '../keys/caller.js';
 import { writeGroup } from './commit-group.js';
 import { loadOrderBooks } from './load-book.js';
 import { type OrderBook, type Scope, scopeKey } from './order-book.js';
-import { applyRecalculation, shareBound, storedOrderPaid } from './plan-recalculation.js';
+import {
+  applyRecalculation,
+  type RecalculatedOrder,
+  shareBound,
+  storedOrderPaid,
+} from './plan-recalculation.js';
 import { loadPrograms } from './program-book.js';
 import { monthStart, type PricingVersion } from './program-state.js';
 import { groupWrites } from './write-set.js';
@@ -13,6 +18,7 @@ export interface RecalculationChunk {
   scope: Scope;
   terms: BrandTerms;
   versionId: string;
+  recalculationId: string;
   /** The recalculation's request: its journal movements and webhook events name it. */
   requestId: string;
   orders: readonly { orderId: string; occurredAt: Date }[];
@@ -71,11 +77,13 @@ export async function planRecalculationChunk(
   const cause = { ...chunk.scope, requestId: chunk.requestId };
   const later = await laterInPeriod(sql, chunk, book, version);
   const tally = emptyTally();
+  const priced: { orderPk: string; pricing: NonNullable<RecalculatedOrder['pricing']> }[] = [];
   for (const [i, { orderId }] of chunk.orders.entries()) {
     const order = book.orders.get(orderId);
     // Gone since it was listed (test data erased): nothing to recalculate.
     if (!order) continue;
     const r = applyRecalculation(book, cause, order, version, later[i] ?? 0);
+    if (r.pricing) priced.push({ orderPk: order.id, pricing: r.pricing });
     if (r.outcome === 'skipped_paid_out') tally.skippedPaidOut++;
     else if (r.outcome === 'skipped_closed') tally.skippedClosed++;
     else {
@@ -89,9 +97,32 @@ export async function planRecalculationChunk(
   return {
     tally,
     writeAndCommit: async () => {
+      await recordPricing(sql, chunk, priced);
       await writeGroup(sql, writes, chunk.oneBrand ? chunk.scope.brandId : undefined);
     },
   };
+}
+
+/**
+ * The pricing each order the chunk wrote now has, beside it in the chunk's transaction: what the
+ * explanation shows as the order's commission until a later order.paid prices it again. Its time
+ * is taken after the load locked the orders, so an event applied before it is always earlier.
+ * An order one recalculation prices twice (a resend moved its occurred_at past the cursor) keeps
+ * the later pricing. One multi-row insert naming the brand in every row (single-shard on Citus).
+ */
+async function recordPricing(
+  sql: Sql,
+  chunk: RecalculationChunk,
+  priced: readonly { orderPk: string; pricing: NonNullable<RecalculatedOrder['pricing']> }[],
+): Promise<void> {
+  if (priced.length === 0) return;
+  await sql.query(
+    `insert into commission_recalculated_orders (brand_id, order_id, recalculation_id, commission, created_at)
+     values ${priced.map(() => '(?, ?, ?, ?::json, clock_timestamp())').join(', ')}
+     on conflict (brand_id, order_id, recalculation_id)
+     do update set commission = excluded.commission, created_at = excluded.created_at`,
+    priced.flatMap((p) => [chunk.scope.brandId, p.orderPk, chunk.recalculationId, JSON.stringify(p.pricing)]),
+  );
 }
 
 const recalculated = (status: string) =>

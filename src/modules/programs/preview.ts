@@ -1,5 +1,4 @@
 import type { Sql } from '../../db/fast-path/index.js';
-import { AppError } from '../../shared/errors.js';
 import type { Currency } from '../../shared/money.js';
 import { checkPeriod } from '../../shared/period.js';
 import {
@@ -14,7 +13,6 @@ import { getVersion } from './programs.service.js';
 
 /** The longest period one preview reads: a year, a leap day included. */
 export const MAX_PREVIEW_DAYS = 366;
-const DAY_MS = 86_400_000;
 
 /** Orders read per keyset step: few round trips, one batch in memory. */
 export const PREVIEW_BATCH = 5000;
@@ -69,7 +67,8 @@ interface PreviewRow {
   refunded_amount: string;
 }
 
-const selectOrders = `
+/** The period's orders with what pricing reads (the bench times it alone as the preview's floor). */
+export const previewOrdersSql = `
   select id, occurred_at, creator_id, offer_id, attributed_via, commission_bps, cycle_number,
          coalesce('self_purchase' = any(flags), false) as self_purchase,
          amount, original_amount, original_currency, fx_rate,
@@ -94,10 +93,10 @@ async function* periodOrders(
   const read = (after: PreviewRow | null) =>
     after
       ? sql.query<PreviewRow>(
-          `${selectOrders} and (occurred_at, id) > (?::timestamptz, ?) order by occurred_at, id limit ?`,
+          `${previewOrdersSql} and (occurred_at, id) > (?::timestamptz, ?) order by occurred_at, id limit ?`,
           [brandId, livemode, from, to, String(after.occurred_at), after.id, batch],
         )
-      : sql.query<PreviewRow>(`${selectOrders} order by occurred_at, id limit ?`, [
+      : sql.query<PreviewRow>(`${previewOrdersSql} order by occurred_at, id limit ?`, [
           brandId,
           livemode,
           from,
@@ -222,7 +221,10 @@ async function tierHistory(
   const byCreator = new Map<string, { at: number; level: string | null }[]>();
   for (const r of rows) {
     let changes = byCreator.get(r.creator_id);
-    if (!changes) byCreator.set(r.creator_id, (changes = []));
+    if (!changes) {
+      changes = [];
+      byCreator.set(r.creator_id, changes);
+    }
     changes.push({ at: new Date(r.effective_at).getTime(), level: r.level });
   }
   return (creatorId, at) => {

@@ -110,6 +110,7 @@ export async function runRecalculationChunk(
           scope: { brandId, livemode: r.livemode },
           terms: context.terms,
           versionId: r.version_id,
+          recalculationId: id,
           requestId: r.request_id,
           orders: open,
           last: { id: listed.at(-1)!.id, at: listed.at(-1)!.at },

@@ -76,7 +76,8 @@ const scoped = (brand: string | undefined, uses: number, cutoff: Date): [string,
   brand === undefined ? ['', [cutoff]] : ['brand_id = ? and ', [...Array(uses).fill(brand), cutoff]];
 
 /**
- * Erases test-mode data past the lifecycle's retention: orders with their refunds and, through
+ * Erases test-mode data past the lifecycle's retention: orders with their refunds, the pricing
+ * recalculations gave them and, through
  * the Journal, their movements; then received events and idempotency records; then test-mode
  * webhook endpoints, events and deliveries. In batches of
  * 1000 rows per transaction with SKIP LOCKED, so no statement holds locks for long, two runs
@@ -112,6 +113,11 @@ export async function eraseExpiredTestData(
         const list = JSON.stringify(ids);
         await sql.query(
           `delete from refunds r using jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
+            where r.brand_id = x.brand_id and r.order_id = x.id`,
+          [list],
+        );
+        await sql.query(
+          `delete from commission_recalculated_orders r using jsonb_to_recordset(?::jsonb) as x(brand_id text, id text)
             where r.brand_id = x.brand_id and r.order_id = x.id`,
           [list],
         );
