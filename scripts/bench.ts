@@ -15,6 +15,7 @@ import { join, relative } from 'node:path';
 import { initOrm } from '../src/db/orm.js';
 import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
+import { pipelineVariants } from './bench/batch-pipeline.js';
 import { citusRun, renderCitus } from './bench/citus.js';
 import { citusStatementsRun, renderStatements, STATEMENTS_HEADING } from './bench/citus-statements.js';
 import { compareCost } from './bench/compare.js';
@@ -23,7 +24,7 @@ import { withCpu } from './bench/cpu.js';
 import { analyzeState, liveOrders, orderMix, settleWrites } from './bench/database.js';
 import { grow } from './bench/growth.js';
 import { orderPaidPgbenchScript } from './bench/ingest-sql.js';
-import { countInstructions } from './bench/instructions.js';
+import { instructionsReport } from './bench/instructions.js';
 import { batchEventsPerS, batchesPaid, load, pageAll, singlePaid } from './bench/load.js';
 import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/options.js';
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
@@ -491,13 +492,10 @@ async function run(ctx: Context): Promise<void> {
 function instructionsOnly(): void {
   const { instructionWarmBatches: warm, instructionBatches: measured } = options;
   log(
-    `counting instructions: ${warm} batches of 500 to warm up, then ${measured} more (valgrind, a few minutes)`,
+    `counting instructions: ${warm} batches of 500 to warm up, then ${measured} more, for each of ${pipelineVariants.join(', ')} (valgrind, a few minutes each)`,
   );
-  const count = countInstructions(root, join(tmpDir, 'instructions'), warm, measured);
-  process.stdout.write(
-    `\nThe batch path's JavaScript (scripts/bench/batch-pipeline.ts, no HTTP, no database): ${fmt(count.perEvent)} instructions per event
-(${fmt(count.totals[0])} for ${warm} batches, ${fmt(count.totals[1])} for ${warm + measured}; per function: callgrind_annotate ${relative(root, count.files[1])})\n`,
-  );
+  const report = instructionsReport(root, join(tmpDir, 'instructions'), warm, measured, pipelineVariants);
+  process.stdout.write(`\n${report}`);
 }
 
 let ctx: Context | undefined;

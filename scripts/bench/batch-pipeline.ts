@@ -2,7 +2,10 @@
 // validated, planned against a demo-shaped book and turned into the write's parameters and the
 // answer's bytes, as the server does between reading a body and handing bytes to node-postgres.
 // `npm run bench -- --instructions` counts its instructions under valgrind (bench/instructions.ts):
-// a count that stays put while this machine's speed swings by a third.
+// a count that stays put while this machine's speed swings by a third. Three variants: the demo
+// events (no lines, no program), and `--program-cost`'s events (three lines with SKUs) for a brand
+// without a program and for one with its program (1,000 SKU rules, 10 tiers, both caps), the
+// program's statements answered as PostgreSQL answers them.
 
 import { BinaryArray } from '../../src/db/fast-path/binary-array.js';
 import type { Transaction } from '../../src/db/fast-path/transaction.js';
@@ -11,8 +14,12 @@ import { couponCodeKey } from '../../src/modules/attribution/coupon-code.entity.
 import { validateBatchEnvelope } from '../../src/modules/events/event-validation.js';
 import { validated } from '../../src/modules/events/events.routes.js';
 import { commitGroup } from '../../src/modules/ingestion/commit-group.js';
+import { programStatements } from '../../src/modules/ingestion/program-book.js';
+import { monthStart } from '../../src/modules/ingestion/program-state.js';
+import { canonicalRules } from '../../src/modules/programs/programs.schemas.js';
 import { newRequestId } from '../../src/shared/ids.js';
 import { jsonArray } from '../../src/shared/json-array.js';
+import { BENCH_TIER, benchLines, thousandRules } from './program-rules.js';
 
 // The demo brand as the seed makes it, live, with its first creator's code.
 const creator = demoCreators[0]!;
@@ -43,20 +50,78 @@ const loaded = {
   versions: [],
 };
 
+/** The published version of the program variant, as the load and the compile's read return it. */
+const VERSION_ID = 'cpv_bench_thousand_rules';
+const PROGRAM_ZONE = 'Asia/Seoul';
+const publishedAt = '2026-11-01T00:00:00.000+00:00';
+const withVersion = {
+  ...loaded,
+  versions: [{ brand_id: DEMO_BRAND_ID, id: VERSION_ID, effective_from: publishedAt }],
+};
+/** `select id, time_zone, rules from commission_program_versions …` (once per process: compiled then cached). */
+const versionRow = { id: VERSION_ID, time_zone: PROGRAM_ZONE, rules: canonicalRules(thousandRules()) };
+const programCalls = new Set(programStatements.map((s) => s.call));
+
+/**
+ * The program statement's answer for the group: the creator's tier (set before the version) and
+ * its creator-month in the version's zone, locked, with what earlier orders of the month earned.
+ */
+function programRows(now: Date) {
+  return {
+    tiers: [{ brand_id: DEMO_BRAND_ID, creator_id: creator.creatorId, at: publishedAt, level: BENCH_TIER }],
+    offers: [],
+    months: [
+      {
+        brand_id: DEMO_BRAND_ID,
+        livemode: true,
+        creator_id: creator.creatorId,
+        time_zone: PROGRAM_ZONE,
+        month_start: monthStart(now, PROGRAM_ZONE),
+        net_commission: 1_234_567,
+      },
+    ],
+  };
+}
+
+/**
+ * `demo`: the demo events, no lines (the figures of docs/benchmarks.md before programs);
+ * `lines`: `--program-cost`'s events, brand without a program; `program`: the same events, brand
+ * with the program.
+ */
+export type PipelineVariant = 'demo' | 'lines' | 'program';
+export const pipelineVariants: readonly PipelineVariant[] = ['demo', 'lines', 'program'];
+
 export interface PipelineRun {
   events: number;
   /** Bytes of the write's parameters and of the answers: what the run produced, for its test. */
   writeBytes: number;
   answerBytes: number;
   attributed: number;
+  /** Program statements answered (the program variant: one per batch). */
+  programStatements: number;
 }
 
 /** `batches` bodies of `size` new order.paid events (as the bench's load sends them), end to end. */
-export async function batchPipeline(batches: number, size: number): Promise<PipelineRun> {
-  const run: PipelineRun = { events: 0, writeBytes: 0, answerBytes: 0, attributed: 0 };
-  // Answers what the engine asks: the load gets its rows, the write (sent with COMMIT) nothing.
+export async function batchPipeline(
+  batches: number,
+  size: number,
+  variant: PipelineVariant = 'demo',
+): Promise<PipelineRun> {
+  const run: PipelineRun = { events: 0, writeBytes: 0, answerBytes: 0, attributed: 0, programStatements: 0 };
+  const program = variant === 'program';
+  let now = new Date();
+  // Answers what the engine asks: the load gets its rows, the program statement its rows, the
+  // compile's read its version, the write (sent with COMMIT) nothing.
   const sql: Transaction = {
-    query: async <R>() => [loaded] as R[],
+    query: async <R>(statement: unknown) => {
+      if (!program) return [loaded] as R[];
+      if (typeof statement === 'string') return [versionRow] as R[];
+      if (programCalls.has((statement as { call: string }).call)) {
+        run.programStatements += 1;
+        return [programRows(now)] as R[];
+      }
+      return [withVersion] as R[];
+    },
     queryAndCommit: async <R>(_statement: unknown, values: readonly unknown[] = []) => {
       for (const value of values)
         run.writeBytes +=
@@ -80,10 +145,11 @@ export async function batchPipeline(batches: number, size: number): Promise<Pipe
           amount: 12900,
           currency: 'KRW',
           coupon_code: creator.code,
+          ...(variant === 'demo' ? {} : { amount: 129_000, items: benchLines(sequence) }),
         },
       })),
     });
-    const now = new Date();
+    now = new Date();
     const { events } = validated(validateBatchEnvelope(JSON.parse(body)), true, { now, keyKind: 'secret' });
     const { answers } = await commitGroup(
       sql,

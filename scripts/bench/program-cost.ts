@@ -6,12 +6,13 @@
 // the brands alternating within each round; each figure is the median of its rounds.
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { issueKeys } from '../../src/modules/keys/keys.service.js';
 import { createBrand } from '../../src/modules/brands/brands.service.js';
+import { issueKeys } from '../../src/modules/keys/keys.service.js';
 import { type EventCost, measure, medianCost } from './cost.js';
 import { floorCost } from './floor.js';
 import { load } from './load.js';
 import { fmt, log, options, phase } from './options.js';
+import { BENCH_TIER, benchLines, thousandRules } from './program-rules.js';
 
 interface Shop {
   label: string;
@@ -26,7 +27,6 @@ const tag = Date.now().toString(36);
 /** An order.paid of three lines: one SKU an exact rule names, one a prefix rule's, one no rule's. */
 function paidWithLines(code: string) {
   sequence += 1;
-  const n = sequence % 500;
   return {
     type: 'order.paid',
     data: {
@@ -34,33 +34,8 @@ function paidWithLines(code: string) {
       amount: 129_000,
       currency: 'KRW',
       coupon_code: code,
-      items: [
-        { sku: `EXACT-${n}`, quantity: 1, amount: 59_000 },
-        { sku: `LINE-${n % 50}-BODY`, quantity: 2, amount: 50_000 },
-        { sku: `OTHER-${n}`, quantity: 1, amount: 20_000 },
-      ],
+      items: benchLines(sequence),
     },
-  };
-}
-
-/** 500 exact SKU rules, 500 prefix rules, 10 tiers, both caps (set high: every order priced in full). */
-export function thousandRules() {
-  return {
-    default_rate_bps: 800,
-    product_rates: [
-      ...Array.from({ length: 500 }, (_, i) => ({ match: { sku: `EXACT-${i}` }, rate_bps: 1000 + (i % 20) * 50 })),
-      ...Array.from({ length: 500 }, (_, i) => ({ match: { sku_prefix: `LINE-${i}-` }, rate_bps: 500 + (i % 10) * 100 })),
-    ],
-    tiers: {
-      window_days: 30,
-      levels: Array.from({ length: 10 }, (_, i) => ({
-        key: `level_${i + 1}`,
-        name: `Level ${i + 1}`,
-        min_net_revenue: i * 1_000_000,
-        rate_bps: 1000 + i * 100,
-      })),
-    },
-    caps: { per_order: 1_000_000_000, per_creator_month: 1_000_000_000_000 },
   };
 }
 
@@ -90,7 +65,9 @@ async function makeShop(
   });
   const keys = await issueKeys(orm.em.fork(), brand.id, true);
   const base = `/admin/api/brands/${brand.id}`;
-  const creator = await adminCall(server.url, adminToken, 'POST', `${base}/creators`, { name: `${label} creator` });
+  const creator = await adminCall(server.url, adminToken, 'POST', `${base}/creators`, {
+    name: `${label} creator`,
+  });
   const code = `PROG${program ? 'A' : 'N'}${tag}`.toUpperCase().slice(0, 40);
   await adminCall(server.url, adminToken, 'POST', `${base}/coupon-codes`, { creator_id: creator.id, code });
   if (program) {
@@ -99,11 +76,17 @@ async function makeShop(
       time_zone: 'Asia/Seoul',
       note: 'bench: 1,000 SKU rules, 10 tiers, both caps',
     });
-    await adminCall(server.url, adminToken, 'POST', `${base}/commission_program/versions/${version.id}/publish`, {
-      effective_from: new Date().toISOString(),
-    });
+    await adminCall(
+      server.url,
+      adminToken,
+      'POST',
+      `${base}/commission_program/versions/${version.id}/publish`,
+      {
+        effective_from: new Date().toISOString(),
+      },
+    );
     await adminCall(server.url, adminToken, 'PUT', `${base}/creators/${creator.id}/tier`, {
-      level: 'level_3',
+      level: BENCH_TIER,
       locked: true,
     });
   }
@@ -165,7 +148,13 @@ export async function programCostRun(
     const order = round % 2 ? [plain, priced] : [priced, plain];
     for (const shop of order) {
       phase(`${shop.label}: singles at 64 connections for ${options.seconds} s (round ${round})`);
-      const s = await measure(db, server.pid, 'singles', async () => (await singles(shop, options.seconds)).whole.ok, fold);
+      const s = await measure(
+        db,
+        server.pid,
+        'singles',
+        async () => (await singles(shop, options.seconds)).whole.ok,
+        fold,
+      );
       runs.get(shop)!.singles.push(s);
       log(`  web ${fmt(s.webMs, 3)} ms, PostgreSQL ${fmt(s.postgresMs, 3)} ms per event`);
     }

@@ -80,9 +80,17 @@ function readProgram(v: Values): ProgramPricing {
   };
 }
 
+/** Each enum's codes by value: a record encodes several values per order. */
+const codeOf = new Map<object, Map<string, string>>(
+  Object.values(codes).map((map) => [
+    map,
+    new Map(Object.entries(map).map(([code, value]) => [value, code])),
+  ]),
+);
+
 function encode<T extends Record<string, string>>(map: T, value: T[keyof T] | null): string | null {
   if (value === null) return null;
-  const code = Object.keys(map).find((k) => map[k] === value);
+  const code = codeOf.get(map)!.get(value);
   if (code === undefined) throw new Error(`no stored code for ${value}: add one to decision-record.ts`);
   return code;
 }

@@ -15,7 +15,7 @@ import { transition } from '../orders/order-lifecycle.js';
 import { type CommissionResult, computeCommission, monthHeadroom } from '../programs/commission.js';
 import { type OrderBook, type OrderOutcome, outcomeOf } from './order-book.js';
 import type { OrderState } from './order-state.js';
-import { monthStart, type PricingVersion, tierOf, versionAt } from './program-state.js';
+import { monthStart, type PricingVersion, tierOf, tracedBefore, versionAt } from './program-state.js';
 import type { ValidEvent } from './valid-event.js';
 
 export type PaidEvent = Extract<ValidEvent, { type: 'order.paid' }>;
@@ -114,12 +114,14 @@ export const hasCreator = (o: OrderState | undefined): o is OrderState & { creat
 export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent): OrderOutcome {
   const d = event.data;
   const existing = book.orders.get(d.orderId);
-  const { attribution: resolved, candidates } = traceAttribution(book.catalog, {
-    couponCode: d.couponCode,
-    clickRef: d.clickRef,
-    lastTouchChannel: d.lastTouchChannel,
-    occurredAt: event.occurredAt,
-  });
+  const { attribution: resolved, candidates } =
+    tracedBefore(book.program, event) ??
+    traceAttribution(book.catalog, {
+      couponCode: d.couponCode,
+      clickRef: d.clickRef,
+      lastTouchChannel: d.lastTouchChannel,
+      occurredAt: event.occurredAt,
+    });
   let decision: Decided | null = resolved ? decided(book, resolved, d.customerHash) : null;
   let cycleNumber = existing?.cycleNumber ?? 1;
   const parent = d.parentOrderId && !existing ? book.orders.get(d.parentOrderId) : undefined;

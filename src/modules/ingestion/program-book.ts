@@ -5,9 +5,10 @@ import { canonicalRules, type ProgramRules } from '../programs/programs.schemas.
 import { BRAND, brandStatement, type LoadedVersion, withBrand } from './load-book.js';
 import type { OrderBook } from './order-book.js';
 import {
+  type AttributionTrace,
   MonthLedger,
   type MonthRow,
-  monthStart,
+  monthStartAt,
   type PricingVersion,
   type ProgramBook,
   type TierChange,
@@ -42,34 +43,100 @@ async function compileMissing(sql: Sql, loaded: readonly LoadedVersion[]): Promi
   }
 }
 
-/** Every creator an order's events can price it for, and every instant they can price it at. */
+/**
+ * Every creator an order's events can price it for, and every instant they can price it at.
+ * Arrays made at their first value (an order has one of each but for a resend in the same group):
+ * an empty array literal grows to room for 17 on its first push.
+ */
 interface OrderReach {
-  livemode: boolean;
-  creators: Set<string>;
+  creators: string[] | null;
   /** order.paid instants (tiers are read at them). */
-  paidAt: Set<number>;
+  paidAt: number[] | null;
   /** Every instant the order's month is counted at: its own as loaded, and each order.paid's. */
-  at: Set<number>;
+  at: number[] | null;
+}
+
+/** What a book's events can reach: tier instants per creator, and the creator-months to lock. */
+interface BookWants {
+  /** Per creator, the earliest and latest order.paid instant. */
+  tiers: Map<string, { from: number; to: number }> | null;
+  /** Per zone, `creator\0month` → the creator-month's row. */
+  months: { zone: string; rows: Map<string, MonthRow>; lastCreator: string; lastMonth: string }[];
+}
+
+function wantTier(wants: BookWants, creatorId: string, at: number): void {
+  const want = wants.tiers!.get(creatorId);
+  if (!want) wants.tiers!.set(creatorId, { from: at, to: at });
+  else if (at < want.from) want.from = at;
+  else if (at > want.to) want.to = at;
+}
+
+function wantMonth(book: OrderBook, wants: BookWants, creatorId: string, at: number): void {
+  for (const zone of wants.months) {
+    const month = monthStartAt(at, zone.zone);
+    // Most of a group's orders share creator and month (monthStartAt gives the same string for the
+    // same quarter hour): two compares instead of building and hashing a key.
+    if (zone.lastCreator === creatorId && zone.lastMonth === month) continue;
+    zone.lastCreator = creatorId;
+    zone.lastMonth = month;
+    const key = `${creatorId}\u0000${month}`;
+    if (!zone.rows.has(key))
+      zone.rows.set(key, {
+        brand_id: book.scope.brandId,
+        livemode: book.scope.livemode,
+        creator_id: creatorId,
+        time_zone: zone.zone,
+        month_start: month,
+      });
+  }
+}
+
+/** A creator an order reaches, paired with every instant it already has (and each later one). */
+function addCreator(book: OrderBook, wants: BookWants, r: OrderReach, creatorId: string): void {
+  if (r.creators === null) r.creators = [creatorId];
+  else if (r.creators.includes(creatorId)) return;
+  else r.creators.push(creatorId);
+  if (wants.tiers && r.paidAt) for (const at of r.paidAt) wantTier(wants, creatorId, at);
+  if (r.at) for (const at of r.at) wantMonth(book, wants, creatorId, at);
+}
+
+function addInstant(book: OrderBook, wants: BookWants, r: OrderReach, at: number, paid: boolean): void {
+  if (paid && wants.tiers && !r.paidAt?.includes(at)) {
+    if (r.paidAt === null) r.paidAt = [at];
+    else r.paidAt.push(at);
+    if (r.creators) for (const c of r.creators) wantTier(wants, c, at);
+  }
+  if (r.at === null) r.at = [at];
+  else if (r.at.includes(at)) return;
+  else r.at.push(at);
+  if (r.creators) for (const c of r.creators) wantMonth(book, wants, c, at);
 }
 
 /**
  * The creators and instants the group's events can reach, found before planning with the same
- * attribution trace the planner runs (pure), so the rows planning reads are locked beforehand, in
- * key order, by one statement: the order's creator as loaded, the creator a code or click
- * attributes to, a renewal's parent's creator.
+ * attribution trace the planner runs (pure; kept for the planner, which takes it instead of
+ * tracing again), so the rows planning reads are locked beforehand, in key order, by one
+ * statement: the order's creator as loaded, the creator a code or click attributes to, a
+ * renewal's parent's creator. Each creator an order reaches is wanted at each of its instants.
  */
-function reachOf(book: OrderBook, events: Iterable<ValidEvent>, reach: Map<string, OrderReach>): void {
+function reachOf(
+  book: OrderBook,
+  events: Iterable<ValidEvent>,
+  wants: BookWants,
+  traces: Map<ValidEvent, AttributionTrace>,
+): void {
+  const reach = new Map<string, OrderReach>();
   for (const event of events) {
     if (event.type !== 'order.paid' && event.type !== 'refund.created' && event.type !== 'order.cancelled')
       continue;
     const orderId = event.data.orderId;
     let r = reach.get(orderId);
     if (!r) {
-      r = { livemode: book.scope.livemode, creators: new Set(), paidAt: new Set(), at: new Set() };
+      r = { creators: null, paidAt: null, at: null };
       reach.set(orderId, r);
       const existing = book.orders.get(orderId);
-      if (existing?.creatorId) r.creators.add(existing.creatorId);
-      if (existing) r.at.add(existing.occurredAt.getTime());
+      if (existing) addInstant(book, wants, r, existing.occurredAt.getTime(), false);
+      if (existing?.creatorId) addCreator(book, wants, r, existing.creatorId);
     }
     if (event.type !== 'order.paid') continue;
     const d = event.data;
@@ -78,15 +145,18 @@ function reachOf(book: OrderBook, events: Iterable<ValidEvent>, reach: Map<strin
       clickRef: d.clickRef,
       lastTouchChannel: d.lastTouchChannel,
       occurredAt: event.occurredAt,
-    }).attribution;
-    if (traced) r.creators.add(traced.creatorId);
-    const parent = d.parentOrderId ? book.orders.get(d.parentOrderId) : undefined;
-    if (parent?.creatorId) r.creators.add(parent.creatorId);
-    // A parent first paid earlier in the group: whoever its events can reach.
-    const parentReach = d.parentOrderId ? reach.get(d.parentOrderId) : undefined;
-    if (parentReach && parentReach !== r) for (const c of parentReach.creators) r.creators.add(c);
-    r.paidAt.add(event.occurredAt.getTime());
-    r.at.add(event.occurredAt.getTime());
+    });
+    traces.set(event, traced);
+    if (traced.attribution) addCreator(book, wants, r, traced.attribution.creatorId);
+    if (d.parentOrderId) {
+      const parent = book.orders.get(d.parentOrderId);
+      if (parent?.creatorId) addCreator(book, wants, r, parent.creatorId);
+      // A parent first paid earlier in the group: whoever its events can reach.
+      const parentReach = reach.get(d.parentOrderId);
+      if (parentReach?.creators && parentReach !== r)
+        for (const c of parentReach.creators) addCreator(book, wants, r, c);
+    }
+    addInstant(book, wants, r, event.occurredAt.getTime(), true);
   }
 }
 
@@ -235,11 +305,9 @@ export async function loadPrograms(
     list.push({ ...c, effectiveFrom: new Date(v.effective_from).getTime() });
     byBrand.set(v.brand_id, list);
   }
-  const tierWants = new Map<
-    string,
-    { brand_id: string; creator_id: string; from_at: number; to_at: number }
-  >();
-  const monthWants = new Map<string, MonthRow>();
+  // By brand and creator: a brand's live and test books share its tier rows (applied to both below).
+  const tierWants = new Map<string, { brand_id: string; creator_id: string; from: number; to: number }>();
+  const monthWants: MonthRow[] = [];
   const offerWants = new Map<string, { brand_id: string; id: string }>();
   const programs: {
     book: OrderBook;
@@ -251,12 +319,15 @@ export async function loadPrograms(
     const zones = [
       ...new Set(versions.filter((v) => v.program.perCreatorMonthCap !== null).map((v) => v.timeZone)),
     ];
+    const tiered = versions.some((v) => v.hasTiers);
+    const traces = tiered || zones.length > 0 ? new Map<ValidEvent, AttributionTrace>() : undefined;
     const program = {
       versions,
       byId: new Map(versions.map((v) => [v.id, v])),
       tiers: new Map<string, TierChange[]>(),
       months: zones.length > 0 ? new MonthLedger(book.scope.brandId, book.scope.livemode, zones) : null,
       ratedOffers: new Set<string>(),
+      ...(traces ? { traces } : {}),
     };
     book.program = program;
     programs.push({ book, program });
@@ -276,57 +347,37 @@ export async function loadPrograms(
           });
       }
     }
-    const tiered = versions.some((v) => v.hasTiers);
-    if (!tiered && zones.length === 0) continue;
-    const reach = new Map<string, OrderReach>();
-    reachOf(book, eventsOf(book), reach);
-    for (const r of reach.values())
-      for (const creatorId of r.creators) {
-        if (tiered)
-          for (const at of r.paidAt) {
-            const key = `${book.scope.brandId}\u0000${creatorId}`;
-            const want = tierWants.get(key);
-            if (!want)
-              tierWants.set(key, {
-                brand_id: book.scope.brandId,
-                creator_id: creatorId,
-                from_at: at,
-                to_at: at,
-              });
-            else {
-              want.from_at = Math.min(want.from_at, at);
-              want.to_at = Math.max(want.to_at, at);
-            }
-          }
-        for (const zone of zones)
-          for (const at of r.at) {
-            const row: MonthRow = {
-              brand_id: book.scope.brandId,
-              livemode: r.livemode,
-              creator_id: creatorId,
-              time_zone: zone,
-              month_start: monthStart(new Date(at), zone),
-            };
-            monthWants.set(
-              `${row.brand_id}\u0000${row.livemode}\u0000${creatorId}\u0000${zone}\u0000${row.month_start}`,
-              row,
-            );
-          }
+    if (!traces) continue;
+    const wants: BookWants = {
+      tiers: tiered ? new Map() : null,
+      months: zones.map((zone) => ({ zone, rows: new Map(), lastCreator: '', lastMonth: '' })),
+    };
+    reachOf(book, eventsOf(book), wants, traces);
+    for (const [creatorId, { from, to }] of wants.tiers ?? []) {
+      const key = `${book.scope.brandId}\u0000${creatorId}`;
+      const want = tierWants.get(key);
+      if (!want) tierWants.set(key, { brand_id: book.scope.brandId, creator_id: creatorId, from, to });
+      else {
+        want.from = Math.min(want.from, from);
+        want.to = Math.max(want.to, to);
       }
+    }
+    for (const zone of wants.months) for (const row of zone.rows.values()) monthWants.push(row);
   }
-  if (tierWants.size === 0 && monthWants.size === 0 && offerWants.size === 0) return;
+  if (tierWants.size === 0 && monthWants.length === 0 && offerWants.size === 0) return;
   const shape = programShapes[options.oneBrand === undefined ? 0 : 1]!;
   const statement = options.lock ? shape.lock : shape.peek;
   const values = [
     JSON.stringify(
       [...tierWants.values()].map((w) => ({
-        ...w,
-        from_at: new Date(w.from_at).toISOString(),
-        to_at: new Date(w.to_at).toISOString(),
+        brand_id: w.brand_id,
+        creator_id: w.creator_id,
+        from_at: new Date(w.from).toISOString(),
+        to_at: new Date(w.to).toISOString(),
       })),
     ),
     JSON.stringify([...offerWants.values()]),
-    JSON.stringify([...monthWants.values()]),
+    JSON.stringify(monthWants),
   ];
   const [row] = statement.oneBrand
     ? await statement.query.run<ProgramRows>(

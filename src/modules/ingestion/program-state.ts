@@ -1,4 +1,6 @@
+import type { traceAttribution } from '../attribution/resolve.js';
 import { type CompiledProgram, monthOf } from '../programs/commission.js';
+import type { ValidEvent } from './valid-event.js';
 
 /** A published version as pricing uses it: compiled once per process (published versions never change). */
 export interface PricingVersion {
@@ -28,26 +30,37 @@ export interface MonthRow {
 // The last quarter hour's month per zone: every zone's offset is a multiple of 15 minutes, so a
 // month never starts inside one, and a group's orders mostly share it (Intl costs microseconds).
 const lastQuarter = new Map<string, { quarter: number; month: string }>();
+let latest = { zone: '', quarter: Number.NaN, month: '' };
 
 /** 'YYYY-MM-01': the first day of the month of `at` in `zone` (the monthly cap's month). */
 export function monthStart(at: Date, zone: string): string {
-  const quarter = Math.floor(at.getTime() / 900_000);
-  const last = lastQuarter.get(zone);
-  if (last?.quarter === quarter) return last.month;
-  const month = `${monthOf(at, zone)}-01`;
-  if (lastQuarter.size >= 1000) lastQuarter.clear();
-  lastQuarter.set(zone, { quarter, month });
-  return month;
+  return monthStartAt(at.getTime(), zone);
 }
 
+/** `monthStart` of an instant in epoch milliseconds. */
+export function monthStartAt(at: number, zone: string): string {
+  const quarter = Math.floor(at / 900_000);
+  // The zone asked last, before the map: a brand's versions mostly share one zone.
+  if (latest.zone === zone && latest.quarter === quarter) return latest.month;
+  const last = lastQuarter.get(zone);
+  let month: string;
+  if (last?.quarter === quarter) month = last.month;
+  else {
+    month = `${monthOf(new Date(at), zone)}-01`;
+    if (lastQuarter.size >= 1000) lastQuarter.clear();
+    lastQuarter.set(zone, { quarter, month });
+  }
+  latest = { zone, quarter, month };
+  return month;
+}
 /**
  * The net commission of the creator-months a group touches (the rows it locked), moved in memory
  * as each event is planned, so a later order of the group sees the headroom an earlier one spent.
  * Kept for every time zone of the brand's versions with a monthly cap.
  */
 export class MonthLedger {
-  private readonly nets = new Map<string, number>();
-  private readonly moved = new Map<string, MonthRow & { net_commission: number }>();
+  /** Each locked row's net (moved as the group's orders are planned) and what the group moved it by. */
+  private readonly rows = new Map<string, MonthRow & { net: number; net_commission: number }>();
 
   constructor(
     private readonly brandId: string,
@@ -55,21 +68,37 @@ export class MonthLedger {
     readonly zones: readonly string[],
   ) {}
 
-  private static key(creatorId: string, zone: string, month: string): string {
-    return `${creatorId}\u0000${zone}\u0000${month}`;
+  // The last key built: a group's orders mostly share creator, zone and month (monthStart gives
+  // the same string for the same quarter hour), so most lookups skip building and hashing one.
+  private last = { creatorId: '', zone: '', month: '', key: '' };
+
+  private key(creatorId: string, zone: string, month: string): string {
+    const last = this.last;
+    if (last.creatorId === creatorId && last.zone === zone && last.month === month) return last.key;
+    const key = `${creatorId}\u0000${zone}\u0000${month}`;
+    this.last = { creatorId, zone, month, key };
+    return key;
   }
 
   /** A row as locked (or read, in a dry run). */
   set(creatorId: string, zone: string, month: string, net: number): void {
-    this.nets.set(MonthLedger.key(creatorId, zone, month), net);
+    this.rows.set(this.key(creatorId, zone, month), {
+      brand_id: this.brandId,
+      livemode: this.livemode,
+      creator_id: creatorId,
+      time_zone: zone,
+      month_start: month,
+      net,
+      net_commission: 0,
+    });
   }
 
   /** Σ(commission − reversed) of the creator's orders of the month of `at` in `zone`, this group's changes included. */
   net(creatorId: string, zone: string, at: Date): number {
-    const net = this.nets.get(MonthLedger.key(creatorId, zone, monthStart(at, zone)));
+    const row = this.rows.get(this.key(creatorId, zone, monthStart(at, zone)));
     // The rows are chosen before planning from every creator an event can reach: a miss is a bug.
-    if (net === undefined) throw new Error('a creator-month was priced without its row locked');
-    return net;
+    if (row === undefined) throw new Error('a creator-month was priced without its row locked');
+    return row.net;
   }
 
   /** An order's share moved from `before` to `after` (either absent: none). */
@@ -82,26 +111,26 @@ export class MonthLedger {
   }
 
   private add(creatorId: string, zone: string, at: Date, delta: number): void {
-    const month = monthStart(at, zone);
-    const key = MonthLedger.key(creatorId, zone, month);
-    const net = this.nets.get(key);
-    if (net === undefined) throw new Error('a creator-month moved without its row locked');
-    this.nets.set(key, net + delta);
-    const row = this.moved.get(key) ?? {
-      brand_id: this.brandId,
-      livemode: this.livemode,
-      creator_id: creatorId,
-      time_zone: zone,
-      month_start: month,
-      net_commission: 0,
-    };
+    const row = this.rows.get(this.key(creatorId, zone, monthStart(at, zone)));
+    if (row === undefined) throw new Error('a creator-month moved without its row locked');
+    row.net += delta;
     row.net_commission += delta;
-    this.moved.set(key, row);
   }
 
   /** The rows to write: each moved by its delta (it is locked by this transaction). */
   deltas(): (MonthRow & { net_commission: number })[] {
-    return [...this.moved.values()].filter((r) => r.net_commission !== 0);
+    const moved: (MonthRow & { net_commission: number })[] = [];
+    for (const r of this.rows.values())
+      if (r.net_commission !== 0)
+        moved.push({
+          brand_id: r.brand_id,
+          livemode: r.livemode,
+          creator_id: r.creator_id,
+          time_zone: r.time_zone,
+          month_start: r.month_start,
+          net_commission: r.net_commission,
+        });
+    return moved;
   }
 }
 
@@ -124,6 +153,22 @@ export interface ProgramBook {
    * brand's, which does not.
    */
   ratedOffers: ReadonlySet<string>;
+  /**
+   * order.paid events' attribution as traced before planning (program-book.ts, to find the rows
+   * to lock), for the planner to take instead of tracing again: the trace is pure and the catalog
+   * does not change while a group is planned. Absent or missing an event: trace it.
+   */
+  traces?: Map<ValidEvent, AttributionTrace>;
+}
+
+export type AttributionTrace = ReturnType<typeof traceAttribution>;
+
+/** The trace of an order.paid taken before planning, if one was. */
+export function tracedBefore(
+  program: ProgramBook | undefined,
+  event: ValidEvent,
+): AttributionTrace | undefined {
+  return program?.traces?.get(event);
 }
 
 export interface TierChange {

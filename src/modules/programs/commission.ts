@@ -51,7 +51,12 @@ export interface CompiledProgram {
   readonly prefixes: ReadonlyMap<string, ProductDecision>;
   /** Lengths of the prefix rules, longest first: a sku costs one map probe per distinct length. */
   readonly prefixLengths: readonly number[];
+  /** Each sku's rule as found (null: none), for the next order of the same product. */
+  readonly found: Map<string, ProductDecision | null>;
 }
+
+/** Skus whose rule a compiled version remembers: a shop's catalog, bounded. */
+const MAX_FOUND = 20_000;
 
 export function compileRules(rules: ProgramRules): CompiledProgram {
   const exact = new Map<string, ProductDecision>();
@@ -77,11 +82,21 @@ export function compileRules(rules: ProgramRules): CompiledProgram {
     exact,
     prefixes,
     prefixLengths: [...new Set([...prefixes.keys()].map((p) => p.length))].sort((a, b) => b - a),
+    found: new Map(),
   };
 }
 
 /** The product rule for a sku: exact beats any prefix, the longest matching prefix beats shorter ones. */
 export function productRuleFor(program: CompiledProgram, sku: string): ProductDecision | undefined {
+  const found = program.found.get(sku);
+  if (found !== undefined) return found ?? undefined;
+  const rule = ruleOf(program, sku);
+  if (program.found.size >= MAX_FOUND) program.found.clear();
+  program.found.set(sku, rule ?? null);
+  return rule;
+}
+
+function ruleOf(program: CompiledProgram, sku: string): ProductDecision | undefined {
   const exact = program.exact.get(sku);
   if (exact) return exact;
   for (const length of program.prefixLengths) {
@@ -212,6 +227,34 @@ function fitLines(k: number[], total: number, amount: number): number[] {
   return fitted;
 }
 
+/**
+ * Step 4: Σ over rates of floor(Σ parts at the rate × rate / 10,000), not-eligible parts left out.
+ * A few parts are summed without a map: the first part of each rate sums its later ones.
+ */
+function sumByRate(parts: readonly CommissionPart[]): number {
+  const priced = (part: CommissionPart) => part.source !== 'not_eligible';
+  let total = 0;
+  if (parts.length > 16) {
+    const byRate = new Map<number, number>();
+    for (const part of parts)
+      if (priced(part)) byRate.set(part.rate_bps, (byRate.get(part.rate_bps) ?? 0) + part.amount);
+    for (const [rateBps, sum] of byRate) total += commissionFor(sum, rateBps);
+    return total;
+  }
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    if (!priced(part)) continue;
+    let first = true;
+    for (let j = 0; j < i && first; j++) first = !(priced(parts[j]!) && parts[j]!.rate_bps === part.rate_bps);
+    if (!first) continue;
+    let sum = part.amount;
+    for (let j = i + 1; j < parts.length; j++)
+      if (priced(parts[j]!) && parts[j]!.rate_bps === part.rate_bps) sum += parts[j]!.amount;
+    total += commissionFor(sum, part.rate_bps);
+  }
+  return total;
+}
+
 /** Steps 4–8: C0 grouped by rate, the per-order cap, the monthly headroom, capped_amount. */
 function finish(
   input: CommissionInput,
@@ -219,18 +262,7 @@ function finish(
   rules: Array<ProductMatch | null>,
   tier: string | null,
 ): CommissionResult {
-  let beforeCaps = 0;
-  if (parts.length === 1) {
-    const part = parts[0]!;
-    if (part.source !== 'not_eligible') beforeCaps = commissionFor(part.amount, part.rate_bps);
-  } else {
-    const byRate = new Map<number, number>();
-    for (const part of parts) {
-      if (part.source === 'not_eligible') continue;
-      byRate.set(part.rate_bps, (byRate.get(part.rate_bps) ?? 0) + part.amount);
-    }
-    for (const [rateBps, sum] of byRate) beforeCaps += commissionFor(sum, rateBps);
-  }
+  const beforeCaps = sumByRate(parts);
   if (input.zeroed)
     return {
       commission: 0,
@@ -299,48 +331,54 @@ export function computeCommission(input: CommissionInput): CommissionResult {
     return finish(input, [rest], [null], rate.tier);
   }
   // Step 1: each line's KRW is the difference of cumulative conversions, so no won is lost or gained.
-  const lines: number[] = [];
-  const k: number[] = [];
+  // Arrays of their final length: the parts are kept with the order's decision until the write.
+  const items = input.items;
+  let count = 0;
+  for (let i = 0; i < items.length; i++)
+    if (items[i]!.amount !== null && items[i]!.amount !== undefined) count++;
+  const lines = count === items.length ? null : new Array<number>(count);
+  const k = new Array<number>(count);
   let cumulative = 0;
   let cumulativeKrw = 0;
-  for (let i = 0; i < input.items.length; i++) {
-    const lineAmount = input.items[i]!.amount;
+  for (let i = 0, j = 0; i < items.length; i++) {
+    const lineAmount = items[i]!.amount;
     if (lineAmount === null || lineAmount === undefined) continue;
     cumulative += lineAmount;
     const cumulativeNow = krw(cumulative);
-    lines.push(i);
-    k.push(cumulativeNow - cumulativeKrw);
+    if (lines) lines[j] = i;
+    k[j++] = cumulativeNow - cumulativeKrw;
     cumulativeKrw = cumulativeNow;
   }
   // Step 2: an order-level discount scales the lines down to the amount; otherwise they stay.
   const fitted = cumulativeKrw > amount ? fitLines(k, cumulativeKrw, amount) : k;
-  const parts: CommissionPart[] = [];
-  const rules: Array<ProductMatch | null> = [];
   let linesTotal = 0;
-  for (let j = 0; j < lines.length; j++) {
-    const line = lines[j]!;
-    const sku = input.items[line]!.sku ?? null;
+  for (let j = 0; j < count; j++) linesTotal += fitted[j]!;
+  const rest = amount - linesTotal;
+  const size = rest > 0 || count === 0 ? count + 1 : count;
+  const parts = new Array<CommissionPart>(size);
+  const rules = new Array<ProductMatch | null>(size);
+  for (let j = 0; j < count; j++) {
+    const line = lines ? lines[j]! : j;
+    const sku = items[line]!.sku ?? null;
     const product = sku === null ? undefined : productRuleFor(program, sku);
     const base = fitted[j]!;
-    linesTotal += base;
     if (product) {
-      parts.push({
+      parts[j] = {
         line,
         sku,
         amount: base,
         rate_bps: product.rateBps ?? 0,
         source: product.rateBps === null ? 'not_eligible' : 'product',
-      });
-      rules.push(product.match);
+      };
+      rules[j] = product.match;
     } else {
-      parts.push({ line, sku, amount: base, rate_bps: rate.rateBps, source: rate.source });
-      rules.push(null);
+      parts[j] = { line, sku, amount: base, rate_bps: rate.rateBps, source: rate.source };
+      rules[j] = null;
     }
   }
-  const rest = amount - linesTotal;
-  if (rest > 0 || parts.length === 0) {
-    parts.push({ line: null, sku: null, amount: rest, rate_bps: rate.rateBps, source: rate.source });
-    rules.push(null);
+  if (size > count) {
+    parts[count] = { line: null, sku: null, amount: rest, rate_bps: rate.rateBps, source: rate.source };
+    rules[count] = null;
   }
   return finish(input, parts, rules, rate.tier);
 }
