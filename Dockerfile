@@ -27,4 +27,4 @@ COPY --from=build /app/scripts/entry.mjs /app/scripts/run.sh /app/scripts/ensure
 USER node
 EXPOSE 3000
 # node directly (not npm), as the Procfile: SIGTERM reaches the process and its graceful shutdown runs.
-CMD ["node", "--max-semi-space-size=8", "dist/src/server.js"]
+CMD ["node", "--max-semi-space-size=16", "dist/src/server.js"]

@@ -1,4 +1,4 @@
-// `node --max-semi-space-size=8 scripts/bench/reconciliation-upload.mjs [rows]` after `npm run build`: the
+// `node --max-semi-space-size=16 scripts/bench/reconciliation-upload.mjs [rows]` after `npm run build`: the
 // CSV upload's reader (readCsv) alone on generated rows with a no-op stager; prints the RSS and the CPU
 // seconds of the event loop and of the other threads (the parsing thread) from /proc/self/task.
 import { createHash } from 'node:crypto';

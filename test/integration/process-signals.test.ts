@@ -161,7 +161,7 @@ describe('what the Procfile and the container run', () => {
         .map((line) => line.split(/:\s*/, 2) as [string, string]),
     );
     expect(procfile).toEqual({
-      web: 'node --max-semi-space-size=8 dist/src/server.js',
+      web: 'node --max-semi-space-size=16 dist/src/server.js',
       worker: 'node dist/workers/main.js',
       release: 'node scripts/entry.mjs migrate',
     });
@@ -169,7 +169,7 @@ describe('what the Procfile and the container run', () => {
     const compose = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
     for (const command of Object.values(procfile)) expect(compose).toContain(`command: ${exec(command)}`);
     expect(readFileSync(join(root, 'Dockerfile'), 'utf8')).toContain(
-      `CMD ${exec('node --max-semi-space-size=8 dist/src/server.js')}`,
+      `CMD ${exec('node --max-semi-space-size=16 dist/src/server.js')}`,
     );
   });
 });

@@ -41,7 +41,7 @@ describe('npm scripts', () => {
       if (name === 'preinstall' || /&&|\|\||;/.test(script)) continue;
       expect(script, `npm run ${name}`).toMatch(/^exec bash scripts\/run\.sh /);
     }
-    expect(scripts.start).toBe('exec bash scripts/run.sh node --max-semi-space-size=8 dist/src/server.js');
+    expect(scripts.start).toBe('exec bash scripts/run.sh node --max-semi-space-size=16 dist/src/server.js');
   });
 
   it("a workspace's scripts the README names go through scripts/run.sh too (sdk's build on a fresh clone)", () => {
