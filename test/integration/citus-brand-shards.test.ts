@@ -118,7 +118,10 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
     await onNode(nodes[node]!, async (c) => {
       const count = () =>
         c
-          .query<{ n: number }>(`select * from ${probe.name}($1, $2) as r(n int)`, [shop.brandId, shop.brandId])
+          .query<{ n: number }>(`select * from ${probe.name}($1, $2) as r(n int)`, [
+            shop.brandId,
+            shop.brandId,
+          ])
           .then((r) => r.rows[0]!.n);
       await c.query('begin');
       expect(await count()).toBe(orders);
