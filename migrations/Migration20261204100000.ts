@@ -20,7 +20,8 @@ export class Migration20261204100000 extends Migration {
     )) as { brand_id: string }[];
     if (rows.length > 0)
       await this.execute(
-        `update brands set has_commission_program = true where id = any(array[${rows.map((r) => `'${r.brand_id.replaceAll("'", "''")}'`).join(', ')}]::varchar[])`,
+        'update brands set has_commission_program = true where id in (select jsonb_array_elements_text(?::jsonb))',
+        [JSON.stringify(rows.map((r) => r.brand_id))],
       );
   }
 
