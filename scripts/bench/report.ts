@@ -855,6 +855,7 @@ npm run bench -- --preview                  # only the commission program previe
 npm run bench -- --reconciliation           # only a 1,000,000-row CSV reconciled against as many orders beside single events (BENCH_RECON_ORDERS; BENCH_RECON_SINGLES=0 alone; BENCH_RECON_WRITE=0 printed only), into its section of docs/benchmarks.md
 npm run bench -- --instructions             # the batch path's JavaScript, instructions per event under valgrind (no database; about 3 minutes)
 npm run bench -- --program-cost             # a brand with a 1,000-rule commission program against one without, CPU per event, printed (about 7 minutes)
+npm run bench -- --serving-instructions --against 82b750f  # PostgreSQL's instructions per served event under valgrind, this checkout and REV, printed (about 4 minutes a tree)
 \`\`\`
 
 ${ENV_TABLE}
