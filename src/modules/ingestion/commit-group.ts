@@ -1,4 +1,4 @@
-import { hotWrite, type Sql } from '../../db/fast-path/index.js';
+import { hotWrite, type Sql, type WritePart } from '../../db/fast-path/index.js';
 import type { OutboxEntry } from '../../outbox/outbox.js';
 import type { AppError } from '../../shared/errors.js';
 import type { ApiCaller } from '../keys/caller.js';
@@ -10,7 +10,7 @@ import { type AcceptedEvent, planRequest } from './plan-request.js';
 import { loadPrograms, programStatements, writeMonthsApart } from './program-book.js';
 import type { ValidEvent } from './valid-event.js';
 import type { GroupWritePart, GroupWrites, IdempotencyRow, ReceivedEventRow } from './write-set.js';
-import { groupWrites } from './write-set.js';
+import { groupWrites, unpricedNewOrders } from './write-set.js';
 
 /** One HTTP request's events, validated by the intake. */
 export interface IngestRequest {
@@ -94,24 +94,43 @@ export const COPY_FROM_ORDERS = 100;
  * ingestion.ts), and for shapes that write new orders, the form that copies a big group's new
  * rows in ahead of the rest.
  */
-const writeShapes = shapeParts.map((parts) => {
-  const template = groupWrites([], [], [], []);
-  return {
-    parts,
-    write: hotWrite(
-      parts.map((part) => template[part]),
-      {
-        settings: ENGINE_TRANSACTION_SETTINGS,
-        copied: parts.includes('newOrders') ? copiedParts.map((part) => template[part]) : [],
-      },
+const template = groupWrites([], [], [], []);
+const shapeWrite = (parts: readonly GroupWritePart[], newOrders = template.newOrders) =>
+  hotWrite(
+    parts.map((part) => (part === 'newOrders' ? newOrders : template[part])),
+    {
+      settings: ENGINE_TRANSACTION_SETTINGS,
+      copied: parts.includes('newOrders')
+        ? copiedParts.map((part) => (part === 'newOrders' ? newOrders : template[part]))
+        : [],
+    },
+  );
+type WriteShape = {
+  parts: readonly GroupWritePart[];
+  write: ReturnType<typeof shapeWrite>;
+  /** The parts' rows as this shape writes them (the unpriced form's new orders without the program's columns). */
+  partsOf?: (writes: GroupWrites) => WritePart[];
+};
+const writeShapes: WriteShape[] = shapeParts.map((parts) => ({ parts, write: shapeWrite(parts) }));
+/**
+ * New orders paid that no program priced (every brand without a published version, and orders
+ * before a version's effective_from): the first shape without the orders' two program columns.
+ */
+const unpricedNewOrdersShape: WriteShape = {
+  parts: shapeParts[0]!,
+  write: shapeWrite(shapeParts[0]!, unpricedNewOrders(template.newOrders)!),
+  partsOf: (writes) =>
+    shapeParts[0]!.map((part) =>
+      part === 'newOrders' ? unpricedNewOrders(writes.newOrders)! : writes[part],
     ),
-  };
-});
+};
 
 /** The smallest shape that holds every part the group fills. */
-function writeShapeOf(writes: GroupWrites) {
+function writeShapeOf(writes: GroupWrites): WriteShape {
   const filled = everyPart.filter((part) => writes[part].rows.length > 0);
-  return writeShapes.find((s) => filled.every((part) => s.parts.includes(part))) ?? writeShapes.at(-1)!;
+  const shape =
+    writeShapes.find((s) => filled.every((part) => s.parts.includes(part))) ?? writeShapes.at(-1)!;
+  return shape === writeShapes[0] && unpricedNewOrders(writes.newOrders) ? unpricedNewOrdersShape : shape;
 }
 
 /**
@@ -119,9 +138,14 @@ function writeShapeOf(writes: GroupWrites) {
  * `migrateUp`), never by the web process, which checks they are there before its first transaction.
  */
 export const ingestionStatements = [
-  ...loadStatements,
-  ...programStatements,
-  ...writeShapes.flatMap((shape) => shape.write.statements),
+  ...new Map(
+    [
+      ...loadStatements,
+      ...programStatements,
+      // The unpriced shape's copying form is the first shape's (its new orders go by COPY): one function.
+      ...[...writeShapes, unpricedNewOrdersShape].flatMap((shape) => shape.write.statements),
+    ].map((statement) => [statement.name, statement]),
+  ).values(),
 ];
 
 const scopeOf = (r: IngestRequest) => ({ brandId: r.caller.brandId, livemode: r.caller.livemode });
@@ -271,11 +295,10 @@ export async function writeGroup(
   if (!shape.parts.includes('monthCommissions') && writes.monthCommissions.rows.length > 0)
     await writeMonthsApart(sql, writes.monthCommissions.rows, brandId);
   // The last statement: COMMIT goes with it.
-  await shape.write.commit(
-    sql,
-    shape.parts.map((part) => writes[part]),
-    { ...(brandId === undefined ? {} : { brandId }), copy },
-  );
+  await shape.write.commit(sql, shape.partsOf?.(writes) ?? shape.parts.map((part) => writes[part]), {
+    ...(brandId === undefined ? {} : { brandId }),
+    copy,
+  });
   return copy;
 }
 

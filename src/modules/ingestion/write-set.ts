@@ -33,6 +33,16 @@ const orderRowColumns = {
   commission_balance: 'bigint',
 };
 const orderRecordset = columnRecordset(orderRowColumns);
+// A new order no commission program priced leaves its pin and capped amount null: a group of such
+// orders inserts them without those two columns (each column a write carries is an array to
+// unnest and a value to form, for every order).
+const {
+  commission_program_version_id: _pin,
+  commission_capped_amount: _capped,
+  ...unpricedColumns
+} = orderRowColumns;
+const unpricedRecordset = columnRecordset(unpricedColumns);
+const unpricedWritten = written.filter((c) => c in unpricedColumns);
 const orderCopy = copyRows('orders', orderRowColumns);
 const epochMs = (at: Date) => at.getTime();
 
@@ -90,6 +100,9 @@ const partSql = {
   newOrders: `insert into ${brandTable('orders')} (id, brand_id, livemode, order_id, ${written.join(', ')}, commission_balance)
             select x.id, x.brand_id, x.livemode, x.order_id, ${written.map((c) => `x.${c}`).join(', ')}, x.commission_balance
               from ${orderRecordset.sql}`,
+  unpricedNewOrders: `insert into ${brandTable('orders')} (id, brand_id, livemode, order_id, ${unpricedWritten.join(', ')}, commission_balance)
+            select x.id, x.brand_id, x.livemode, x.order_id, ${unpricedWritten.map((c) => `x.${c}`).join(', ')}, x.commission_balance
+              from ${unpricedRecordset.sql}`,
   // updated_at comes in with the row (now(), the transaction's start, as before): Citus takes no
   // function but an immutable one in DO UPDATE SET. The key by name: (id) on PostgreSQL,
   // (brand_id, id) on Citus (Migration20261129000000).
@@ -143,6 +156,21 @@ function reportChanges(books: OrderBook[]): ScopedFact[] {
     );
     return facts.map((f) => ({ ...f, ...book.scope }));
   });
+}
+
+/**
+ * The new orders' part without the program's columns, for a group none of whose new orders a
+ * program priced (`unpriced`), or undefined. Not a part of `GroupWrites`: only the shape of new
+ * orders paid has a form with it (commit-group.ts), so the widest shape keeps its parameters.
+ */
+export function unpricedNewOrders(newOrders: WritePart): WritePart | undefined {
+  const unpriced = newOrders.rows.every((row) => {
+    const r = row as { commission_program_version_id: unknown; commission_capped_amount: unknown };
+    return r.commission_program_version_id === null && r.commission_capped_amount === null;
+  });
+  return unpriced
+    ? { ...newOrders, sql: partSql.unpricedNewOrders, columns: unpricedRecordset.columns }
+    : undefined;
 }
 
 /** The parts of a group's write, by name, in the statement's order. */
