@@ -21,8 +21,14 @@ export interface PrivateRedis {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+class PortLost extends Error {
+  constructor(port: number) {
+    super(`redis-server exited before it answered on port ${port} (taken by another process?)`);
+  }
+}
+
 export async function startPrivateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
+  let port = await freePort();
   let child: ChildProcess | undefined;
   // Kills a server left running if the process exits first; dropped once it is killed, since a
   // worker process runs one file after another (test/setup/per-file.ts).
@@ -40,8 +46,10 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       { stdio: 'ignore' },
     );
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 200; i++) {
       if (await canConnect(port)) return;
+      // It exited: most likely another process took the port between freePort() and its bind.
+      if (!running()) throw new PortLost(port);
       await sleep(50);
     }
     throw new Error(`redis-server did not start on port ${port}`);
@@ -57,7 +65,17 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const signal = (name: NodeJS.Signals) => () => {
     if (running()) child!.kill(name);
   };
-  await start();
+  // A spare port can be taken by another test file's server before this one binds it: a new port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (err) {
+      if (!(err instanceof PortLost) || attempt === 5) throw err;
+      process.removeListener('exit', exitHook);
+      port = await freePort();
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
