@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { queryOnce } from '../../db/fast-path/index.js';
+import { queryOnce, type Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import { newId, randomToken } from '../../shared/ids.js';
 import type { BrandStatus } from '../brands/brand.entity.js';
@@ -19,8 +19,12 @@ export const AUTH_CHANGED_CHANNEL = 'lf_auth_changed';
  * PostgreSQL the triggers still send it too, for changes made elsewhere (psql); PostgreSQL
  * delivers a transaction's identical notifications once.
  */
-export async function notifyAuthChanged(em: Pick<EntityManager, 'execute'>, brandId: string): Promise<void> {
-  await em.execute('select pg_notify(?, ?)', [AUTH_CHANGED_CHANNEL, brandId]);
+export async function notifyAuthChanged(
+  tx: Pick<EntityManager, 'execute'> | Pick<Sql, 'query'>,
+  brandId: string,
+): Promise<void> {
+  const args = ['select pg_notify(?, ?)', [AUTH_CHANGED_CHANNEL, brandId]] as const;
+  await ('execute' in tx ? tx.execute(...args) : tx.query(...args));
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Sql } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { pageFrom } from '../../shared/paging.js';
-import { AUTH_CHANGED_CHANNEL } from '../keys/keys.service.js';
+import { notifyAuthChanged } from '../keys/keys.service.js';
 import { backfillCreatorMonths } from './creator-months.js';
 import {
   canonicalRules,
@@ -253,7 +253,7 @@ export async function publishVersion(
     'update brands set has_commission_program = true where id = ? and not has_commission_program returning id',
     [brandId],
   );
-  if (marked) await sql.query('select pg_notify(?, ?)', [AUTH_CHANGED_CHANNEL, brandId]);
+  if (marked) await notifyAuthChanged(sql, brandId);
   if (published.rules.caps?.per_creator_month != null)
     await backfillCreatorMonths(sql, brandId, published.timeZone);
   return published;
