@@ -88,6 +88,11 @@ const schema = z.object({
     .string()
     .regex(/^\S+( \S+){4,5}$/, 'must be a cron pattern, e.g. 0 0 10 * *')
     .default('0 0 10 * *'),
+  /**
+   * How long an event's rate-limit decision waits for Redis before letting the event through
+   * (fail open, counted and logged): a slow Redis must not slow ingestion.
+   */
+  RATE_LIMIT_REDIS_TIMEOUT_MS: z.coerce.number().int().min(5).max(5_000).default(50),
   /** How often the worker checks that every job schedule is still in Redis (and installs what is missing). */
   SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   /**

@@ -76,7 +76,10 @@ export function addressLimitsFor({
   metrics,
 }: Pick<AppDeps, 'redis' | 'logger' | 'config' | 'metrics'>): AddressLimits {
   return new AddressLimits(
-    new EventRateLimiter(redis, logger, { keyPrefix: `${config.QUEUE_PREFIX}:ratelimit:address:` }),
+    new EventRateLimiter(redis, logger, {
+      keyPrefix: `${config.QUEUE_PREFIX}:ratelimit:address:`,
+      timeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+    }),
     (kind) => metrics?.addressLimited.inc({ kind }),
   );
 }

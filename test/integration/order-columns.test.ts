@@ -28,10 +28,14 @@ afterAll(async () => {
   await dropTestDatabase(url);
 });
 
-/** Column name → `format_type` of a relation's columns, as PostgreSQL itself spells them. */
+/**
+ * Column name → `format_type` of a relation's columns, as PostgreSQL itself spells them; a
+ * domain's column by its base type, which is what ingestion writes into it (the domain checks it).
+ */
 async function columnTypes(relation: string): Promise<Map<string, string>> {
   const { rows } = await db.query(
-    `select attname, format_type(atttypid, atttypmod) as type from pg_attribute
+    `select attname, format_type(case when t.typtype = 'd' then t.typbasetype else a.atttypid end, atttypmod) as type
+       from pg_attribute a join pg_type t on t.oid = a.atttypid
       where attrelid = $1::regclass and attnum > 0 and not attisdropped`,
     [relation],
   );
@@ -79,6 +83,32 @@ describe("the order's columns", () => {
       'payout_id',
       'updated_at',
     ]);
+  });
+
+  it("refuse a value outside the status, attribution and journal kind lists (the columns' domains)", async () => {
+    // Each list is held by its column's domain, not a table CHECK (Migration20261205000000).
+    const refused = async (sql: string) => {
+      await db.query('begin');
+      try {
+        await db.query(sql);
+        return null;
+      } catch (e) {
+        return (e as { code?: string }).code;
+      } finally {
+        await db.query('rollback');
+      }
+    };
+    const order = (status: string, via: string) =>
+      `insert into orders (id, brand_id, livemode, order_id, status, amount, attributed_via, items, occurred_at, created_at, updated_at)
+       values ('ord_x', 'b', true, 'o-x', '${status}', 100, '${via}', '[]', now(), now(), now())`;
+    expect(await refused(order('pending', 'code'))).toBeNull();
+    expect(await refused(order('bogus', 'code'))).toBe('23514');
+    expect(await refused(order('pending', 'bogus'))).toBe('23514');
+    const movement = (kind: string) =>
+      `insert into ledger_movements (id, brand_id, livemode, order_id, kind, amount, request_id, created_at)
+       values ('mv_x', 'b', true, 'ord_x', '${kind}', 1, 'req_x', now())`;
+    expect(await refused(movement('accrual'))).toBeNull();
+    expect(await refused(movement('bogus'))).toBe('23514');
   });
 
   it('round-trip through orderFromRow and orderToRow with every mapped column', async () => {

@@ -244,7 +244,10 @@ const batchExample = {
 
 export function eventRoutes(deps: AppDeps) {
   const prefix = deps.config.QUEUE_PREFIX;
-  const limiter = new EventRateLimiter(deps.redis, deps.logger, { keyPrefix: `${prefix}:ratelimit:events:` });
+  const limiter = new EventRateLimiter(deps.redis, deps.logger, {
+    keyPrefix: `${prefix}:ratelimit:events:`,
+    timeoutMs: deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+  });
   const intake: Intake = {
     deps,
     ingestion: deps.ingestion ?? new Ingestion(deps),
@@ -252,6 +255,7 @@ export function eventRoutes(deps: AppDeps) {
     clientAddress: clientAddressOf(deps.config.TRUST_PROXY_HOPS),
     dryRunLimiter: new EventRateLimiter(deps.redis, deps.logger, {
       keyPrefix: `${prefix}:ratelimit:dry-run:`,
+      timeoutMs: deps.config.RATE_LIMIT_REDIS_TIMEOUT_MS,
       ...DRY_RUN_LIMITS,
     }),
   };

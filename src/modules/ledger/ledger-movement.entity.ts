@@ -29,7 +29,8 @@ export const LedgerMovement = defineEntity({
     brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
     creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
-    kind: p.enum(movementKinds),
+    // A domain over text that holds the value list (Migration20261205000000).
+    kind: p.enum(movementKinds).columnType('movement_kind'),
     /** Signed KRW: accruals positive, reversals and clawbacks negative. */
     amount: p.bigint('number'),
     /** Null when the id gives it (`movementEventIdSql`). */

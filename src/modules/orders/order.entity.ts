@@ -31,7 +31,8 @@ export const Order = defineEntity({
     brand: () => p.manyToOne(Brand).mapToPk().createForeignKeyConstraint(false),
     livemode: p.boolean(),
     orderId: p.string().length(120),
-    status: p.enum(orderStatuses),
+    // A domain over text that holds the value list (Migration20261205000000).
+    status: p.enum(orderStatuses).columnType('order_status'),
     amount: p.bigint('number'),
     originalAmount: p.bigint('number').nullable(),
     originalCurrency: p.string().length(3).nullable(),
@@ -48,7 +49,7 @@ export const Order = defineEntity({
     commissionBalance: p.bigint('number').default(0),
     creator: () => p.manyToOne(Creator).mapToPk().nullable().createForeignKeyConstraint(false),
     offer: () => p.manyToOne(Offer).mapToPk().nullable().createForeignKeyConstraint(false),
-    attributedVia: p.enum(attributionVias).nullable(),
+    attributedVia: p.enum(attributionVias).columnType('order_attributed_via').nullable(),
     /** A generated id (unique by construction), never looked up by: no index. */
     conversionId: p.string().length(40).nullable(),
     commissionBps: p.integer().nullable(),
