@@ -1,5 +1,8 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { recalculationJobId } from '../../src/modules/recalculations/recalculations.service.js';
+import { runCommissionRecalculation } from '../../workers/commission-recalculation.js';
 import { admin, makeBrandWithKeys, makeCreators } from '../factories/index.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
@@ -309,6 +312,71 @@ describe('inherited rates', () => {
     expect(await order('R1')).toMatchObject({ commission_amount: 20_000 });
     expect(await order('M1')).toMatchObject({ commission_amount: 10_000 });
     expect(await order('J1')).toMatchObject({ commission_amount: 10_000 });
+  });
+
+  it('under a version without a default rate, an inherited offer rate is still the offer’s in every explanation', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    await makeCreators(ctx, brandId);
+    // No default_rate_bps: the offer's and the brand's rates are then the same figure for an
+    // order that inherits its rate, and only the part's source tells them apart.
+    const v1 = await publishNew(
+      brandId,
+      { product_rates: [{ match: { sku: 'SERUM-30' }, rate_bps: 3000 }] },
+      new Date(Date.now() - 50_000),
+    );
+    const send = sender(keys.sk_live);
+    const order = reader(keys.sk_live);
+    const explained = async (orderId: string) => {
+      const res = await request(ctx.app)
+        .get(`/v1/orders/${orderId}/attribution`)
+        .set('Authorization', `Bearer ${keys.sk_live}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.commission;
+    };
+    const rest = (amount: number, rate_bps: number, source: string) => [
+      { line: null, sku: null, amount, rate_bps, source },
+    ];
+    await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
+    await send('order.paid', { order_id: 'J1', amount: 100_000, coupon_code: 'JOON' });
+    expect((await explained('M1')).parts).toEqual(rest(100_000, 2000, 'offer'));
+    // Nothing resolves in these: each inherits the rate it was first priced with.
+    const dry = await send('order.paid', { order_id: 'M1', amount: 50_000 }, { dryRun: true });
+    expect(dry.commission).toMatchObject({ version_id: v1, parts: rest(50_000, 2000, 'offer') });
+    await send('order.paid', { order_id: 'M1', amount: 50_000 });
+    await send('order.paid', { order_id: 'R1', amount: 100_000, parent_order_id: 'M1' });
+    await send('order.paid', { order_id: 'J1', amount: 200_000 });
+    expect(await order('M1')).toMatchObject({ commission_amount: 10_000 });
+    expect(await order('R1')).toMatchObject({ commission_amount: 20_000 });
+    expect(await order('J1')).toMatchObject({ commission_amount: 20_000 });
+    expect((await explained('M1')).parts).toEqual(rest(50_000, 2000, 'offer'));
+    expect((await explained('R1')).parts).toEqual(rest(100_000, 2000, 'offer'));
+    expect((await explained('J1')).parts).toEqual(rest(200_000, 1000, 'brand_default'));
+
+    // A recalculation pins them to v2 (still no default rate): each is priced as it inherits.
+    const draft = await admin(ctx).post(versionsOf(brandId), {
+      rules: { caps: { per_order: 8_000, per_creator_month: null } },
+    });
+    await admin(ctx).post(`${versionsOf(brandId)}/${draft.body.id}/publish`, {
+      effective_from: new Date().toISOString(),
+    });
+    const started = await admin(ctx).post(`${versionsOf(brandId)}/${draft.body.id}/recalculations`, {
+      from: new Date(Date.now() - 3_600_000).toISOString(),
+      to: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    const job = (await ctx.queues['commission-recalculation'].getJob(recalculationJobId(started.body.id)))!;
+    await runCommissionRecalculation(ctx.orm, job as never, createLogger('silent'));
+    expect(await order('M1')).toMatchObject({ commission_amount: 8_000, commission_capped_amount: 2_000 });
+    expect(await explained('M1')).toMatchObject({
+      version_id: draft.body.id,
+      parts: rest(50_000, 2000, 'offer'),
+      cap: 'per_order',
+    });
+    expect((await explained('R1')).parts).toEqual(rest(100_000, 2000, 'offer'));
+    expect((await explained('J1')).parts).toEqual(rest(200_000, 1000, 'brand_default'));
   });
 });
 
