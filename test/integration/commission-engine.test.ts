@@ -1,9 +1,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.js';
-import { recalculationJobId } from '../../src/modules/recalculations/recalculations.service.js';
-import { runCommissionRecalculation } from '../../workers/commission-recalculation.js';
 import { admin, makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { publishVersion, runRecalculationJob, versionsPath } from '../factories/programs.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -13,18 +11,6 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * the creator-month rows under concurrency. Expected figures are worked out by hand in comments.
  */
 let ctx: TestContext;
-
-const versionsOf = (brandId: string) => `/admin/api/brands/${brandId}/commission_program/versions`;
-
-async function publishNew(brandId: string, rules: object, effectiveFrom: Date, timeZone = 'Asia/Seoul') {
-  const draft = await admin(ctx).post(versionsOf(brandId), { rules, time_zone: timeZone });
-  expect(draft.status, JSON.stringify(draft.body)).toBe(201);
-  const published = await admin(ctx).post(`${versionsOf(brandId)}/${draft.body.id}/publish`, {
-    effective_from: effectiveFrom.toISOString(),
-  });
-  expect(published.status, JSON.stringify(published.body)).toBe(200);
-  return published.body.id as string;
-}
 
 function sender(key: string) {
   return async (
@@ -91,7 +77,8 @@ describe('pricing with the pinned version', () => {
       commission_capped_amount: 0,
     });
 
-    v1 = await publishNew(
+    v1 = await publishVersion(
+      ctx,
       brandId,
       {
         default_rate_bps: 500,
@@ -181,7 +168,7 @@ describe('pricing with the pinned version', () => {
 
     // A later version changes nothing already priced.
     const snapshot = await rows(`select * from orders where brand_id = ? order by id`, [brandId]);
-    await publishNew(brandId, { default_rate_bps: 100 }, new Date(Date.now() + 3_600_000));
+    await publishVersion(ctx, brandId, { default_rate_bps: 100 }, new Date(Date.now() + 3_600_000));
     expect(await rows(`select * from orders where brand_id = ? order by id`, [brandId])).toEqual(snapshot);
 
     // The order list and CSV carry the same two fields.
@@ -269,10 +256,10 @@ describe('pins', () => {
     const send = sender(keys.sk_live);
     const order = reader(keys.sk_live);
     const v1From = Date.now() - 50_000;
-    const v1 = await publishNew(brandId, { default_rate_bps: 300 }, new Date(v1From));
+    const v1 = await publishVersion(ctx, brandId, { default_rate_bps: 300 }, new Date(v1From));
     await send('order.paid', { order_id: 'A', amount: 100_000, coupon_code: 'JOON' });
     expect(await order('A')).toMatchObject({ commission_amount: 3_000, commission_program_version: v1 });
-    const v2 = await publishNew(brandId, { default_rate_bps: 700 }, new Date());
+    const v2 = await publishVersion(ctx, brandId, { default_rate_bps: 700 }, new Date());
     await send('order.paid', { order_id: 'B', amount: 100_000, coupon_code: 'JOON' });
     expect(await order('B')).toMatchObject({ commission_amount: 7_000, commission_program_version: v2 });
     // Sent now, but occurred while v1 was in force: v1.
@@ -297,7 +284,7 @@ describe('inherited rates', () => {
       keys,
     } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
     await makeCreators(ctx, brandId);
-    await publishNew(brandId, { default_rate_bps: 500 }, new Date(Date.now() - 50_000));
+    await publishVersion(ctx, brandId, { default_rate_bps: 500 }, new Date(Date.now() - 50_000));
     const send = sender(keys.sk_live);
     const order = reader(keys.sk_live);
     await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
@@ -322,7 +309,8 @@ describe('inherited rates', () => {
     await makeCreators(ctx, brandId);
     // No default_rate_bps: the offer's and the brand's rates are then the same figure for an
     // order that inherits its rate, and only the part's source tells them apart.
-    const v1 = await publishNew(
+    const v1 = await publishVersion(
+      ctx,
       brandId,
       { product_rates: [{ match: { sku: 'SERUM-30' }, rate_bps: 3000 }] },
       new Date(Date.now() - 50_000),
@@ -356,22 +344,21 @@ describe('inherited rates', () => {
     expect((await explained('J1')).parts).toEqual(rest(200_000, 1000, 'brand_default'));
 
     // A recalculation pins them to v2 (still no default rate): each is priced as it inherits.
-    const draft = await admin(ctx).post(versionsOf(brandId), {
-      rules: { caps: { per_order: 8_000, per_creator_month: null } },
-    });
-    await admin(ctx).post(`${versionsOf(brandId)}/${draft.body.id}/publish`, {
-      effective_from: new Date().toISOString(),
-    });
-    const started = await admin(ctx).post(`${versionsOf(brandId)}/${draft.body.id}/recalculations`, {
+    const v2 = await publishVersion(
+      ctx,
+      brandId,
+      { caps: { per_order: 8_000, per_creator_month: null } },
+      new Date(),
+    );
+    const started = await admin(ctx).post(`${versionsPath(brandId)}/${v2}/recalculations`, {
       from: new Date(Date.now() - 3_600_000).toISOString(),
       to: new Date(Date.now() + 3_600_000).toISOString(),
     });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
-    const job = (await ctx.queues['commission-recalculation'].getJob(recalculationJobId(started.body.id)))!;
-    await runCommissionRecalculation(ctx.orm, job as never, createLogger('silent'));
+    await runRecalculationJob(ctx, started.body.id);
     expect(await order('M1')).toMatchObject({ commission_amount: 8_000, commission_capped_amount: 2_000 });
     expect(await explained('M1')).toMatchObject({
-      version_id: draft.body.id,
+      version_id: v2,
       parts: rest(50_000, 2000, 'offer'),
       cap: 'per_order',
     });
@@ -387,7 +374,8 @@ describe('batches', () => {
       keys,
     } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
     const fixture = await makeCreators(ctx, brandId);
-    await publishNew(
+    await publishVersion(
+      ctx,
       brandId,
       {
         tiers: {
@@ -459,7 +447,8 @@ describe('the monthly cap under concurrency', () => {
     } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
     const fixture = await makeCreators(ctx, brandId);
     const cap = 100_000;
-    await publishNew(
+    await publishVersion(
+      ctx,
       brandId,
       { default_rate_bps: 1000, caps: { per_order: null, per_creator_month: cap } },
       new Date(Date.now() - 30_000),
