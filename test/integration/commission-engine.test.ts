@@ -367,6 +367,91 @@ describe('inherited rates', () => {
   });
 });
 
+describe('the write of new orders', () => {
+  it('stores an unpriced order the same by the unpriced form and the full first shape, and a priced one with its columns', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    await makeCreators(ctx, brandId);
+    const v1 = await publishVersion(
+      ctx,
+      brandId,
+      { default_rate_bps: 500, caps: { per_order: 15_000, per_creator_month: null } },
+      new Date(Date.now() - 50_000),
+    );
+    // Before the version takes effect: no program prices it (no pin, nothing capped).
+    const before = new Date(Date.now() - 120_000).toISOString();
+    const paid = (orderId: string, coupon: string, occurredAt?: string) => ({
+      type: 'order.paid',
+      ...(occurredAt ? { occurred_at: occurredAt } : {}),
+      data: {
+        order_id: orderId,
+        amount: 100_000,
+        coupon_code: coupon,
+        items: [{ sku: 'SERUM-30', amount: 60_000 }],
+        customer_hash: 'c'.repeat(64),
+        last_touch_channel: 'instagram',
+      },
+    });
+    // One group a batch (no Idempotency-Key: the first shape's parts only).
+    const batch = async (events: object[]) => {
+      const res = await request(ctx.app)
+        .post('/v1/events/batch')
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .send({ events });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    };
+    // Every new order unpriced: the unpriced form. Then one unpriced beside a priced one: the full shape.
+    await batch([paid('A1', 'MINA20', before), paid('J1', 'JOON', before)]);
+    await batch([paid('A2', 'MINA20', before), paid('B', 'MINA20')]);
+    await batch([paid('C', 'JOON')]);
+
+    type Row = Record<string, unknown>;
+    const stored = new Map(
+      (await rows<Row>(`select * from orders where brand_id = ?`, [brandId])).map((r) => [r.order_id, r]),
+    );
+    const unlike = ['id', 'order_id', 'conversion_id', 'created_at', 'updated_at'];
+    const alike = (r: Row | undefined) =>
+      Object.fromEntries(Object.entries(r!).filter(([c]) => !unlike.includes(c)));
+    // Column by column, whichever write inserted it: 20% of 100,000, no pin, nothing capped.
+    expect(alike(stored.get('A1'))).toEqual(alike(stored.get('A2')));
+    expect(stored.get('A1')).toMatchObject({
+      commission_amount: '20000',
+      commission_bps: 2000,
+      commission_program_version_id: null,
+      commission_capped_amount: null,
+      items: [{ sku: 'SERUM-30', amount: 60_000 }],
+      customer_hash: 'c'.repeat(64),
+      last_touch_channel: 'instagram',
+    });
+    expect(stored.get('J1')).toMatchObject({
+      commission_amount: '10000',
+      commission_program_version_id: null,
+    });
+    // Priced: Mina's 20,000 capped at 15,000 an order; Joon at the program's 5% (0 capped is stored null).
+    expect(stored.get('B')).toMatchObject({
+      commission_amount: '15000',
+      commission_program_version_id: v1,
+      commission_capped_amount: '5000',
+    });
+    expect(stored.get('C')).toMatchObject({
+      commission_amount: '5000',
+      commission_program_version_id: v1,
+      commission_capped_amount: null,
+    });
+    const order = reader(keys.sk_live);
+    expect(await order('A1')).toMatchObject({
+      commission_program_version: null,
+      commission_capped_amount: 0,
+    });
+    expect(await order('B')).toMatchObject({
+      commission_program_version: v1,
+      commission_capped_amount: 5_000,
+    });
+  });
+});
+
 describe('batches', () => {
   it('a renewal of a parent paid earlier in the same batch takes its creator’s tier and month', async () => {
     const {
