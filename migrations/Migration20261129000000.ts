@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeRegisteredTables } from '../src/db/tables.ts';
 
 /**
  * Issue 37: a schema Citus can shard by brand (docs/scale-out.md, "Citus"). On any PostgreSQL:
@@ -354,7 +347,7 @@ export async function distributeOnCitus(execute: (sql: string) => Promise<any[]>
   // come back once the orders are in place.
   for (const [name] of tallyTriggers) await execute(`drop trigger ${name} on "orders";`);
   // Each table as src/db/tables.ts registers it (those created by later migrations are placed by them).
-  await (await tableRegistry()).placeRegisteredTables(execute);
+  await placeRegisteredTables(execute);
   // Citus refuses SET NULL on a key that includes the distribution column, even for named
   // columns: a code's offer and a click's link (never deleted: no path deletes offers or
   // links) are kept by a plain foreign key there.

@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeCreatedTables } from '../src/db/tables.ts';
 
 /**
  * Commission programs (commission-programs.md): a brand's program versions, numbered per brand,
@@ -39,17 +32,7 @@ export class Migration20261201000000 extends Migration {
     // The versions in force, in order: what pricing reads, and one instant per published version.
     await this.execute(`create unique index "commission_program_versions_in_force_index"
       on "commission_program_versions" ("brand_id", "effective_from") where "status" = 'published';`);
-    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    const distributed =
-      citus.length > 0 &&
-      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
-        .length > 0;
-    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
-    if (distributed)
-      await (await tableRegistry()).placeRegisteredTables(
-        // biome-ignore lint/suspicious/noExplicitAny: raw rows.
-        (sql) => this.execute(sql) as Promise<any[]>,
-      );
+    await placeCreatedTables(this);
     // After it is placed: on Citus a plain table given a foreign key to a reference table becomes
     // a Citus local table, which is then never distributed by brand.
     await this.execute(`alter table "commission_program_versions" add constraint "commission_program_versions_brand_id_foreign"

@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeCreatedTables } from '../src/db/tables.ts';
 
 /**
  * Creator tiers (commission-programs.md, "Tiers"): each change of a creator's tier is a row in
@@ -37,17 +30,7 @@ export class Migration20261201100000 extends Migration {
     // The tier in force at an instant: the creator's latest row at or before it.
     await this.execute(`create index "creator_tiers_in_force_index"
       on "creator_tiers" ("brand_id", "creator_id", "effective_at", "id");`);
-    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    if (citus.length === 0) return;
-    const distributed = await this.execute(
-      `select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`,
-    );
-    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
-    if (distributed.length > 0)
-      await (await tableRegistry()).placeRegisteredTables(
-        // biome-ignore lint/suspicious/noExplicitAny: raw rows.
-        (sql) => this.execute(sql) as Promise<any[]>,
-      );
+    await placeCreatedTables(this);
   }
 
   override async down(): Promise<void> {

@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeCreatedTables } from '../src/db/tables.ts';
 
 /**
  * Issue 48, reconciliation: a brand's books for a period against its orders. Three brand tables,
@@ -73,15 +66,7 @@ export class Migration20261202000000 extends Migration {
       `create index "ingestion_failures_order_index" on "ingestion_failures" ("brand_id", "livemode", "order_id", "failed_at") where "order_id" is not null;`,
     );
 
-    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    const distributed =
-      citus.length > 0 &&
-      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
-        .length > 0;
-    // A database that becomes a coordinator later gets them placed by the Citus catch-up.
-    if (distributed)
-      // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
-      await (await tableRegistry()).placeRegisteredTables((sql) => this.execute(sql) as Promise<any[]>);
+    await placeCreatedTables(this);
     // Foreign keys once the tables are placed: on Citus a plain table given a foreign key to a
     // reference table becomes a Citus local table (never distributed by brand), and a distributed
     // table cannot be referenced by a plain one.

@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeCreatedTables } from '../src/db/tables.ts';
 
 /**
  * Commission programs price orders (commission-programs.md, "The arithmetic"):
@@ -35,15 +28,7 @@ export class Migration20261203000000 extends Migration {
       constraint "creator_month_commissions_pkey"
         primary key ("brand_id", "livemode", "creator_id", "time_zone", "month_start")
     );`);
-    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    const distributed =
-      citus.length > 0 &&
-      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
-        .length > 0;
-    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
-    if (distributed)
-      // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
-      await (await tableRegistry()).placeRegisteredTables((sql) => this.execute(sql) as Promise<any[]>);
+    await placeCreatedTables(this);
     // After placing: a foreign key to a co-located brand table (through brand_id).
     await this.execute(`alter table "creator_month_commissions" add constraint "creator_month_commissions_creator_id_foreign"
       foreign key ("brand_id", "creator_id") references "creators" ("brand_id", "id") on delete cascade;`);

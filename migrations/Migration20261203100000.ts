@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeCreatedTables } from '../src/db/tables.ts';
 
 /**
  * The `creator-tiers` job's runs (commission-programs.md, "Tiers"): one row per brand and run
@@ -32,15 +25,7 @@ export class Migration20261203100000 extends Migration {
       constraint "creator_tier_runs_pkey" primary key ("brand_id", "run_at"),
       constraint "creator_tier_runs_triggered_by_check" check ("triggered_by" in ('schedule', 'admin'))
     );`);
-    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    const distributed =
-      citus.length > 0 &&
-      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
-        .length > 0;
-    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
-    if (distributed)
-      // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
-      await (await tableRegistry()).placeRegisteredTables((sql) => this.execute(sql) as Promise<any[]>);
+    await placeCreatedTables(this);
     // After it is placed: on Citus a plain table given a foreign key to a reference table becomes
     // a Citus local table, which is then never distributed by brand.
     await this.execute(

@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeCreatedTables } from '../src/db/tables.ts';
 
 /**
  * Commission recalculations (commission-programs.md, "Recalculation"): one row per recalculation,
@@ -45,15 +38,7 @@ export class Migration20261203300000 extends Migration {
     // The lost-work pass and the job's sweep look for the running ones only.
     await this.execute(`create index "commission_recalculations_running_index"
       on "commission_recalculations" ("updated_at") where "status" = 'running';`);
-    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    const distributed =
-      citus.length > 0 &&
-      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
-        .length > 0;
-    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
-    if (distributed)
-      // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
-      await (await tableRegistry()).placeRegisteredTables((sql) => this.execute(sql) as Promise<any[]>);
+    await placeCreatedTables(this);
     // After placing: to a co-located brand table through brand_id, and to the reference table.
     await this.execute(`alter table "commission_recalculations" add constraint "commission_recalculations_version_id_foreign"
       foreign key ("brand_id", "version_id") references "commission_program_versions" ("brand_id", "id") on delete cascade;`);

@@ -1,12 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-type TablesModule = typeof import('../src/db/tables.js');
-
-/** The table registry: compiled, the .js beside this file; from source (tests, npm run migrate), the .ts. */
-async function tableRegistry(): Promise<TablesModule> {
-  const base = '../src/db/tables';
-  return import(`${base}.js`).catch(() => import(`${base}.ts`));
-}
+import { placeCreatedTables } from '../src/db/tables.ts';
 
 /**
  * The pricing a commission recalculation gave each order it changed (commission-programs.md,
@@ -28,15 +21,7 @@ export class Migration20261204000000 extends Migration {
       "created_at" timestamptz not null,
       constraint "commission_recalculated_orders_pkey" primary key ("brand_id", "order_id", "recalculation_id")
     );`);
-    const citus = await this.execute(`select 1 from pg_extension where extname = 'citus'`);
-    const distributed =
-      citus.length > 0 &&
-      (await this.execute(`select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`))
-        .length > 0;
-    // A database that becomes a coordinator later gets it placed by the Citus catch-up.
-    if (distributed)
-      // biome-ignore lint/suspicious/noExplicitAny: the migration's raw rows.
-      await (await tableRegistry()).placeRegisteredTables((sql) => this.execute(sql) as Promise<any[]>);
+    await placeCreatedTables(this);
     // After placing: to a co-located brand table through brand_id. No key to the order, as the
     // journal's: written in the same transaction as its order.
     await this.execute(`alter table "commission_recalculated_orders" add constraint "commission_recalculated_orders_recalculation_id_foreign"

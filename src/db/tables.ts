@@ -1,4 +1,5 @@
-// No imports: the migrations that place tables on Citus load this file from source too.
+// No imports: migrations import this file by its .ts name, and MikroORM loads them with Node's own
+// import() (type stripping, no .js → .ts mapping), so anything this imported would have to be too.
 
 /**
  * Every table of the schema and what it is when the database is a Citus coordinator: the one
@@ -186,4 +187,24 @@ export async function placeRegisteredTables(execute: Execute): Promise<TableName
     done.push(name);
   }
   return done;
+}
+
+/**
+ * A migration's placement of the tables it has just created, before it adds their foreign keys
+ * (on Citus a plain table given a foreign key to a reference table becomes a Citus local table,
+ * which is then never distributed by brand): on a Citus coordinator whose brand tables are already
+ * distributed, placeRegisteredTables; anywhere else nothing, and a database that becomes a
+ * coordinator later gets them placed by the Citus catch-up. The statements, their text and order,
+ * are those every such migration ran inline before sharing this: applied ones must not change.
+ */
+export async function placeCreatedTables(migration: {
+  execute(sql: string): Promise<unknown[]>;
+}): Promise<void> {
+  const execute: Execute = (sql) => migration.execute(sql);
+  const citus = await execute(`select 1 from pg_extension where extname = 'citus'`);
+  if (citus.length === 0) return;
+  const distributed = await execute(
+    `select 1 from pg_dist_partition where logicalrelid = to_regclass('creators')`,
+  );
+  if (distributed.length > 0) await placeRegisteredTables(execute);
 }

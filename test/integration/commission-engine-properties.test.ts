@@ -3,7 +3,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProgramRules } from '../../src/modules/programs/commission.js';
 import { admin, makeBrandWithKeys, makeCreators } from '../factories/index.js';
-import { type Currency, krw, oracle, oracleReversed } from '../oracles/commission-oracle.js';
+import { type Currency, krw, oracle, oracleReversed, type Part } from '../oracles/commission-oracle.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -11,9 +11,11 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * a random program (exact and prefix SKU rules, exclusions, tiers, both caps, a time zone) is
  * published over a brand with orders already priced, then random events (new orders in KRW, USD
  * and JPY with lines below, equal to and above the amount, before and after the version takes
- * effect; resends that change the amount, the lines or the creator, or nothing; refunds and
- * cancellations), singly or in batches. Every order's commission, capped amount and reversal must
- * be the oracle's, the journal must balance, and the creator-month rows must sum the orders.
+ * effect; resends that change the amount, the lines or the creator, or nothing, some naming no
+ * code so the order keeps the attribution and rate it has; refunds and cancellations), singly or
+ * in batches. Every order's commission, capped amount and reversal must be the oracle's, and so
+ * must each part of its explanation (rate and source), the journal must balance, and the
+ * creator-month rows must sum the orders.
  */
 let ctx: TestContext;
 beforeAll(async () => {
@@ -59,6 +61,8 @@ type Action =
       items: Item[] | null;
       /** Seconds of 8 to move occurred_at back by. */
       extra: number;
+      /** Sent without its code (but for a change of creator): the order inherits what it has. */
+      sticky: boolean;
       batch: boolean;
     }
   | { kind: 'refund'; pick: number; share: number; batch: boolean }
@@ -147,6 +151,7 @@ const action: fc.Arbitrary<Action> = fc.oneof(
         items,
         relation: fc.integer({ min: 0, max: 2 }),
         extra: fc.integer({ min: 0, max: 400_000 }),
+        sticky: fc.boolean(),
         batch: fc.boolean(),
       })
       .map((g) => ({ kind: 'resend' as const, ...g, amount: amountFor(g.items, g.relation, g.extra) })),
@@ -179,6 +184,8 @@ interface Modelled {
   reversed: number;
   refundedOriginal: number;
   closed: boolean;
+  /** The explanation's parts of its latest pricing; null while unattributed. */
+  parts: Part[] | null;
 }
 
 const codeOf = (c: Creator) => (c === 'mina' ? 'MINA20' : c === 'joon' ? 'JOON' : null);
@@ -243,6 +250,7 @@ async function runCase(
     if (o.creator === null) {
       o.commission = 0;
       o.capped = 0;
+      o.parts = null;
     } else if (!(keep && o.pinned && monthCap !== null)) {
       const result = oracle(o.pinned ? version() : null, {
         amount: o.amount,
@@ -260,11 +268,12 @@ async function runCase(
       });
       o.commission = result.commission;
       o.capped = result.cappedAmount;
+      o.parts = result.parts;
     }
     o.reversed = oracleReversed(o.commission, refundedKrw(o), amountKrw(o));
     if (o.refundedOriginal > 0 && o.refundedOriginal >= o.amount) o.closed = true;
   };
-  const paid = (o: Modelled) => ({
+  const paid = (o: Modelled, sticky = false) => ({
     type: 'order.paid',
     occurred_at: new Date(o.occurredAt).toISOString(),
     data: {
@@ -272,7 +281,7 @@ async function runCase(
       amount: o.amount,
       currency: o.currency,
       ...(fxOf[o.currency] ? { fx_rate: fxOf[o.currency] } : {}),
-      ...(codeOf(o.creator) ? { coupon_code: codeOf(o.creator) } : {}),
+      ...(codeOf(o.creator) && !sticky ? { coupon_code: codeOf(o.creator) } : {}),
       ...(o.items ? { items: o.items } : {}),
     },
   });
@@ -290,6 +299,7 @@ async function runCase(
       reversed: 0,
       refundedOriginal: 0,
       closed: false,
+      parts: null,
     };
     orders.push(o);
     price(o, false);
@@ -356,7 +366,7 @@ async function runCase(
         });
         price(o, keep);
       }
-      await sendEvent(paid({ ...o, ...(o.closed ? next : {}) }), a.batch);
+      await sendEvent(paid({ ...o, ...(o.closed ? next : {}) }, a.sticky && a.change !== 'creator'), a.batch);
     } else if (a.kind === 'refund') {
       const remaining = o.amount - o.refundedOriginal;
       const refund = Math.max(1, Math.floor(remaining * a.share));
@@ -399,6 +409,20 @@ async function runCase(
       creator_id: o.creator ? creatorIds[o.creator] : null,
       commission_program_version: o.pinned ? draft.body.id : null,
     });
+  // Each attributed order's explanation: its latest pricing, part by part (parts of 0 won left out).
+  const shown = (parts: Part[]) =>
+    parts.some((p) => p.amount !== 0) ? parts.filter((p) => p.amount !== 0) : parts;
+  for (const o of orders) {
+    if (!o.parts) continue;
+    const res = await request(ctx.app)
+      .get(`/v1/orders/${o.orderId}/attribution`)
+      .set('Authorization', `Bearer ${keys.sk_live}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.commission, `${o.orderId} ${JSON.stringify(o)}`).toMatchObject({
+      version_id: o.pinned ? draft.body.id : null,
+      parts: shown(o.parts),
+    });
+  }
   // The journal balances: each order's settlement line and the brand's movements sum to what is owed.
   const owed = orders.reduce((s, o) => s + o.commission - o.reversed, 0);
   const [journal] = await ctx.orm.em

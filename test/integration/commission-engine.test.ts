@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { publishVersion, runRecalculationJob, versionsPath } from '../factories/programs.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -10,18 +11,6 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * the creator-month rows under concurrency. Expected figures are worked out by hand in comments.
  */
 let ctx: TestContext;
-
-const versionsOf = (brandId: string) => `/admin/api/brands/${brandId}/commission_program/versions`;
-
-async function publishNew(brandId: string, rules: object, effectiveFrom: Date, timeZone = 'Asia/Seoul') {
-  const draft = await admin(ctx).post(versionsOf(brandId), { rules, time_zone: timeZone });
-  expect(draft.status, JSON.stringify(draft.body)).toBe(201);
-  const published = await admin(ctx).post(`${versionsOf(brandId)}/${draft.body.id}/publish`, {
-    effective_from: effectiveFrom.toISOString(),
-  });
-  expect(published.status, JSON.stringify(published.body)).toBe(200);
-  return published.body.id as string;
-}
 
 function sender(key: string) {
   return async (
@@ -88,7 +77,8 @@ describe('pricing with the pinned version', () => {
       commission_capped_amount: 0,
     });
 
-    v1 = await publishNew(
+    v1 = await publishVersion(
+      ctx,
       brandId,
       {
         default_rate_bps: 500,
@@ -178,7 +168,7 @@ describe('pricing with the pinned version', () => {
 
     // A later version changes nothing already priced.
     const snapshot = await rows(`select * from orders where brand_id = ? order by id`, [brandId]);
-    await publishNew(brandId, { default_rate_bps: 100 }, new Date(Date.now() + 3_600_000));
+    await publishVersion(ctx, brandId, { default_rate_bps: 100 }, new Date(Date.now() + 3_600_000));
     expect(await rows(`select * from orders where brand_id = ? order by id`, [brandId])).toEqual(snapshot);
 
     // The order list and CSV carry the same two fields.
@@ -266,10 +256,10 @@ describe('pins', () => {
     const send = sender(keys.sk_live);
     const order = reader(keys.sk_live);
     const v1From = Date.now() - 50_000;
-    const v1 = await publishNew(brandId, { default_rate_bps: 300 }, new Date(v1From));
+    const v1 = await publishVersion(ctx, brandId, { default_rate_bps: 300 }, new Date(v1From));
     await send('order.paid', { order_id: 'A', amount: 100_000, coupon_code: 'JOON' });
     expect(await order('A')).toMatchObject({ commission_amount: 3_000, commission_program_version: v1 });
-    const v2 = await publishNew(brandId, { default_rate_bps: 700 }, new Date());
+    const v2 = await publishVersion(ctx, brandId, { default_rate_bps: 700 }, new Date());
     await send('order.paid', { order_id: 'B', amount: 100_000, coupon_code: 'JOON' });
     expect(await order('B')).toMatchObject({ commission_amount: 7_000, commission_program_version: v2 });
     // Sent now, but occurred while v1 was in force: v1.
@@ -294,7 +284,7 @@ describe('inherited rates', () => {
       keys,
     } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
     await makeCreators(ctx, brandId);
-    await publishNew(brandId, { default_rate_bps: 500 }, new Date(Date.now() - 50_000));
+    await publishVersion(ctx, brandId, { default_rate_bps: 500 }, new Date(Date.now() - 50_000));
     const send = sender(keys.sk_live);
     const order = reader(keys.sk_live);
     await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
@@ -310,6 +300,156 @@ describe('inherited rates', () => {
     expect(await order('M1')).toMatchObject({ commission_amount: 10_000 });
     expect(await order('J1')).toMatchObject({ commission_amount: 10_000 });
   });
+
+  it('under a version without a default rate, an inherited offer rate is still the offer’s in every explanation', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    await makeCreators(ctx, brandId);
+    // No default_rate_bps: the offer's and the brand's rates are then the same figure for an
+    // order that inherits its rate, and only the part's source tells them apart.
+    const v1 = await publishVersion(
+      ctx,
+      brandId,
+      { product_rates: [{ match: { sku: 'SERUM-30' }, rate_bps: 3000 }] },
+      new Date(Date.now() - 50_000),
+    );
+    const send = sender(keys.sk_live);
+    const order = reader(keys.sk_live);
+    const explained = async (orderId: string) => {
+      const res = await request(ctx.app)
+        .get(`/v1/orders/${orderId}/attribution`)
+        .set('Authorization', `Bearer ${keys.sk_live}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.commission;
+    };
+    const rest = (amount: number, rate_bps: number, source: string) => [
+      { line: null, sku: null, amount, rate_bps, source },
+    ];
+    await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
+    await send('order.paid', { order_id: 'J1', amount: 100_000, coupon_code: 'JOON' });
+    expect((await explained('M1')).parts).toEqual(rest(100_000, 2000, 'offer'));
+    // Nothing resolves in these: each inherits the rate it was first priced with.
+    const dry = await send('order.paid', { order_id: 'M1', amount: 50_000 }, { dryRun: true });
+    expect(dry.commission).toMatchObject({ version_id: v1, parts: rest(50_000, 2000, 'offer') });
+    await send('order.paid', { order_id: 'M1', amount: 50_000 });
+    await send('order.paid', { order_id: 'R1', amount: 100_000, parent_order_id: 'M1' });
+    await send('order.paid', { order_id: 'J1', amount: 200_000 });
+    expect(await order('M1')).toMatchObject({ commission_amount: 10_000 });
+    expect(await order('R1')).toMatchObject({ commission_amount: 20_000 });
+    expect(await order('J1')).toMatchObject({ commission_amount: 20_000 });
+    expect((await explained('M1')).parts).toEqual(rest(50_000, 2000, 'offer'));
+    expect((await explained('R1')).parts).toEqual(rest(100_000, 2000, 'offer'));
+    expect((await explained('J1')).parts).toEqual(rest(200_000, 1000, 'brand_default'));
+
+    // A recalculation pins them to v2 (still no default rate): each is priced as it inherits.
+    const v2 = await publishVersion(
+      ctx,
+      brandId,
+      { caps: { per_order: 8_000, per_creator_month: null } },
+      new Date(),
+    );
+    const started = await admin(ctx).post(`${versionsPath(brandId)}/${v2}/recalculations`, {
+      from: new Date(Date.now() - 3_600_000).toISOString(),
+      to: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    await runRecalculationJob(ctx, started.body.id);
+    expect(await order('M1')).toMatchObject({ commission_amount: 8_000, commission_capped_amount: 2_000 });
+    expect(await explained('M1')).toMatchObject({
+      version_id: v2,
+      parts: rest(50_000, 2000, 'offer'),
+      cap: 'per_order',
+    });
+    expect((await explained('R1')).parts).toEqual(rest(100_000, 2000, 'offer'));
+    expect((await explained('J1')).parts).toEqual(rest(200_000, 1000, 'brand_default'));
+  });
+});
+
+describe('the write of new orders', () => {
+  it('stores an unpriced order the same by the unpriced form and the full first shape, and a priced one with its columns', async () => {
+    const {
+      brand: { id: brandId },
+      keys,
+    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+    await makeCreators(ctx, brandId);
+    const v1 = await publishVersion(
+      ctx,
+      brandId,
+      { default_rate_bps: 500, caps: { per_order: 15_000, per_creator_month: null } },
+      new Date(Date.now() - 50_000),
+    );
+    // Before the version takes effect: no program prices it (no pin, nothing capped).
+    const before = new Date(Date.now() - 120_000).toISOString();
+    const paid = (orderId: string, coupon: string, occurredAt?: string) => ({
+      type: 'order.paid',
+      ...(occurredAt ? { occurred_at: occurredAt } : {}),
+      data: {
+        order_id: orderId,
+        amount: 100_000,
+        coupon_code: coupon,
+        items: [{ sku: 'SERUM-30', amount: 60_000 }],
+        customer_hash: 'c'.repeat(64),
+        last_touch_channel: 'instagram',
+      },
+    });
+    // One group a batch (no Idempotency-Key: the first shape's parts only).
+    const batch = async (events: object[]) => {
+      const res = await request(ctx.app)
+        .post('/v1/events/batch')
+        .set('Authorization', `Bearer ${keys.sk_live}`)
+        .send({ events });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    };
+    // Every new order unpriced: the unpriced form. Then one unpriced beside a priced one: the full shape.
+    await batch([paid('A1', 'MINA20', before), paid('J1', 'JOON', before)]);
+    await batch([paid('A2', 'MINA20', before), paid('B', 'MINA20')]);
+    await batch([paid('C', 'JOON')]);
+
+    type Row = Record<string, unknown>;
+    const stored = new Map(
+      (await rows<Row>(`select * from orders where brand_id = ?`, [brandId])).map((r) => [r.order_id, r]),
+    );
+    const unlike = ['id', 'order_id', 'conversion_id', 'created_at', 'updated_at'];
+    const alike = (r: Row | undefined) =>
+      Object.fromEntries(Object.entries(r!).filter(([c]) => !unlike.includes(c)));
+    // Column by column, whichever write inserted it: 20% of 100,000, no pin, nothing capped.
+    expect(alike(stored.get('A1'))).toEqual(alike(stored.get('A2')));
+    expect(stored.get('A1')).toMatchObject({
+      commission_amount: '20000',
+      commission_bps: 2000,
+      commission_program_version_id: null,
+      commission_capped_amount: null,
+      items: [{ sku: 'SERUM-30', amount: 60_000 }],
+      customer_hash: 'c'.repeat(64),
+      last_touch_channel: 'instagram',
+    });
+    expect(stored.get('J1')).toMatchObject({
+      commission_amount: '10000',
+      commission_program_version_id: null,
+    });
+    // Priced: Mina's 20,000 capped at 15,000 an order; Joon at the program's 5% (0 capped is stored null).
+    expect(stored.get('B')).toMatchObject({
+      commission_amount: '15000',
+      commission_program_version_id: v1,
+      commission_capped_amount: '5000',
+    });
+    expect(stored.get('C')).toMatchObject({
+      commission_amount: '5000',
+      commission_program_version_id: v1,
+      commission_capped_amount: null,
+    });
+    const order = reader(keys.sk_live);
+    expect(await order('A1')).toMatchObject({
+      commission_program_version: null,
+      commission_capped_amount: 0,
+    });
+    expect(await order('B')).toMatchObject({
+      commission_program_version: v1,
+      commission_capped_amount: 5_000,
+    });
+  });
 });
 
 describe('batches', () => {
@@ -319,7 +459,8 @@ describe('batches', () => {
       keys,
     } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
     const fixture = await makeCreators(ctx, brandId);
-    await publishNew(
+    await publishVersion(
+      ctx,
       brandId,
       {
         tiers: {
@@ -391,7 +532,8 @@ describe('the monthly cap under concurrency', () => {
     } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
     const fixture = await makeCreators(ctx, brandId);
     const cap = 100_000;
-    await publishNew(
+    await publishVersion(
+      ctx,
       brandId,
       { default_rate_bps: 1000, caps: { per_order: null, per_creator_month: cap } },
       new Date(Date.now() - 30_000),

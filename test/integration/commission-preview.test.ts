@@ -2,6 +2,7 @@ import { parse } from 'csv-parse/sync';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, expectEnvelope, makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { seoulMonth } from '../factories/programs.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -20,19 +21,10 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const minaHash = 'a'.repeat(64);
 
-/**
- * The start of the Seoul month holding the instant 40 days ago (Seoul keeps no daylight saving:
- * UTC+9 all year): every order below lies in that month, inside the 90 days occurred_at accepts.
- */
-const monthStart = (() => {
-  const seoul = new Date(Date.now() - 40 * DAY + 9 * HOUR);
-  return new Date(Date.UTC(seoul.getUTCFullYear(), seoul.getUTCMonth(), 1) - 9 * HOUR);
-})();
-const at = (hours: number) => new Date(monthStart.getTime() + hours * HOUR).toISOString();
-const period = {
-  from: monthStart.toISOString(),
-  to: new Date(monthStart.getTime() + 30 * DAY).toISOString(),
-};
+/** A Seoul month 40 days back: every order below lies in it. */
+const month = seoulMonth(40);
+const at = month.at;
+const period = month.period(30);
 
 const rules = {
   default_rate_bps: 500,

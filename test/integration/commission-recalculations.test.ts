@@ -7,6 +7,7 @@ import { recalculationJobId } from '../../src/modules/recalculations/recalculati
 import { runRecalculationChunk } from '../../src/modules/recalculations/run-recalculation.js';
 import { runCommissionRecalculation } from '../../workers/commission-recalculation.js';
 import { admin, expectEnvelope, makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { runRecalculationJob, seoulMonth } from '../factories/programs.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -23,16 +24,11 @@ const logger = createLogger('silent');
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-/** The start of the Seoul month holding the instant 40 days ago (UTC+9 all year). */
-const monthStart = (() => {
-  const seoul = new Date(Date.now() - 40 * DAY + 9 * HOUR);
-  return new Date(Date.UTC(seoul.getUTCFullYear(), seoul.getUTCMonth(), 1) - 9 * HOUR);
-})();
-const at = (hours: number) => new Date(monthStart.getTime() + hours * HOUR).toISOString();
-const period = {
-  from: monthStart.toISOString(),
-  to: new Date(monthStart.getTime() + 28 * DAY).toISOString(),
-};
+/** A Seoul month 40 days back: every order below lies in it. */
+const month = seoulMonth(40);
+const monthStart = month.start;
+const at = month.at;
+const period = month.period(28);
 
 /**
  * Program default 5% (Joon has no offer: brand default 10% today), SERUM-30 at 30%, 40,000 a
@@ -139,12 +135,7 @@ const recalculate = (shop: Pick<Shop, 'brandId'>, versionId: string, body: unkno
 const read = (shop: Pick<Shop, 'brandId'>, id: string) =>
   admin(ctx).get(`/admin/api/brands/${shop.brandId}/commission_program/recalculations/${id}`);
 
-async function runJob(id: string) {
-  const job = (await ctx.queues['commission-recalculation'].getJob(recalculationJobId(id)))!;
-  expect(job).toBeDefined();
-  await runCommissionRecalculation(ctx.orm, job as never, logger);
-  return ctx.queues['commission-recalculation'].getJob(recalculationJobId(id));
-}
+const runJob = (id: string) => runRecalculationJob(ctx, id);
 
 async function orders(brandId: string) {
   const rows = await sql(

@@ -1,11 +1,9 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.js';
 import { TEST_DATA_RETENTION_DAYS } from '../../src/modules/orders/order-lifecycle.js';
-import { recalculationJobId } from '../../src/modules/recalculations/recalculations.service.js';
 import { eraseExpiredTestData } from '../../src/modules/retention/test-data-erasure.js';
-import { runCommissionRecalculation } from '../../workers/commission-recalculation.js';
 import { admin, makeBrandWithKeys, makeCreators } from '../factories/index.js';
+import { publishVersion, runRecalculationJob, versionsPath } from '../factories/programs.js';
 import { createTestApp, type TestContext } from '../setup/test-app.js';
 
 /**
@@ -16,7 +14,6 @@ import { createTestApp, type TestContext } from '../setup/test-app.js';
  * recalculation skipped still shows v1; a resend after it is the order's latest pricing again.
  */
 let ctx: TestContext;
-const logger = createLogger('silent');
 const HOUR = 3_600_000;
 
 const sql = (text: string, params: unknown[] = []) =>
@@ -36,17 +33,9 @@ describe('the explanation of a recalculated order', () => {
   let v2: string;
   let recalculationId: string;
   let recalculationRequest: string;
-  const versions = () => `/admin/api/brands/${brandId}/commission_program/versions`;
+  const versions = () => versionsPath(brandId);
 
-  async function publish(rules: object, effectiveFrom: Date): Promise<string> {
-    const draft = await admin(ctx).post(versions(), { rules });
-    expect(draft.status, JSON.stringify(draft.body)).toBe(201);
-    const res = await admin(ctx).post(`${versions()}/${draft.body.id}/publish`, {
-      effective_from: effectiveFrom.toISOString(),
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return draft.body.id;
-  }
+  const publish = (rules: object, effectiveFrom: Date) => publishVersion(ctx, brandId, rules, effectiveFrom);
 
   async function paid(orderId: string, amount: number, items: object[], apiKey = key) {
     const res = await request(ctx.app)
@@ -76,8 +65,7 @@ describe('the explanation of a recalculated order', () => {
       livemode,
     });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
-    const job = (await ctx.queues['commission-recalculation'].getJob(recalculationJobId(res.body.id)))!;
-    await runCommissionRecalculation(ctx.orm, job as never, logger);
+    await runRecalculationJob(ctx, res.body.id);
     const done = await admin(ctx).get(
       `/admin/api/brands/${brandId}/commission_program/recalculations/${res.body.id}`,
     );
@@ -200,8 +188,7 @@ describe('the explanation of a recalculated order', () => {
         where brand_id = ? and id = ?`,
       [brandId, recalculationId],
     );
-    const job = (await ctx.queues['commission-recalculation'].getJob(recalculationJobId(recalculationId)))!;
-    await runCommissionRecalculation(ctx.orm, job as never, logger);
+    await runRecalculationJob(ctx, recalculationId);
     const done = await admin(ctx).get(
       `/admin/api/brands/${brandId}/commission_program/recalculations/${recalculationId}`,
     );

@@ -105,7 +105,7 @@ const shapeWrite = (parts: readonly GroupWritePart[], newOrders = template.newOr
         : [],
     },
   );
-type WriteShape = {
+export type WriteShape = {
   parts: readonly GroupWritePart[];
   write: ReturnType<typeof shapeWrite>;
   /** The parts' rows as this shape writes them (the unpriced form's new orders without the program's columns). */
@@ -125,8 +125,11 @@ const unpricedNewOrdersShape: WriteShape = {
     ),
 };
 
-/** The smallest shape that holds every part the group fills. */
-function writeShapeOf(writes: GroupWrites): WriteShape {
+/**
+ * The smallest shape that holds every part the group fills; the first shape's unpriced form when
+ * none of its new orders was priced. Pure: exported for its unit test (test/unit/write-shapes.test.ts).
+ */
+export function writeShapeOf(writes: GroupWrites): WriteShape {
   const filled = everyPart.filter((part) => writes[part].rows.length > 0);
   const shape =
     writeShapes.find((s) => filled.every((part) => s.parts.includes(part))) ?? writeShapes.at(-1)!;

@@ -284,7 +284,8 @@ export async function writeMonthsApart(sql: Sql, rows: readonly object[], oneBra
 /**
  * Gives each book of a group its brand's program (nothing for a brand without a published
  * version: no statement, no cost): versions from the load, compiled from the per-process cache,
- * and, when a version has tiers or a monthly cap, one more statement for the group (above).
+ * and, when a version has tiers or a monthly cap or a loaded order's offer is not one the group's
+ * codes and clicks name, one more statement for the group (above).
  * A brand with a monthly cap keeps its creator-months for every order change, whatever the
  * order's pin: headroom counts every order of the month (docs/decisions.md).
  */
@@ -331,21 +332,21 @@ export async function loadPrograms(
     };
     book.program = program;
     programs.push({ book, program });
-    if (versions.some((v) => v.program.defaultRateBps !== null)) {
-      // Offers the group's codes and clicks name come with their rate; the others are read.
-      const known = new Map<string, boolean>();
-      for (const t of [...book.catalog.codes.values(), ...book.catalog.clicks.values()])
-        if (t.offerId) known.set(t.offerId, t.commissionBps !== null);
-      for (const o of book.orders.values()) {
-        if (!o.offerId) continue;
-        const rated = known.get(o.offerId);
-        if (rated) program.ratedOffers.add(o.offerId);
-        else if (rated === undefined)
-          offerWants.set(`${book.scope.brandId}\u0000${o.offerId}`, {
-            brand_id: book.scope.brandId,
-            id: o.offerId,
-          });
-      }
+    // Whatever the versions' rules: without a default rate the offer's and the brand's steps give
+    // an inheriting order the same figure, but its recorded source must still say which it was.
+    // Offers the group's codes and clicks name come with their rate; the others are read.
+    const known = new Map<string, boolean>();
+    for (const t of [...book.catalog.codes.values(), ...book.catalog.clicks.values()])
+      if (t.offerId) known.set(t.offerId, t.commissionBps !== null);
+    for (const o of book.orders.values()) {
+      if (!o.offerId) continue;
+      const rated = known.get(o.offerId);
+      if (rated) program.ratedOffers.add(o.offerId);
+      else if (rated === undefined)
+        offerWants.set(`${book.scope.brandId}\u0000${o.offerId}`, {
+          brand_id: book.scope.brandId,
+          id: o.offerId,
+        });
     }
     if (!traces) continue;
     const wants: BookWants = {

@@ -147,10 +147,10 @@ export interface ProgramBook {
   /** Present when a version of the brand caps creator-months. */
   months: MonthLedger | null;
   /**
-   * The loaded orders' offers that have a rate of their own (offers' rates never change), read
-   * when a version has a default rate: an order that inherits its rate (a sticky resend, a
-   * renewal) then knows whether it was the offer's, which beats the program's default, or the
-   * brand's, which does not.
+   * The loaded orders' offers that have a rate of their own (offers' rates never change): an
+   * order that inherits its rate (a sticky resend, a renewal, a recalculation) then knows whether
+   * it was the offer's, which beats the program's default, or the brand's, which does not (and,
+   * without a default, which source its part names).
    */
   ratedOffers: ReadonlySet<string>;
   /**
