@@ -2,7 +2,11 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job } from 'bullmq';
 import { type JobPayload, jobRetry } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import { completeReconciliation, failReconciliation } from '../src/modules/reconciliations/compare.js';
+import {
+  type ComparePace,
+  completeReconciliation,
+  failReconciliation,
+} from '../src/modules/reconciliations/compare.js';
 import { defineJob } from './job.js';
 
 /** A reconciliation still `processing` this long after its upload has lost its job. */
@@ -18,13 +22,24 @@ export async function runReconciliation(
   orm: MikroORM,
   job: Job<JobPayload<'reconciliation'>>,
   logger: Logger,
+  pace?: ComparePace,
 ) {
   const data = job.data;
   if (data.triggered_by === 'event') {
     try {
-      const completed = await completeReconciliation(orm, data.brand_id, data.reconciliation_id);
+      const started = performance.now();
+      const completed = await completeReconciliation(
+        orm,
+        data.brand_id,
+        data.reconciliation_id,
+        new Date(),
+        pace,
+      );
       await job.updateProgress(100).catch(() => {});
-      logger.info({ reconciliation_id: data.reconciliation_id, completed }, 'reconciliation compared');
+      logger.info(
+        { reconciliation_id: data.reconciliation_id, completed, ms: Math.round(performance.now() - started) },
+        'reconciliation compared',
+      );
       return { completed };
     } catch (err) {
       if (job.attemptsMade + 1 >= jobRetry.reconciliation.attempts)
@@ -39,7 +54,8 @@ export async function runReconciliation(
       [new Date(Date.now() - STALE_MS)],
     );
   let completed = 0;
-  for (const r of stale) if (await completeReconciliation(orm, r.brand_id, r.id)) completed++;
+  for (const r of stale)
+    if (await completeReconciliation(orm, r.brand_id, r.id, new Date(), pace)) completed++;
   logger.info({ completed }, 'reconciliation sweep finished');
   return { completed };
 }
@@ -47,5 +63,9 @@ export async function runReconciliation(
 export const reconciliationJob = defineJob({
   name: 'reconciliation',
   schedule: () => '*/5 * * * *',
-  handler: (ctx, job, logger) => runReconciliation(ctx.orm, job, logger),
+  handler: (ctx, job, logger) =>
+    runReconciliation(ctx.orm, job, logger, {
+      rowsPerSecond: ctx.config.RECONCILIATION_COMPARE_ROWS_PER_SECOND ?? 100_000,
+      ordersPerSecond: ctx.config.RECONCILIATION_COMPARE_ORDERS_PER_SECOND ?? 200_000,
+    }),
 });

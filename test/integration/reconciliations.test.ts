@@ -554,31 +554,37 @@ describe('idempotency, paging and the job', () => {
     );
     const job = await ctx.queues.reconciliation.getJob(`reconciliation_${res.body.id}`);
     expect(job).toBeTruthy();
-    const { completeReconciliation, comparison, COMPARISON_SETTINGS, named } = await import(
+    const { COMPARE_SLICE, completeReconciliation, comparison, COMPARISON_SETTINGS, named } = await import(
       '../../src/modules/reconciliations/compare.js'
     );
     // Every step of the comparison is served by an index: with sequential scans off, a scan left
     // in the plan is a table no index can serve (the orders of every brand, read whole).
-    const [text, values] = named(comparison(false), {
-      brand_id: shop.brandId,
-      reconciliation_id: res.body.id,
-      livemode: true,
-      mode: 'live',
-      from,
-      to,
-      now: new Date(),
-      skew_seconds: 300,
-      default_bps: 1000,
-      rows,
-    });
     const em = ctx.orm.em.fork();
-    const plan = await em.transactional(async (tx) => {
-      for (const [name, value] of Object.entries(COMPARISON_SETTINGS))
-        await tx.execute(`set local ${name} = ${value}`);
-      return tx.execute(`explain (format json) ${text}`, values);
-    });
-    const scans = JSON.stringify(plan).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];
-    expect(scans).toEqual([]);
+    for (const [part, extra] of [
+      ['ours', { after_at: '-infinity', after_id: '', seq_from: 8 * (rows + 2) }],
+      ['rows', { line_from: 0 }],
+    ] as const) {
+      const [text, values] = named(comparison(false, part), {
+        brand_id: shop.brandId,
+        reconciliation_id: res.body.id,
+        livemode: true,
+        mode: 'live',
+        from,
+        to,
+        now: new Date(),
+        skew_seconds: 300,
+        default_bps: 1000,
+        slice: COMPARE_SLICE,
+        ...extra,
+      });
+      const plan = await em.transactional(async (tx) => {
+        for (const [name, value] of Object.entries(COMPARISON_SETTINGS))
+          await tx.execute(`set local ${name} = ${value}`);
+        return tx.execute(`explain (format json) ${text}`, values);
+      });
+      const scans = JSON.stringify(plan).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];
+      expect(scans, part).toEqual([]);
+    }
     expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(true);
     expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(false);
     const done = await get(`/v1/reconciliations/${res.body.id}`);

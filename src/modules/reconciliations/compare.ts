@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { onCitus } from '../../db/citus.js';
@@ -129,42 +130,72 @@ const ours: [string, string][] = [
 ];
 const ourColumns = ours.map(([name, value]) => `${value} as ${name}`).join(', ');
 
+/** A row's differences are numbered `line * SEQ_PER_LINE + ord`: in line order, then by kind. */
+const SEQ_PER_LINE = 8;
+
 /**
- * The comparison, one statement, one pass over the rows: the staged rows fully joined with our
- * orders in the period (the list index's range); for a row whose order is not among them, its
- * order elsewhere by its lookup key (probed only for those rows: most find theirs in the
- * period); what each row's code or click resolves to now (the attribution module's tables, as
- * ingestion reads them); then, for the pairs that can differ, one row per difference written,
- * and the figures of the whole returned. Nothing is materialized but the differences.
+ * One slice of the comparison, one statement. `rows`: the staged rows of lines from `:line_from`,
+ * at most `:slice` of them, each paired with its order by the lookup key (one probe per row,
+ * wherever the order's date falls). `ours`: at most `:slice` of our orders in the period after
+ * (`:after_at`, `:after_id`) in the list index's order, those without a staged row left unpaired
+ * (missing_there). Then, as one pass for either: what each row's code or click resolves to now
+ * (the attribution module's tables, as ingestion reads them); for the pairs that can differ, one
+ * row per difference written; and the slice's figures returned. Nothing is materialized but the
+ * slice's pairs that can differ.
  */
-export function comparison(citus: boolean): string {
+export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): string {
   const ourMatch = citus
-    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = q.r_order_id'
-    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || q.r_order_id) and o.brand_id = :brand_id`;
-  return `
-with q as (
-  select r.line, r.order_id as r_order_id, r.status as r_status, r.amount as r_amount, r.currency as r_currency,
-         r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded, r.occurred_at as r_occurred_at,
-         r.coupon_code as r_coupon_code, r.click_ref as r_click_ref, r.customer_hash as r_customer_hash,
-         r.parent_order_id as r_parent_order_id, p.*
-    from (select * from reconciliation_rows where brand_id = :brand_id and reconciliation_id = :reconciliation_id) r
-    full join (
-      select ${ourColumns}, true as in_period from orders o
-       where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
-    ) p on p.o_order_id = r.order_id
+    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = r.order_id'
+    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || r.order_id) and o.brand_id = :brand_id`;
+  const rowColumns = `r.line, r.order_id as r_order_id, r.status as r_status, r.amount as r_amount,
+         r.currency as r_currency, r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded,
+         r.occurred_at as r_occurred_at, r.coupon_code as r_coupon_code, r.click_ref as r_click_ref,
+         r.customer_hash as r_customer_hash, r.parent_order_id as r_parent_order_id`;
+  const noRow = `null::int as line, null::text as r_order_id, null::text as r_status, null::bigint as r_amount,
+         null::text as r_currency, null::numeric as r_fx_rate, null::bigint as r_refunded,
+         null::timestamptz as r_occurred_at, null::text as r_coupon_code, null::text as r_click_ref,
+         null::text as r_customer_hash, null::text as r_parent_order_id`;
+  const source =
+    part === 'rows'
+      ? `slice as (
+  select * from reconciliation_rows
+   where brand_id = :brand_id and reconciliation_id = :reconciliation_id and line >= :line_from
+   order by line limit :slice
 ),
 pair as (
-  select q.line, q.r_order_id, q.r_status, q.r_amount, q.r_currency, q.r_fx_rate, q.r_refunded, q.r_occurred_at,
-         q.r_coupon_code, q.r_click_ref, q.r_customer_hash, q.r_parent_order_id,
-         ${ours.map(([name]) => `coalesce(q.${name}, x.${name}) as ${name}`).join(', ')},
-         coalesce(q.in_period, false) as in_period
-    from q
-    -- Not flattened (limit): its condition on q gates the probe, made only for a row without a pair.
+  select ${rowColumns}, x.*, false as in_period
+    from slice r
+    -- Not flattened (limit): one probe of the lookup key per row.
     left join lateral (
-      select ${ourColumns} from orders o
-       where q.o_id is null and q.r_order_id is not null and ${ourMatch} and o.livemode = :livemode limit 1
+      select ${ourColumns} from orders o where ${ourMatch} and o.livemode = :livemode limit 1
     ) x on true
+),`
+      : `slice as (
+  select ${ourColumns} from orders o
+   where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
+     and (o.occurred_at, o.id) > (:after_at::timestamptz, :after_id::text)
+   order by o.occurred_at, o.id limit :slice
 ),
+pair as (
+  select ${noRow}, s.*, true as in_period
+    from slice s
+   where not exists (
+     select from reconciliation_rows r
+      where r.brand_id = :brand_id and r.reconciliation_id = :reconciliation_id and r.order_id = s.o_order_id)
+),`;
+  const seq =
+    part === 'rows'
+      ? `line * ${SEQ_PER_LINE} + ord`
+      : ':seq_from::int + row_number() over (order by o_occurred_at, o_id)';
+  const progress =
+    part === 'rows'
+      ? `(select count(*)::int from slice) as scanned, (select max(line) from slice) as last_line`
+      : `(select count(*)::int from slice) as scanned,
+  (select o_occurred_at::text from slice order by o_occurred_at desc, o_id desc limit 1) as last_at,
+  (select o_id from slice order by o_occurred_at desc, o_id desc limit 1) as last_id,
+  (select count(*)::int from written) as written`;
+  return `
+with ${source}
 attributed as (
   select p.*, rc.creator_id as code_creator, rc.bps as code_bps, rk.creator_id as click_creator,
          rk.bps as click_bps, rk.in_window,
@@ -216,8 +247,7 @@ d as (
 written as (
   insert into reconciliation_differences (brand_id, reconciliation_id, seq, kind, order_id, brand, ours, refusal,
       fixable, reason, amount_at_stake, commission_at_stake, fix_at)
-  select :brand_id, :reconciliation_id,
-         row_number() over (order by coalesce(line, 2147483647), o_order_id, ord),
+  select :brand_id, :reconciliation_id, ${seq},
          kind, coalesce(r_order_id, o_order_id),
          case when has_r then jsonb_strip_nulls(jsonb_build_object('order_id', r_order_id, 'status', r_status,
            'amount', r_amount, 'currency', r_currency, 'fx_rate', r_fx_rate::text, 'refunded_amount', r_refunded,
@@ -242,29 +272,57 @@ written as (
   returning kind, fixable, amount_at_stake, commission_at_stake, order_id, fix_at
 )
 select
-  (select count(*)::int from orders o
-    where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to) as orders,
-  :rows::int as rows,
+  ${progress},
   (select count(*)::int from d where kind = 'missing_here') as unpaired,
   (select count(distinct line)::int from d where has_o and has_r) as paired_differing,
   (select coalesce(jsonb_object_agg(kind, n), '{}') from (select kind, count(*)::int as n from written group by kind) c) as differences,
   (select count(*)::int from written where fixable) as fixable,
   (select coalesce(sum(amount_at_stake), 0)::bigint from written) as at_stake_amount,
   (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission,
-  (select min(fix_at) + interval '90 days' from written where fixable) as fixable_until`;
+  (select (extract(epoch from min(fix_at)) * 1000000)::bigint::text from written where fixable) as first_fix_at`;
 }
 
-interface Figures {
-  orders: number;
-  rows: number;
-  /** The brand's rows that found no order of ours. */
+/** What one slice returns. */
+interface SliceFigures {
+  scanned: number;
+  last_line?: number | null;
+  last_at?: string | null;
+  last_id?: string | null;
+  written?: number;
   unpaired: number;
   paired_differing: number;
   differences: Partial<Record<DifferenceKind, number>>;
   fixable: number;
   at_stake_amount: string;
   at_stake_commission: string;
-  fixable_until: Date | null;
+  /** Microseconds since the epoch, as text (exact), of the slice's first fixable fix_at. */
+  first_fix_at: string | null;
+}
+
+/** The figures of the whole comparison, added up slice by slice. */
+class Figures {
+  orders = 0;
+  unpaired = 0;
+  pairedDiffering = 0;
+  readonly differences: Record<string, number> = {};
+  fixable = 0;
+  atStakeAmount = 0n;
+  atStakeCommission = 0n;
+  firstFixAt: bigint | undefined;
+
+  add(slice: SliceFigures): void {
+    this.unpaired += slice.unpaired;
+    this.pairedDiffering += slice.paired_differing;
+    for (const [kind, n] of Object.entries(slice.differences))
+      this.differences[kind] = (this.differences[kind] ?? 0) + (n ?? 0);
+    this.fixable += slice.fixable;
+    this.atStakeAmount += BigInt(slice.at_stake_amount);
+    this.atStakeCommission += BigInt(slice.at_stake_commission);
+    if (slice.first_fix_at !== null) {
+      const at = BigInt(slice.first_fix_at);
+      if (this.firstFixAt === undefined || at < this.firstFixAt) this.firstFixAt = at;
+    }
+  }
 }
 
 /**
@@ -283,16 +341,42 @@ export const COMPARISON_SETTINGS = {
 } as const;
 
 /**
+ * Staged rows, or our orders, per statement: a slice holds a core of the database for a few
+ * milliseconds, so live events written beside it wait for no long statement.
+ */
+export const COMPARE_SLICE = 2000;
+
+/**
+ * How fast a comparison may go, in staged rows and our orders per second (0: as fast as it can).
+ * The job paces a large upload's comparison so that it spreads over its time instead of taking a
+ * core in one burst; one compared in its request (at most 10,000 rows) is not paced.
+ */
+export interface ComparePace {
+  rowsPerSecond: number;
+  ordersPerSecond: number;
+}
+
+/** Waits between slices so that the work done keeps to `perSecond` since `started`. */
+export async function keepPace(started: number, done: number, perSecond: number): Promise<void> {
+  if (!(perSecond > 0)) return;
+  const wait = started + (done / perSecond) * 1000 - performance.now();
+  if (wait > 0) await sleep(wait);
+}
+
+/**
  * Compares a `processing` reconciliation and completes it, in one transaction: its row is locked
  * first, so two runs (the job and its lost-work copy) compare once; a completed or deleted one is
- * left alone. The staged rows go once compared (each difference keeps its row's values).
- * Returns whether it completed it now.
+ * left alone; a failure rolls every slice back. Our orders in the period are read first, a slice
+ * at a time in the list index's order (those the upload lacks are missing_there, numbered after
+ * every line's differences); then the staged rows, a slice of lines at a time, each slice deleted
+ * once compared (each difference keeps its row's values). Returns whether it completed it now.
  */
 export async function completeReconciliation(
   orm: MikroORM,
   brandId: string,
   reconciliationId: string,
   now = new Date(),
+  pace: ComparePace = { rowsPerSecond: 0, ordersPerSecond: 0 },
 ): Promise<boolean> {
   const citus = await onCitus(orm);
   const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
@@ -315,7 +399,7 @@ export async function completeReconciliation(
         [brandId, reconciliationId],
       );
       if (recon?.status !== 'processing') return false;
-      const [text, values] = named(comparison(citus), {
+      const common = {
         brand_id: brandId,
         reconciliation_id: reconciliationId,
         livemode: recon.livemode,
@@ -325,10 +409,51 @@ export async function completeReconciliation(
         now,
         skew_seconds: CLICK_SKEW_MS / 1000,
         default_bps: recon.default_bps,
-        rows: recon.rows,
-      });
-      const [figures] = await sql.query<Figures>(text, values);
-      await finish(sql, brandId, reconciliationId, recon, figures!, now);
+        slice: COMPARE_SLICE,
+      };
+      const figures = new Figures();
+      const [last] = await sql.query<{ line: number | null }>(
+        `select max(line) as line from reconciliation_rows where brand_id = ? and reconciliation_id = ?`,
+        [brandId, reconciliationId],
+      );
+      // Ours the upload lacks come after every line's differences.
+      let seqFrom = ((last?.line ?? 0) + 1) * SEQ_PER_LINE;
+      let after = { at: '-infinity', id: '' };
+      let started = performance.now();
+      for (;;) {
+        const [text, values] = named(comparison(citus, 'ours'), {
+          ...common,
+          after_at: after.at,
+          after_id: after.id,
+          seq_from: seqFrom,
+        });
+        const [slice] = await sql.query<SliceFigures>(text, values);
+        figures.add(slice!);
+        figures.orders += slice!.scanned;
+        seqFrom += slice!.written ?? 0;
+        if (slice!.scanned < COMPARE_SLICE) break;
+        after = { at: slice!.last_at!, id: slice!.last_id! };
+        await keepPace(started, figures.orders, pace.ordersPerSecond);
+      }
+      started = performance.now();
+      let lineFrom = 0;
+      let compared = 0;
+      for (;;) {
+        const [text, values] = named(comparison(citus, 'rows'), { ...common, line_from: lineFrom });
+        const [slice] = await sql.query<SliceFigures>(text, values);
+        if (slice!.scanned === 0) break;
+        figures.add(slice!);
+        // Compared: gone (each difference keeps its row's values).
+        await sql.query(
+          `delete from reconciliation_rows where brand_id = ? and reconciliation_id = ? and line >= ? and line <= ?`,
+          [brandId, reconciliationId, lineFrom, slice!.last_line],
+        );
+        lineFrom = slice!.last_line! + 1;
+        compared += slice!.scanned;
+        if (slice!.scanned < COMPARE_SLICE) break;
+        await keepPace(started, compared, pace.rowsPerSecond);
+      }
+      await finish(sql, brandId, reconciliationId, recon, figures, now);
       return true;
     },
     COMPARISON_SETTINGS,
@@ -339,35 +464,32 @@ async function finish(
   sql: Sql,
   brandId: string,
   reconciliationId: string,
-  recon: { livemode: boolean; request_id: string },
+  recon: { livemode: boolean; request_id: string; rows: number },
   figures: Figures,
   now: Date,
 ): Promise<void> {
   const differences = Object.fromEntries(differenceKinds.map((k) => [k, figures.differences[k] ?? 0]));
   const [row] = await sql.query<ReconciliationRow>(
     `update reconciliations set status = ?, orders = ?, matched = ?, differences = ?::jsonb, fixable = ?,
-            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?, fixable_until = ?
+            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?,
+            fixable_until = timestamptz 'epoch' + ?::bigint * interval '1 microsecond' + interval '90 days'
       where brand_id = ? and id = ?
       returning *`,
     [
       'completed',
       figures.orders,
-      figures.rows - figures.unpaired - figures.paired_differing,
+      recon.rows - figures.unpaired - figures.pairedDiffering,
       JSON.stringify(differences),
       figures.fixable,
-      figures.at_stake_amount,
-      figures.at_stake_commission,
+      figures.atStakeAmount.toString(),
+      figures.atStakeCommission.toString(),
       now,
       new Date(),
-      figures.fixable_until,
+      figures.firstFixAt?.toString() ?? null,
       brandId,
       reconciliationId,
     ],
   );
-  await sql.query(`delete from reconciliation_rows where brand_id = ? and reconciliation_id = ?`, [
-    brandId,
-    reconciliationId,
-  ]);
   await recordWebhookEvents(sql, [
     {
       brandId,

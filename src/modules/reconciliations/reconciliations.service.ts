@@ -96,7 +96,7 @@ class Replay {
  * the first made (its state now); another upload under it is 409.
  */
 export async function createReconciliation(
-  deps: { orm: MikroORM; queues: Queues; logger: Logger },
+  deps: { orm: MikroORM; queues: Queues; logger: Logger; uploadRowsPerSecond?: number },
   caller: ApiCaller,
   requestId: string,
   upload: Upload,
@@ -122,7 +122,7 @@ export async function createReconciliation(
         `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id) values (?, ?, ?, ?, ?, ?)`,
         [caller.brandId, id, caller.livemode, upload.period.from, upload.period.to, requestId],
       );
-      const stager = new RowStager(sql, caller.brandId, id, upload.param);
+      const stager = new RowStager(sql, caller.brandId, id, upload.param, deps.uploadRowsPerSecond);
       const hash = await upload.read(stager);
       await stager.flush();
       if (key !== undefined) {

@@ -33,8 +33,17 @@ class Yielder {
   }
 }
 
-/** Rows per COPY: one chunk staged while the next is read, so at most two in memory. */
-const CHUNK = 2000;
+/**
+ * Rows per COPY: one chunk staged while the next is read, so at most two in memory; small enough
+ * that each COPY holds a core of the database for a few milliseconds only.
+ */
+const CHUNK = 1000;
+
+/**
+ * Rows an upload stages before its pace applies: a JSON upload (at most 10,000 rows) or a small
+ * CSV never waits.
+ */
+export const UNPACED_ROWS = 10_000;
 
 const UNIQUE_ORDER = 'reconciliation_rows_order_unique';
 
@@ -76,12 +85,21 @@ export class RowStager {
   private inChunk = new Map<string, number>();
   private inFlight: Promise<void> | undefined;
   count = 0;
+  /** When the first row past UNPACED_ROWS was staged. */
+  private pacedSince: number | undefined;
 
+  /**
+   * `rowsPerSecond`: the most rows a second staged past the first UNPACED_ROWS (0: no limit). A
+   * large upload is spread over its time instead of taking a core of the database and of the web
+   * process in one burst: while it waits, nothing more is read from the request (the client is
+   * held back by TCP, nothing is buffered).
+   */
   constructor(
     private readonly sql: Sql,
     private readonly brandId: string,
     private readonly reconciliationId: string,
     private readonly param: RowParam,
+    private readonly rowsPerSecond = 0,
   ) {}
 
   async add(line: number, row: BrandRow): Promise<void> {
@@ -107,7 +125,18 @@ export class RowStager {
       parent_order_id: row.parent_order_id ?? null,
     });
     this.count++;
-    if (this.stream.rows >= CHUNK) await this.send();
+    if (this.stream.rows >= CHUNK) {
+      await this.send();
+      await this.keepPace();
+    }
+  }
+
+  private async keepPace(): Promise<void> {
+    if (!(this.rowsPerSecond > 0) || this.count <= UNPACED_ROWS) return;
+    this.pacedSince ??= performance.now();
+    const wait =
+      this.pacedSince + ((this.count - UNPACED_ROWS) / this.rowsPerSecond) * 1000 - performance.now();
+    if (wait > 0) await sleep(wait);
   }
 
   /** Writes what is pending and waits for it; the first line whose order_id an earlier chunk had is refused. */
