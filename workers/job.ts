@@ -14,7 +14,6 @@ export interface WorkerContext {
         | 'WEBHOOK_EVENT_RETENTION_DAYS'
         | 'RECONCILIATION_RETENTION_DAYS'
         | 'RECONCILIATION_COMPARE_ROWS_PER_SECOND'
-        | 'RECONCILIATION_COMPARE_ORDERS_PER_SECOND'
       >
     >;
   /** The queues, for jobs that enqueue others (the queue reconciler). */

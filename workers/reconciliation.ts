@@ -2,11 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job } from 'bullmq';
 import { type JobPayload, jobRetry } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import {
-  type ComparePace,
-  completeReconciliation,
-  failReconciliation,
-} from '../src/modules/reconciliations/compare.js';
+import { completeReconciliation, failReconciliation } from '../src/modules/reconciliations/compare.js';
 import { defineJob } from './job.js';
 
 /** A reconciliation still `processing` this long after its upload has lost its job. */
@@ -22,19 +18,15 @@ export async function runReconciliation(
   orm: MikroORM,
   job: Job<JobPayload<'reconciliation'>>,
   logger: Logger,
-  pace?: ComparePace,
+  perSecond = 0,
 ) {
   const data = job.data;
   if (data.triggered_by === 'event') {
     try {
       const started = performance.now();
-      const completed = await completeReconciliation(
-        orm,
-        data.brand_id,
-        data.reconciliation_id,
-        new Date(),
-        pace,
-      );
+      const completed = await completeReconciliation(orm, data.brand_id, data.reconciliation_id, new Date(), {
+        perSecond,
+      });
       await job.updateProgress(100).catch(() => {});
       logger.info(
         { reconciliation_id: data.reconciliation_id, completed, ms: Math.round(performance.now() - started) },
@@ -55,7 +47,7 @@ export async function runReconciliation(
     );
   let completed = 0;
   for (const r of stale)
-    if (await completeReconciliation(orm, r.brand_id, r.id, new Date(), pace)) completed++;
+    if (await completeReconciliation(orm, r.brand_id, r.id, new Date(), { perSecond })) completed++;
   logger.info({ completed }, 'reconciliation sweep finished');
   return { completed };
 }
@@ -64,8 +56,5 @@ export const reconciliationJob = defineJob({
   name: 'reconciliation',
   schedule: () => '*/5 * * * *',
   handler: (ctx, job, logger) =>
-    runReconciliation(ctx.orm, job, logger, {
-      rowsPerSecond: ctx.config.RECONCILIATION_COMPARE_ROWS_PER_SECOND ?? 100_000,
-      ordersPerSecond: ctx.config.RECONCILIATION_COMPARE_ORDERS_PER_SECOND ?? 200_000,
-    }),
+    runReconciliation(ctx.orm, job, logger, ctx.config.RECONCILIATION_COMPARE_ROWS_PER_SECOND ?? 50_000),
 });

@@ -752,3 +752,66 @@ describe('the guide', () => {
       expect(section).toContain(words);
   });
 });
+
+describe('the comparison in slices', () => {
+  it('finds the same differences, in the same order, with the same figures, whatever the slice size', async () => {
+    // The shop's orders of the tests above (every kind of difference) and more, the brand's rows
+    // for some of them, and enough rows it alone has for the upload to go to the job.
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({
+        events: Array.from({ length: 60 }, (_, i) => ({
+          type: 'order.paid',
+          occurred_at: at(1 + (i % 5)),
+          data: { order_id: `s-${i}`, amount: 5000 + i, ...(i % 2 === 0 && { coupon_code: 'MINA20' }) },
+        })),
+      });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    const ours = await sql(
+      `select order_id, status, coalesce(original_amount, amount) as amount, coalesce(original_currency, 'KRW') as currency,
+              refunded_original_amount as refunded from orders
+        where brand_id = ? and livemode and occurred_at >= ? and occurred_at < ? order by order_id`,
+      [shop.brandId, from, to],
+    );
+    expect(ours.length).toBeGreaterThan(60);
+    const lines = ['order_id,status,amount,currency,fx_rate,refunded_amount'];
+    ours.forEach((o, i) => {
+      if (i % 3 === 0) return; // missing_there
+      const amount = Number(o.amount) + (i % 4 === 0 ? 100 : 0);
+      const status = i % 5 === 0 ? 'cancelled' : o.status === 'cancelled' ? 'cancelled' : 'paid';
+      lines.push(
+        `${o.order_id},${status},${amount},${o.currency},1300,${Math.min(Number(o.refunded), amount)}`,
+      );
+    });
+    for (let i = 0; i < 10_001; i++) lines.push(`slice-${i},paid,${1000 + i},KRW,,0`);
+    const { completeReconciliation } = await import('../../src/modules/reconciliations/compare.js');
+    const now = new Date();
+    const compared = async (slice: number) => {
+      const res = await postCsv(`${lines.join('\n')}\n`);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.status).toBe('processing');
+      expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id, now, { slice })).toBe(true);
+      const [recon] = await sql(
+        `select status, rows, orders, matched, differences, fixable, at_stake_amount, at_stake_commission,
+                fixable_until from reconciliations where brand_id = ? and id = ?`,
+        [shop.brandId, res.body.id],
+      );
+      const differences = await sql(
+        `select seq, kind, order_id, brand, ours, refusal, fixable, reason, amount_at_stake, commission_at_stake, fix_at
+           from reconciliation_differences where brand_id = ? and reconciliation_id = ? order by seq`,
+        [shop.brandId, res.body.id],
+      );
+      return { recon, differences };
+    };
+    const whole = await compared(100_000);
+    const sliced = await compared(25);
+    expect(whole.recon.status).toBe('completed');
+    expect(whole.differences.length).toBeGreaterThan(10_001);
+    expect(sliced).toEqual(whole);
+    // In the brand's lines, then ours the upload lacks.
+    const kinds = whole.differences.map((d) => d.kind as string);
+    expect(kinds.indexOf('missing_there')).toBeGreaterThan(kinds.lastIndexOf('missing_here'));
+    expect((await counts()).rows).toBe(0);
+  }, 120_000);
+});

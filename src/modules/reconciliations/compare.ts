@@ -134,14 +134,14 @@ const ourColumns = ours.map(([name, value]) => `${value} as ${name}`).join(', ')
 const SEQ_PER_LINE = 8;
 
 /**
- * One slice of the comparison, one statement. `rows`: the staged rows of lines from `:line_from`,
- * at most `:slice` of them, each paired with its order by the lookup key (one probe per row,
- * wherever the order's date falls). `ours`: at most `:slice` of our orders in the period after
- * (`:after_at`, `:after_id`) in the list index's order, those without a staged row left unpaired
- * (missing_there). Then, as one pass for either: what each row's code or click resolves to now
- * (the attribution module's tables, as ingestion reads them); for the pairs that can differ, one
- * row per difference written; and the slice's figures returned. Nothing is materialized but the
- * slice's pairs that can differ.
+ * One slice of the comparison, one statement. `ours`: at most `:slice` of our orders in the period
+ * after (`:after_at`, `:after_id`) in the list index's order, each paired with its staged row,
+ * which is deleted as it pairs (an order without one is missing_there). `rows`: then the rows
+ * still staged (their order is not in the period, or not ours), at most `:slice` from line
+ * `:line_from`, each paired with its order elsewhere by the lookup key. Then, as one pass for
+ * either: what each row's code or click resolves to now (the attribution module's tables, as
+ * ingestion reads them); for the pairs that can differ, one row per difference written; and the
+ * slice's figures returned. Nothing is materialized but the slice's pairs that can differ.
  */
 export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): string {
   const ourMatch = citus
@@ -151,10 +151,6 @@ export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): stri
          r.currency as r_currency, r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded,
          r.occurred_at as r_occurred_at, r.coupon_code as r_coupon_code, r.click_ref as r_click_ref,
          r.customer_hash as r_customer_hash, r.parent_order_id as r_parent_order_id`;
-  const noRow = `null::int as line, null::text as r_order_id, null::text as r_status, null::bigint as r_amount,
-         null::text as r_currency, null::numeric as r_fx_rate, null::bigint as r_refunded,
-         null::timestamptz as r_occurred_at, null::text as r_coupon_code, null::text as r_click_ref,
-         null::text as r_customer_hash, null::text as r_parent_order_id`;
   const source =
     part === 'rows'
       ? `slice as (
@@ -176,24 +172,36 @@ pair as (
      and (o.occurred_at, o.id) > (:after_at::timestamptz, :after_id::text)
    order by o.occurred_at, o.id limit :slice
 ),
+-- Each order's staged row by the unique key: one probe per order, not flattened (limit), whatever
+-- the statistics of rows staged moments ago say (joined, they were hashed or scanned whole).
 pair as (
-  select ${noRow}, s.*, true as in_period
+  select ${rowColumns}, r.ctid as staged, s.*, true as in_period
     from slice s
-   where not exists (
-     select from reconciliation_rows r
-      where r.brand_id = :brand_id and r.reconciliation_id = :reconciliation_id and r.order_id = s.o_order_id)
+    left join lateral (
+      select r.ctid, r.* from reconciliation_rows r
+       where r.brand_id = :brand_id and r.reconciliation_id = :reconciliation_id and r.order_id = s.o_order_id
+       limit 1
+    ) r on true
+),
+-- Those rows go as they pair: what stays staged pairs with no order of the period.
+taken as (
+  delete from reconciliation_rows
+   where ctid = any (array(select staged from pair where staged is not null))
+     and brand_id = :brand_id and reconciliation_id = :reconciliation_id
 ),`;
+  // A row's differences by its line; ours the upload lacks after every line's, in the list's order.
   const seq =
     part === 'rows'
       ? `line * ${SEQ_PER_LINE} + ord`
-      : ':seq_from::int + row_number() over (order by o_occurred_at, o_id)';
+      : `case when line is null then :seq_from::int + row_number() over (order by line is not null, o_occurred_at, o_id)
+              else line * ${SEQ_PER_LINE} + ord end`;
   const progress =
     part === 'rows'
       ? `(select count(*)::int from slice) as scanned, (select max(line) from slice) as last_line`
       : `(select count(*)::int from slice) as scanned,
   (select o_occurred_at::text from slice order by o_occurred_at desc, o_id desc limit 1) as last_at,
   (select o_id from slice order by o_occurred_at desc, o_id desc limit 1) as last_id,
-  (select count(*)::int from written) as written`;
+  (select count(*)::int from written where kind = 'missing_there') as written`;
   return `
 with ${source}
 attributed as (
@@ -346,18 +354,8 @@ export const COMPARISON_SETTINGS = {
  */
 export const COMPARE_SLICE = 2000;
 
-/**
- * How fast a comparison may go, in staged rows and our orders per second (0: as fast as it can).
- * The job paces a large upload's comparison so that it spreads over its time instead of taking a
- * core in one burst; one compared in its request (at most 10,000 rows) is not paced.
- */
-export interface ComparePace {
-  rowsPerSecond: number;
-  ordersPerSecond: number;
-}
-
-/** Waits between slices so that the work done keeps to `perSecond` since `started`. */
-export async function keepPace(started: number, done: number, perSecond: number): Promise<void> {
+/** Waits between slices so that the work done keeps to `perSecond` since `started` (0: no wait). */
+async function keepPace(started: number, done: number, perSecond: number): Promise<void> {
   if (!(perSecond > 0)) return;
   const wait = started + (done / perSecond) * 1000 - performance.now();
   if (wait > 0) await sleep(wait);
@@ -367,16 +365,16 @@ export async function keepPace(started: number, done: number, perSecond: number)
  * Compares a `processing` reconciliation and completes it, in one transaction: its row is locked
  * first, so two runs (the job and its lost-work copy) compare once; a completed or deleted one is
  * left alone; a failure rolls every slice back. Our orders in the period are read first, a slice
- * at a time in the list index's order (those the upload lacks are missing_there, numbered after
- * every line's differences); then the staged rows, a slice of lines at a time, each slice deleted
- * once compared (each difference keeps its row's values). Returns whether it completed it now.
+ * at a time in the list index's order, each with its staged row, which goes once compared (each
+ * difference keeps its row's values); then the rows left staged, a slice of lines at a time.
+ * Returns whether it completed it now.
  */
 export async function completeReconciliation(
   orm: MikroORM,
   brandId: string,
   reconciliationId: string,
   now = new Date(),
-  pace: ComparePace = { rowsPerSecond: 0, ordersPerSecond: 0 },
+  { perSecond = 0, slice: sliceSize = COMPARE_SLICE }: { perSecond?: number; slice?: number } = {},
 ): Promise<boolean> {
   const citus = await onCitus(orm);
   const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
@@ -409,17 +407,19 @@ export async function completeReconciliation(
         now,
         skew_seconds: CLICK_SKEW_MS / 1000,
         default_bps: recon.default_bps,
-        slice: COMPARE_SLICE,
+        slice: sliceSize,
       };
       const figures = new Figures();
       const [last] = await sql.query<{ line: number | null }>(
         `select max(line) as line from reconciliation_rows where brand_id = ? and reconciliation_id = ?`,
         [brandId, reconciliationId],
       );
-      // Ours the upload lacks come after every line's differences.
+      // Ours the upload lacks are numbered after every line's differences.
       let seqFrom = ((last?.line ?? 0) + 1) * SEQ_PER_LINE;
       let after = { at: '-infinity', id: '' };
-      let started = performance.now();
+      // The pace counts our orders read, then the rows left staged.
+      const started = performance.now();
+      let done = 0;
       for (;;) {
         const [text, values] = named(comparison(citus, 'ours'), {
           ...common,
@@ -430,14 +430,13 @@ export async function completeReconciliation(
         const [slice] = await sql.query<SliceFigures>(text, values);
         figures.add(slice!);
         figures.orders += slice!.scanned;
+        done += slice!.scanned;
         seqFrom += slice!.written ?? 0;
-        if (slice!.scanned < COMPARE_SLICE) break;
+        if (slice!.scanned < sliceSize) break;
         after = { at: slice!.last_at!, id: slice!.last_id! };
-        await keepPace(started, figures.orders, pace.ordersPerSecond);
+        await keepPace(started, done, perSecond);
       }
-      started = performance.now();
       let lineFrom = 0;
-      let compared = 0;
       for (;;) {
         const [text, values] = named(comparison(citus, 'rows'), { ...common, line_from: lineFrom });
         const [slice] = await sql.query<SliceFigures>(text, values);
@@ -449,9 +448,9 @@ export async function completeReconciliation(
           [brandId, reconciliationId, lineFrom, slice!.last_line],
         );
         lineFrom = slice!.last_line! + 1;
-        compared += slice!.scanned;
-        if (slice!.scanned < COMPARE_SLICE) break;
-        await keepPace(started, compared, pace.rowsPerSecond);
+        done += slice!.scanned;
+        if (slice!.scanned < sliceSize) break;
+        await keepPace(started, done, perSecond);
       }
       await finish(sql, brandId, reconciliationId, recon, figures, now);
       return true;
