@@ -183,11 +183,13 @@ pair as (
        limit 1
     ) r on true
 ),
--- Those rows go as they pair: what stays staged pairs with no order of the period.
+-- Those rows go as they pair: what stays staged pairs with no order of the period. By their ctids
+-- alone (a tid scan); the brand named beside them routes the statement on Citus, where planning
+-- with stale statistics could have chosen an index of the brand's staged rows instead.
 taken as (
   delete from reconciliation_rows
    where ctid = any (array(select staged from pair where staged is not null))
-     and brand_id = :brand_id and reconciliation_id = :reconciliation_id
+     and ${citus ? 'brand_id = :brand_id and ' : ''}reconciliation_id = :reconciliation_id
 ),`;
   // A row's differences by its line; ours the upload lacks after every line's, in the list's order.
   const seq =
@@ -369,6 +371,28 @@ async function keepPace(started: number, done: number, perSecond: number): Promi
  * difference keeps its row's values); then the rows left staged, a slice of lines at a time.
  * Returns whether it completed it now.
  */
+/**
+ * Statistics of the staged rows before a comparison of more than one slice: the upload committed
+ * moments ago and autovacuum analyzes within minutes, while the slices' plans (the rows left by
+ * line, their deletion) are chosen by the row counts PostgreSQL believes. Outside the comparison's
+ * transaction, which would otherwise hold ANALYZE's lock to its end. Best effort: a role that may
+ * not analyze the table compares with the statistics there are.
+ */
+async function analyzeStaged(pool: pg.Pool, brandId: string, reconciliationId: string, slice: number) {
+  try {
+    const { rows } = await pool.query<{ rows: number; believed: number }>(
+      `select r.rows, c.reltuples as believed from reconciliations r, pg_class c
+        where r.brand_id = $1 and r.id = $2 and c.oid = 'reconciliation_rows'::regclass`,
+      [brandId, reconciliationId],
+    );
+    const staged = rows[0];
+    if (staged && staged.rows > slice && staged.believed < staged.rows)
+      await pool.query('analyze reconciliation_rows');
+  } catch {
+    // The comparison is correct without it, only slower.
+  }
+}
+
 export async function completeReconciliation(
   orm: MikroORM,
   brandId: string,
@@ -378,6 +402,7 @@ export async function completeReconciliation(
 ): Promise<boolean> {
   const citus = await onCitus(orm);
   const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
+  await analyzeStaged(pool, brandId, reconciliationId, sliceSize);
   return inTransactionOn(
     pool,
     async (sql) => {
