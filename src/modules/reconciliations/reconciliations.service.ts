@@ -73,7 +73,7 @@ export function csvUpload(req: Request, period: Upload['period']): Upload {
         `${req.path}\ncsv\n${period.from.toISOString()}\n${period.to.toISOString()}\n`,
       );
       try {
-        await readCsv(req, hash, (line, row) => stager.add(line, row));
+        await readCsv(req, hash, stager);
       } catch (err) {
         // The lines still pending all come before the bad one: a repeat among them is named first.
         if (!(err instanceof AppError && err.code === 'duplicate_order_id')) await stager.flush();
