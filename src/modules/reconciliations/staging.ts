@@ -87,7 +87,10 @@ export class BatchEncoder {
     const rows = this.stream.rows;
     if (rows === 0) return undefined;
     this.inBatch = new Set();
-    return { data: new Uint8Array(this.stream.take()), rows };
+    const data = this.stream.take();
+    // Moved to another thread whole: its own memory (a batch's bytes are past Buffer's pool size).
+    const own = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+    return { data: own ? data : new Uint8Array(data), rows };
   }
 }
 
