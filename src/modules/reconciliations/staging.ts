@@ -89,8 +89,7 @@ export class BatchEncoder {
     this.inBatch = new Set();
     const data = this.stream.take();
     // Moved to another thread whole: its own memory (a batch's bytes are past Buffer's pool size).
-    const own = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
-    return { data: own ? data : new Uint8Array(data), rows };
+    return { data: ownsMemory(data) ? data : new Uint8Array(data), rows };
   }
 }
 
@@ -121,4 +120,18 @@ export function lineInBatch(data: Uint8Array, orderId: string): number | undefin
     if (found) return line;
   }
   return undefined;
+}
+
+/** Whether the batch's bytes are all of their ArrayBuffer (not a slice of a shared one). */
+const ownsMemory = (data: Uint8Array) => data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+
+/**
+ * Frees a written batch's memory now (the ArrayBuffer detached), not at the next collection: the
+ * event loop makes so little garbage between batches that written batches waited for a full
+ * collection, pushed by their own mass, and with them the web's RSS grew by tens of megabytes.
+ */
+export function releaseBatch(data: Uint8Array): void {
+  if (!ownsMemory(data)) return;
+  const buffer = data.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer };
+  buffer.transfer?.(0);
 }

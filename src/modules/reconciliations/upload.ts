@@ -15,7 +15,15 @@ import {
 } from './csv-rows.js';
 import type { CsvThreadData, CsvThreadInput } from './csv-thread.js';
 import { type BrandRow, CSV_BYTES_MAX } from './reconciliations.schemas.js';
-import { BATCH_ROWS, type Batch, BatchEncoder, duplicate, lineInBatch, stageCopy } from './staging.js';
+import {
+  BATCH_ROWS,
+  type Batch,
+  BatchEncoder,
+  duplicate,
+  lineInBatch,
+  releaseBatch,
+  stageCopy,
+} from './staging.js';
 
 export { csvParam, jsonParam, type RowParam, rowError, tooLarge } from './csv-rows.js';
 
@@ -71,10 +79,7 @@ export class RowStager {
   async addBatch(batch: Batch): Promise<void> {
     await this.settle();
     this.count += batch.rows;
-    const data = Buffer.from(batch.data.buffer, batch.data.byteOffset, batch.data.byteLength);
-    const written = copyInto(this.sql, stageCopy, data).catch((err: unknown) => {
-      throw this.repeated(err, data) ?? err;
-    });
+    const written = this.write(batch.data);
     // Awaited by the next batch or flush; until then its failure is held, not unhandled.
     written.catch(() => {});
     this.inFlight = written;
@@ -95,12 +100,20 @@ export class RowStager {
     if (pending) {
       await this.settle();
       this.count += pending.rows;
-      const data = Buffer.from(pending.data.buffer, pending.data.byteOffset, pending.data.byteLength);
-      this.inFlight = copyInto(this.sql, stageCopy, data).catch((err: unknown) => {
-        throw this.repeated(err, data) ?? err;
-      });
+      this.inFlight = this.write(pending.data);
     }
     await this.settle();
+  }
+
+  /** One COPY of a batch; its memory freed once written, or its repeat named when refused. */
+  private async write(bytes: Uint8Array): Promise<void> {
+    const data = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    try {
+      await copyInto(this.sql, stageCopy, data);
+    } catch (err) {
+      throw this.repeated(err, data) ?? err;
+    }
+    releaseBatch(bytes);
   }
 
   private async settle(): Promise<void> {
