@@ -815,3 +815,44 @@ describe('the comparison in slices', () => {
     expect((await counts()).rows).toBe(0);
   }, 120_000);
 });
+
+describe('the upload pace', () => {
+  it('stages the first 10,000 rows at once, then at most the rows a second it is given', async () => {
+    const { inTransaction } = await import('../../src/db/fast-path/index.js');
+    const { RowStager, jsonParam } = await import('../../src/modules/reconciliations/upload.js');
+    const staged = async (rows: number, rowsPerSecond: number) =>
+      inTransaction(ctx.orm, async (tx) => {
+        const id = `recon_pace_${rows}_${rowsPerSecond}`;
+        await tx.query(
+          `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id) values (?, ?, true, ?, ?, 'req_pace')`,
+          [shop.brandId, id, from, to],
+        );
+        const stager = new RowStager(tx, shop.brandId, id, jsonParam, rowsPerSecond);
+        const started = performance.now();
+        for (let i = 1; i <= rows; i++)
+          await stager.add(i, {
+            order_id: `pace-${i}`,
+            status: 'paid',
+            amount: i,
+            currency: 'KRW',
+            refunded_amount: 0,
+          });
+        await stager.flush();
+        const [n] = await tx.query<{ n: number }>(
+          'select count(*)::int as n from reconciliation_rows where brand_id = ? and reconciliation_id = ?',
+          [shop.brandId, id],
+        );
+        // Nothing kept: the rows were only for the timing.
+        await tx.query('delete from reconciliations where brand_id = ? and id = ?', [shop.brandId, id]);
+        return { ms: performance.now() - started, n: n!.n };
+      });
+    // A small upload never waits, however slow the pace.
+    const small = await staged(10, 1);
+    expect(small.n).toBe(10);
+    expect(small.ms).toBeLessThan(5000);
+    // 2,000 rows past the first 10,000 at 500 a second: at least 4 s.
+    const paced = await staged(12_000, 500);
+    expect(paced.n).toBe(12_000);
+    expect(paced.ms).toBeGreaterThan(3900);
+  }, 60_000);
+});
