@@ -561,8 +561,8 @@ describe('idempotency, paging and the job', () => {
     // in the plan is a table no index can serve (the orders of every brand, read whole).
     const em = ctx.orm.em.fork();
     for (const [part, extra] of [
-      ['ours', { after_at: '-infinity', after_id: '', seq_from: 8 * (rows + 2) }],
-      ['rows', { line_from: 0 }],
+      ['ours', { after_at: '-infinity', after_id: '', seq_from: 2 ** 30 }],
+      ['rows', { after_order: '' }],
     ] as const) {
       const [text, values] = named(comparison(false, part), {
         brand_id: shop.brandId,

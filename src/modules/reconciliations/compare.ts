@@ -134,14 +134,20 @@ const ourColumns = ours.map(([name, value]) => `${value} as ${name}`).join(', ')
 const SEQ_PER_LINE = 8;
 
 /**
+ * Ours the upload lacks are numbered from here: past every line's (a CSV of at most 100 MB has
+ * fewer than 2^27 lines), with room for 2^30 of them in seq's integer.
+ */
+const SEQ_UNPAIRED = 2 ** 30;
+
+/**
  * One slice of the comparison, one statement. `ours`: at most `:slice` of our orders in the period
  * after (`:after_at`, `:after_id`) in the list index's order, each paired with its staged row,
  * which is deleted as it pairs (an order without one is missing_there). `rows`: then the rows
- * still staged (their order is not in the period, or not ours), at most `:slice` from line
- * `:line_from`, each paired with its order elsewhere by the lookup key. Then, as one pass for
- * either: what each row's code or click resolves to now (the attribution module's tables, as
- * ingestion reads them); for the pairs that can differ, one row per difference written; and the
- * slice's figures returned. Nothing is materialized but the slice's pairs that can differ.
+ * still staged (their order is not in the period, or not ours), at most `:slice` after
+ * `:after_order` in order_id's order, deleted as they are read, each paired with its order
+ * elsewhere by the lookup key. Then, as one pass for either: what each row's code or click
+ * resolves to now (the attribution module's tables, as ingestion reads them); for the pairs that
+ * can differ, one row per difference written; and the slice's figures returned. Nothing is materialized but the slice's pairs that can differ.
  */
 export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): string {
   const ourMatch = citus
@@ -151,21 +157,30 @@ export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): stri
          r.currency as r_currency, r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded,
          r.occurred_at as r_occurred_at, r.coupon_code as r_coupon_code, r.click_ref as r_click_ref,
          r.customer_hash as r_customer_hash, r.parent_order_id as r_parent_order_id`;
+  // The slice's staged rows go once compared. By their ctids alone (a tid scan); the brand named
+  // beside them routes the statement on Citus, where planning with stale statistics could have
+  // chosen the brand's staged rows' index instead.
+  const taken = `taken as (
+  delete from reconciliation_rows
+   where ctid = any (array(select staged from pair where staged is not null))
+     and ${citus ? 'brand_id = :brand_id and ' : ''}reconciliation_id = :reconciliation_id
+),`;
   const source =
     part === 'rows'
       ? `slice as (
-  select * from reconciliation_rows
-   where brand_id = :brand_id and reconciliation_id = :reconciliation_id and line >= :line_from
-   order by line limit :slice
+  select ctid as staged, * from reconciliation_rows
+   where brand_id = :brand_id and reconciliation_id = :reconciliation_id and order_id > :after_order::text
+   order by order_id limit :slice
 ),
 pair as (
-  select ${rowColumns}, x.*, false as in_period
+  select ${rowColumns}, r.staged, x.*, false as in_period
     from slice r
     -- Not flattened (limit): one probe of the lookup key per row.
     left join lateral (
       select ${ourColumns} from orders o where ${ourMatch} and o.livemode = :livemode limit 1
     ) x on true
-),`
+),
+${taken}`
       : `slice as (
   select ${ourColumns} from orders o
    where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
@@ -183,14 +198,8 @@ pair as (
        limit 1
     ) r on true
 ),
--- Those rows go as they pair: what stays staged pairs with no order of the period. By their ctids
--- alone (a tid scan); the brand named beside them routes the statement on Citus, where planning
--- with stale statistics could have chosen an index of the brand's staged rows instead.
-taken as (
-  delete from reconciliation_rows
-   where ctid = any (array(select staged from pair where staged is not null))
-     and ${citus ? 'brand_id = :brand_id and ' : ''}reconciliation_id = :reconciliation_id
-),`;
+-- Those rows go as they pair: what stays staged pairs with no order of the period.
+${taken}`;
   // A row's differences by its line; ours the upload lacks after every line's, in the list's order.
   const seq =
     part === 'rows'
@@ -199,7 +208,8 @@ taken as (
               else line * ${SEQ_PER_LINE} + ord end`;
   const progress =
     part === 'rows'
-      ? `(select count(*)::int from slice) as scanned, (select max(line) from slice) as last_line`
+      ? `(select count(*)::int from slice) as scanned,
+  (select order_id from slice order by order_id desc limit 1) as last_order`
       : `(select count(*)::int from slice) as scanned,
   (select o_occurred_at::text from slice order by o_occurred_at desc, o_id desc limit 1) as last_at,
   (select o_id from slice order by o_occurred_at desc, o_id desc limit 1) as last_id,
@@ -295,7 +305,7 @@ select
 /** What one slice returns. */
 interface SliceFigures {
   scanned: number;
-  last_line?: number | null;
+  last_order?: string | null;
   last_at?: string | null;
   last_id?: string | null;
   written?: number;
@@ -435,12 +445,8 @@ export async function completeReconciliation(
         slice: sliceSize,
       };
       const figures = new Figures();
-      const [last] = await sql.query<{ line: number | null }>(
-        `select max(line) as line from reconciliation_rows where brand_id = ? and reconciliation_id = ?`,
-        [brandId, reconciliationId],
-      );
       // Ours the upload lacks are numbered after every line's differences.
-      let seqFrom = ((last?.line ?? 0) + 1) * SEQ_PER_LINE;
+      let seqFrom = SEQ_UNPAIRED;
       let after = { at: '-infinity', id: '' };
       // The pace counts our orders read, then the rows left staged.
       const started = performance.now();
@@ -461,18 +467,13 @@ export async function completeReconciliation(
         after = { at: slice!.last_at!, id: slice!.last_id! };
         await keepPace(started, done, perSecond);
       }
-      let lineFrom = 0;
+      let afterOrder = '';
       for (;;) {
-        const [text, values] = named(comparison(citus, 'rows'), { ...common, line_from: lineFrom });
+        const [text, values] = named(comparison(citus, 'rows'), { ...common, after_order: afterOrder });
         const [slice] = await sql.query<SliceFigures>(text, values);
         if (slice!.scanned === 0) break;
         figures.add(slice!);
-        // Compared: gone (each difference keeps its row's values).
-        await sql.query(
-          `delete from reconciliation_rows where brand_id = ? and reconciliation_id = ? and line >= ? and line <= ?`,
-          [brandId, reconciliationId, lineFrom, slice!.last_line],
-        );
-        lineFrom = slice!.last_line! + 1;
+        afterOrder = slice!.last_order!;
         done += slice!.scanned;
         if (slice!.scanned < sliceSize) break;
         await keepPace(started, done, perSecond);
