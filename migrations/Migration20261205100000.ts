@@ -8,8 +8,8 @@ import { Migration } from '@mikro-orm/migrations';
  * violation names (upload.ts). Staged rows live minutes: the table is empty but for uploads in
  * progress, so building the key is quick.
  */
-export class Migration20261205000000 extends Migration {
-  override name = 'Migration20261205000000';
+export class Migration20261205100000 extends Migration {
+  override name = 'Migration20261205100000';
 
   override async up(): Promise<void> {
     await this.execute(`alter table "reconciliation_rows" drop constraint "reconciliation_rows_pkey";`);
