@@ -8,7 +8,14 @@ export interface WorkerContext {
   orm: MikroORM;
   logger: Logger;
   config: Pick<Config, 'ORDER_GAP_DELAY_MINUTES' | 'PAYOUT_SCHEDULE'> &
-    Partial<Pick<Config, 'WEBHOOK_EVENT_RETENTION_DAYS' | 'RECONCILIATION_RETENTION_DAYS'>>;
+    Partial<
+      Pick<
+        Config,
+        | 'WEBHOOK_EVENT_RETENTION_DAYS'
+        | 'RECONCILIATION_RETENTION_DAYS'
+        | 'RECONCILIATION_COMPARE_ROWS_PER_SECOND'
+      >
+    >;
   /** The queues, for jobs that enqueue others (the queue reconciler). */
   queues?: Queues;
 }

@@ -18,13 +18,20 @@ export async function runReconciliation(
   orm: MikroORM,
   job: Job<JobPayload<'reconciliation'>>,
   logger: Logger,
+  perSecond = 0,
 ) {
   const data = job.data;
   if (data.triggered_by === 'event') {
     try {
-      const completed = await completeReconciliation(orm, data.brand_id, data.reconciliation_id);
+      const started = performance.now();
+      const completed = await completeReconciliation(orm, data.brand_id, data.reconciliation_id, new Date(), {
+        perSecond,
+      });
       await job.updateProgress(100).catch(() => {});
-      logger.info({ reconciliation_id: data.reconciliation_id, completed }, 'reconciliation compared');
+      logger.info(
+        { reconciliation_id: data.reconciliation_id, completed, ms: Math.round(performance.now() - started) },
+        'reconciliation compared',
+      );
       return { completed };
     } catch (err) {
       if (job.attemptsMade + 1 >= jobRetry.reconciliation.attempts)
@@ -39,7 +46,8 @@ export async function runReconciliation(
       [new Date(Date.now() - STALE_MS)],
     );
   let completed = 0;
-  for (const r of stale) if (await completeReconciliation(orm, r.brand_id, r.id)) completed++;
+  for (const r of stale)
+    if (await completeReconciliation(orm, r.brand_id, r.id, new Date(), { perSecond })) completed++;
   logger.info({ completed }, 'reconciliation sweep finished');
   return { completed };
 }
@@ -47,5 +55,6 @@ export async function runReconciliation(
 export const reconciliationJob = defineJob({
   name: 'reconciliation',
   schedule: () => '*/5 * * * *',
-  handler: (ctx, job, logger) => runReconciliation(ctx.orm, job, logger),
+  handler: (ctx, job, logger) =>
+    runReconciliation(ctx.orm, job, logger, ctx.config.RECONCILIATION_COMPARE_ROWS_PER_SECOND ?? 50_000),
 });

@@ -312,7 +312,12 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
       Promise.all([
         alone
           ? done.then(() => singlePaid(target, code, 16, 1)).then((r) => r.whole)
-          : singlePaid(target, code, 16, 600, { until: done }).then((r) => r.whole),
+          : singlePaid(target, code, 16, 600, {
+              until: done,
+              sliceSeconds: 1,
+              onSlice: (s) =>
+                log(`  ${fmt(s.to)} s: ${fmt(s.rps)}/s, p50 ${ms(s.p50)} ms, p99 ${ms(s.p99)} ms`),
+            }).then((r) => r.whole),
         done,
       ]),
     );

@@ -554,31 +554,37 @@ describe('idempotency, paging and the job', () => {
     );
     const job = await ctx.queues.reconciliation.getJob(`reconciliation_${res.body.id}`);
     expect(job).toBeTruthy();
-    const { completeReconciliation, comparison, COMPARISON_SETTINGS, named } = await import(
+    const { COMPARE_SLICE, completeReconciliation, comparison, COMPARISON_SETTINGS, named } = await import(
       '../../src/modules/reconciliations/compare.js'
     );
     // Every step of the comparison is served by an index: with sequential scans off, a scan left
     // in the plan is a table no index can serve (the orders of every brand, read whole).
-    const [text, values] = named(comparison(false), {
-      brand_id: shop.brandId,
-      reconciliation_id: res.body.id,
-      livemode: true,
-      mode: 'live',
-      from,
-      to,
-      now: new Date(),
-      skew_seconds: 300,
-      default_bps: 1000,
-      rows,
-    });
     const em = ctx.orm.em.fork();
-    const plan = await em.transactional(async (tx) => {
-      for (const [name, value] of Object.entries(COMPARISON_SETTINGS))
-        await tx.execute(`set local ${name} = ${value}`);
-      return tx.execute(`explain (format json) ${text}`, values);
-    });
-    const scans = JSON.stringify(plan).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];
-    expect(scans).toEqual([]);
+    for (const [part, extra] of [
+      ['ours', { after_at: '-infinity', after_id: '', seq_from: 2 ** 30 }],
+      ['rows', { after_order: '' }],
+    ] as const) {
+      const [text, values] = named(comparison(false, part), {
+        brand_id: shop.brandId,
+        reconciliation_id: res.body.id,
+        livemode: true,
+        mode: 'live',
+        from,
+        to,
+        now: new Date(),
+        skew_seconds: 300,
+        default_bps: 1000,
+        slice: COMPARE_SLICE,
+        ...extra,
+      });
+      const plan = await em.transactional(async (tx) => {
+        for (const [name, value] of Object.entries(COMPARISON_SETTINGS))
+          await tx.execute(`set local ${name} = ${value}`);
+        return tx.execute(`explain (format json) ${text}`, values);
+      });
+      const scans = JSON.stringify(plan).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];
+      expect(scans, part).toEqual([]);
+    }
     expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(true);
     expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(false);
     const done = await get(`/v1/reconciliations/${res.body.id}`);
@@ -745,4 +751,108 @@ describe('the guide', () => {
     for (const words of ['/resend', 'POST /v1/events/batch', 'next_cursor', 'reconcile-nightly.ts', 'cron'])
       expect(section).toContain(words);
   });
+});
+
+describe('the comparison in slices', () => {
+  it('finds the same differences, in the same order, with the same figures, whatever the slice size', async () => {
+    // The shop's orders of the tests above (every kind of difference) and more, the brand's rows
+    // for some of them, and enough rows it alone has for the upload to go to the job.
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${shop.keys.sk_live}`)
+      .send({
+        events: Array.from({ length: 60 }, (_, i) => ({
+          type: 'order.paid',
+          occurred_at: at(1 + (i % 5)),
+          data: { order_id: `s-${i}`, amount: 5000 + i, ...(i % 2 === 0 && { coupon_code: 'MINA20' }) },
+        })),
+      });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    const ours = await sql(
+      `select order_id, status, coalesce(original_amount, amount) as amount, coalesce(original_currency, 'KRW') as currency,
+              refunded_original_amount as refunded from orders
+        where brand_id = ? and livemode and occurred_at >= ? and occurred_at < ? order by order_id`,
+      [shop.brandId, from, to],
+    );
+    expect(ours.length).toBeGreaterThan(60);
+    const lines = ['order_id,status,amount,currency,fx_rate,refunded_amount'];
+    ours.forEach((o, i) => {
+      if (i % 3 === 0) return; // missing_there
+      const amount = Number(o.amount) + (i % 4 === 0 ? 100 : 0);
+      const status = i % 5 === 0 ? 'cancelled' : o.status === 'cancelled' ? 'cancelled' : 'paid';
+      lines.push(
+        `${o.order_id},${status},${amount},${o.currency},1300,${Math.min(Number(o.refunded), amount)}`,
+      );
+    });
+    for (let i = 0; i < 10_001; i++) lines.push(`slice-${i},paid,${1000 + i},KRW,,0`);
+    const { completeReconciliation } = await import('../../src/modules/reconciliations/compare.js');
+    const now = new Date();
+    const compared = async (slice: number) => {
+      const res = await postCsv(`${lines.join('\n')}\n`);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.status).toBe('processing');
+      expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id, now, { slice })).toBe(true);
+      const [recon] = await sql(
+        `select status, rows, orders, matched, differences, fixable, at_stake_amount, at_stake_commission,
+                fixable_until from reconciliations where brand_id = ? and id = ?`,
+        [shop.brandId, res.body.id],
+      );
+      const differences = await sql(
+        `select seq, kind, order_id, brand, ours, refusal, fixable, reason, amount_at_stake, commission_at_stake, fix_at
+           from reconciliation_differences where brand_id = ? and reconciliation_id = ? order by seq`,
+        [shop.brandId, res.body.id],
+      );
+      return { recon, differences };
+    };
+    const whole = await compared(100_000);
+    const sliced = await compared(25);
+    expect(whole.recon.status).toBe('completed');
+    expect(whole.differences.length).toBeGreaterThan(10_001);
+    expect(sliced).toEqual(whole);
+    // In the brand's lines, then ours the upload lacks.
+    const kinds = whole.differences.map((d) => d.kind as string);
+    expect(kinds.indexOf('missing_there')).toBeGreaterThan(kinds.lastIndexOf('missing_here'));
+    expect((await counts()).rows).toBe(0);
+  }, 120_000);
+});
+
+describe('the upload pace', () => {
+  it('stages the first 10,000 rows at once, then at most the rows a second it is given', async () => {
+    const { inTransaction } = await import('../../src/db/fast-path/index.js');
+    const { RowStager, jsonParam } = await import('../../src/modules/reconciliations/upload.js');
+    const staged = async (rows: number, rowsPerSecond: number) =>
+      inTransaction(ctx.orm, async (tx) => {
+        const id = `recon_pace_${rows}_${rowsPerSecond}`;
+        await tx.query(
+          `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id) values (?, ?, true, ?, ?, 'req_pace')`,
+          [shop.brandId, id, from, to],
+        );
+        const stager = new RowStager(tx, shop.brandId, id, jsonParam, rowsPerSecond);
+        const started = performance.now();
+        for (let i = 1; i <= rows; i++)
+          await stager.add(i, {
+            order_id: `pace-${i}`,
+            status: 'paid',
+            amount: i,
+            currency: 'KRW',
+            refunded_amount: 0,
+          });
+        await stager.flush();
+        const [n] = await tx.query<{ n: number }>(
+          'select count(*)::int as n from reconciliation_rows where brand_id = ? and reconciliation_id = ?',
+          [shop.brandId, id],
+        );
+        // Nothing kept: the rows were only for the timing.
+        await tx.query('delete from reconciliations where brand_id = ? and id = ?', [shop.brandId, id]);
+        return { ms: performance.now() - started, n: n!.n };
+      });
+    // A small upload never waits, however slow the pace.
+    const small = await staged(10, 1);
+    expect(small.n).toBe(10);
+    expect(small.ms).toBeLessThan(5000);
+    // 2,000 rows past the first 10,000 at 500 a second: at least 4 s.
+    const paced = await staged(12_000, 500);
+    expect(paced.n).toBe(12_000);
+    expect(paced.ms).toBeGreaterThan(3900);
+  }, 60_000);
 });

@@ -177,7 +177,14 @@ class CopyIn {
   submit(connection: CopyConnection): void {
     connection.query(this.text);
     for (const chunk of this.data) {
-      connection.sendCopyFromChunk(chunk);
+      // CopyData as its header and the data itself: node-postgres's sendCopyFromChunk copies the
+      // data into a message buffer first, as much garbage again as the data (for an upload's
+      // batches, collections that held the event loop).
+      const header = Buffer.allocUnsafe(5);
+      header[0] = 0x64; // 'd'
+      header.writeInt32BE(chunk.length + 4, 1);
+      connection._send(header);
+      connection._send(chunk);
       connection.endCopyFrom();
     }
   }
@@ -201,7 +208,8 @@ class CopyIn {
 /** What CopyIn uses of node-postgres's connection (lib/connection.js; not in its types). */
 interface CopyConnection {
   query(text: string): void;
-  sendCopyFromChunk(chunk: Buffer): void;
+  /** Writes bytes to the server's socket as they are. */
+  _send(bytes: Buffer): boolean;
   endCopyFrom(): void;
 }
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { onCitus } from '../../db/citus.js';
@@ -129,42 +130,92 @@ const ours: [string, string][] = [
 ];
 const ourColumns = ours.map(([name, value]) => `${value} as ${name}`).join(', ');
 
+/** A row's differences are numbered `line * SEQ_PER_LINE + ord`: in line order, then by kind. */
+const SEQ_PER_LINE = 8;
+
 /**
- * The comparison, one statement, one pass over the rows: the staged rows fully joined with our
- * orders in the period (the list index's range); for a row whose order is not among them, its
- * order elsewhere by its lookup key (probed only for those rows: most find theirs in the
- * period); what each row's code or click resolves to now (the attribution module's tables, as
- * ingestion reads them); then, for the pairs that can differ, one row per difference written,
- * and the figures of the whole returned. Nothing is materialized but the differences.
+ * Ours the upload lacks are numbered from here: past every line's (a CSV of at most 100 MB has
+ * fewer than 2^27 lines), with room for 2^30 of them in seq's integer.
  */
-export function comparison(citus: boolean): string {
+const SEQ_UNPAIRED = 2 ** 30;
+
+/**
+ * One slice of the comparison, one statement. `ours`: at most `:slice` of our orders in the period
+ * after (`:after_at`, `:after_id`) in the list index's order, each paired with its staged row,
+ * which is deleted as it pairs (an order without one is missing_there). `rows`: then the rows
+ * still staged (their order is not in the period, or not ours), at most `:slice` after
+ * `:after_order` in order_id's order, deleted as they are read, each paired with its order
+ * elsewhere by the lookup key. Then, as one pass for either: what each row's code or click
+ * resolves to now (the attribution module's tables, as ingestion reads them); for the pairs that
+ * can differ, one row per difference written; and the slice's figures returned. Nothing is materialized but the slice's pairs that can differ.
+ */
+export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): string {
   const ourMatch = citus
-    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = q.r_order_id'
-    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || q.r_order_id) and o.brand_id = :brand_id`;
-  return `
-with q as (
-  select r.line, r.order_id as r_order_id, r.status as r_status, r.amount as r_amount, r.currency as r_currency,
-         r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded, r.occurred_at as r_occurred_at,
-         r.coupon_code as r_coupon_code, r.click_ref as r_click_ref, r.customer_hash as r_customer_hash,
-         r.parent_order_id as r_parent_order_id, p.*
-    from (select * from reconciliation_rows where brand_id = :brand_id and reconciliation_id = :reconciliation_id) r
-    full join (
-      select ${ourColumns}, true as in_period from orders o
-       where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
-    ) p on p.o_order_id = r.order_id
+    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = r.order_id'
+    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || r.order_id) and o.brand_id = :brand_id`;
+  const rowColumns = `r.line, r.order_id as r_order_id, r.status as r_status, r.amount as r_amount,
+         r.currency as r_currency, r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded,
+         r.occurred_at as r_occurred_at, r.coupon_code as r_coupon_code, r.click_ref as r_click_ref,
+         r.customer_hash as r_customer_hash, r.parent_order_id as r_parent_order_id`;
+  // The slice's staged rows go once compared. By their ctids alone (a tid scan); the brand named
+  // beside them routes the statement on Citus, where planning with stale statistics could have
+  // chosen the brand's staged rows' index instead.
+  const taken = `taken as (
+  delete from reconciliation_rows
+   where ctid = any (array(select staged from pair where staged is not null))
+     and ${citus ? 'brand_id = :brand_id and ' : ''}reconciliation_id = :reconciliation_id
+),`;
+  const source =
+    part === 'rows'
+      ? `slice as (
+  select ctid as staged, * from reconciliation_rows
+   where brand_id = :brand_id and reconciliation_id = :reconciliation_id and order_id > :after_order::text
+   order by order_id limit :slice
 ),
 pair as (
-  select q.line, q.r_order_id, q.r_status, q.r_amount, q.r_currency, q.r_fx_rate, q.r_refunded, q.r_occurred_at,
-         q.r_coupon_code, q.r_click_ref, q.r_customer_hash, q.r_parent_order_id,
-         ${ours.map(([name]) => `coalesce(q.${name}, x.${name}) as ${name}`).join(', ')},
-         coalesce(q.in_period, false) as in_period
-    from q
-    -- Not flattened (limit): its condition on q gates the probe, made only for a row without a pair.
+  select ${rowColumns}, r.staged, x.*, false as in_period
+    from slice r
+    -- Not flattened (limit): one probe of the lookup key per row.
     left join lateral (
-      select ${ourColumns} from orders o
-       where q.o_id is null and q.r_order_id is not null and ${ourMatch} and o.livemode = :livemode limit 1
+      select ${ourColumns} from orders o where ${ourMatch} and o.livemode = :livemode limit 1
     ) x on true
 ),
+${taken}`
+      : `slice as (
+  select ${ourColumns} from orders o
+   where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to
+     and (o.occurred_at, o.id) > (:after_at::timestamptz, :after_id::text)
+   order by o.occurred_at, o.id limit :slice
+),
+-- Each order's staged row by the unique key: one probe per order, not flattened (limit), whatever
+-- the statistics of rows staged moments ago say (joined, they were hashed or scanned whole).
+pair as (
+  select ${rowColumns}, r.ctid as staged, s.*, true as in_period
+    from slice s
+    left join lateral (
+      select r.ctid, r.* from reconciliation_rows r
+       where r.brand_id = :brand_id and r.reconciliation_id = :reconciliation_id and r.order_id = s.o_order_id
+       limit 1
+    ) r on true
+),
+-- Those rows go as they pair: what stays staged pairs with no order of the period.
+${taken}`;
+  // A row's differences by its line; ours the upload lacks after every line's, in the list's order.
+  const seq =
+    part === 'rows'
+      ? `line * ${SEQ_PER_LINE} + ord`
+      : `case when line is null then :seq_from::int + row_number() over (order by line is not null, o_occurred_at, o_id)
+              else line * ${SEQ_PER_LINE} + ord end`;
+  const progress =
+    part === 'rows'
+      ? `(select count(*)::int from slice) as scanned,
+  (select order_id from slice order by order_id desc limit 1) as last_order`
+      : `(select count(*)::int from slice) as scanned,
+  (select o_occurred_at::text from slice order by o_occurred_at desc, o_id desc limit 1) as last_at,
+  (select o_id from slice order by o_occurred_at desc, o_id desc limit 1) as last_id,
+  (select count(*)::int from written where kind = 'missing_there') as written`;
+  return `
+with ${source}
 attributed as (
   select p.*, rc.creator_id as code_creator, rc.bps as code_bps, rk.creator_id as click_creator,
          rk.bps as click_bps, rk.in_window,
@@ -216,8 +267,7 @@ d as (
 written as (
   insert into reconciliation_differences (brand_id, reconciliation_id, seq, kind, order_id, brand, ours, refusal,
       fixable, reason, amount_at_stake, commission_at_stake, fix_at)
-  select :brand_id, :reconciliation_id,
-         row_number() over (order by coalesce(line, 2147483647), o_order_id, ord),
+  select :brand_id, :reconciliation_id, ${seq},
          kind, coalesce(r_order_id, o_order_id),
          case when has_r then jsonb_strip_nulls(jsonb_build_object('order_id', r_order_id, 'status', r_status,
            'amount', r_amount, 'currency', r_currency, 'fx_rate', r_fx_rate::text, 'refunded_amount', r_refunded,
@@ -242,29 +292,57 @@ written as (
   returning kind, fixable, amount_at_stake, commission_at_stake, order_id, fix_at
 )
 select
-  (select count(*)::int from orders o
-    where o.brand_id = :brand_id and o.livemode = :livemode and o.occurred_at >= :from and o.occurred_at < :to) as orders,
-  :rows::int as rows,
+  ${progress},
   (select count(*)::int from d where kind = 'missing_here') as unpaired,
   (select count(distinct line)::int from d where has_o and has_r) as paired_differing,
   (select coalesce(jsonb_object_agg(kind, n), '{}') from (select kind, count(*)::int as n from written group by kind) c) as differences,
   (select count(*)::int from written where fixable) as fixable,
   (select coalesce(sum(amount_at_stake), 0)::bigint from written) as at_stake_amount,
   (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission,
-  (select min(fix_at) + interval '90 days' from written where fixable) as fixable_until`;
+  (select (extract(epoch from min(fix_at)) * 1000000)::bigint::text from written where fixable) as first_fix_at`;
 }
 
-interface Figures {
-  orders: number;
-  rows: number;
-  /** The brand's rows that found no order of ours. */
+/** What one slice returns. */
+interface SliceFigures {
+  scanned: number;
+  last_order?: string | null;
+  last_at?: string | null;
+  last_id?: string | null;
+  written?: number;
   unpaired: number;
   paired_differing: number;
   differences: Partial<Record<DifferenceKind, number>>;
   fixable: number;
   at_stake_amount: string;
   at_stake_commission: string;
-  fixable_until: Date | null;
+  /** Microseconds since the epoch, as text (exact), of the slice's first fixable fix_at. */
+  first_fix_at: string | null;
+}
+
+/** The figures of the whole comparison, added up slice by slice. */
+class Figures {
+  orders = 0;
+  unpaired = 0;
+  pairedDiffering = 0;
+  readonly differences: Record<string, number> = {};
+  fixable = 0;
+  atStakeAmount = 0n;
+  atStakeCommission = 0n;
+  firstFixAt: bigint | undefined;
+
+  add(slice: SliceFigures): void {
+    this.unpaired += slice.unpaired;
+    this.pairedDiffering += slice.paired_differing;
+    for (const [kind, n] of Object.entries(slice.differences))
+      this.differences[kind] = (this.differences[kind] ?? 0) + (n ?? 0);
+    this.fixable += slice.fixable;
+    this.atStakeAmount += BigInt(slice.at_stake_amount);
+    this.atStakeCommission += BigInt(slice.at_stake_commission);
+    if (slice.first_fix_at !== null) {
+      const at = BigInt(slice.first_fix_at);
+      if (this.firstFixAt === undefined || at < this.firstFixAt) this.firstFixAt = at;
+    }
+  }
 }
 
 /**
@@ -283,19 +361,58 @@ export const COMPARISON_SETTINGS = {
 } as const;
 
 /**
+ * Staged rows, or our orders, per statement: a slice holds a core of the database for a few
+ * milliseconds, so live events written beside it wait for no long statement.
+ */
+export const COMPARE_SLICE = 2000;
+
+/** Waits between slices so that the work done keeps to `perSecond` since `started` (0: no wait). */
+async function keepPace(started: number, done: number, perSecond: number): Promise<void> {
+  if (!(perSecond > 0)) return;
+  const wait = started + (done / perSecond) * 1000 - performance.now();
+  if (wait > 0) await sleep(wait);
+}
+
+/**
  * Compares a `processing` reconciliation and completes it, in one transaction: its row is locked
  * first, so two runs (the job and its lost-work copy) compare once; a completed or deleted one is
- * left alone. The staged rows go once compared (each difference keeps its row's values).
+ * left alone; a failure rolls every slice back. Our orders in the period are read first, a slice
+ * at a time in the list index's order, each with its staged row, which goes once compared (each
+ * difference keeps its row's values); then the rows left staged, a slice of lines at a time.
  * Returns whether it completed it now.
  */
+/**
+ * Statistics of the staged rows before a comparison of more than one slice: the upload committed
+ * moments ago and autovacuum analyzes within minutes, while the slices' plans (the rows left by
+ * line, their deletion) are chosen by the row counts PostgreSQL believes. Outside the comparison's
+ * transaction, which would otherwise hold ANALYZE's lock to its end. Best effort: a role that may
+ * not analyze the table compares with the statistics there are.
+ */
+async function analyzeStaged(pool: pg.Pool, brandId: string, reconciliationId: string, slice: number) {
+  try {
+    const { rows } = await pool.query<{ rows: number; believed: number }>(
+      `select r.rows, c.reltuples as believed from reconciliations r, pg_class c
+        where r.brand_id = $1 and r.id = $2 and c.oid = 'reconciliation_rows'::regclass`,
+      [brandId, reconciliationId],
+    );
+    const staged = rows[0];
+    if (staged && staged.rows > slice && staged.believed < staged.rows)
+      await pool.query('analyze reconciliation_rows');
+  } catch {
+    // The comparison is correct without it, only slower.
+  }
+}
+
 export async function completeReconciliation(
   orm: MikroORM,
   brandId: string,
   reconciliationId: string,
   now = new Date(),
+  { perSecond = 0, slice: sliceSize = COMPARE_SLICE }: { perSecond?: number; slice?: number } = {},
 ): Promise<boolean> {
   const citus = await onCitus(orm);
   const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
+  await analyzeStaged(pool, brandId, reconciliationId, sliceSize);
   return inTransactionOn(
     pool,
     async (sql) => {
@@ -315,7 +432,7 @@ export async function completeReconciliation(
         [brandId, reconciliationId],
       );
       if (recon?.status !== 'processing') return false;
-      const [text, values] = named(comparison(citus), {
+      const common = {
         brand_id: brandId,
         reconciliation_id: reconciliationId,
         livemode: recon.livemode,
@@ -325,10 +442,43 @@ export async function completeReconciliation(
         now,
         skew_seconds: CLICK_SKEW_MS / 1000,
         default_bps: recon.default_bps,
-        rows: recon.rows,
-      });
-      const [figures] = await sql.query<Figures>(text, values);
-      await finish(sql, brandId, reconciliationId, recon, figures!, now);
+        slice: sliceSize,
+      };
+      const figures = new Figures();
+      // Ours the upload lacks are numbered after every line's differences.
+      let seqFrom = SEQ_UNPAIRED;
+      let after = { at: '-infinity', id: '' };
+      // The pace counts our orders read, then the rows left staged.
+      const started = performance.now();
+      let done = 0;
+      for (;;) {
+        const [text, values] = named(comparison(citus, 'ours'), {
+          ...common,
+          after_at: after.at,
+          after_id: after.id,
+          seq_from: seqFrom,
+        });
+        const [slice] = await sql.query<SliceFigures>(text, values);
+        figures.add(slice!);
+        figures.orders += slice!.scanned;
+        done += slice!.scanned;
+        seqFrom += slice!.written ?? 0;
+        if (slice!.scanned < sliceSize) break;
+        after = { at: slice!.last_at!, id: slice!.last_id! };
+        await keepPace(started, done, perSecond);
+      }
+      let afterOrder = '';
+      for (;;) {
+        const [text, values] = named(comparison(citus, 'rows'), { ...common, after_order: afterOrder });
+        const [slice] = await sql.query<SliceFigures>(text, values);
+        if (slice!.scanned === 0) break;
+        figures.add(slice!);
+        afterOrder = slice!.last_order!;
+        done += slice!.scanned;
+        if (slice!.scanned < sliceSize) break;
+        await keepPace(started, done, perSecond);
+      }
+      await finish(sql, brandId, reconciliationId, recon, figures, now);
       return true;
     },
     COMPARISON_SETTINGS,
@@ -339,35 +489,32 @@ async function finish(
   sql: Sql,
   brandId: string,
   reconciliationId: string,
-  recon: { livemode: boolean; request_id: string },
+  recon: { livemode: boolean; request_id: string; rows: number },
   figures: Figures,
   now: Date,
 ): Promise<void> {
   const differences = Object.fromEntries(differenceKinds.map((k) => [k, figures.differences[k] ?? 0]));
   const [row] = await sql.query<ReconciliationRow>(
     `update reconciliations set status = ?, orders = ?, matched = ?, differences = ?::jsonb, fixable = ?,
-            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?, fixable_until = ?
+            at_stake_amount = ?, at_stake_commission = ?, as_of = ?, completed_at = ?,
+            fixable_until = timestamptz 'epoch' + ?::bigint * interval '1 microsecond' + interval '90 days'
       where brand_id = ? and id = ?
       returning *`,
     [
       'completed',
       figures.orders,
-      figures.rows - figures.unpaired - figures.paired_differing,
+      recon.rows - figures.unpaired - figures.pairedDiffering,
       JSON.stringify(differences),
       figures.fixable,
-      figures.at_stake_amount,
-      figures.at_stake_commission,
+      figures.atStakeAmount.toString(),
+      figures.atStakeCommission.toString(),
       now,
       new Date(),
-      figures.fixable_until,
+      figures.firstFixAt?.toString() ?? null,
       brandId,
       reconciliationId,
     ],
   );
-  await sql.query(`delete from reconciliation_rows where brand_id = ? and reconciliation_id = ?`, [
-    brandId,
-    reconciliationId,
-  ]);
   await recordWebhookEvents(sql, [
     {
       brandId,

@@ -10,6 +10,7 @@ import {
   requiredColumns,
   rowColumns,
 } from './reconciliations.schemas.js';
+import { BATCH_ROWS, type Batch, BatchEncoder, duplicate } from './staging.js';
 
 /** Where a row is named in an error: `orders[3]` for JSON, `line 4` for CSV. */
 export type RowParam = (line: number, field?: string) => string;
@@ -169,5 +170,47 @@ export class CsvChunks {
       this.stopped = true;
       return { rows, error: wire(err) };
     }
+  }
+}
+
+/** The answer to each chunk, in order: the batches of staged rows it completed, then any error. */
+export interface CsvBatchReply {
+  batches: Batch[];
+  error?: CsvError;
+}
+
+/**
+ * An upload's bytes to batches of staged rows: each chunk parsed and checked (CsvChunks), its rows
+ * encoded as they are read, a batch answered whenever it is full; at the end, or at the first
+ * bad line (a repeat within the batch included), the rows before it as a last batch, then the error.
+ */
+export class CsvBatches {
+  private readonly chunks = new CsvChunks();
+  private readonly encoder: BatchEncoder;
+  private stopped = false;
+
+  constructor(brandId: string, reconciliationId: string) {
+    this.encoder = new BatchEncoder(brandId, reconciliationId);
+  }
+
+  parse(chunk: Buffer | undefined): CsvBatchReply {
+    const batches: Batch[] = [];
+    if (this.stopped) return { batches };
+    const { rows, error } = this.chunks.parse(chunk);
+    let stop: CsvError | undefined = error;
+    for (let i = 0; i < rows.length; i += 2) {
+      const line = rows[i] as number;
+      if (!this.encoder.add(line, rows[i + 1] as BrandRow)) {
+        stop = wire(duplicate(csvParam, line));
+        break;
+      }
+      if (this.encoder.rows >= BATCH_ROWS) batches.push(this.encoder.take()!);
+    }
+    if (stop !== undefined || chunk === undefined) {
+      this.stopped = stop !== undefined;
+      const last = this.encoder.take();
+      if (last) batches.push(last);
+    }
+    return stop === undefined ? { batches } : { batches, error: stop };
   }
 }

@@ -1,12 +1,19 @@
-// The parsing thread of a large CSV upload (started by upload.ts, one per upload): csv-parse and
-// the row checks, which are most of an upload's CPU, run here instead of on the event loop that
-// serves requests, at a low CPU priority, so they take mostly what live traffic leaves.
+// The parsing thread of a large CSV upload (started by upload.ts, one per upload): csv-parse, the
+// row checks and the rows' encoding as COPY data, which are all of an upload's work but writing it,
+// run here instead of on the event loop that serves requests, at a low CPU priority, so they take
+// mostly what live traffic leaves; the event loop receives whole batches' bytes, no row objects.
 import { setPriority } from 'node:os';
-import { parentPort } from 'node:worker_threads';
-import { CsvChunks, type CsvReply } from './csv-rows.js';
+import { parentPort, workerData } from 'node:worker_threads';
+import { CsvBatches, type CsvBatchReply } from './csv-rows.js';
 
 /** A message to the thread: the upload's next bytes, or its end. */
 export type CsvThreadInput = { chunk: Uint8Array } | { end: true };
+
+/** What the thread is started with: whose rows it stages. */
+export interface CsvThreadData {
+  brandId: string;
+  reconciliationId: string;
+}
 
 if (parentPort) {
   const port = parentPort;
@@ -17,12 +24,17 @@ if (parentPort) {
   } catch {
     // Some platforms refuse it; the thread still keeps the parsing off the event loop.
   }
-  const chunks = new CsvChunks();
+  const { brandId, reconciliationId } = workerData as CsvThreadData;
+  const batches = new CsvBatches(brandId, reconciliationId);
   port.on('message', (input: CsvThreadInput) => {
     const reply =
       'chunk' in input
-        ? chunks.parse(Buffer.from(input.chunk.buffer, input.chunk.byteOffset, input.chunk.byteLength))
-        : chunks.parse(undefined);
-    port.postMessage(reply satisfies CsvReply);
+        ? batches.parse(Buffer.from(input.chunk.buffer, input.chunk.byteOffset, input.chunk.byteLength))
+        : batches.parse(undefined);
+    // The batches' memory moves to the event loop's thread, not copied.
+    port.postMessage(
+      reply satisfies CsvBatchReply,
+      reply.batches.map((b) => b.data.buffer as ArrayBuffer),
+    );
   });
 }

@@ -155,7 +155,7 @@ export function reconciliationRoutes({ orm, config, queues, logger }: AppDeps) {
           upload = jsonUpload(req, body, period);
         }
         const { body, replayed } = await createReconciliation(
-          { orm, queues, logger },
+          { orm, queues, logger, uploadRowsPerSecond: config.RECONCILIATION_UPLOAD_ROWS_PER_SECOND },
           caller,
           req.requestId,
           upload,

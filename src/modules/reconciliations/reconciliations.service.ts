@@ -73,7 +73,7 @@ export function csvUpload(req: Request, period: Upload['period']): Upload {
         `${req.path}\ncsv\n${period.from.toISOString()}\n${period.to.toISOString()}\n`,
       );
       try {
-        await readCsv(req, hash, (line, row) => stager.add(line, row));
+        await readCsv(req, hash, stager);
       } catch (err) {
         // The lines still pending all come before the bad one: a repeat among them is named first.
         if (!(err instanceof AppError && err.code === 'duplicate_order_id')) await stager.flush();
@@ -96,7 +96,7 @@ class Replay {
  * the first made (its state now); another upload under it is 409.
  */
 export async function createReconciliation(
-  deps: { orm: MikroORM; queues: Queues; logger: Logger },
+  deps: { orm: MikroORM; queues: Queues; logger: Logger; uploadRowsPerSecond?: number },
   caller: ApiCaller,
   requestId: string,
   upload: Upload,
@@ -122,7 +122,7 @@ export async function createReconciliation(
         `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id) values (?, ?, ?, ?, ?, ?)`,
         [caller.brandId, id, caller.livemode, upload.period.from, upload.period.to, requestId],
       );
-      const stager = new RowStager(sql, caller.brandId, id, upload.param);
+      const stager = new RowStager(sql, caller.brandId, id, upload.param, deps.uploadRowsPerSecond);
       const hash = await upload.read(stager);
       await stager.flush();
       if (key !== undefined) {
