@@ -2,6 +2,7 @@ import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onCitus } from '../../src/db/citus.js';
 import { requeueLostWork } from '../../src/jobs/lost-work.js';
 import { createLogger } from '../../src/logger.js';
 import { runReconciliation } from '../../workers/reconciliation.js';
@@ -560,11 +561,13 @@ describe('idempotency, paging and the job', () => {
     // Every step of the comparison is served by an index: with sequential scans off, a scan left
     // in the plan is a table no index can serve (the orders of every brand, read whole).
     const em = ctx.orm.em.fork();
+    // The form this database runs (on Citus the staged rows go by a statement of their own).
+    const citus = await onCitus(ctx.orm);
     for (const [part, extra] of [
       ['ours', { after_at: '-infinity', after_id: '', seq_from: 2 ** 30 }],
       ['rows', { after_order: '' }],
     ] as const) {
-      const [text, values] = named(comparison(false, part), {
+      const [text, values] = named(comparison(citus, part), {
         brand_id: shop.brandId,
         reconciliation_id: res.body.id,
         livemode: true,

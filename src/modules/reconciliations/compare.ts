@@ -157,18 +157,22 @@ export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): stri
          r.currency as r_currency, r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded,
          r.occurred_at as r_occurred_at, r.coupon_code as r_coupon_code, r.click_ref as r_click_ref,
          r.customer_hash as r_customer_hash, r.parent_order_id as r_parent_order_id`;
-  // The slice's staged rows go once compared. By their ctids alone (a tid scan); the brand named
-  // beside them routes the statement on Citus, where planning with stale statistics could have
-  // chosen the brand's staged rows' index instead.
-  const taken = `taken as (
+  // The slice's staged rows go once compared. By their ctids alone (a tid scan), where planning
+  // with stale statistics could have chosen the brand's staged rows' index instead. Citus plans no
+  // statement with a second modification beside the differences' insert: there the slice returns
+  // the order ids it paired, deleted by the next statement (`takeStaged`).
+  const staged = citus ? 'order_id' : 'ctid';
+  const taken = citus
+    ? ''
+    : `taken as (
   delete from reconciliation_rows
    where ctid = any (array(select staged from pair where staged is not null))
-     and ${citus ? 'brand_id = :brand_id and ' : ''}reconciliation_id = :reconciliation_id
+     and reconciliation_id = :reconciliation_id
 ),`;
   const source =
     part === 'rows'
       ? `slice as (
-  select ctid as staged, * from reconciliation_rows
+  select ${staged} as staged, * from reconciliation_rows
    where brand_id = :brand_id and reconciliation_id = :reconciliation_id and order_id > :after_order::text
    order by order_id limit :slice
 ),
@@ -190,10 +194,10 @@ ${taken}`
 -- Each order's staged row by the unique key: one probe per order, not flattened (limit), whatever
 -- the statistics of rows staged moments ago say (joined, they were hashed or scanned whole).
 pair as (
-  select ${rowColumns}, r.ctid as staged, s.*, true as in_period
+  select ${rowColumns}, r.staged, s.*, true as in_period
     from slice s
     left join lateral (
-      select r.ctid, r.* from reconciliation_rows r
+      select r.${staged} as staged, r.* from reconciliation_rows r
        where r.brand_id = :brand_id and r.reconciliation_id = :reconciliation_id and r.order_id = s.o_order_id
        limit 1
     ) r on true
@@ -299,7 +303,11 @@ select
   (select count(*)::int from written where fixable) as fixable,
   (select coalesce(sum(amount_at_stake), 0)::bigint from written) as at_stake_amount,
   (select coalesce(sum(commission_at_stake), 0)::bigint from written) as at_stake_commission,
-  (select (extract(epoch from min(fix_at)) * 1000000)::bigint::text from written where fixable) as first_fix_at`;
+  (select (extract(epoch from min(fix_at)) * 1000000)::bigint::text from written where fixable) as first_fix_at${
+    citus
+      ? ",\n  (select coalesce(array_agg(staged), '{}') from pair where staged is not null) as paired"
+      : ''
+  }`;
 }
 
 /** What one slice returns. */
@@ -317,6 +325,17 @@ interface SliceFigures {
   at_stake_commission: string;
   /** Microseconds since the epoch, as text (exact), of the slice's first fixable fix_at. */
   first_fix_at: string | null;
+  /** On Citus, the order ids of the staged rows the slice compared, for `takeStaged`. */
+  paired?: string[];
+}
+
+/** On Citus, the staged rows a slice compared go by a statement of their own (see `comparison`). */
+async function takeStaged(sql: Sql, brandId: string, reconciliationId: string, slice: SliceFigures) {
+  if (!slice.paired?.length) return;
+  await sql.query(
+    'delete from reconciliation_rows where brand_id = ? and reconciliation_id = ? and order_id = any(?::text[])',
+    [brandId, reconciliationId, slice.paired],
+  );
 }
 
 /** The figures of the whole comparison, added up slice by slice. */
@@ -459,6 +478,7 @@ export async function completeReconciliation(
           seq_from: seqFrom,
         });
         const [slice] = await sql.query<SliceFigures>(text, values);
+        await takeStaged(sql, brandId, reconciliationId, slice!);
         figures.add(slice!);
         figures.orders += slice!.scanned;
         done += slice!.scanned;
@@ -471,6 +491,7 @@ export async function completeReconciliation(
       for (;;) {
         const [text, values] = named(comparison(citus, 'rows'), { ...common, after_order: afterOrder });
         const [slice] = await sql.query<SliceFigures>(text, values);
+        await takeStaged(sql, brandId, reconciliationId, slice!);
         if (slice!.scanned === 0) break;
         figures.add(slice!);
         afterOrder = slice!.last_order!;
