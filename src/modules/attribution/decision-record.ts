@@ -34,8 +34,79 @@ const codes = {
   cap: { o: 'per_order', m: 'per_creator_month' },
 } as const;
 
-/** A program's pricing, positional: version, tier, parts ([line, sku, amount, rate, source, rule]), figures, cap. */
-function recordProgram(p: ProgramPricing): Values {
+/** The items an order.paid carried, as stored with it (`received_events.data.items`). */
+export type StoredItems = ReadonlyArray<{ sku?: string | null; amount?: number | null }> | null | undefined;
+
+/** Each part's source by its code, for the lean form's parts (a plain object: read per part). */
+const sourceCode: Record<CommissionPart['source'], string> = {
+  product: 'p',
+  not_eligible: 'n',
+  tier: 't',
+  offer: 'o',
+  program_default: 'd',
+  brand_default: 'b',
+};
+
+/** The line a part stands for as the lean form reads it back: the next item carrying an amount, else the rest (null). */
+function nextLine(items: StoredItems, from: number): number {
+  let i = from;
+  while (items && i < items.length && (items[i]!.amount ?? null) === null) i++;
+  return items && i < items.length ? i : -1;
+}
+
+/**
+ * A program's pricing in its lean form: version, tier, the parts flat (amount, rate, source, and
+ * rule: 0 for none or the line's exact SKU, n for a prefix of the line's SKU of n characters),
+ * before_caps and capped_by_order. Each part's line and SKU are the order's items carrying an
+ * amount, in order, then the rest; capped_amount and cap follow from the commission. Half the
+ * JSON of the full form, and no array per part. A pricing that does not fit it (none that
+ * commission.ts makes) is kept in the full form, which `readProgram` still reads.
+ */
+function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): Values {
+  const { parts, rules } = p;
+  const flat = new Array<unknown>(parts.length * 4);
+  let line = nextLine(items, 0);
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    const rule = rules[i] ?? null;
+    // The part stands where the reader puts it, and its rule is the line's SKU or a prefix of it.
+    const sku = line < 0 ? null : (items![line]!.sku ?? null);
+    if (part.line !== (line < 0 ? null : line) || part.sku !== sku) return fullProgram(p);
+    let ruleCode = 0;
+    if ((part.source === 'product' || part.source === 'not_eligible') !== (rule !== null))
+      return fullProgram(p);
+    if (rule !== null) {
+      if ('sku' in rule) {
+        if (rule.sku !== sku) return fullProgram(p);
+      } else if (sku === null || rule.sku_prefix.length === 0 || !sku.startsWith(rule.sku_prefix))
+        return fullProgram(p);
+      else ruleCode = rule.sku_prefix.length;
+    }
+    const code = sourceCode[part.source];
+    if (code === undefined)
+      throw new Error(`no stored code for ${part.source}: add one to decision-record.ts`);
+    flat[4 * i] = part.amount;
+    flat[4 * i + 1] = part.rate_bps;
+    flat[4 * i + 2] = code;
+    flat[4 * i + 3] = ruleCode;
+    if (line >= 0) line = nextLine(items, line + 1);
+  }
+  if (
+    line >= 0 ||
+    p.capped_amount !== p.before_caps - amount ||
+    p.cap !== capOf(amount, p.before_caps, p.capped_by_order)
+  )
+    return fullProgram(p);
+  return [p.version_id, p.tier, flat, p.before_caps, p.capped_by_order];
+}
+
+/** The cap commission-programs.md names: the monthly one when it cut anything, else the per-order one when it did. */
+function capOf(amount: number, beforeCaps: number, cappedByOrder: number): ProgramPricing['cap'] {
+  return amount < beforeCaps - cappedByOrder ? 'per_creator_month' : cappedByOrder > 0 ? 'per_order' : null;
+}
+
+/** The full form: version, tier, parts ([line, sku, amount, rate, source, rule]), figures, cap. */
+function fullProgram(p: ProgramPricing): Values {
   return [
     p.version_id,
     p.tier,
@@ -57,7 +128,8 @@ function recordProgram(p: ProgramPricing): Values {
   ];
 }
 
-function readProgram(v: Values): ProgramPricing {
+function readProgram(v: Values, amount: number, items: StoredItems): ProgramPricing {
+  if (v.length === 5) return readLeanProgram(v, amount, items);
   const parts = (v[2] as Values[]).map((x) => ({
     line: x[0],
     sku: x[1],
@@ -77,6 +149,38 @@ function readProgram(v: Values): ProgramPricing {
     capped_amount: v[4],
     capped_by_order: v[5],
     cap: decode(codes.cap, v[6]) as ProgramPricing['cap'],
+  };
+}
+
+function readLeanProgram(v: Values, amount: number, items: StoredItems): ProgramPricing {
+  const flat = v[2] as Values;
+  const parts: CommissionPart[] = [];
+  const rules: Array<ProductMatch | null> = [];
+  let line = nextLine(items, 0);
+  for (let i = 0; i < flat.length; i += 4) {
+    const sku = line < 0 ? null : (items![line]!.sku ?? null);
+    const source = decode(codes.source, flat[i + 2]) as CommissionPart['source'];
+    parts.push({ line: line < 0 ? null : line, sku, amount: flat[i], rate_bps: flat[i + 1], source });
+    const ruleCode = flat[i + 3] as number;
+    rules.push(
+      source !== 'product' && source !== 'not_eligible'
+        ? null
+        : ruleCode === 0
+          ? { sku: sku ?? fail('a product part without its line') }
+          : { sku_prefix: (sku ?? fail('a product part without its line')).slice(0, ruleCode) },
+    );
+    if (line >= 0) line = nextLine(items, line + 1);
+  }
+  const [versionId, tier, , beforeCaps, cappedByOrder] = v;
+  return {
+    version_id: versionId,
+    tier,
+    parts,
+    rules,
+    before_caps: beforeCaps,
+    capped_amount: beforeCaps - amount,
+    capped_by_order: cappedByOrder,
+    cap: capOf(amount, beforeCaps, cappedByOrder),
   };
 }
 
@@ -169,7 +273,8 @@ function readResult(stored: number | Values | null, candidates: Candidate[]): At
   return { via: decode(codes.via, stored[0]) as 'code', creator_id: stored[1], offer_id: stored[2] };
 }
 
-export function recordDecision(d: AttributionDecision): DecisionRecord {
+/** `items`: the order.paid's items as stored with the decision (a program's parts are read from them). */
+export function recordDecision(d: AttributionDecision, items?: StoredItems): DecisionRecord {
   const { renewal: r, commission: c } = d;
   return [
     FORM,
@@ -186,12 +291,16 @@ export function recordDecision(d: AttributionDecision): DecisionRecord {
       c.base_amount,
       c.amount,
       encode(codes.zeroedBy, c.zeroed_by),
-      ...(c.program ? [recordProgram(c.program)] : []),
+      ...(c.program ? [recordProgram(c.program, c.amount, items)] : []),
     ],
   ];
 }
 
-export function readDecision(stored: DecisionRecord | AttributionDecision): AttributionDecision {
+/** `items`: the order.paid's items as stored with the decision (`received_events.data.items`). */
+export function readDecision(
+  stored: DecisionRecord | AttributionDecision,
+  items?: StoredItems,
+): AttributionDecision {
   if (!Array.isArray(stored)) return stored;
   if (stored[0] !== FORM) fail(`form ${String(stored[0])}`);
   const [, effect, recorded, r, sticky, result, previous, selfPurchase, c] = stored as Values;
@@ -216,7 +325,7 @@ export function readDecision(stored: DecisionRecord | AttributionDecision): Attr
       base_amount: c[2],
       amount: c[3],
       zeroed_by: decode(codes.zeroedBy, c[4]),
-      ...(c[5] ? { program: readProgram(c[5]) } : {}),
+      ...(c[5] ? { program: readProgram(c[5], c[3], items) } : {}),
     },
   };
 }
