@@ -37,16 +37,6 @@ const codes = {
 /** The items an order.paid carried, as stored with it (`received_events.data.items`). */
 export type StoredItems = ReadonlyArray<{ sku?: string | null; amount?: number | null }> | null | undefined;
 
-/** Each part's source by its code, for the lean form's parts (a plain object: read per part). */
-const sourceCode: Record<CommissionPart['source'], string> = {
-  product: 'p',
-  not_eligible: 'n',
-  tier: 't',
-  offer: 'o',
-  program_default: 'd',
-  brand_default: 'b',
-};
-
 /** The line a part stands for as the lean form reads it back: the next item carrying an amount, else the rest (null). */
 function nextLine(items: StoredItems, from: number): number {
   let i = from;
@@ -64,7 +54,8 @@ function nextLine(items: StoredItems, from: number): number {
  */
 function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): Values {
   const { parts, rules } = p;
-  const flat = new Array<unknown>(parts.length * 4);
+  // Pushed, not set into `new Array(n)`: a holey array of numbers turned into one of anything per part.
+  const flat: Values = [];
   let line = nextLine(items, 0);
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!;
@@ -72,23 +63,17 @@ function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): V
     // The part stands where the reader puts it, and its rule is the line's SKU or a prefix of it.
     const sku = line < 0 ? null : (items![line]!.sku ?? null);
     if (part.line !== (line < 0 ? null : line) || part.sku !== sku) return fullProgram(p);
+    const code = sourceCode(part.source);
     let ruleCode = 0;
-    if ((part.source === 'product' || part.source === 'not_eligible') !== (rule !== null))
-      return fullProgram(p);
+    if ((code === 'p' || code === 'n') !== (rule !== null)) return fullProgram(p);
     if (rule !== null) {
-      if ('sku' in rule) {
-        if (rule.sku !== sku) return fullProgram(p);
-      } else if (sku === null || rule.sku_prefix.length === 0 || !sku.startsWith(rule.sku_prefix))
-        return fullProgram(p);
-      else ruleCode = rule.sku_prefix.length;
+      const prefix = (rule as { sku_prefix?: string }).sku_prefix;
+      if (prefix === undefined) {
+        if ((rule as { sku: string }).sku !== sku) return fullProgram(p);
+      } else if (sku === null || prefix.length === 0 || !sku.startsWith(prefix)) return fullProgram(p);
+      else ruleCode = prefix.length;
     }
-    const code = sourceCode[part.source];
-    if (code === undefined)
-      throw new Error(`no stored code for ${part.source}: add one to decision-record.ts`);
-    flat[4 * i] = part.amount;
-    flat[4 * i + 1] = part.rate_bps;
-    flat[4 * i + 2] = code;
-    flat[4 * i + 3] = ruleCode;
+    flat.push(part.amount, part.rate_bps, code, ruleCode);
     if (line >= 0) line = nextLine(items, line + 1);
   }
   if (
@@ -98,6 +83,26 @@ function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): V
   )
     return fullProgram(p);
   return [p.version_id, p.tier, flat, p.before_caps, p.capped_by_order];
+}
+
+/** A part's source as its stored letter (`codes.source`), by a switch: read for every part. */
+function sourceCode(source: CommissionPart['source']): string {
+  switch (source) {
+    case 'product':
+      return 'p';
+    case 'not_eligible':
+      return 'n';
+    case 'tier':
+      return 't';
+    case 'offer':
+      return 'o';
+    case 'program_default':
+      return 'd';
+    case 'brand_default':
+      return 'b';
+    default:
+      throw new Error(`no stored code for ${source as string}: add one to decision-record.ts`);
+  }
 }
 
 /** The cap commission-programs.md names: the monthly one when it cut anything, else the per-order one when it did. */
