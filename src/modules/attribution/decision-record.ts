@@ -47,10 +47,10 @@ function nextLine(items: StoredItems, from: number): number {
 /**
  * A program's pricing in its lean form: version, tier, the parts flat (amount, rate, source, and
  * rule: 0 for none or the line's exact SKU, n for a prefix of the line's SKU of n characters),
- * before_caps and capped_by_order. Each part's line and SKU are the order's items carrying an
- * amount, in order, then the rest; capped_amount and cap follow from the commission. Half the
- * JSON of the full form, and no array per part. A pricing that does not fit it (none that
- * commission.ts makes) is kept in the full form, which `readProgram` still reads.
+ * then before_caps and capped_by_order unless nothing was capped. Each part's line and SKU are the
+ * order's items carrying an amount, in order, then the rest; capped_amount and cap follow from the
+ * commission. Half the JSON of the full form, and no array per part. A pricing that does not fit
+ * it (none that commission.ts makes) is kept in the full form, which `readProgram` still reads.
  */
 function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): Values {
   const { parts, rules } = p;
@@ -82,7 +82,10 @@ function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): V
     p.cap !== capOf(amount, p.before_caps, p.capped_by_order)
   )
     return fullProgram(p);
-  return [p.version_id, p.tier, flat, p.before_caps, p.capped_by_order];
+  // Nothing capped (before_caps is the commission, none cut by order): the figures are left out.
+  return p.before_caps === amount && p.capped_by_order === 0
+    ? [p.version_id, p.tier, flat]
+    : [p.version_id, p.tier, flat, p.before_caps, p.capped_by_order];
 }
 
 /** A part's source as its stored letter (`codes.source`), by a switch: read for every part. */
@@ -134,7 +137,7 @@ function fullProgram(p: ProgramPricing): Values {
 }
 
 function readProgram(v: Values, amount: number, items: StoredItems): ProgramPricing {
-  if (v.length === 5) return readLeanProgram(v, amount, items);
+  if (v.length === 3 || v.length === 5) return readLeanProgram(v, amount, items);
   const parts = (v[2] as Values[]).map((x) => ({
     line: x[0],
     sku: x[1],
@@ -176,7 +179,9 @@ function readLeanProgram(v: Values, amount: number, items: StoredItems): Program
     );
     if (line >= 0) line = nextLine(items, line + 1);
   }
-  const [versionId, tier, , beforeCaps, cappedByOrder] = v;
+  const [versionId, tier] = v;
+  const beforeCaps: number = v.length === 3 ? amount : v[3];
+  const cappedByOrder: number = v.length === 3 ? 0 : v[4];
   return {
     version_id: versionId,
     tier,
