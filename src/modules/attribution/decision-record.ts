@@ -44,18 +44,49 @@ function nextLine(items: StoredItems, from: number): number {
   return items && i < items.length ? i : -1;
 }
 
+/** A part's source by its number in the lean form: its index here. */
+const SOURCES: readonly CommissionPart['source'][] = [
+  'product',
+  'not_eligible',
+  'tier',
+  'offer',
+  'program_default',
+  'brand_default',
+];
+
+/** `SOURCES.indexOf(source)` by a switch: read for every part. */
+function sourceIndex(source: CommissionPart['source']): number {
+  switch (source) {
+    case 'product':
+      return 0;
+    case 'not_eligible':
+      return 1;
+    case 'tier':
+      return 2;
+    case 'offer':
+      return 3;
+    case 'program_default':
+      return 4;
+    case 'brand_default':
+      return 5;
+    default:
+      throw new Error(`no stored code for ${source as string}: add one to decision-record.ts`);
+  }
+}
+
 /**
- * A program's pricing in its lean form: version, tier, the parts flat (amount, rate, source, and
- * rule: 0 for none or the line's exact SKU, n for a prefix of the line's SKU of n characters),
- * then before_caps and capped_by_order unless nothing was capped. Each part's line and SKU are the
- * order's items carrying an amount, in order, then the rest; capped_amount and cap follow from the
- * commission. Half the JSON of the full form, and no array per part. A pricing that does not fit
- * it (none that commission.ts makes) is kept in the full form, which `readProgram` still reads.
+ * A program's pricing in its lean form: version, tier, the parts flat as numbers (amount, rate,
+ * and source + 6 × rule, the rule 0 for none or the line's exact SKU, n for a prefix of the line's
+ * SKU of n characters), then before_caps and capped_by_order unless nothing was capped. Each
+ * part's line and SKU are the order's items carrying an amount, in order, then the rest;
+ * capped_amount and cap follow from the commission. A third of the full form's JSON, and no
+ * array per part. A pricing that does not fit it (none that commission.ts makes) is kept in the
+ * full form, which `readProgram` still reads.
  */
 function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): Values {
   const { parts, rules } = p;
-  // Pushed, not set into `new Array(n)`: a holey array of numbers turned into one of anything per part.
-  const flat: Values = [];
+  // Numbers only, in an array of its final length: no change of the array's kind per part.
+  const flat = new Array<number>(parts.length * 3);
   let line = nextLine(items, 0);
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!;
@@ -63,9 +94,10 @@ function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): V
     // The part stands where the reader puts it, and its rule is the line's SKU or a prefix of it.
     const sku = line < 0 ? null : (items![line]!.sku ?? null);
     if (part.line !== (line < 0 ? null : line) || part.sku !== sku) return fullProgram(p);
-    const code = sourceCode(part.source);
+    const source = sourceIndex(part.source);
     let ruleCode = 0;
-    if ((code === 'p' || code === 'n') !== (rule !== null)) return fullProgram(p);
+    // Product and not-eligible parts (0 and 1) have a rule, the others none.
+    if (source <= 1 !== (rule !== null)) return fullProgram(p);
     if (rule !== null) {
       const prefix = (rule as { sku_prefix?: string }).sku_prefix;
       if (prefix === undefined) {
@@ -73,7 +105,9 @@ function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): V
       } else if (sku === null || prefix.length === 0 || !sku.startsWith(prefix)) return fullProgram(p);
       else ruleCode = prefix.length;
     }
-    flat.push(part.amount, part.rate_bps, code, ruleCode);
+    flat[3 * i] = part.amount;
+    flat[3 * i + 1] = part.rate_bps;
+    flat[3 * i + 2] = source + SOURCES.length * ruleCode;
     if (line >= 0) line = nextLine(items, line + 1);
   }
   if (
@@ -86,26 +120,6 @@ function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): V
   return p.before_caps === amount && p.capped_by_order === 0
     ? [p.version_id, p.tier, flat]
     : [p.version_id, p.tier, flat, p.before_caps, p.capped_by_order];
-}
-
-/** A part's source as its stored letter (`codes.source`), by a switch: read for every part. */
-function sourceCode(source: CommissionPart['source']): string {
-  switch (source) {
-    case 'product':
-      return 'p';
-    case 'not_eligible':
-      return 'n';
-    case 'tier':
-      return 't';
-    case 'offer':
-      return 'o';
-    case 'program_default':
-      return 'd';
-    case 'brand_default':
-      return 'b';
-    default:
-      throw new Error(`no stored code for ${source as string}: add one to decision-record.ts`);
-  }
 }
 
 /** The cap commission-programs.md names: the monthly one when it cut anything, else the per-order one when it did. */
@@ -161,15 +175,16 @@ function readProgram(v: Values, amount: number, items: StoredItems): ProgramPric
 }
 
 function readLeanProgram(v: Values, amount: number, items: StoredItems): ProgramPricing {
-  const flat = v[2] as Values;
+  const flat = v[2] as number[];
   const parts: CommissionPart[] = [];
   const rules: Array<ProductMatch | null> = [];
   let line = nextLine(items, 0);
-  for (let i = 0; i < flat.length; i += 4) {
+  for (let i = 0; i < flat.length; i += 3) {
     const sku = line < 0 ? null : (items![line]!.sku ?? null);
-    const source = decode(codes.source, flat[i + 2]) as CommissionPart['source'];
-    parts.push({ line: line < 0 ? null : line, sku, amount: flat[i], rate_bps: flat[i + 1], source });
-    const ruleCode = flat[i + 3] as number;
+    const code = flat[i + 2]!;
+    const source = SOURCES[code % SOURCES.length] ?? fail(`source ${code}`);
+    const ruleCode = Math.floor(code / SOURCES.length);
+    parts.push({ line: line < 0 ? null : line, sku, amount: flat[i]!, rate_bps: flat[i + 1]!, source });
     rules.push(
       source !== 'product' && source !== 'not_eligible'
         ? null
