@@ -43,6 +43,49 @@ async function compileMissing(sql: Sql, loaded: readonly LoadedVersion[]): Promi
   }
 }
 
+/** A brand's published versions as pricing uses them, and what the program book derives from them. */
+interface BrandVersions {
+  /** In effective order, as loaded. */
+  versions: readonly PricingVersion[];
+  byId: ReadonlyMap<string, PricingVersion>;
+  /** The zones of the versions with a monthly cap. */
+  zones: readonly string[];
+  tiered: boolean;
+  /** A version has a default rate: the loaded orders' offers with a rate of their own are then read. */
+  defaulted: boolean;
+}
+
+// By the brand's loaded versions (ids and effective instants): published versions never change, so
+// a brand's set is built once, not for every group (a single request's group is one event).
+const brandVersions = new Map<string, BrandVersions>();
+const MAX_BRAND_VERSIONS = 10_000;
+
+function brandVersionsOf(loaded: readonly LoadedVersion[]): BrandVersions | undefined {
+  let key = '';
+  for (const v of loaded) key += `${v.id}\u0000${v.effective_from}\u0000`;
+  const known = brandVersions.get(key);
+  if (known) return known;
+  const versions: PricingVersion[] = [];
+  for (const v of loaded) {
+    const c = compiled.get(v.id);
+    if (c) versions.push({ ...c, effectiveFrom: new Date(v.effective_from).getTime() });
+  }
+  if (versions.length === 0) return undefined;
+  const set: BrandVersions = {
+    versions,
+    byId: new Map(versions.map((v) => [v.id, v])),
+    zones: [...new Set(versions.filter((v) => v.program.perCreatorMonthCap !== null).map((v) => v.timeZone))],
+    tiered: versions.some((v) => v.hasTiers),
+    defaulted: versions.some((v) => v.program.defaultRateBps !== null),
+  };
+  // Kept only when every version was compiled: one missing is read again by the next group.
+  if (versions.length === loaded.length) {
+    if (brandVersions.size >= MAX_BRAND_VERSIONS) brandVersions.clear();
+    brandVersions.set(key, set);
+  }
+  return set;
+}
+
 /**
  * Every creator an order's events can price it for, and every instant they can price it at.
  * Arrays made at their first value (an order has one of each but for a resend in the same group):
@@ -305,13 +348,16 @@ export async function loadPrograms(
 ): Promise<void> {
   if (loaded.length === 0) return;
   await compileMissing(sql, loaded);
-  const byBrand = new Map<string, PricingVersion[]>();
+  const loadedByBrand = new Map<string, LoadedVersion[]>();
   for (const v of loaded) {
-    const c = compiled.get(v.id);
-    if (!c) continue;
-    const list = byBrand.get(v.brand_id) ?? [];
-    list.push({ ...c, effectiveFrom: new Date(v.effective_from).getTime() });
-    byBrand.set(v.brand_id, list);
+    const list = loadedByBrand.get(v.brand_id);
+    if (list) list.push(v);
+    else loadedByBrand.set(v.brand_id, [v]);
+  }
+  const byBrand = new Map<string, BrandVersions>();
+  for (const [brandId, list] of loadedByBrand) {
+    const set = brandVersionsOf(list);
+    if (set) byBrand.set(brandId, set);
   }
   // By brand and creator: a brand's live and test books share its tier rows (applied to both below).
   const tierWants = new Map<string, { brand_id: string; creator_id: string; from: number; to: number }>();
@@ -322,16 +368,13 @@ export async function loadPrograms(
     program: ProgramBook & { tiers: Map<string, TierChange[]>; ratedOffers: Set<string> };
   }[] = [];
   for (const book of books.values()) {
-    const versions = byBrand.get(book.scope.brandId);
-    if (!versions) continue;
-    const zones = [
-      ...new Set(versions.filter((v) => v.program.perCreatorMonthCap !== null).map((v) => v.timeZone)),
-    ];
-    const tiered = versions.some((v) => v.hasTiers);
+    const set = byBrand.get(book.scope.brandId);
+    if (!set) continue;
+    const { versions, zones, tiered } = set;
     const traces = tiered || zones.length > 0 ? new Map<ValidEvent, AttributionTrace>() : undefined;
     const program = {
       versions,
-      byId: new Map(versions.map((v) => [v.id, v])),
+      byId: set.byId,
       tiers: new Map<string, TierChange[]>(),
       months: zones.length > 0 ? new MonthLedger(book.scope.brandId, book.scope.livemode, zones) : null,
       ratedOffers: new Set<string>(),
@@ -339,7 +382,7 @@ export async function loadPrograms(
     };
     book.program = program;
     programs.push({ book, program });
-    if (versions.some((v) => v.program.defaultRateBps !== null)) {
+    if (set.defaulted) {
       // Offers the group's codes and clicks name come with their rate; the others are read.
       const known = new Map<string, boolean>();
       for (const t of [...book.catalog.codes.values(), ...book.catalog.clicks.values()])
