@@ -1,4 +1,5 @@
 import { brandTable, recordset, type Sql, type WritePart } from '../../db/fast-path/index.js';
+import { isoTime } from '../../shared/iso-time.js';
 import { traceAttribution } from '../attribution/resolve.js';
 import { compileRules } from '../programs/commission.js';
 import { canonicalRules, type ProgramRules } from '../programs/programs.schemas.js';
@@ -423,8 +424,9 @@ export async function loadPrograms(
       [...tierWants.values()].map((w) => ({
         brand_id: w.brand_id,
         creator_id: w.creator_id,
-        from_at: new Date(w.from).toISOString(),
-        to_at: new Date(w.to).toISOString(),
+        // isoTime: the same text without V8's printf (the order's own instant, mostly just written).
+        from_at: isoTime(w.from),
+        to_at: isoTime(w.to),
       })),
     ),
     JSON.stringify([...offerWants.values()]),
