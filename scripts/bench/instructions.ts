@@ -67,6 +67,10 @@ function counted(
     'valgrind',
     [
       '--tool=callgrind',
+      // No gdbserver: `callgrind_control -z/-d` run by anything else on the machine (profiling
+      // PostgreSQL, say) zeroes and dumps every callgrind that listens, and the total read here
+      // is then a part of the run's.
+      '--vgdb=no',
       // V8 writes and rewrites machine code on the heap: valgrind must see every change.
       '--smc-check=all-non-file',
       `--callgrind-out-file=${file}`,

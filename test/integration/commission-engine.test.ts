@@ -202,6 +202,27 @@ describe('pricing with the pinned version', () => {
     });
     expect(explained.body.history[0].explanation).toContain(explained.body.commission.description);
 
+    // Lines by exact and prefix rules, not eligible and the program's default, read back from the
+    // stored decision with the event's items.
+    const lines = await request(ctx.app)
+      .get('/v1/orders/J1/attribution')
+      .set('Authorization', `Bearer ${keys.sk_live}`);
+    expect(lines.body.commission).toEqual({
+      version_id: v1,
+      tier: null,
+      parts: [
+        { line: 0, sku: 'SERUM-30', amount: 40_000, rate_bps: 3000, source: 'product' },
+        { line: 1, sku: 'GIFT-BOX', amount: 10_000, rate_bps: 0, source: 'not_eligible' },
+        { line: 2, sku: 'SERUM-X', amount: 20_000, rate_bps: 1500, source: 'product' },
+        { line: 3, sku: 'TONER', amount: 30_000, rate_bps: 500, source: 'program_default' },
+      ],
+      before_caps: 16_500,
+      capped_amount: 0,
+      cap: null,
+      description:
+        "Commission 16,500 KRW: 30% (product rule SKU 'SERUM-30') on 40,000 KRW; 10,000 KRW not eligible (product rule SKU prefix 'GIFT-'); 15% (product rule SKU prefix 'SER') on 20,000 KRW; 5% (program default) on the other 30,000 KRW.",
+    });
+
     const unpinned = await request(ctx.app)
       .get('/v1/orders/P0/attribution')
       .set('Authorization', `Bearer ${keys.sk_live}`);

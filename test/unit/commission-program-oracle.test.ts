@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { AttributionDecision } from '../../src/modules/attribution/decision.js';
+import { readDecision, recordDecision } from '../../src/modules/attribution/decision-record.js';
 import {
   compileRules,
   computeCommission,
@@ -170,6 +172,94 @@ const orderArb: fc.Arbitrary<Order> = fc
       zeroed: g.zeroed,
     };
   });
+
+describe("a program's pricing as an order.paid's decision stores it", () => {
+  it('is kept in the lean form (parts read from the items) and reads back exactly as priced', () => {
+    fc.assert(
+      fc.property(rulesArb, orderArb, fc.boolean(), (rules, order, selfPurchase) => {
+        const r = computeCommission({
+          amount: order.amount,
+          currency: order.currency,
+          fxRate: order.fxRate,
+          items: order.items,
+          program: compileRules(rules),
+          tierKey: order.tierKey,
+          offerBps: order.offerBps,
+          brandDefaultBps: order.brandDefaultBps,
+          monthHeadroom: monthHeadroom(compileRules(rules), order.othersNet),
+          zeroed: order.zeroed,
+        });
+        const d: AttributionDecision = {
+          effect: 'applied',
+          candidates: [],
+          renewal: null,
+          sticky: false,
+          result: { via: 'code', creator_id: 'cr_1', offer_id: null },
+          previous_creator_id: null,
+          self_purchase: selfPurchase,
+          commission: {
+            rate_bps: order.brandDefaultBps,
+            rate_source: 'brand_default',
+            base_amount: order.amount,
+            amount: r.commission,
+            zeroed_by: r.zeroed ? 'self_purchase' : null,
+            program: {
+              version_id: 'cpv_1',
+              tier: r.tier,
+              parts: r.parts,
+              rules: r.rules,
+              before_caps: r.beforeCaps,
+              capped_amount: r.cappedAmount,
+              capped_by_order: r.cappedByOrder,
+              cap: r.cap,
+            },
+          },
+        };
+        // Through JSON both ways, as received_events keeps the record and the event's data.
+        const items = JSON.parse(JSON.stringify(order.items));
+        const stored = JSON.parse(JSON.stringify(recordDecision(d, order.items)));
+        expect(stored[8][5]).toHaveLength(r.cappedAmount === 0 ? 3 : 5);
+        expect(readDecision(stored, items)).toStrictEqual(JSON.parse(JSON.stringify(d)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('keeps a pricing its items cannot give back in the full form, read as it is', () => {
+    const program = {
+      version_id: 'cpv_1',
+      tier: null,
+      parts: [{ line: 1, sku: 'A', amount: 100, rate_bps: 1000, source: 'product' as const }],
+      rules: [{ sku_prefix: 'A' }],
+      before_caps: 10,
+      capped_amount: 0,
+      capped_by_order: 0,
+      cap: null,
+    };
+    const d: AttributionDecision = {
+      effect: 'applied',
+      candidates: [],
+      renewal: null,
+      sticky: false,
+      result: { via: 'code', creator_id: 'cr_1', offer_id: null },
+      previous_creator_id: null,
+      self_purchase: false,
+      commission: {
+        rate_bps: 1000,
+        rate_source: 'offer',
+        base_amount: 100,
+        amount: 10,
+        zeroed_by: null,
+        program,
+      },
+    };
+    // Line 1 is not the first item carrying an amount.
+    const items = [{ sku: 'A', amount: 100 }];
+    const stored = JSON.parse(JSON.stringify(recordDecision(d, items)));
+    expect(stored[8][5]).toHaveLength(7);
+    expect(readDecision(stored, items)).toStrictEqual(d);
+  });
+});
 
 describe('computeCommission against the oracle', () => {
   it('gives the same commission, before caps, capped amount, cap, tier and parts', () => {

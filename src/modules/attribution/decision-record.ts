@@ -34,8 +34,101 @@ const codes = {
   cap: { o: 'per_order', m: 'per_creator_month' },
 } as const;
 
-/** A program's pricing, positional: version, tier, parts ([line, sku, amount, rate, source, rule]), figures, cap. */
-function recordProgram(p: ProgramPricing): Values {
+/** The items an order.paid carried, as stored with it (`received_events.data.items`). */
+export type StoredItems = ReadonlyArray<{ sku?: string | null; amount?: number | null }> | null | undefined;
+
+/** The line a part stands for as the lean form reads it back: the next item carrying an amount, else the rest (null). */
+function nextLine(items: StoredItems, from: number): number {
+  let i = from;
+  while (items && i < items.length && (items[i]!.amount ?? null) === null) i++;
+  return items && i < items.length ? i : -1;
+}
+
+/** A part's source by its number in the lean form: its index here. */
+const SOURCES: readonly CommissionPart['source'][] = [
+  'product',
+  'not_eligible',
+  'tier',
+  'offer',
+  'program_default',
+  'brand_default',
+];
+
+/** `SOURCES.indexOf(source)` by a switch: read for every part. */
+function sourceIndex(source: CommissionPart['source']): number {
+  switch (source) {
+    case 'product':
+      return 0;
+    case 'not_eligible':
+      return 1;
+    case 'tier':
+      return 2;
+    case 'offer':
+      return 3;
+    case 'program_default':
+      return 4;
+    case 'brand_default':
+      return 5;
+    default:
+      throw new Error(`no stored code for ${source as string}: add one to decision-record.ts`);
+  }
+}
+
+/**
+ * A program's pricing in its lean form: version, tier, the parts flat as numbers (amount, rate,
+ * and source + 6 × rule, the rule 0 for none or the line's exact SKU, n for a prefix of the line's
+ * SKU of n characters), then before_caps and capped_by_order unless nothing was capped. Each
+ * part's line and SKU are the order's items carrying an amount, in order, then the rest;
+ * capped_amount and cap follow from the commission. A third of the full form's JSON, and no
+ * array per part. A pricing that does not fit it (none that commission.ts makes) is kept in the
+ * full form, which `readProgram` still reads.
+ */
+function recordProgram(p: ProgramPricing, amount: number, items: StoredItems): Values {
+  const { parts, rules } = p;
+  // Numbers only, in an array of its final length: no change of the array's kind per part.
+  const flat = new Array<number>(parts.length * 3);
+  let line = nextLine(items, 0);
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    const rule = rules[i] ?? null;
+    // The part stands where the reader puts it, and its rule is the line's SKU or a prefix of it.
+    const sku = line < 0 ? null : (items![line]!.sku ?? null);
+    if (part.line !== (line < 0 ? null : line) || part.sku !== sku) return fullProgram(p);
+    const source = sourceIndex(part.source);
+    let ruleCode = 0;
+    // Product and not-eligible parts (0 and 1) have a rule, the others none.
+    if (source <= 1 !== (rule !== null)) return fullProgram(p);
+    if (rule !== null) {
+      const prefix = (rule as { sku_prefix?: string }).sku_prefix;
+      if (prefix === undefined) {
+        if ((rule as { sku: string }).sku !== sku) return fullProgram(p);
+      } else if (sku === null || prefix.length === 0 || !sku.startsWith(prefix)) return fullProgram(p);
+      else ruleCode = prefix.length;
+    }
+    flat[3 * i] = part.amount;
+    flat[3 * i + 1] = part.rate_bps;
+    flat[3 * i + 2] = source + SOURCES.length * ruleCode;
+    if (line >= 0) line = nextLine(items, line + 1);
+  }
+  if (
+    line >= 0 ||
+    p.capped_amount !== p.before_caps - amount ||
+    p.cap !== capOf(amount, p.before_caps, p.capped_by_order)
+  )
+    return fullProgram(p);
+  // Nothing capped (before_caps is the commission, none cut by order): the figures are left out.
+  return p.before_caps === amount && p.capped_by_order === 0
+    ? [p.version_id, p.tier, flat]
+    : [p.version_id, p.tier, flat, p.before_caps, p.capped_by_order];
+}
+
+/** The cap commission-programs.md names: the monthly one when it cut anything, else the per-order one when it did. */
+function capOf(amount: number, beforeCaps: number, cappedByOrder: number): ProgramPricing['cap'] {
+  return amount < beforeCaps - cappedByOrder ? 'per_creator_month' : cappedByOrder > 0 ? 'per_order' : null;
+}
+
+/** The full form: version, tier, parts ([line, sku, amount, rate, source, rule]), figures, cap. */
+function fullProgram(p: ProgramPricing): Values {
   return [
     p.version_id,
     p.tier,
@@ -57,7 +150,8 @@ function recordProgram(p: ProgramPricing): Values {
   ];
 }
 
-function readProgram(v: Values): ProgramPricing {
+function readProgram(v: Values, amount: number, items: StoredItems): ProgramPricing {
+  if (v.length === 3 || v.length === 5) return readLeanProgram(v, amount, items);
   const parts = (v[2] as Values[]).map((x) => ({
     line: x[0],
     sku: x[1],
@@ -77,6 +171,41 @@ function readProgram(v: Values): ProgramPricing {
     capped_amount: v[4],
     capped_by_order: v[5],
     cap: decode(codes.cap, v[6]) as ProgramPricing['cap'],
+  };
+}
+
+function readLeanProgram(v: Values, amount: number, items: StoredItems): ProgramPricing {
+  const flat = v[2] as number[];
+  const parts: CommissionPart[] = [];
+  const rules: Array<ProductMatch | null> = [];
+  let line = nextLine(items, 0);
+  for (let i = 0; i < flat.length; i += 3) {
+    const sku = line < 0 ? null : (items![line]!.sku ?? null);
+    const code = flat[i + 2]!;
+    const source = SOURCES[code % SOURCES.length] ?? fail(`source ${code}`);
+    const ruleCode = Math.floor(code / SOURCES.length);
+    parts.push({ line: line < 0 ? null : line, sku, amount: flat[i]!, rate_bps: flat[i + 1]!, source });
+    rules.push(
+      source !== 'product' && source !== 'not_eligible'
+        ? null
+        : ruleCode === 0
+          ? { sku: sku ?? fail('a product part without its line') }
+          : { sku_prefix: (sku ?? fail('a product part without its line')).slice(0, ruleCode) },
+    );
+    if (line >= 0) line = nextLine(items, line + 1);
+  }
+  const [versionId, tier] = v;
+  const beforeCaps: number = v.length === 3 ? amount : v[3];
+  const cappedByOrder: number = v.length === 3 ? 0 : v[4];
+  return {
+    version_id: versionId,
+    tier,
+    parts,
+    rules,
+    before_caps: beforeCaps,
+    capped_amount: beforeCaps - amount,
+    capped_by_order: cappedByOrder,
+    cap: capOf(amount, beforeCaps, cappedByOrder),
   };
 }
 
@@ -169,7 +298,8 @@ function readResult(stored: number | Values | null, candidates: Candidate[]): At
   return { via: decode(codes.via, stored[0]) as 'code', creator_id: stored[1], offer_id: stored[2] };
 }
 
-export function recordDecision(d: AttributionDecision): DecisionRecord {
+/** `items`: the order.paid's items as stored with the decision (a program's parts are read from them). */
+export function recordDecision(d: AttributionDecision, items?: StoredItems): DecisionRecord {
   const { renewal: r, commission: c } = d;
   return [
     FORM,
@@ -186,12 +316,16 @@ export function recordDecision(d: AttributionDecision): DecisionRecord {
       c.base_amount,
       c.amount,
       encode(codes.zeroedBy, c.zeroed_by),
-      ...(c.program ? [recordProgram(c.program)] : []),
+      ...(c.program ? [recordProgram(c.program, c.amount, items)] : []),
     ],
   ];
 }
 
-export function readDecision(stored: DecisionRecord | AttributionDecision): AttributionDecision {
+/** `items`: the order.paid's items as stored with the decision (`received_events.data.items`). */
+export function readDecision(
+  stored: DecisionRecord | AttributionDecision,
+  items?: StoredItems,
+): AttributionDecision {
   if (!Array.isArray(stored)) return stored;
   if (stored[0] !== FORM) fail(`form ${String(stored[0])}`);
   const [, effect, recorded, r, sticky, result, previous, selfPurchase, c] = stored as Values;
@@ -216,7 +350,7 @@ export function readDecision(stored: DecisionRecord | AttributionDecision): Attr
       base_amount: c[2],
       amount: c[3],
       zeroed_by: decode(codes.zeroedBy, c[4]),
-      ...(c[5] ? { program: readProgram(c[5]) } : {}),
+      ...(c[5] ? { program: readProgram(c[5], c[3], items) } : {}),
     },
   };
 }

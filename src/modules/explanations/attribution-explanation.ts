@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { onCitus } from '../../db/citus.js';
 import { AppError } from '../../shared/errors.js';
 import type { AttributionDecision } from '../attribution/decision.js';
-import { type DecisionRecord, readDecision } from '../attribution/decision-record.js';
+import { type DecisionRecord, readDecision, type StoredItems } from '../attribution/decision-record.js';
 import type { Candidate } from '../attribution/resolve.js';
 import type { Scope } from '../ingestion/order-book.js';
 import { eventRequestIdSql } from '../ingestion/received-event.entity.js';
@@ -195,7 +195,9 @@ export async function explainAttribution(em: EntityManager, scope: Scope, orderI
   ]);
   const movementsOf = (eventId: string) => moves.filter((m) => m.event_id === eventId);
   const movement = (m: MovementRow) => ({ kind: m.kind, creator_id: m.creator_id, amount: Number(m.amount) });
-  const decisionOf = (e: EventRow) => (e.attribution ? readDecision(e.attribution) : null);
+  // A program's parts are read with the items the event carried (decision-record.ts).
+  const decisionOf = (e: EventRow) =>
+    e.attribution ? readDecision(e.attribution, e.data.items as StoredItems) : null;
   // A recalculation's pricing read as a decision of the order's attribution as it is now (the
   // recalculation moves no attribution; its rules name no offer's rate).
   const recalculationDecision = (r: RecalculatedRow): AttributionDecision => ({

@@ -4,7 +4,6 @@ import type { BrandTerms } from '../keys/caller.js';
 import type { Journal } from '../ledger/journal.js';
 import type { AttributionVia } from '../orders/order.entity.js';
 import type { RefundKind } from '../orders/refund.entity.js';
-import type { CommissionResult } from '../programs/commission.js';
 import type { WebhookEmitter } from '../webhooks/emitter.js';
 import type { OrderState } from './order-state.js';
 import type { ProgramBook } from './program-state.js';
@@ -18,8 +17,6 @@ export interface Scope {
 export const scopeKey = (scope: Scope) => `${scope.brandId}/${scope.livemode ? 'live' : 'test'}`;
 
 export interface OrderOutcome {
-  /** order.paid of an attributed order: its commission, as computed (a dry run shows it). */
-  commission?: CommissionResult;
   attributedVia: AttributionVia | null;
   conversionId: string | null;
   /** The order's flags after the event (none for browser signals): the event's answer shows them. */

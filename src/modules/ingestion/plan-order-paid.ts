@@ -189,19 +189,14 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
     self_purchase: decision?.selfPurchase ?? false,
     commission:
       decision && rateBps !== null
-        ? {
-            rate_bps: rateBps,
-            rate_source:
-              renewed || sticky ? 'inherited' : decision.commissionBps !== null ? 'offer' : 'brand_default',
-            base_amount: amount,
-            amount: commission,
-            zeroed_by: decision.selfPurchase
-              ? 'self_purchase'
-              : decision.renewalBeyondLimit
-                ? 'renewal_limit'
-                : null,
-            ...(version && priced ? { program: programRecord(version, priced) } : {}),
-          }
+        ? commissionRecord(
+            decision,
+            rateBps,
+            renewed || sticky ? 'inherited' : decision.commissionBps !== null ? 'offer' : 'brand_default',
+            amount,
+            commission,
+            version && priced ? programRecord(version, priced) : undefined,
+          )
         : null,
   });
   if (existing && next.effect === 'unchanged')
@@ -310,7 +305,34 @@ export function applyOrderPaid(book: OrderBook, cause: Cause, event: PaidEvent):
   book.webhooks?.conversionChanged(cause.requestId, was, order);
   book.webhooks?.orderConfirmed(cause.requestId, wasStatus, order);
   if (resolved?.via === 'click') recordSignedClick(book, resolved.clickRef!);
-  return { ...outcomeOf(order), decision: record('applied'), ...(priced ? { commission: priced } : {}) };
+  return {
+    attributedVia: order.attributedVia,
+    conversionId: order.conversionId,
+    flags: order.flags,
+    decision: record('applied'),
+  };
+}
+
+type CommissionRecord = NonNullable<AttributionDecision['commission']>;
+
+/** The decision's commission; a program's pricing set after, not spread in (a spread copies a temporary object). */
+function commissionRecord(
+  decision: Decided,
+  rateBps: number,
+  rateSource: CommissionRecord['rate_source'],
+  amount: number,
+  commission: number,
+  program: CommissionRecord['program'],
+): CommissionRecord {
+  const c: CommissionRecord = {
+    rate_bps: rateBps,
+    rate_source: rateSource,
+    base_amount: amount,
+    amount: commission,
+    zeroed_by: decision.selfPurchase ? 'self_purchase' : decision.renewalBeyondLimit ? 'renewal_limit' : null,
+  };
+  if (program) c.program = program;
+  return c;
 }
 
 /**

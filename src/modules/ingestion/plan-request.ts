@@ -114,7 +114,7 @@ export function planRequest(
       // Not stored when the event's id gives it (shared/ids.ts).
       request_id: requestIdOf(cause.eventId) === request.requestId ? null : request.requestId,
       data: storedData(event),
-      attribution: result.decision ? recordDecision(result.decision) : null,
+      attribution: result.decision ? recordDecision(result.decision, event.data.items) : null,
     });
     if (event.type === 'order.observed') {
       plan.handOver.push({

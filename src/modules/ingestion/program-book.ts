@@ -1,4 +1,5 @@
 import { brandTable, recordset, type Sql, type WritePart } from '../../db/fast-path/index.js';
+import { isoTime } from '../../shared/iso-time.js';
 import { traceAttribution } from '../attribution/resolve.js';
 import { compileRules } from '../programs/commission.js';
 import { canonicalRules, type ProgramRules } from '../programs/programs.schemas.js';
@@ -43,6 +44,46 @@ async function compileMissing(sql: Sql, loaded: readonly LoadedVersion[]): Promi
   }
 }
 
+/** A brand's published versions as pricing uses them, and what the program book derives from them. */
+interface BrandVersions {
+  /** In effective order, as loaded. */
+  versions: readonly PricingVersion[];
+  byId: ReadonlyMap<string, PricingVersion>;
+  /** The zones of the versions with a monthly cap. */
+  zones: readonly string[];
+  tiered: boolean;
+}
+
+// By the brand's loaded versions (ids and effective instants): published versions never change, so
+// a brand's set is built once, not for every group (a single request's group is one event).
+const brandVersions = new Map<string, BrandVersions>();
+const MAX_BRAND_VERSIONS = 10_000;
+
+function brandVersionsOf(loaded: readonly LoadedVersion[]): BrandVersions | undefined {
+  let key = '';
+  for (const v of loaded) key += `${v.id}\u0000${v.effective_from}\u0000`;
+  const known = brandVersions.get(key);
+  if (known) return known;
+  const versions: PricingVersion[] = [];
+  for (const v of loaded) {
+    const c = compiled.get(v.id);
+    if (c) versions.push({ ...c, effectiveFrom: new Date(v.effective_from).getTime() });
+  }
+  if (versions.length === 0) return undefined;
+  const set: BrandVersions = {
+    versions,
+    byId: new Map(versions.map((v) => [v.id, v])),
+    zones: [...new Set(versions.filter((v) => v.program.perCreatorMonthCap !== null).map((v) => v.timeZone))],
+    tiered: versions.some((v) => v.hasTiers),
+  };
+  // Kept only when every version was compiled: one missing is read again by the next group.
+  if (versions.length === loaded.length) {
+    if (brandVersions.size >= MAX_BRAND_VERSIONS) brandVersions.clear();
+    brandVersions.set(key, set);
+  }
+  return set;
+}
+
 /**
  * Every creator an order's events can price it for, and every instant they can price it at.
  * Arrays made at their first value (an order has one of each but for a resend in the same group):
@@ -71,8 +112,12 @@ function wantTier(wants: BookWants, creatorId: string, at: number): void {
   else if (at > want.to) want.to = at;
 }
 
+// Indexed loops in these helpers, run for every event: a for…of over an array goes through the
+// iterator protocol until the optimizing compiler takes the function.
 function wantMonth(book: OrderBook, wants: BookWants, creatorId: string, at: number): void {
-  for (const zone of wants.months) {
+  const zones = wants.months;
+  for (let z = 0; z < zones.length; z++) {
+    const zone = zones[z]!;
     const month = monthStartAt(at, zone.zone);
     // Most of a group's orders share creator and month (monthStartAt gives the same string for the
     // same quarter hour): two compares instead of building and hashing a key.
@@ -96,20 +141,24 @@ function addCreator(book: OrderBook, wants: BookWants, r: OrderReach, creatorId:
   if (r.creators === null) r.creators = [creatorId];
   else if (r.creators.includes(creatorId)) return;
   else r.creators.push(creatorId);
-  if (wants.tiers && r.paidAt) for (const at of r.paidAt) wantTier(wants, creatorId, at);
-  if (r.at) for (const at of r.at) wantMonth(book, wants, creatorId, at);
+  const paidAt = wants.tiers ? r.paidAt : null;
+  if (paidAt) for (let i = 0; i < paidAt.length; i++) wantTier(wants, creatorId, paidAt[i]!);
+  const instants = r.at;
+  if (instants) for (let i = 0; i < instants.length; i++) wantMonth(book, wants, creatorId, instants[i]!);
 }
 
 function addInstant(book: OrderBook, wants: BookWants, r: OrderReach, at: number, paid: boolean): void {
   if (paid && wants.tiers && !r.paidAt?.includes(at)) {
     if (r.paidAt === null) r.paidAt = [at];
     else r.paidAt.push(at);
-    if (r.creators) for (const c of r.creators) wantTier(wants, c, at);
+    const creators = r.creators;
+    if (creators) for (let i = 0; i < creators.length; i++) wantTier(wants, creators[i]!, at);
   }
   if (r.at === null) r.at = [at];
   else if (r.at.includes(at)) return;
   else r.at.push(at);
-  if (r.creators) for (const c of r.creators) wantMonth(book, wants, c, at);
+  const creators = r.creators;
+  if (creators) for (let i = 0; i < creators.length; i++) wantMonth(book, wants, creators[i]!, at);
 }
 
 /**
@@ -298,13 +347,16 @@ export async function loadPrograms(
 ): Promise<void> {
   if (loaded.length === 0) return;
   await compileMissing(sql, loaded);
-  const byBrand = new Map<string, PricingVersion[]>();
+  const loadedByBrand = new Map<string, LoadedVersion[]>();
   for (const v of loaded) {
-    const c = compiled.get(v.id);
-    if (!c) continue;
-    const list = byBrand.get(v.brand_id) ?? [];
-    list.push({ ...c, effectiveFrom: new Date(v.effective_from).getTime() });
-    byBrand.set(v.brand_id, list);
+    const list = loadedByBrand.get(v.brand_id);
+    if (list) list.push(v);
+    else loadedByBrand.set(v.brand_id, [v]);
+  }
+  const byBrand = new Map<string, BrandVersions>();
+  for (const [brandId, list] of loadedByBrand) {
+    const set = brandVersionsOf(list);
+    if (set) byBrand.set(brandId, set);
   }
   // By brand and creator: a brand's live and test books share its tier rows (applied to both below).
   const tierWants = new Map<string, { brand_id: string; creator_id: string; from: number; to: number }>();
@@ -315,16 +367,13 @@ export async function loadPrograms(
     program: ProgramBook & { tiers: Map<string, TierChange[]>; ratedOffers: Set<string> };
   }[] = [];
   for (const book of books.values()) {
-    const versions = byBrand.get(book.scope.brandId);
-    if (!versions) continue;
-    const zones = [
-      ...new Set(versions.filter((v) => v.program.perCreatorMonthCap !== null).map((v) => v.timeZone)),
-    ];
-    const tiered = versions.some((v) => v.hasTiers);
+    const set = byBrand.get(book.scope.brandId);
+    if (!set) continue;
+    const { versions, zones, tiered } = set;
     const traces = tiered || zones.length > 0 ? new Map<ValidEvent, AttributionTrace>() : undefined;
     const program = {
       versions,
-      byId: new Map(versions.map((v) => [v.id, v])),
+      byId: set.byId,
       tiers: new Map<string, TierChange[]>(),
       months: zones.length > 0 ? new MonthLedger(book.scope.brandId, book.scope.livemode, zones) : null,
       ratedOffers: new Set<string>(),
@@ -373,8 +422,9 @@ export async function loadPrograms(
       [...tierWants.values()].map((w) => ({
         brand_id: w.brand_id,
         creator_id: w.creator_id,
-        from_at: new Date(w.from).toISOString(),
-        to_at: new Date(w.to).toISOString(),
+        // isoTime: the same text without V8's printf (the order's own instant, mostly just written).
+        from_at: isoTime(w.from),
+        to_at: isoTime(w.to),
       })),
     ),
     JSON.stringify([...offerWants.values()]),

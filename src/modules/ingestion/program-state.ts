@@ -103,7 +103,9 @@ export class MonthLedger {
 
   /** An order's share moved from `before` to `after` (either absent: none). */
   move(before: MonthShare | null, after: MonthShare | null): void {
-    for (const zone of this.zones) {
+    // Indexed: run for every order.paid (a for…of goes through the iterator until optimized).
+    for (let z = 0; z < this.zones.length; z++) {
+      const zone = this.zones[z]!;
       if (before?.creatorId && before.net !== 0)
         this.add(before.creatorId, zone, before.occurredAt, -before.net);
       if (after?.creatorId && after.net !== 0) this.add(after.creatorId, zone, after.occurredAt, after.net);
@@ -178,10 +180,13 @@ export interface TierChange {
 
 /** The version in force at `at`: the latest effective at or before it; undefined before the first. */
 export function versionAt(program: ProgramBook | undefined, at: Date): PricingVersion | undefined {
+  const versions = program?.versions;
+  if (!versions) return undefined;
+  const t = at.getTime();
   let found: PricingVersion | undefined;
-  for (const v of program?.versions ?? []) {
-    if (v.effectiveFrom > at.getTime()) break;
-    found = v;
+  for (let i = 0; i < versions.length; i++) {
+    if (versions[i]!.effectiveFrom > t) break;
+    found = versions[i];
   }
   return found;
 }

@@ -232,25 +232,30 @@ function fitLines(k: number[], total: number, amount: number): number[] {
  * A few parts are summed without a map: the first part of each rate sums its later ones.
  */
 function sumByRate(parts: readonly CommissionPart[]): number {
-  const priced = (part: CommissionPart) => part.source !== 'not_eligible';
+  const n = parts.length;
   let total = 0;
-  if (parts.length > 16) {
+  if (n > 16) {
     const byRate = new Map<number, number>();
     for (const part of parts)
-      if (priced(part)) byRate.set(part.rate_bps, (byRate.get(part.rate_bps) ?? 0) + part.amount);
+      if (part.source !== 'not_eligible')
+        byRate.set(part.rate_bps, (byRate.get(part.rate_bps) ?? 0) + part.amount);
     for (const [rateBps, sum] of byRate) total += commissionFor(sum, rateBps);
     return total;
   }
-  for (let i = 0; i < parts.length; i++) {
+  each: for (let i = 0; i < n; i++) {
     const part = parts[i]!;
-    if (!priced(part)) continue;
-    let first = true;
-    for (let j = 0; j < i && first; j++) first = !(priced(parts[j]!) && parts[j]!.rate_bps === part.rate_bps);
-    if (!first) continue;
+    if (part.source === 'not_eligible') continue;
+    const rate = part.rate_bps;
+    for (let j = 0; j < i; j++) {
+      const earlier = parts[j]!;
+      if (earlier.rate_bps === rate && earlier.source !== 'not_eligible') continue each;
+    }
     let sum = part.amount;
-    for (let j = i + 1; j < parts.length; j++)
-      if (priced(parts[j]!) && parts[j]!.rate_bps === part.rate_bps) sum += parts[j]!.amount;
-    total += commissionFor(sum, part.rate_bps);
+    for (let j = i + 1; j < n; j++) {
+      const later = parts[j]!;
+      if (later.rate_bps === rate && later.source !== 'not_eligible') sum += later.amount;
+    }
+    total += commissionFor(sum, rate);
   }
   return total;
 }
