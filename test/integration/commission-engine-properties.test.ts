@@ -470,7 +470,11 @@ describe('the engine against the oracle', () => {
           await runCase(rules, zone, before, actions, tier, livemode);
         },
       ),
-      { numRuns: 10 },
+      // FC_SEED and FC_PATH (from a failure's report) replay that case.
+      {
+        numRuns: 10,
+        ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}),
+      },
     );
   }, 60_000);
 });

@@ -363,6 +363,19 @@ describe('inherited rates', () => {
     expect((await explained('M1')).parts).toEqual(rest(50_000, 2000, 'offer'));
     expect((await explained('R1')).parts).toEqual(rest(100_000, 2000, 'offer'));
     expect((await explained('J1')).parts).toEqual(rest(200_000, 1000, 'brand_default'));
+    // An order a batch creates and resends without its code in the same group inherits the rate
+    // of an offer the group's own code named (no stored order to read it from).
+    const batch = await request(ctx.app)
+      .post('/v1/events/batch')
+      .set('Authorization', `Bearer ${keys.sk_live}`)
+      .send({
+        events: [
+          { type: 'order.paid', data: { order_id: 'M2', amount: 100_000, coupon_code: 'MINA20' } },
+          { type: 'order.paid', data: { order_id: 'M2', amount: 40_000 } },
+        ],
+      });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    expect((await explained('M2')).parts).toEqual(rest(40_000, 2000, 'offer'));
 
     // A recalculation pins them to v2 (still no default rate): each is priced as it inherits.
     const v2 = await publishVersion(

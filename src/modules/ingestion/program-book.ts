@@ -383,20 +383,20 @@ export async function loadPrograms(
     programs.push({ book, program });
     // Whatever the versions' rules: without a default rate the offer's and the brand's steps give
     // an inheriting order the same figure, but its recorded source must still say which it was.
-    // Offers the group's codes and clicks name come with their rate; the others are read.
-    const known = new Map<string, boolean>();
-    for (const t of [...book.catalog.codes.values(), ...book.catalog.clicks.values()])
-      if (t.offerId) known.set(t.offerId, t.commissionBps !== null);
-    for (const o of book.orders.values()) {
-      if (!o.offerId) continue;
-      const rated = known.get(o.offerId);
-      if (rated) program.ratedOffers.add(o.offerId);
-      else if (rated === undefined)
+    // Offers the group's codes and clicks name come with their rate (an order the group itself
+    // creates, then resends or renews, inherits from one of them); the loaded orders' others are read.
+    const known = new Set<string>();
+    for (const t of [...book.catalog.codes.values(), ...book.catalog.clicks.values()]) {
+      if (!t.offerId) continue;
+      known.add(t.offerId);
+      if (t.commissionBps !== null) program.ratedOffers.add(t.offerId);
+    }
+    for (const o of book.orders.values())
+      if (o.offerId && !known.has(o.offerId))
         offerWants.set(`${book.scope.brandId}\u0000${o.offerId}`, {
           brand_id: book.scope.brandId,
           id: o.offerId,
         });
-    }
     if (!traces) continue;
     const wants: BookWants = {
       tiers: tiered ? new Map() : null,
