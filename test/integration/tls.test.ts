@@ -155,21 +155,32 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
       creators: { coupon_code: string }[];
     };
 
-    const port = await freePort();
-    // The web process compiled (test/setup/compiled.ts), as the web dyno runs it.
-    const web = spawn(process.execPath, [compiledEntry('src/server.ts')], {
-      env: env({ ...tls, PORT: String(port), LOG_LEVEL: 'warn' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(web);
-    const watched = watchOutput(web);
-    const base = `http://127.0.0.1:${port}`;
+    // The web process compiled (test/setup/compiled.ts), as the web dyno runs it. A port taken
+    // between freePort() and the web's bind (another test's server) would answer /readyz for it:
+    // a web that exited right after is started again on another port.
+    let web!: ReturnType<typeof spawn>;
+    let watched!: ReturnType<typeof watchOutput>;
+    let base = '';
     let ready: Response | undefined;
-    for (let i = 0; i < 400; i++) {
-      ready = await fetch(`${base}/readyz`).catch(() => undefined);
-      if (ready?.status === 200 || web.exitCode !== null) break;
-      await sleep(50);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const port = await freePort();
+      web = spawn(process.execPath, [compiledEntry('src/server.ts')], {
+        env: env({ ...tls, PORT: String(port), LOG_LEVEL: 'warn' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(web);
+      watched = watchOutput(web);
+      base = `http://127.0.0.1:${port}`;
+      ready = undefined;
+      for (let i = 0; i < 400; i++) {
+        ready = await fetch(`${base}/readyz`).catch(() => undefined);
+        if (ready?.status === 200 || web.exitCode !== null) break;
+        await sleep(50);
+      }
+      await sleep(200);
+      if (web.exitCode === null) break;
     }
+    expect(web.exitCode, watched.text()).toBeNull();
     expect(await ready?.json()).toEqual({
       status: 'ok',
       checks: { postgres: 'ok', redis: 'ok', schema: 'migrated' },
