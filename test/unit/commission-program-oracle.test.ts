@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { AttributionDecision } from '../../src/modules/attribution/decision.js';
 import { readDecision, recordDecision } from '../../src/modules/attribution/decision-record.js';
+import { programRecord } from '../../src/modules/ingestion/plan-order-paid.js';
+import type { PricingVersion } from '../../src/modules/ingestion/program-state.js';
 import {
   compileRules,
   computeCommission,
@@ -173,6 +175,23 @@ const orderArb: fc.Arbitrary<Order> = fc
     };
   });
 
+/** An applied order.paid decision attributed by code, carrying `commission`. */
+function appliedDecision(
+  selfPurchase: boolean,
+  commission: AttributionDecision['commission'],
+): AttributionDecision {
+  return {
+    effect: 'applied',
+    candidates: [],
+    renewal: null,
+    sticky: false,
+    result: { via: 'code', creator_id: 'cr_1', offer_id: null },
+    previous_creator_id: null,
+    self_purchase: selfPurchase,
+    commission,
+  };
+}
+
 describe("a program's pricing as an order.paid's decision stores it", () => {
   it('is kept in the lean form (parts read from the items) and reads back exactly as priced', () => {
     fc.assert(
@@ -189,32 +208,14 @@ describe("a program's pricing as an order.paid's decision stores it", () => {
           monthHeadroom: monthHeadroom(compileRules(rules), order.othersNet),
           zeroed: order.zeroed,
         });
-        const d: AttributionDecision = {
-          effect: 'applied',
-          candidates: [],
-          renewal: null,
-          sticky: false,
-          result: { via: 'code', creator_id: 'cr_1', offer_id: null },
-          previous_creator_id: null,
-          self_purchase: selfPurchase,
-          commission: {
-            rate_bps: order.brandDefaultBps,
-            rate_source: 'brand_default',
-            base_amount: order.amount,
-            amount: r.commission,
-            zeroed_by: r.zeroed ? 'self_purchase' : null,
-            program: {
-              version_id: 'cpv_1',
-              tier: r.tier,
-              parts: r.parts,
-              rules: r.rules,
-              before_caps: r.beforeCaps,
-              capped_amount: r.cappedAmount,
-              capped_by_order: r.cappedByOrder,
-              cap: r.cap,
-            },
-          },
-        };
+        const d = appliedDecision(selfPurchase, {
+          rate_bps: order.brandDefaultBps,
+          rate_source: 'brand_default',
+          base_amount: order.amount,
+          amount: r.commission,
+          zeroed_by: r.zeroed ? 'self_purchase' : null,
+          program: programRecord({ id: 'cpv_1' } as PricingVersion, r),
+        });
         // Through JSON both ways, as received_events keeps the record and the event's data.
         const items = JSON.parse(JSON.stringify(order.items));
         const stored = JSON.parse(JSON.stringify(recordDecision(d, order.items)));
@@ -236,23 +237,14 @@ describe("a program's pricing as an order.paid's decision stores it", () => {
       capped_by_order: 0,
       cap: null,
     };
-    const d: AttributionDecision = {
-      effect: 'applied',
-      candidates: [],
-      renewal: null,
-      sticky: false,
-      result: { via: 'code', creator_id: 'cr_1', offer_id: null },
-      previous_creator_id: null,
-      self_purchase: false,
-      commission: {
-        rate_bps: 1000,
-        rate_source: 'offer',
-        base_amount: 100,
-        amount: 10,
-        zeroed_by: null,
-        program,
-      },
-    };
+    const d = appliedDecision(false, {
+      rate_bps: 1000,
+      rate_source: 'offer',
+      base_amount: 100,
+      amount: 10,
+      zeroed_by: null,
+      program,
+    });
     // Line 1 is not the first item carrying an amount.
     const items = [{ sku: 'A', amount: 100 }];
     const stored = JSON.parse(JSON.stringify(recordDecision(d, items)));
