@@ -27,6 +27,16 @@ function sender(key: string) {
   };
 }
 
+/** A brand of its own (brand default 10%) with the fixture's creators, and its live key's sender and reader. */
+async function ownBrand() {
+  const {
+    brand: { id: brandId },
+    keys,
+  } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
+  const fixture = await makeCreators(ctx, brandId);
+  return { brandId, keys, fixture, send: sender(keys.sk_live), order: reader(keys.sk_live) };
+}
+
 function reader(key: string) {
   return async (orderId: string) => {
     const res = await request(ctx.app).get(`/v1/orders/${orderId}`).set('Authorization', `Bearer ${key}`);
@@ -269,13 +279,7 @@ describe('pricing with the pinned version', () => {
 
 describe('pins', () => {
   it('an order keeps the version in force at its occurred_at; its resends price with it after a newer one', async () => {
-    const {
-      brand: { id: brandId },
-      keys,
-    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
-    await makeCreators(ctx, brandId);
-    const send = sender(keys.sk_live);
-    const order = reader(keys.sk_live);
+    const { brandId, send, order } = await ownBrand();
     const v1From = Date.now() - 50_000;
     const v1 = await publishVersion(ctx, brandId, { default_rate_bps: 300 }, new Date(v1From));
     await send('order.paid', { order_id: 'A', amount: 100_000, coupon_code: 'JOON' });
@@ -300,14 +304,8 @@ describe('pins', () => {
 
 describe('inherited rates', () => {
   it('a renewal or sticky resend keeps the offer’s rate over the program default, the brand’s under it', async () => {
-    const {
-      brand: { id: brandId },
-      keys,
-    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
-    await makeCreators(ctx, brandId);
+    const { brandId, send, order } = await ownBrand();
     await publishVersion(ctx, brandId, { default_rate_bps: 500 }, new Date(Date.now() - 50_000));
-    const send = sender(keys.sk_live);
-    const order = reader(keys.sk_live);
     await send('order.paid', { order_id: 'M1', amount: 100_000, coupon_code: 'MINA20' });
     await send('order.paid', { order_id: 'J1', amount: 100_000, coupon_code: 'JOON' });
     expect(await order('M1')).toMatchObject({ commission_amount: 20_000 });
@@ -323,11 +321,7 @@ describe('inherited rates', () => {
   });
 
   it('under a version without a default rate, an inherited offer rate is still the offer’s in every explanation', async () => {
-    const {
-      brand: { id: brandId },
-      keys,
-    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
-    await makeCreators(ctx, brandId);
+    const { brandId, keys, send, order } = await ownBrand();
     // No default_rate_bps: the offer's and the brand's rates are then the same figure for an
     // order that inherits its rate, and only the part's source tells them apart.
     const v1 = await publishVersion(
@@ -336,8 +330,6 @@ describe('inherited rates', () => {
       { product_rates: [{ match: { sku: 'SERUM-30' }, rate_bps: 3000 }] },
       new Date(Date.now() - 50_000),
     );
-    const send = sender(keys.sk_live);
-    const order = reader(keys.sk_live);
     const explained = async (orderId: string) => {
       const res = await request(ctx.app)
         .get(`/v1/orders/${orderId}/attribution`)
@@ -403,11 +395,7 @@ describe('inherited rates', () => {
 
 describe('the write of new orders', () => {
   it('stores an unpriced order the same by the unpriced form and the full first shape, and a priced one with its columns', async () => {
-    const {
-      brand: { id: brandId },
-      keys,
-    } = await makeBrandWithKeys(ctx.orm, { default_commission_bps: 1000 });
-    await makeCreators(ctx, brandId);
+    const { brandId, keys, order } = await ownBrand();
     const v1 = await publishVersion(
       ctx,
       brandId,
@@ -474,7 +462,7 @@ describe('the write of new orders', () => {
       commission_program_version_id: v1,
       commission_capped_amount: null,
     });
-    const order = reader(keys.sk_live);
+
     expect(await order('A1')).toMatchObject({
       commission_program_version: null,
       commission_capped_amount: 0,
