@@ -2,7 +2,11 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Job } from 'bullmq';
 import { type JobPayload, jobRetry } from '../src/jobs/queues.js';
 import type { Logger } from '../src/logger.js';
-import { completeReconciliation, failReconciliation } from '../src/modules/reconciliations/compare.js';
+import {
+  type ComparisonOutcome,
+  completeReconciliation,
+  failReconciliation,
+} from '../src/modules/reconciliations/compare.js';
 import { defineJob } from './job.js';
 
 /** A reconciliation still `processing` this long after its upload has lost its job. */
@@ -24,15 +28,12 @@ export async function runReconciliation(
   if (data.triggered_by === 'event') {
     try {
       const started = performance.now();
-      const completed = await completeReconciliation(orm, data.brand_id, data.reconciliation_id, new Date(), {
+      const outcome = await completeReconciliation(orm, data.brand_id, data.reconciliation_id, new Date(), {
         perSecond,
       });
       await job.updateProgress(100).catch(() => {});
-      logger.info(
-        { reconciliation_id: data.reconciliation_id, completed, ms: Math.round(performance.now() - started) },
-        'reconciliation compared',
-      );
-      return { completed };
+      logOutcome(logger, data.reconciliation_id, outcome, performance.now() - started);
+      return { completed: outcome === 'completed' };
     } catch (err) {
       if (job.attemptsMade + 1 >= jobRetry.reconciliation.attempts)
         await failReconciliation(orm, data.brand_id, data.reconciliation_id);
@@ -46,10 +47,27 @@ export async function runReconciliation(
       [new Date(Date.now() - STALE_MS)],
     );
   let completed = 0;
-  for (const r of stale)
-    if (await completeReconciliation(orm, r.brand_id, r.id, new Date(), { perSecond })) completed++;
+  for (const r of stale) {
+    const started = performance.now();
+    const outcome = await completeReconciliation(orm, r.brand_id, r.id, new Date(), { perSecond });
+    logOutcome(logger, r.id, outcome, performance.now() - started);
+    if (outcome === 'completed') completed++;
+  }
   logger.info({ completed }, 'reconciliation sweep finished');
   return { completed };
+}
+
+function logOutcome(logger: Logger, reconciliationId: string, outcome: ComparisonOutcome, ms: number) {
+  if (outcome === 'staging_lost')
+    logger.warn(
+      { reconciliation_id: reconciliationId, outcome },
+      'reconciliation failed: its uploaded rows are gone (the database restarted since the upload and its staging table is unlogged); the brand must upload its books again',
+    );
+  else
+    logger.info(
+      { reconciliation_id: reconciliationId, outcome, ms: Math.round(ms) },
+      'reconciliation compared',
+    );
 }
 
 export const reconciliationJob = defineJob({

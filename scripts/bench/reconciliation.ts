@@ -6,9 +6,10 @@
 // same run (pgbench's minimal transaction, node's bare HTTP server at 16 connections).
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { freePort } from '../local-services.js';
@@ -115,11 +116,15 @@ async function* booksCsv(n: number, from: Date, rowsPerChunk = 2000): AsyncGener
   if (chunk) yield chunk;
 }
 
-/** Streams the books to POST /v1/reconciliations (chunked, no length known in advance). */
+/**
+ * Streams the books' file to POST /v1/reconciliations (chunked, no length known in advance), as
+ * a brand's nightly job sends its export: the file is written before the measured phase, so the
+ * load generator's event loop, which times the singles beside it, only moves bytes.
+ */
 async function upload(
   server: RunningServer,
   secretKey: string,
-  n: number,
+  csvFile: string,
   from: Date,
   to: Date,
 ): Promise<{ status: number; body: { id?: string; status?: string; rows?: number } }> {
@@ -150,7 +155,7 @@ async function upload(
       },
     );
     req.on('error', reject);
-    pipeline(Readable.from(booksCsv(n, from)), req).catch(reject);
+    pipeline(createReadStream(csvFile), req).catch(reject);
   });
 }
 
@@ -232,6 +237,8 @@ export interface ReconciliationBenchResult {
   hwmKb: { web: number; worker: number };
   during: LoadStat;
   without: LoadStat;
+  /** The load generator's own event-loop delay, p99 ms: what of a single's time is the bench's. */
+  benchLoopP99: { during: number; without: number };
   floors: { pgbenchTps: number; pgbenchClients: number; nodeFloor: LoadStat };
   /** Percent of one core; `other` is everything else on the machine (other people's work). */
   cpu: { during: CpuSplit; without: CpuSplit; worker: number };
@@ -252,6 +259,8 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
   await seedReconciliationOrders(ctx.db, brand, creator.creator_id, n, from);
   const seedMs = performance.now() - seedStart;
   log(`  seeded in ${fmt(seedMs / 1000, 1)} s`);
+  const csvFile = join(tmpDir, 'reconciliation-books.csv');
+  await pipeline(Readable.from(booksCsv(n, from)), createWriteStream(csvFile));
 
   const serverLog = join(tmpDir, 'reconciliation-server.log');
   const workerLog = join(tmpDir, 'reconciliation-worker.log');
@@ -283,11 +292,12 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     };
     log(`  RSS before: web ${fmt(rssBeforeKb.web / 1024)} MB, worker ${fmt(rssBeforeKb.worker / 1024)} MB`);
     const memory = memorySampler(trees);
+    const duringLoop = loopDelay();
     const started = performance.now();
     let uploadMs = 0;
     let answeredStatus = '';
     const done = (async () => {
-      const answer = await upload(server, ctx.secretKey, n, from, to);
+      const answer = await upload(server, ctx.secretKey, csvFile, from, to);
       uploadMs = performance.now() - started;
       if (answer.status !== 201 || !answer.body.id)
         throw new Error(
@@ -325,6 +335,7 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
       ((workerTicks() - workerBefore) / CLK_TCK / ((performance.now() - started) / 1000)) * 100;
     const completedMs = performance.now() - started;
     const { peakKb, hwmKb } = memory.stop();
+    const duringLoopP99 = duringLoop.stop();
     log(
       `  ${String(reconciliation.status)} in ${fmt(completedMs / 1000, 1)} s; peak RSS web ${fmt(peakKb.web / 1024)} MB, ` +
         `worker ${fmt(peakKb.worker / 1024)} MB; singles p99 ${ms(during.p99)} ms`,
@@ -333,8 +344,13 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     phase(
       `reconciliation: the same singles without it, ${fmt(Math.max(options.seconds, completedMs / 1000))} s`,
     );
+    const withoutLoop = loopDelay();
     const [withoutRun, withoutCpu] = await withCpu(server.pid, () =>
       singlePaid(target, code, 16, Math.max(options.seconds, Math.round(completedMs / 1000))),
+    );
+    const benchLoopP99 = { during: duringLoopP99, without: withoutLoop.stop() };
+    log(
+      `  the bench's event-loop delay p99: ${ms(benchLoopP99.during)} ms during, ${ms(benchLoopP99.without)} ms without`,
     );
     const without = withoutRun.whole;
     log(`  singles p99 ${ms(without.p99)} ms`);
@@ -352,6 +368,7 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
       hwmKb,
       during,
       without,
+      benchLoopP99,
       floors: { pgbenchTps: pg.tps, pgbenchClients: 16, nodeFloor },
       cpu: { during: duringCpu, without: withoutCpu, worker: workerCpu },
       workerLog,
@@ -360,6 +377,18 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     if (worker) await stopWorker(worker);
     await stopServer(server);
   }
+}
+
+/** The event-loop delay of this process from now until `stop` (its p99, ms). */
+function loopDelay(): { stop: () => number } {
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  return {
+    stop: () => {
+      histogram.disable();
+      return histogram.percentile(99) / 1e6;
+    },
+  };
 }
 
 const mb = (kb: number) => `${fmt(kb / 1024)} MB`;
@@ -417,6 +446,9 @@ ${table(['single order.paid, 16 connections', 'events/s', 'p50 ms', 'p99 ms', 'f
     r.floors.nodeFloor.bad,
   ],
 ])}
+
+The load generator's own event-loop delay (p99, 10 ms resolution; part of every single's measured time):
+${ms(r.benchLoopP99.during)} ms while the reconciliation runs, ${ms(r.benchLoopP99.without)} ms without it.
 
 ${table(
   ['CPU, % of one core', 'web', 'worker', 'PostgreSQL', 'Redis', 'bench (load)', 'other', 'machine'],

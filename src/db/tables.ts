@@ -61,7 +61,8 @@ export const TABLES = {
   /** The pricing a recalculation gave each order it changed (the explanation's). */
   commission_recalculated_orders: { kind: 'brand' },
   reconciliations: { kind: 'brand' },
-  reconciliation_rows: { kind: 'brand' },
+  /** An upload's rows until they are compared: unlogged on a single node (docs/decisions.md). */
+  reconciliation_rows: { kind: 'brand', unloggedOnSingleNode: true },
   reconciliation_differences: { kind: 'brand' },
 
   /** Operational counters of the coordinator's own processes (/metrics). */
@@ -80,6 +81,12 @@ export interface TableEntry {
   key?: 'brand-first-on-citus' | 'queue';
   /** Its primary key's columns on Citus, for an upsert on a brand's shard (db/fast-path/brand-shards.ts). */
   citusPrimaryKey?: readonly string[];
+  /**
+   * Short-lived rows that need no WAL on a single node (a crash empties the table: its readers
+   * must tell that from no rows). Logged again once distributed: Citus moves shards by logical
+   * replication, which refuses unlogged tables.
+   */
+  unloggedOnSingleNode?: true;
 }
 
 export type TableName = keyof typeof TABLES;
@@ -172,10 +179,19 @@ export async function placeRegisteredTables(execute: Execute): Promise<TableName
     );
   const placed = new Set(partitions.map((r) => r.name.replace(/^"|"$/g, '')));
   const present = new Set(await schemaTables(execute));
+  const unlogged = new Set(
+    (
+      (await execute(
+        `select relname as name from pg_class where relnamespace = 'public'::regnamespace and relpersistence = 'u'`,
+      )) as { name: string }[]
+    ).map((r) => r.name),
+  );
   const done: TableName[] = [];
   for (const name of Object.keys(TABLES) as TableName[]) {
     const { kind } = TABLES[name];
     if (kind === 'coordinator' || placed.has(name) || !present.has(name)) continue;
+    // Shard moves replicate a table logically, which PostgreSQL refuses for an unlogged one.
+    if (unlogged.has(name)) await execute(`alter table "${name}" set logged;`);
     if (kind === 'reference') await execute(`select create_reference_table('${name}');`);
     else if (name === COLOCATION_ANCHOR)
       await execute(`select create_distributed_table('${name}', 'brand_id');`);

@@ -86,6 +86,8 @@ afterAll(async () => {
 describe.runIf(citus !== undefined)('an existing database moved onto Citus', () => {
   it('is left alone without the extension, refused without workers, then distributed once by migrate', async () => {
     expect(await distributeIfCitus(url)).toBeUndefined();
+    const staging = `select relpersistence from pg_class where oid = 'reconciliation_rows'::regclass`;
+    expect(await query(url, staging)).toEqual([{ relpersistence: 'u' }]);
     for (const node of nodes.slice(1)) await query(at(node, name), 'create extension citus');
     await query(url, 'create extension citus');
     await expect(distributeIfCitus(url)).rejects.toThrow(/knows no worker/);
@@ -120,6 +122,16 @@ describe.runIf(citus !== undefined)('an existing database moved onto Citus', () 
             and (select attname from pg_attribute where attrelid = indrelid and attnum = indkey[0]) = 'brand_id'`,
       ),
     ).toEqual([{ key: 'conversion_tallies_pkey' }]);
+    // The staging table, unlogged on the single node, is logged once distributed (shard moves
+    // replicate logically), its shards too.
+    expect(await query(url, staging)).toEqual([{ relpersistence: 'p' }]);
+    expect(
+      await query(
+        url,
+        `select distinct result from run_command_on_shards('reconciliation_rows',
+           $$select relpersistence from pg_class where oid = '%s'::regclass$$)`,
+      ),
+    ).toEqual([{ result: 'p' }]);
     expect(await fingerprint()).toEqual(before);
     // Run again (every later `npm run migrate`): nothing to do.
     expect(await distributeIfCitus(url)).toBeUndefined();

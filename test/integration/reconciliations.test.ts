@@ -588,8 +588,8 @@ describe('idempotency, paging and the job', () => {
       const scans = JSON.stringify(plan).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];
       expect(scans, part).toEqual([]);
     }
-    expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(true);
-    expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe(false);
+    expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe('completed');
+    expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe('not_processing');
     const done = await get(`/v1/reconciliations/${res.body.id}`);
     expect(done.body).toMatchObject({ status: 'completed', rows });
     expect(done.body.differences.missing_here).toBe(rows);
@@ -640,6 +640,45 @@ describe('the job after Redis lost it, the webhook, and uploads cut or too large
     expect(events[0].data.object).toMatchObject({ id: res.body.id, status: 'completed' });
     // Finished: nothing to put back.
     expect((await requeueLostWork(ctx.orm, ctx.queues, ctx.config)).reconciliation).toBe(0);
+  }, 120_000);
+
+  it('staged rows a crash emptied fail the reconciliation instead of reporting every order missing', async () => {
+    // Unlogged on a single node (no WAL beside live events' commits); logged where Citus moves shards.
+    const [table] = await sql(
+      `select relpersistence from pg_class where oid = 'reconciliation_rows'::regclass`,
+    );
+    expect(table.relpersistence).toBe((await onCitus(ctx.orm)) ? 'p' : 'u');
+    const lines = [
+      'order_id,status,amount',
+      ...Array.from({ length: 10_001 }, (_, i) => `gone-${i},paid,100`),
+    ];
+    const res = await postCsv(`${lines.join('\n')}\n`, undefined, other.keys.sk_live);
+    expect(res.status).toBe(201);
+    expect(res.body.status).toBe('processing');
+    // What crash recovery does to an unlogged table (all of it; here this upload's part).
+    await sql(`delete from reconciliation_rows where brand_id = ? and reconciliation_id = ?`, [
+      other.brandId,
+      res.body.id,
+    ]);
+    const job = (await ctx.queues.reconciliation.getJob(`reconciliation_${res.body.id}`))!;
+    const logger = createLogger('silent');
+    expect(await runReconciliation(ctx.orm, job as never, logger)).toEqual({ completed: false });
+    const read = await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live);
+    expect(read.body).toMatchObject({ status: 'failed', rows: 10_001 });
+    const [left] = await sql(
+      `select (select count(*)::int from reconciliation_differences where reconciliation_id = ?) as differences,
+              (select count(*)::int from webhook_events where brand_id = ? and data->'object'->>'id' = ?) as webhooks`,
+      [res.body.id, other.brandId, res.body.id],
+    );
+    expect(left).toEqual({ differences: 0, webhooks: 0 });
+    expectEnvelope(
+      await get(`/v1/reconciliations/${res.body.id}/resend`, other.keys.sk_live),
+      409,
+      'reconciliation_not_completed',
+    );
+    // A run after it leaves the failed reconciliation as it is.
+    expect(await runReconciliation(ctx.orm, job as never, logger)).toEqual({ completed: false });
+    expect((await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live)).body.status).toBe('failed');
   }, 120_000);
 
   const raw = (headers: Record<string, string | number>, body: string, cut: boolean) =>
@@ -794,7 +833,9 @@ describe('the comparison in slices', () => {
       const res = await postCsv(`${lines.join('\n')}\n`);
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       expect(res.body.status).toBe('processing');
-      expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id, now, { slice })).toBe(true);
+      expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id, now, { slice })).toBe(
+        'completed',
+      );
       const [recon] = await sql(
         `select status, rows, orders, matched, differences, fixable, at_stake_amount, at_stake_commission,
                 fixable_until from reconciliations where brand_id = ? and id = ?`,

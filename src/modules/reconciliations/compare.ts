@@ -398,7 +398,9 @@ async function keepPace(started: number, done: number, perSecond: number): Promi
  * left alone; a failure rolls every slice back. Our orders in the period are read first, a slice
  * at a time in the list index's order, each with its staged row, which goes once compared (each
  * difference keeps its row's values); then the rows left staged, a slice of lines at a time.
- * Returns whether it completed it now.
+ * Returns what it did: `completed` now, `not_processing` (completed or failed before, or deleted),
+ * or `staging_lost`: the upload's rows are gone (the staging table is unlogged on a single node
+ * and a crash empties it), so comparing would report every order as missing: it fails instead.
  */
 /**
  * Statistics of the staged rows before a comparison of more than one slice: the upload committed
@@ -428,7 +430,7 @@ export async function completeReconciliation(
   reconciliationId: string,
   now = new Date(),
   { perSecond = 0, slice: sliceSize = COMPARE_SLICE }: { perSecond?: number; slice?: number } = {},
-): Promise<boolean> {
+): Promise<ComparisonOutcome> {
   const citus = await onCitus(orm);
   const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
   await analyzeStaged(pool, brandId, reconciliationId, sliceSize);
@@ -450,7 +452,19 @@ export async function completeReconciliation(
         where r.brand_id = ? and r.id = ? for update of r`,
         [brandId, reconciliationId],
       );
-      if (recon?.status !== 'processing') return false;
+      if (recon?.status !== 'processing') return 'not_processing';
+      // A crash empties the whole staging table, never part of one upload's rows (and the
+      // comparison's deletions roll back with it), so one row tells whether they are all there.
+      if (recon.rows > 0) {
+        const [staged] = await sql.query<{ present: boolean }>(
+          `select exists (select 1 from reconciliation_rows where brand_id = ? and reconciliation_id = ?) as present`,
+          [brandId, reconciliationId],
+        );
+        if (!staged?.present) {
+          await markFailed(sql, brandId, reconciliationId);
+          return 'staging_lost';
+        }
+      }
       const common = {
         brand_id: brandId,
         reconciliation_id: reconciliationId,
@@ -500,7 +514,7 @@ export async function completeReconciliation(
         await keepPace(started, done, perSecond);
       }
       await finish(sql, brandId, reconciliationId, recon, figures, now);
-      return true;
+      return 'completed';
     },
     COMPARISON_SETTINGS,
   );
@@ -548,12 +562,15 @@ async function finish(
   ]);
 }
 
+export type ComparisonOutcome = 'completed' | 'not_processing' | 'staging_lost';
+
+const markFailed = (sql: Sql, brandId: string, reconciliationId: string) =>
+  sql.query(
+    `update reconciliations set status = ?, completed_at = now() where brand_id = ? and id = ? and status = 'processing'`,
+    ['failed', brandId, reconciliationId],
+  );
+
 /** Marks a reconciliation whose comparison cannot succeed (its job's last attempt failed). */
 export async function failReconciliation(orm: MikroORM, brandId: string, reconciliationId: string) {
-  await inTransaction(orm, (sql) =>
-    sql.query(
-      `update reconciliations set status = ?, completed_at = now() where brand_id = ? and id = ? and status = 'processing'`,
-      ['failed', brandId, reconciliationId],
-    ),
-  );
+  await inTransaction(orm, (sql) => markFailed(sql, brandId, reconciliationId));
 }
