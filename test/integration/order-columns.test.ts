@@ -111,6 +111,34 @@ describe("the order's columns", () => {
     expect(await refused(movement('bogus'))).toBe('23514');
   });
 
+  it('the domains and the unlogged staging table go down to table CHECKs and a logged table, and up again', async () => {
+    const shape = async () => {
+      const { rows } = await db.query(
+        `select (select string_agg(conname, ',' order by conname) from pg_constraint
+                  where conrelid in ('orders'::regclass, 'ledger_movements'::regclass) and contype = 'c'
+                    and conname in ('orders_status_check', 'orders_attributed_via_check', 'ledger_movements_kind_check')) as checks,
+                (select string_agg(typname, ',' order by typname) from pg_type
+                  where typtype = 'd' and typname in ('order_status', 'order_attributed_via', 'movement_kind')) as domains,
+                (select relpersistence from pg_class where oid = 'reconciliation_rows'::regclass) as staging`,
+      );
+      return rows[0];
+    };
+    const up = {
+      checks: null,
+      domains: 'movement_kind,order_attributed_via,order_status',
+      staging: 'u',
+    };
+    expect(await shape()).toEqual(up);
+    await orm.migrator.down({ to: 'Migration20261204100000' });
+    expect(await shape()).toEqual({
+      checks: 'ledger_movements_kind_check,orders_attributed_via_check,orders_status_check',
+      domains: null,
+      staging: 'p',
+    });
+    await orm.migrator.up();
+    expect(await shape()).toEqual(up);
+  });
+
   it('round-trip through orderFromRow and orderToRow with every mapped column', async () => {
     const { rows } = await db.query(
       `select ${['id', 'order_id', ...Object.keys(orderColumns)].map((c) => (c === 'fx_rate' ? 'fx_rate::text' : c)).join(', ')}
