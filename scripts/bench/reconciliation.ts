@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { Worker } from 'node:worker_threads';
 import { freePort } from '../local-services.js';
 import { CLK_TCK, type CpuSplit, processTree, withCpu } from './cpu.js';
 import { type LoadStat, singlePaid, type Target } from './load.js';
@@ -159,43 +160,79 @@ async function upload(
   });
 }
 
-function status(pid: number): { rssKb: number; hwmKb: number } {
-  try {
-    const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return {
-      rssKb: Number(/VmRSS:\s+(\d+)/.exec(text)?.[1] ?? 0),
-      hwmKb: Number(/VmHWM:\s+(\d+)/.exec(text)?.[1] ?? 0),
-    };
-  } catch {
-    return { rssKb: 0, hwmKb: 0 };
+/**
+ * The largest RSS of each process tree, sampled every 100 ms, and each process's own high-water
+ * mark, in a thread of its own: read on the event loop that times the singles, /proc's scan of
+ * every process held it for milliseconds ten times a second, and only while the upload ran.
+ */
+const samplerSource = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { readFileSync, readdirSync } = require('node:fs');
+const read = (path) => { try { return readFileSync(path, 'utf8'); } catch { return ''; } };
+const peak = { web: 0, worker: 0 };
+const hwm = { web: 0, worker: 0 };
+let trees = {};
+const refreshTrees = () => {
+  const byParent = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\\d+$/.test(entry)) continue;
+    const stat = read('/proc/' + entry + '/stat');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    byParent.set(ppid, [...(byParent.get(ppid) ?? []), Number(entry)]);
   }
-}
-
-/** The largest RSS of each process tree, sampled every 100 ms, and each process's own high-water mark. */
-function memorySampler(trees: Record<'web' | 'worker', number>) {
-  const peak = { web: 0, worker: 0 };
-  const hwm = { web: 0, worker: 0 };
-  const sample = () => {
-    for (const name of ['web', 'worker'] as const) {
-      const pids = processTree(trees[name]).map((p) => p.pid);
-      let rss = 0;
-      for (const pid of pids) {
-        const s = status(pid);
-        rss += s.rssKb;
-        hwm[name] = Math.max(hwm[name], s.hwmKb);
-      }
-      peak[name] = Math.max(peak[name], rss);
+  for (const [name, root] of Object.entries(workerData)) {
+    const tree = [root];
+    for (let i = 0; i < tree.length; i++) tree.push(...(byParent.get(tree[i]) ?? []));
+    trees[name] = tree;
+  }
+};
+const sample = () => {
+  for (const [name, pids] of Object.entries(trees)) {
+    let rss = 0;
+    for (const pid of pids) {
+      const text = read('/proc/' + pid + '/status');
+      rss += Number(/VmRSS:\\s+(\\d+)/.exec(text)?.[1] ?? 0);
+      hwm[name] = Math.max(hwm[name], Number(/VmHWM:\\s+(\\d+)/.exec(text)?.[1] ?? 0));
     }
-  };
+    peak[name] = Math.max(peak[name], rss);
+  }
+};
+refreshTrees();
+sample();
+let n = 0;
+const timer = setInterval(() => { if (++n % 10 === 0) refreshTrees(); sample(); }, 100);
+parentPort.on('message', () => {
+  clearInterval(timer);
   sample();
-  const timer = setInterval(sample, 100);
+  parentPort.postMessage({ peakKb: peak, hwmKb: hwm });
+  parentPort.close();
+});
+`;
+
+function memorySampler(trees: Record<'web' | 'worker', number>) {
+  const thread = new Worker(samplerSource, { eval: true, workerData: trees });
   return {
-    stop() {
-      clearInterval(timer);
-      sample();
-      return { peakKb: peak, hwmKb: hwm };
+    stop(): Promise<{ peakKb: Record<'web' | 'worker', number>; hwmKb: Record<'web' | 'worker', number> }> {
+      const result = new Promise<{
+        peakKb: Record<'web' | 'worker', number>;
+        hwmKb: Record<'web' | 'worker', number>;
+      }>((resolve, reject) => {
+        thread.once('message', resolve);
+        thread.once('error', reject);
+      });
+      thread.postMessage('stop');
+      return result;
     },
   };
+}
+
+/** RSS of a process (kB), 0 once it is gone. */
+function rssOf(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
 }
 
 /** Node's bare HTTP server (floor-server.mjs) under the same single order.paid load: the web's floor. */
@@ -259,6 +296,8 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
   await seedReconciliationOrders(ctx.db, brand, creator.creator_id, n, from);
   const seedMs = performance.now() - seedStart;
   log(`  seeded in ${fmt(seedMs / 1000, 1)} s`);
+  if (process.env.BENCH_RECON_LOGGED === '1')
+    await ctx.db.query('alter table reconciliation_rows set logged');
   const csvFile = join(tmpDir, 'reconciliation-books.csv');
   await pipeline(Readable.from(booksCsv(n, from)), createWriteStream(csvFile));
 
@@ -287,8 +326,8 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     );
     const trees = { web: server.pid, worker: worker.pid! };
     const rssBeforeKb = {
-      web: processTree(trees.web).reduce((kb, p) => kb + status(p.pid).rssKb, 0),
-      worker: processTree(trees.worker).reduce((kb, p) => kb + status(p.pid).rssKb, 0),
+      web: processTree(trees.web).reduce((kb, p) => kb + rssOf(p.pid), 0),
+      worker: processTree(trees.worker).reduce((kb, p) => kb + rssOf(p.pid), 0),
     };
     log(`  RSS before: web ${fmt(rssBeforeKb.web / 1024)} MB, worker ${fmt(rssBeforeKb.worker / 1024)} MB`);
     const memory = memorySampler(trees);
@@ -334,7 +373,7 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     const workerCpu =
       ((workerTicks() - workerBefore) / CLK_TCK / ((performance.now() - started) / 1000)) * 100;
     const completedMs = performance.now() - started;
-    const { peakKb, hwmKb } = memory.stop();
+    const { peakKb, hwmKb } = await memory.stop();
     const duringLoopP99 = duringLoop.stop();
     log(
       `  ${String(reconciliation.status)} in ${fmt(completedMs / 1000, 1)} s; peak RSS web ${fmt(peakKb.web / 1024)} MB, ` +
