@@ -126,15 +126,17 @@ describe('bounded tables', () => {
     expect(await ids('clicks')).toEqual([`clk_new_${brandId}`, `clk_new_${other}`].sort());
   });
 
-  it('reconciliations: past RECONCILIATION_RETENTION_DAYS go with their staged rows and differences', async () => {
-    for (const [id, days] of [
-      ['recon_old', 31],
-      ['recon_new', 29],
+  it('reconciliations: past RECONCILIATION_RETENTION_DAYS go with their staged rows and differences; staged rows only while processing', async () => {
+    for (const [id, days, status] of [
+      ['recon_old', 31, 'processing'],
+      ['recon_new', 29, 'processing'],
+      // A row a finished comparison left staged (none should): it is compared by nothing.
+      ['recon_done', 1, 'completed'],
     ] as const) {
       await sql(
-        `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id, created_at)
-         values (?, ?, true, now() - interval '40 days', now() - interval '39 days', 'req_x', now() - make_interval(days => ?))`,
-        [brandId, id, days],
+        `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id, created_at, status)
+         values (?, ?, true, now() - interval '40 days', now() - interval '39 days', 'req_x', now() - make_interval(days => ?), ?)`,
+        [brandId, id, days, status],
       );
       await sql(
         `insert into reconciliation_rows (brand_id, reconciliation_id, line, order_id, status, amount, currency, refunded_amount)
@@ -147,11 +149,15 @@ describe('bounded tables', () => {
         [brandId, id],
       );
     }
-    expect((await prune()).reconciliations).toBe(1);
-    expect(await ids('reconciliations')).toEqual(['recon_new']);
+    expect(await prune()).toMatchObject({ reconciliations: 1, reconciliation_rows: 2 });
+    expect(await ids('reconciliations')).toEqual(['recon_done', 'recon_new']);
     expect(await ids('reconciliation_rows', 'reconciliation_id')).toEqual(['recon_new']);
-    expect(await ids('reconciliation_differences', 'reconciliation_id')).toEqual(['recon_new']);
-    expect((await pruneBoundedTables(ctx.orm, 30, 28)).reconciliations).toBe(1);
+    expect(await ids('reconciliation_differences', 'reconciliation_id')).toEqual(['recon_done', 'recon_new']);
+    expect(await pruneBoundedTables(ctx.orm, 30, 28)).toMatchObject({
+      reconciliations: 1,
+      reconciliation_rows: 1,
+    });
+    expect(await ids('reconciliation_rows', 'reconciliation_id')).toEqual([]);
   });
 
   // received_events (browser signals past 30 days; order events kept): browser-signal-counts.test.ts.
@@ -213,8 +219,7 @@ describe('bounded tables', () => {
       'integration_tallies',
       'balance_tallies',
       'creator_balances',
-      // Deleted with their reconciliation (foreign keys on delete cascade); staged rows also once compared.
-      'reconciliation_rows',
+      // Deleted with their reconciliation (a foreign key on delete cascade).
       'reconciliation_differences',
     ];
     const tables =

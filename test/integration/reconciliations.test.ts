@@ -681,6 +681,50 @@ describe('the job after Redis lost it, the webhook, and uploads cut or too large
     expect((await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live)).body.status).toBe('failed');
   }, 120_000);
 
+  it('a comparison that fails on its last attempt fails the reconciliation and its staged rows go', async () => {
+    const lines = [
+      'order_id,status,amount',
+      ...Array.from({ length: 10_001 }, (_, i) => `fail-${i},paid,100`),
+    ];
+    const res = await postCsv(`${lines.join('\n')}\n`, undefined, other.keys.sk_live);
+    expect(res.status).toBe(201);
+    // A row no upload could stage (its KRW at stake is past bigint) breaks every comparison of it.
+    await sql(
+      `insert into reconciliation_rows (brand_id, reconciliation_id, line, order_id, status, amount, currency, fx_rate, refunded_amount)
+       values (?, ?, 99999, 'overflow', 'paid', 9000000000000000000, 'USD', 9999999999, 0)`,
+      [other.brandId, res.body.id],
+    );
+    const staged = async () =>
+      (
+        await sql(
+          `select count(*)::int as n from reconciliation_rows where brand_id = ? and reconciliation_id = ?`,
+          [other.brandId, res.body.id],
+        )
+      )[0].n;
+    const logger = createLogger('silent');
+    const attempt = (attemptsMade: number) => ({
+      data: {
+        request_id: 'req_x',
+        triggered_by: 'event',
+        brand_id: other.brandId,
+        reconciliation_id: res.body.id,
+      },
+      attemptsMade,
+      updateProgress: async () => {},
+    });
+    await expect(runReconciliation(ctx.orm, attempt(0) as never, logger)).rejects.toThrow(/out of range/);
+    expect((await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live)).body.status).toBe(
+      'processing',
+    );
+    expect(await staged()).toBe(10_002);
+    await expect(runReconciliation(ctx.orm, attempt(3) as never, logger)).rejects.toThrow(/out of range/);
+    expect((await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live)).body.status).toBe('failed');
+    expect(await staged()).toBe(0);
+    const job = (await ctx.queues.reconciliation.getJob(`reconciliation_${res.body.id}`))!;
+    expect(await runReconciliation(ctx.orm, job as never, logger)).toEqual({ completed: false });
+    expect((await get(`/v1/reconciliations/${res.body.id}`, other.keys.sk_live)).body.status).toBe('failed');
+  }, 120_000);
+
   const raw = (headers: Record<string, string | number>, body: string, cut: boolean) =>
     new Promise<number>((resolve) => {
       const { port } = server.address() as AddressInfo;

@@ -564,11 +564,17 @@ async function finish(
 
 export type ComparisonOutcome = 'completed' | 'not_processing' | 'staging_lost';
 
-const markFailed = (sql: Sql, brandId: string, reconciliationId: string) =>
-  sql.query(
+/** Fails a `processing` reconciliation; its staged rows go with it (nothing else would compare them). */
+async function markFailed(sql: Sql, brandId: string, reconciliationId: string): Promise<void> {
+  await sql.query(
     `update reconciliations set status = ?, completed_at = now() where brand_id = ? and id = ? and status = 'processing'`,
     ['failed', brandId, reconciliationId],
   );
+  await sql.query('delete from reconciliation_rows where brand_id = ? and reconciliation_id = ?', [
+    brandId,
+    reconciliationId,
+  ]);
+}
 
 /** Marks a reconciliation whose comparison cannot succeed (its job's last attempt failed). */
 export async function failReconciliation(orm: MikroORM, brandId: string, reconciliationId: string) {
