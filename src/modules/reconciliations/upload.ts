@@ -1,6 +1,7 @@
 import type { Hash } from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { Request } from 'express';
 import { copyInto, type Sql } from '../../db/fast-path/index.js';
@@ -184,6 +185,19 @@ class InlineCsv implements CsvParser {
 class ThreadFailure extends Error {}
 
 /**
+ * V8 sizes every new isolate's young generation by the process's --max-semi-space-size (the web
+ * starts with 16: 32 MB for the parsing thread instead of its 4, most of the thread's memory),
+ * overriding `resourceLimits`. The flag is read when an isolate's heap is set up: unset once the
+ * event loop's isolate has its heap, it leaves that one as it is and lets threads' limits apply.
+ */
+let threadLimitsApply = false;
+function threadHeapsOwnLimits(): void {
+  if (threadLimitsApply) return;
+  setFlagsFromString('--max-semi-space-size=0');
+  threadLimitsApply = true;
+}
+
+/**
  * One upload's parsing thread (csv-thread.ts): each chunk sent is answered, in order, with the
  * batches of staged rows it completed and the first error. Under tsx or vitest (TypeScript
  * sources) the thread loads its module through tsx.
@@ -195,11 +209,11 @@ class CsvThread implements CsvParser {
 
   constructor(data: CsvThreadData) {
     const source = import.meta.url.endsWith('.ts');
+    threadHeapsOwnLimits();
     this.worker = new Worker(new URL(source ? './csv-thread.ts' : './csv-thread.js', import.meta.url), {
       execArgv: source ? ['--import', 'tsx'] : [],
       workerData: data,
-      // Its rows die young and are few at a time: a small heap. V8's flags are the process's, so a
-      // --max-semi-space-size the web starts with sizes this young generation instead.
+      // Its rows die young and are few at a time: a small heap.
       resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 },
     });
     this.worker.on('message', (reply: CsvBatchReply) => this.waiting.shift()?.resolve(reply));
