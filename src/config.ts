@@ -118,7 +118,7 @@ const schema = z.object({
   /** Reconciliations (with their differences) are kept this long after their upload. */
   RECONCILIATION_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /**
-   * The most rows a second a reconciliation upload stages past its first 10,000 (0: no limit): a
+   * The most rows a second a CSV reconciliation upload stages (0: no limit): a
    * million-row upload spreads over about 25 s instead of taking the web and the database in a
    * burst that live events wait behind.
    */

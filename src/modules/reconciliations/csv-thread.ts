@@ -4,7 +4,7 @@
 // mostly what live traffic leaves; the event loop receives whole batches' bytes, no row objects.
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { CsvBatches, type CsvBatchReply } from './csv-rows.js';
+import type { CsvBatchReply } from './csv-rows.js';
 
 /** A message to the thread: the upload's next bytes, or its end. */
 export type CsvThreadInput = { chunk: Uint8Array } | { end: true };
@@ -24,6 +24,8 @@ if (parentPort) {
   } catch {
     // Some platforms refuse it; the thread still keeps the parsing off the event loop.
   }
+  // Loaded once the thread yields: compiling the parser and the row checks is most of its start.
+  const { CsvBatches } = await import('./csv-rows.js');
   const { brandId, reconciliationId } = workerData as CsvThreadData;
   const batches = new CsvBatches(brandId, reconciliationId);
   port.on('message', (input: CsvThreadInput) => {

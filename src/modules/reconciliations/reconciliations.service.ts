@@ -40,6 +40,8 @@ export interface Upload {
   /** Reads the rows into `stager`; returns the request's hash (path and body). */
   read: (stager: RowStager) => Promise<string>;
   param: typeof jsonParam;
+  /** Staged at the upload pace: a streamed CSV, not a JSON body of at most 10,000 rows already read. */
+  paced: boolean;
 }
 
 export function jsonUpload(req: Request, body: { orders: unknown[] }, period: Upload['period']): Upload {
@@ -47,6 +49,7 @@ export function jsonUpload(req: Request, body: { orders: unknown[] }, period: Up
     period,
     idempotencyKey: req.headers['idempotency-key'] as string | undefined,
     param: jsonParam,
+    paced: false,
     async read(stager) {
       for (let i = 0; i < body.orders.length; i++) {
         const parsed = BrandRow.safeParse(body.orders[i]);
@@ -68,6 +71,7 @@ export function csvUpload(req: Request, period: Upload['period']): Upload {
     period,
     idempotencyKey: req.headers['idempotency-key'] as string | undefined,
     param: csvParam,
+    paced: true,
     async read(stager) {
       const hash = createHash('sha256').update(
         `${req.path}\ncsv\n${period.from.toISOString()}\n${period.to.toISOString()}\n`,
@@ -122,7 +126,13 @@ export async function createReconciliation(
         `insert into reconciliations (brand_id, id, livemode, period_from, period_to, request_id) values (?, ?, ?, ?, ?, ?)`,
         [caller.brandId, id, caller.livemode, upload.period.from, upload.period.to, requestId],
       );
-      const stager = new RowStager(sql, caller.brandId, id, upload.param, deps.uploadRowsPerSecond);
+      const stager = new RowStager(
+        sql,
+        caller.brandId,
+        id,
+        upload.param,
+        upload.paced ? deps.uploadRowsPerSecond : 0,
+      );
       const hash = await upload.read(stager);
       await stager.flush();
       if (key !== undefined) {

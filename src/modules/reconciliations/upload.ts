@@ -28,12 +28,6 @@ import {
 
 export { csvParam, jsonParam, type RowParam, rowError, tooLarge } from './csv-rows.js';
 
-/**
- * Rows an upload stages before its pace applies: a JSON upload (at most 10,000 rows) or a small
- * CSV never waits.
- */
-export const UNPACED_ROWS = 10_000;
-
 const UNIQUE_ORDER = 'reconciliation_rows_order_unique';
 
 /**
@@ -48,14 +42,14 @@ export class RowStager {
   private encoder: BatchEncoder;
   private inFlight: Promise<void> | undefined;
   count = 0;
-  /** When the first row past UNPACED_ROWS was staged. */
+  /** When the first batch was staged. */
   private pacedSince: number | undefined;
 
   /**
-   * `rowsPerSecond`: the most rows a second staged past the first UNPACED_ROWS (0: no limit). A
-   * large upload is spread over its time instead of taking a core of the database and of the web
-   * process in one burst: while it waits, nothing more is read from the request (the client is
-   * held back by TCP, nothing is buffered).
+   * `rowsPerSecond`: the most rows a second staged from the first batch on (0: no limit). A large
+   * upload is spread over its time instead of taking a core of the database and of the web process
+   * in one burst, its start included: while it waits, nothing more is read from the request (the
+   * client is held back by TCP, nothing is buffered).
    */
   constructor(
     private readonly sql: Sql,
@@ -88,10 +82,9 @@ export class RowStager {
   }
 
   private async keepPace(): Promise<void> {
-    if (!(this.rowsPerSecond > 0) || this.count <= UNPACED_ROWS) return;
+    if (!(this.rowsPerSecond > 0)) return;
     this.pacedSince ??= performance.now();
-    const wait =
-      this.pacedSince + ((this.count - UNPACED_ROWS) / this.rowsPerSecond) * 1000 - performance.now();
+    const wait = this.pacedSince + (this.count / this.rowsPerSecond) * 1000 - performance.now();
     if (wait > 0) await sleep(wait);
   }
 
