@@ -417,8 +417,12 @@ async function analyzeStaged(pool: pg.Pool, brandId: string, reconciliationId: s
       [brandId, reconciliationId],
     );
     const staged = rows[0];
+    // The plans need the row count, not the values' distribution: a sample of 3,000 rows (a
+    // tenth of the default) is a tenth of the burst beside live events.
     if (staged && staged.rows > slice && staged.believed < staged.rows)
-      await pool.query('analyze reconciliation_rows');
+      await inTransactionOn(pool, (sql) => sql.query('analyze reconciliation_rows'), {
+        default_statistics_target: '10',
+      });
   } catch {
     // The comparison is correct without it, only slower.
   }
