@@ -159,19 +159,8 @@ const tallyTriggers = [
   ],
 ] as const;
 
-/**
- * Orders' balance tallies on Citus. The trigger runs on a worker, on the orders shard the
- * statement wrote, and a statement there naming the distributed balance_tallies would be a
- * distributed query from inside a shard's (which Citus refuses, and which cannot see the
- * transition tables): the moved sums are taken from the transition tables first, then appended
- * to the co-located balance_tallies shard (the same hash range, on the same worker), directly.
- */
-const tallyBalancesOnShard = `create or replace function orders_tally_balances() returns trigger language plpgsql as $$
-declare
-  moved json;
-  shard text;
-begin
-  if tg_op = 'INSERT' then
+/** The balances an orders statement moved, per creator, as a JSON array into `moved` (null when none). */
+export const movedBalances = `  if tg_op = 'INSERT' then
     select json_agg(t) into moved from (${summed(`select brand_id, livemode, creator_id, ${kinds('1')} from new_orders where ${open}`)}) t;
   elsif tg_op = 'UPDATE' then
     select json_agg(t) into moved from (${summed(`select brand_id, livemode, creator_id, ${kinds('1')} from new_orders where ${open}
@@ -180,7 +169,21 @@ begin
   else
     select json_agg(t) into moved from (${summed(`select brand_id, livemode, creator_id, ${kinds('-1')} from old_orders where ${open}`)}) t;
   end if;
-  if moved is null then return null; end if;
+`;
+
+/**
+ * Orders' balance tallies on Citus. The trigger runs on a worker, on the orders shard the
+ * statement wrote, and a statement there naming the distributed balance_tallies would be a
+ * distributed query from inside a shard's (which Citus refuses, and which cannot see the
+ * transition tables): the moved sums are taken from the transition tables first, then appended
+ * to the co-located balance_tallies shard (the same hash range, on the same worker), directly.
+ */
+export const tallyBalancesOnShard = `create or replace function orders_tally_balances() returns trigger language plpgsql as $$
+declare
+  moved json;
+  shard text;
+begin
+${movedBalances}  if moved is null then return null; end if;
   shard := shard_name('balance_tallies'::regclass,
     get_shard_id_for_distribution_column('balance_tallies', (moved->0)->>'brand_id'));
   -- A shard has no default for the id: it is taken from the table's sequence, as the table's own would.

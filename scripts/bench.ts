@@ -17,6 +17,7 @@ import { foldTallies } from '../src/modules/reports/fold-tallies.js';
 import { backfillRun, renderBackfill, unfoldedTallies } from './bench/backfill.js';
 import { pipelineVariants } from './bench/batch-pipeline.js';
 import { citusRun, renderCitus } from './bench/citus.js';
+import { citusInstructions } from './bench/citus-instructions.js';
 import { citusStatementsRun, renderStatements, STATEMENTS_HEADING } from './bench/citus-statements.js';
 import { compareCost } from './bench/compare.js';
 import { costPerEvent, renderCost } from './bench/cost.js';
@@ -501,6 +502,7 @@ function instructionsOnly(): void {
 let ctx: Context | undefined;
 try {
   if (options.servingInstructionsOnly) await servingInstructions(options.against);
+  else if (options.citusInstructionsOnly) await citusInstructions();
   else if (options.against !== undefined) await compareCost(options.against, options.rounds);
   else if (options.instructionsOnly) instructionsOnly();
   else if (options.citusStatementsOnly) await citusStatementsOnly();

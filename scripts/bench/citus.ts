@@ -76,6 +76,7 @@ export async function onNode<T>(url: string, work: (c: pg.Client) => Promise<T>)
 export async function citusDatabase(
   cluster: Cluster,
   env: NodeJS.ProcessEnv,
+  tree = root,
 ): Promise<{ url: string; seed: Seed }> {
   const db = options.db;
   for (const node of cluster.nodes)
@@ -97,8 +98,8 @@ export async function citusDatabase(
     await c.query('select pg_reload_conf()');
   });
   const citusEnv = { ...env, DATABASE_URL: url };
-  migrate(citusEnv);
-  const seeded = seedDatabase(citusEnv);
+  migrate(citusEnv, tree);
+  const seeded = seedDatabase(citusEnv, tree);
   await onNode(url, (c) =>
     c.query('update brands set rate_limit_per_s = 1000000, rate_limit_burst = 10000000'),
   );

@@ -48,8 +48,8 @@ export function migrate(env: NodeJS.ProcessEnv, cwd = root): void {
   runScript('migrate', env, cwd);
 }
 
-export function seed(env: NodeJS.ProcessEnv): Seed {
-  return JSON.parse(runScript('seed', env)) as Seed;
+export function seed(env: NodeJS.ProcessEnv, cwd = root): Seed {
+  return JSON.parse(runScript('seed', env, cwd)) as Seed;
 }
 
 /**

@@ -122,6 +122,8 @@ export const options = {
   instructionsOnly: process.argv.slice(2).includes('--instructions'),
   /** `--serving-instructions`: PostgreSQL's instructions per served event under valgrind (bench/serving-instructions.ts). */
   servingInstructionsOnly: process.argv.slice(2).includes('--serving-instructions'),
+  /** `--citus-instructions`: the Citus worker's instructions per single through the coordinator (bench/citus-instructions.ts). */
+  citusInstructionsOnly: process.argv.slice(2).includes('--citus-instructions'),
   /** Batches that warm the batch path up, and batches counted after them (`--instructions`). */
   instructionWarmBatches: integer('BENCH_INSTRUCTION_WARM_BATCHES', 10, 1),
   instructionBatches: integer('BENCH_INSTRUCTION_BATCHES', 20, 1),

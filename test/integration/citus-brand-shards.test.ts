@@ -44,15 +44,20 @@ const naming = (orders: string, movements: string) =>
 /** What a worker the brand's shards are not on answers: a serialization failure (db/retry.ts reruns it). */
 const movedOff = { code: '40001', message: expect.stringContaining('moved off this node') };
 
-/** The node (index in `nodes`) holding the brand's orders shard, and that shard's id. */
-async function placement(): Promise<{ node: number; shard: string; port: number }> {
-  const [row] = await ctx.orm.em.fork().execute<{ shard: string; port: number }[]>(
-    `select p.shardid::text as shard, p.nodeport as port from pg_dist_shard_placement p
+/**
+ * The node (index in `nodes`) holding the brand's orders shard, that shard's id, and the id of the
+ * brand's shard of the colocation anchor (creators), which the helper locks and names statements by.
+ */
+async function placement(): Promise<{ node: number; shard: string; anchor: string; port: number }> {
+  const [row] = await ctx.orm.em.fork().execute<{ shard: string; anchor: string; port: number }[]>(
+    `select p.shardid::text as shard, p.nodeport as port,
+            get_shard_id_for_distribution_column('creators', ?::varchar)::text as anchor
+       from pg_dist_shard_placement p
       where p.shardid = get_shard_id_for_distribution_column('orders', ?::varchar)`,
-    [shop.brandId],
+    [shop.brandId, shop.brandId],
   );
   const node = nodes.findIndex((u) => Number(new URL(u).port) === row!.port);
-  return { node, shard: row!.shard, port: row!.port };
+  return { node, shard: row!.shard, anchor: row!.anchor, port: row!.port };
 }
 
 const paid = (order_id: string) =>
@@ -93,14 +98,14 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
   });
 
   it('are prepared once per connection and shard group on the worker, and again after a rollback', async () => {
-    const { node, shard } = await placement();
+    const { node, shard, anchor } = await placement();
     await onNode(nodes[node]!, async (c) => {
       const [sent, prepared] = await answer(c);
       expect(sent).toContain(`orders_${shard} o`);
-      expect(prepared).toBe(`lf_probe_${shard}`);
+      expect(prepared).toBe(`lf_probe_${anchor}`);
       // The caller marks it prepared: the helper then names no shards.
-      await c.query(`select set_config('lf.lf_probe_' || $1, 'prepared', false)`, [shard]);
-      expect(await answer(c)).toEqual([null, `lf_probe_${shard}`]);
+      await c.query(`select set_config('lf.lf_probe_' || $1, 'prepared', false)`, [anchor]);
+      expect(await answer(c)).toEqual([null, `lf_probe_${anchor}`]);
     });
     // A brand's own stored statement, called on the brand's worker as the coordinator delegates it.
     const probe = storedStatement(
@@ -132,7 +137,89 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
       const prepared = await c.query<{ name: string; runs: number }>(
         `select name, (generic_plans + custom_plans)::int as runs from pg_prepared_statements`,
       );
-      expect(prepared.rows).toEqual([{ name: `${probe.name}_${shard}`, runs: 3 }]);
+      expect(prepared.rows).toEqual([{ name: `${probe.name}_${anchor}`, runs: 3 }]);
+    });
+  });
+
+  it('lock the shards once per transaction: later calls of it take what the first found, until it ends', async () => {
+    const { node, shard, anchor } = await placement();
+    const held = (c: pg.Client) =>
+      c
+        .query<{ held: string | null }>(`select current_setting('lf.brand_shards', true) as held`)
+        .then((r) => r.rows[0]!.held || null);
+    const shardLocks = (c: pg.Client) =>
+      c
+        .query<{ n: number }>(
+          `select count(*)::int as n from pg_locks where pid = pg_backend_pid() and locktype = 'advisory' and granted`,
+        )
+        .then((r) => r.rows[0]!.n);
+    await onNode(nodes[node]!, async (c) => {
+      await c.query('begin');
+      expect(await named(c)).toContain(`orders_${shard} o`);
+      expect(await held(c)).toBe(`${anchor}/${shop.brandId}`);
+      const locks = await shardLocks(c);
+      expect(locks).toBeGreaterThan(0);
+      // The same transaction's next call: the same shards, no lock taken again.
+      expect(await named(c)).toContain(`orders_${shard} o`);
+      expect(await shardLocks(c)).toBe(locks);
+      // What another brand's call left is not taken for this brand's: resolved (and locked) anew.
+      await c.query(`select set_config('lf.brand_shards', $1, true)`, [`${anchor}/another brand`]);
+      expect(await named(c)).toContain(`orders_${shard} o`);
+      expect(await held(c)).toBe(`${anchor}/${shop.brandId}`);
+      await c.query('commit');
+      // The setting ends with the transaction, as the lock does; so does a rolled-back savepoint's.
+      expect(await held(c)).toBeNull();
+      await c.query('begin');
+      await c.query('savepoint s');
+      await named(c);
+      expect(await held(c)).toBe(`${anchor}/${shop.brandId}`);
+      await c.query('rollback to savepoint s');
+      expect(await held(c)).toBeNull();
+      expect(await shardLocks(c)).toBe(0);
+      await c.query('commit');
+    });
+  });
+
+  it("append orders' balance tallies by a statement prepared once per connection and shard, and again after a rollback", async () => {
+    const { node, shard } = await placement();
+    const [ids] = await ctx.orm.em.fork().execute<{ tallies: string; order: string }[]>(
+      `select get_shard_id_for_distribution_column('balance_tallies', ?::varchar)::text as tallies,
+              (select id from orders where brand_id = ? and creator_id is not null and commission_balance > 0 limit 1) as "order"`,
+      [shop.brandId, shop.brandId],
+    );
+    const statement = `lf_balance_tallies_${ids!.tallies}`;
+    await onNode(nodes[node]!, async (c) => {
+      // A change of an order's commission balance on its shard, as the brand's write makes there.
+      const change = async () => {
+        const before = await c.query<{ n: number }>(
+          `select count(*)::int as n from balance_tallies_${ids!.tallies} where brand_id = $1`,
+          [shop.brandId],
+        );
+        await c.query(
+          `update orders_${shard} set commission_balance = commission_balance + 1 where brand_id = $1 and id = $2`,
+          [shop.brandId, ids!.order],
+        );
+        const after = await c.query<{ n: number }>(
+          `select count(*)::int as n from balance_tallies_${ids!.tallies} where brand_id = $1`,
+          [shop.brandId],
+        );
+        expect(after.rows[0]!.n).toBe(before.rows[0]!.n + 1);
+      };
+      const prepared = () =>
+        c
+          .query<{ name: string; runs: number }>(
+            `select name, (generic_plans + custom_plans)::int as runs from pg_prepared_statements`,
+          )
+          .then((r) => r.rows);
+      await c.query('begin');
+      await change();
+      await c.query('rollback');
+      // The rollback forgot that it was prepared, not the statement: found, not prepared twice.
+      await c.query('begin');
+      await change();
+      await change();
+      await c.query('rollback');
+      expect(await prepared()).toEqual([{ name: statement, runs: 3 }]);
     });
   });
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CITUS_INSTALLED } from '../citus-installed.js';
-import { type BrandTableName, isBrandTable, TABLES } from '../tables.js';
+import { type BrandTableName, COLOCATION_ANCHOR, isBrandTable, TABLES } from '../tables.js';
 
 /**
  * A brand's stored statement on Citus runs on the brand's worker (its call is delegated there:
@@ -31,20 +31,34 @@ import { type BrandTableName, isBrandTable, TABLES } from '../tables.js';
 const body = `
 declare
   anchor bigint;
+  held text;
   named text;
   names text[];
 begin
   if ${CITUS_INSTALLED} then
     -- The brand's shards are co-located (they move and split together, and a move blocks writes
-    -- to every one of them): one lock, on the first table's, as Citus' executor takes before a write.
-    anchor := get_shard_id_for_distribution_column(tables[1]::regclass, brand);
-    perform lock_shard_metadata(5, array[anchor]);
-    if get_shard_id_for_distribution_column(tables[1]::regclass, brand) <> anchor then
-      raise exception 'the shards of brand % were split while its call was on the way', brand
-        using errcode = '40001', hint = 'Run the transaction again: it then names the new shards.';
+    -- to every one of them): one lock, on the anchor table's, as Citus' executor takes before a
+    -- write. Held to the transaction's end, it keeps the shards where they are until then, so a
+    -- later call of the same transaction takes what the first found, kept in a setting that
+    -- lasts as long as the lock (a rolled-back savepoint forgets both).
+    held := current_setting('lf.brand_shards', true);
+    if held is not null and substr(held, strpos(held, '/') + 1) = brand then
+      anchor := left(held, strpos(held, '/') - 1)::bigint;
+    else
+      anchor := get_shard_id_for_distribution_column('${COLOCATION_ANCHOR}'::regclass, brand);
+      perform lock_shard_metadata(5, array[anchor]);
+      if get_shard_id_for_distribution_column('${COLOCATION_ANCHOR}'::regclass, brand) <> anchor then
+        raise exception 'the shards of brand % were split while its call was on the way', brand
+          using errcode = '40001', hint = 'Run the transaction again: it then names the new shards.';
+      end if;
+      if exists (select 1 from pg_dist_placement p, pg_dist_local_group l
+                  where p.shardid = anchor and p.groupid = l.groupid) then
+        perform set_config('lf.brand_shards', anchor || '/' || brand, true);
+      else
+        anchor := null;
+      end if;
     end if;
-    if exists (select 1 from pg_dist_placement p, pg_dist_local_group l
-                where p.shardid = anchor and p.groupid = l.groupid) then
+    if anchor is not null then
       -- One prepared statement per statement and shard group (a split or an isolation gives new
       -- shard ids, so a new name; a shard that moves back keeps its name, and PostgreSQL plans
       -- its statement again when the table it names was dropped and made anew).
