@@ -39,6 +39,7 @@ import { killServers, type RunningServer, serverLogTail, startServer, stopServer
 import { servingInstructions } from './bench/serving-instructions.js';
 import { type Context, prepare, release } from './bench/setup.js';
 import { soak } from './bench/soak.js';
+import { webInstructions } from './bench/web-instructions.js';
 import { renderWebhooks, webhooksRun } from './bench/webhooks.js';
 
 process.once('exit', killServers);
@@ -503,6 +504,8 @@ let ctx: Context | undefined;
 try {
   if (options.servingInstructionsOnly) await servingInstructions(options.against);
   else if (options.citusInstructionsOnly) await citusInstructions();
+  else if (options.webInstructionsOnly)
+    await webInstructions(options.webInstructionsPostgres, options.against);
   else if (options.against !== undefined) await compareCost(options.against, options.rounds);
   else if (options.instructionsOnly) instructionsOnly();
   else if (options.citusStatementsOnly) await citusStatementsOnly();

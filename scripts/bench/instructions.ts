@@ -32,7 +32,7 @@ export function compilingOf(annotated: string): number {
   return match ? Number(match[1]!.replaceAll(',', '')) : 0;
 }
 
-function compilingIn(file: string): number {
+export function compilingIn(file: string): number {
   const run = spawnSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], {
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,

@@ -124,6 +124,10 @@ export const options = {
   servingInstructionsOnly: process.argv.slice(2).includes('--serving-instructions'),
   /** `--citus-instructions`: the Citus worker's instructions per single through the coordinator (bench/citus-instructions.ts). */
   citusInstructionsOnly: process.argv.slice(2).includes('--citus-instructions'),
+  /** `--web-instructions`: the web's instructions per single, brand without and with a program, under valgrind (bench/web-instructions.ts). */
+  webInstructionsOnly: process.argv.slice(2).includes('--web-instructions'),
+  /** `--web-instructions --postgres`: the same singles, PostgreSQL's client backends counted instead (the web runs natively). */
+  webInstructionsPostgres: process.argv.slice(2).includes('--postgres'),
   /** Batches that warm the batch path up, and batches counted after them (`--instructions`). */
   instructionWarmBatches: integer('BENCH_INSTRUCTION_WARM_BATCHES', 10, 1),
   instructionBatches: integer('BENCH_INSTRUCTION_BATCHES', 20, 1),
@@ -176,9 +180,14 @@ export const options = {
   citusStatementsOnly: process.argv.slice(2).includes('--citus-statements'),
 };
 
-if (options.against !== undefined && !options.costOnly && !options.servingInstructionsOnly)
+if (
+  options.against !== undefined &&
+  !options.costOnly &&
+  !options.servingInstructionsOnly &&
+  !options.webInstructionsOnly
+)
   fail(
-    '--against compares the cost per event: add --cost or --serving-instructions (npm run bench -- --cost --against REV)',
+    '--against compares the cost per event: add --cost, --serving-instructions or --web-instructions (npm run bench -- --cost --against REV)',
   );
 
 export const tmpDir = join(root, 'tmp', `bench-${options.db}`);

@@ -25,7 +25,7 @@ let sequence = 0;
 const tag = Date.now().toString(36);
 
 /** An order.paid of three lines: one SKU an exact rule names, one a prefix rule's, one no rule's. */
-function paidWithLines(code: string) {
+export function paidWithLines(code: string) {
   sequence += 1;
   return {
     type: 'order.paid',

@@ -856,6 +856,7 @@ npm run bench -- --reconciliation           # only a 1,000,000-row CSV reconcile
 npm run bench -- --instructions             # the batch path's JavaScript, instructions per event under valgrind (no database; about 3 minutes)
 npm run bench -- --program-cost             # a brand with a 1,000-rule commission program against one without, CPU per event, printed (about 7 minutes)
 npm run bench -- --serving-instructions --against 82b750f  # PostgreSQL's instructions per served event under valgrind, this checkout and REV, printed (about 4 minutes a tree)
+npm run bench -- --web-instructions       # the web's instructions per single under valgrind, --program-cost's brand without and with the program (BENCH_WEB_WARM_SINGLES 300, then BENCH_WEB_SINGLES 1000 more), printed (about 35 minutes)
 \`\`\`
 
 ${ENV_TABLE}

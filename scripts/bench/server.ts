@@ -35,7 +35,7 @@ function treePids(server: RunningServer): number[] {
  * The node flags of the Procfile's web line (V8's sizing, which sets the web's memory): the bench
  * starts the server as production does. None when the checkout's Procfile has none.
  */
-function procfileWebFlags(cwd: string): string[] {
+export function procfileWebFlags(cwd: string): string[] {
   let procfile = '';
   try {
     procfile = readFileSync(join(cwd, 'Procfile'), 'utf8');

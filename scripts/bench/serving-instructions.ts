@@ -36,7 +36,7 @@ const MEASURED_SINGLES = 1000;
 const MEASURED_BATCHES = 4;
 
 /** Runs a PostgreSQL program as the `postgres` user when this process is root (PostgreSQL refuses root). */
-function asPostgres(program: string, args: string[]): [string, string[]] {
+export function asPostgres(program: string, args: string[]): [string, string[]] {
   return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, args];
 }
 
@@ -50,14 +50,14 @@ function run(program: string, args: string[], env?: NodeJS.ProcessEnv, cwd?: str
   });
 }
 
-interface Cluster {
+export interface Cluster {
   dir: string;
   data: string;
   port: number;
   url: (db: string) => string;
 }
 
-async function newCluster(): Promise<Cluster> {
+export async function newCluster(): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'lf-serving-instructions-'));
   chmodSync(dir, 0o777);
   const data = join(dir, 'data');
@@ -82,7 +82,7 @@ function serverSettings(cluster: Cluster): string[] {
   ];
 }
 
-function pgCtl(cluster: Cluster, action: 'start' | 'stop'): void {
+export function pgCtl(cluster: Cluster, action: 'start' | 'stop'): void {
   run(join(PG_BIN, 'pg_ctl'), [
     '-D',
     cluster.data,
@@ -96,7 +96,7 @@ function pgCtl(cluster: Cluster, action: 'start' | 'stop'): void {
   ]);
 }
 
-async function connect(url: string, timeoutMs: number): Promise<pg.Client> {
+export async function connect(url: string, timeoutMs: number): Promise<pg.Client> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
@@ -112,14 +112,14 @@ async function connect(url: string, timeoutMs: number): Promise<pg.Client> {
   }
 }
 
-interface Prepared {
+export interface Prepared {
   env: NodeJS.ProcessEnv;
   target: Omit<Target, 'url'>;
   code: string;
 }
 
 /** The tree's migrate and seed (compiled, production mode) on the cluster, run normally. */
-async function migrateAndSeed(cluster: Cluster, tree: string): Promise<Prepared> {
+export async function migrateAndSeed(cluster: Cluster, tree: string): Promise<Prepared> {
   pgCtl(cluster, 'start');
   try {
     const admin = await connect(cluster.url('postgres'), 30_000);
@@ -163,7 +163,7 @@ async function migrateAndSeed(cluster: Cluster, tree: string): Promise<Prepared>
 }
 
 /** `summary:` (or `totals:`) of one callgrind file: every instruction the process executed. */
-function fileInstructions(file: string): number {
+export function fileInstructions(file: string): number {
   const text = readFileSync(file, 'utf8');
   const match = /^(?:summary|totals):\s+(\d+)/m.exec(text);
   if (!match) throw new Error(`no total in ${file}`);
@@ -173,11 +173,11 @@ function fileInstructions(file: string): number {
 const alive = (pid: number) => existsSync(`/proc/${pid}`);
 
 /** One cold run: PostgreSQL under callgrind, the tree's server, the load; the client backends' instructions. */
-async function countedRun(
+export async function countedRun(
   cluster: Cluster,
   tree: string,
   prepared: Prepared,
-  load: { singles: number; batches: number },
+  load: { singles: number; batches: number } | ((target: Target) => Promise<void>),
   label: string,
 ): Promise<number> {
   const out = join(cluster.dir, `callgrind-${label}`);
@@ -213,8 +213,11 @@ async function countedRun(
     })();
     server = await startServer(prepared.env, '1', join(cluster.dir, `server-${label}.log`), tree);
     const target = { url: server.url, ...prepared.target };
-    await sequential(target, prepared.code, WARM_SINGLES, WARM_BATCHES);
-    await sequential(target, prepared.code, load.singles, load.batches);
+    if (typeof load === 'function') await load(target);
+    else {
+      await sequential(target, prepared.code, WARM_SINGLES, WARM_BATCHES);
+      await sequential(target, prepared.code, load.singles, load.batches);
+    }
     await stopServer(server);
     server = undefined;
     looking = false;
@@ -307,6 +310,31 @@ async function countTree(tree: string, label: string): Promise<ServingInstructio
   }
 }
 
+/** `fn` on REV's tree, installed and built in a temporary worktree (removed after). */
+export async function inTreeOf<T>(against: string, fn: (tree: string) => Promise<T>): Promise<T> {
+  const rev = execFileSync('git', ['rev-parse', '--verify', '--quiet', `${against}^{commit}`], {
+    cwd: root,
+    encoding: 'utf8',
+  }).trim();
+  const other = join(mkdtempSync(join(tmpdir(), 'lf-bench-against-')), 'tree');
+  execFileSync('git', ['worktree', 'add', '--detach', other, rev], { cwd: root, stdio: 'ignore' });
+  try {
+    log(`installing and building ${against} in ${other}`);
+    execFileSync('npm', ['ci', '--silent', '--no-audit', '--no-fund'], {
+      cwd: other,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    execFileSync('npm', ['run', 'build', '--silent'], {
+      cwd: other,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    return await fn(other);
+  } finally {
+    execFileSync('git', ['worktree', 'remove', '--force', other], { cwd: root, stdio: 'ignore' });
+    rmSync(join(other, '..'), { recursive: true, force: true });
+  }
+}
+
 export async function servingInstructions(against: string | undefined): Promise<void> {
   if (spawnSync('valgrind', ['--version']).status !== 0)
     throw new Error('--serving-instructions needs valgrind on PATH: install the Debian package valgrind.');
@@ -315,29 +343,7 @@ export async function servingInstructions(against: string | undefined): Promise<
   if (!againstOnly)
     execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   const results: ServingInstructions[] = [];
-  if (against !== undefined) {
-    const rev = execFileSync('git', ['rev-parse', '--verify', '--quiet', `${against}^{commit}`], {
-      cwd: root,
-      encoding: 'utf8',
-    }).trim();
-    const other = join(mkdtempSync(join(tmpdir(), 'lf-bench-against-')), 'tree');
-    execFileSync('git', ['worktree', 'add', '--detach', other, rev], { cwd: root, stdio: 'ignore' });
-    try {
-      log(`installing and building ${against} in ${other}`);
-      execFileSync('npm', ['ci', '--silent', '--no-audit', '--no-fund'], {
-        cwd: other,
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
-      execFileSync('npm', ['run', 'build', '--silent'], {
-        cwd: other,
-        stdio: ['ignore', 'inherit', 'inherit'],
-      });
-      results.push(await countTree(other, against));
-    } finally {
-      execFileSync('git', ['worktree', 'remove', '--force', other], { cwd: root, stdio: 'ignore' });
-      rmSync(join(other, '..'), { recursive: true, force: true });
-    }
-  }
+  if (against !== undefined) results.push(await inTreeOf(against, (other) => countTree(other, against)));
   if (!againstOnly) results.push(await countTree(root, 'this checkout'));
   process.stdout.write(
     [
