@@ -119,16 +119,16 @@ const schema = z.object({
   RECONCILIATION_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /**
    * The most rows a second a CSV reconciliation upload stages (0: no limit): a
-   * million-row upload spreads over about 25 s instead of taking the web and the database in a
+   * million-row upload spreads over about 29 s instead of taking the web and the database in a
    * burst that live events wait behind.
    */
-  RECONCILIATION_UPLOAD_ROWS_PER_SECOND: z.coerce.number().int().min(0).max(10_000_000).default(40_000),
+  RECONCILIATION_UPLOAD_ROWS_PER_SECOND: z.coerce.number().int().min(0).max(10_000_000).default(35_000),
   /**
    * The most orders of the period, and then rows left staged, a second the `reconciliation` job
    * compares (0: no limit), in statements of 2,000 with pauses between them: a million-row
-   * comparison spreads over about 20 s instead of holding a core of the database.
+   * comparison spreads over about 22 s instead of holding a core of the database.
    */
-  RECONCILIATION_COMPARE_ROWS_PER_SECOND: z.coerce.number().int().min(0).max(10_000_000).default(50_000),
+  RECONCILIATION_COMPARE_ROWS_PER_SECOND: z.coerce.number().int().min(0).max(10_000_000).default(45_000),
   /** How long after an order.observed an order.paid may still arrive before the order is reported missing. */
   ORDER_GAP_DELAY_MINUTES: z.coerce.number().int().min(1).max(1440).default(30),
   /**

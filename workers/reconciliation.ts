@@ -74,5 +74,5 @@ export const reconciliationJob = defineJob({
   name: 'reconciliation',
   schedule: () => '*/5 * * * *',
   handler: (ctx, job, logger) =>
-    runReconciliation(ctx.orm, job, logger, ctx.config.RECONCILIATION_COMPARE_ROWS_PER_SECOND ?? 50_000),
+    runReconciliation(ctx.orm, job, logger, ctx.config.RECONCILIATION_COMPARE_ROWS_PER_SECOND ?? 45_000),
 });
