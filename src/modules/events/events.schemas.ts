@@ -1,8 +1,8 @@
-import { Decimal } from 'decimal.js';
 import { z } from 'zod';
 import { text } from '../../shared/text.js';
 import { orderFlagsDescription } from '../orders/order-out.js';
 import { CommissionOut } from '../programs/commission-out.js';
+import { INT32_MAX, limitedText, minorAmount, parseFxRate } from './amount-schemas.js';
 
 /** The event types, in the order of the spec's Events table. */
 export const eventTypes = [
@@ -29,60 +29,19 @@ export type BrowserEventType = (typeof browserEventTypes)[number];
 /** Supported currencies and their minor units (digits after the decimal point). */
 export { type Currency as SupportedCurrency, minorUnits as supportedCurrencies } from '../../shared/money.js';
 
-export const INT32_MAX = 2147483647;
-export const FX_RATE_MAX = 100000;
-export const FX_RATE_MAX_DECIMAL_PLACES = 8;
 export const CUSTOMER_HASH_PATTERN = /^[0-9a-fA-F]{32,64}$/;
-const DECIMAL_STRING_PATTERN = /^[0-9]+(\.[0-9]+)?$/;
-const FX_RATE_STRING_MAX_LENGTH = 40;
 /** page.viewed's `path`; lf.js cuts `location.pathname` to this length. */
 export const PAGE_PATH_MAX = 1000;
 
-const minorUnitsHint =
-  'must be an integer from 0 to 2147483647 in minor units (e.g. 12900 for 12,900 KRW, 1999 for 19.99 USD); send a JSON number without decimals, not a string';
-
-/** A storable string of at most `max` characters; `min` 1 for identifiers. */
-export function limitedText(max: number, min = 0) {
-  const s = text({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
-  return min > 0 ? s.min(min, 'must not be empty') : s;
-}
-
-export const minorAmount = z
-  .int({ error: minorUnitsHint })
-  .min(0, minorUnitsHint)
-  .max(INT32_MAX, minorUnitsHint);
-
-export type FxRateResult = { ok: true; value: string } | { ok: false; message: string };
-
-/**
- * Parses an fx_rate (JSON number or decimal string) to its canonical decimal string
- * (`'1350.5'`, no exponent, no trailing zeros) without binary float arithmetic: a number
- * is read through its shortest round-trip representation by decimal.js.
- */
-export function parseFxRate(input: unknown): FxRateResult {
-  let rate: Decimal;
-  if (typeof input === 'number') {
-    if (!Number.isFinite(input)) return { ok: false, message: 'must be a finite number' };
-    rate = new Decimal(input);
-  } else if (typeof input === 'string') {
-    if (input.length > FX_RATE_STRING_MAX_LENGTH || !DECIMAL_STRING_PATTERN.test(input)) {
-      return {
-        ok: false,
-        message:
-          'must be a decimal number like 1350.25 (digits with an optional fractional part, no exponent)',
-      };
-    }
-    rate = new Decimal(input);
-  } else {
-    return { ok: false, message: 'must be a number or a decimal string like "1350.25"' };
-  }
-  if (rate.lte(0)) return { ok: false, message: 'must be greater than 0' };
-  if (rate.gt(FX_RATE_MAX)) return { ok: false, message: `must be at most ${FX_RATE_MAX}` };
-  if (rate.decimalPlaces() > FX_RATE_MAX_DECIMAL_PLACES) {
-    return { ok: false, message: `must have at most ${FX_RATE_MAX_DECIMAL_PLACES} decimal places` };
-  }
-  return { ok: true, value: rate.toFixed() };
-}
+export {
+  FX_RATE_MAX,
+  FX_RATE_MAX_DECIMAL_PLACES,
+  type FxRateResult,
+  INT32_MAX,
+  limitedText,
+  minorAmount,
+  parseFxRate,
+} from './amount-schemas.js';
 
 const fxRate = z
   .union([z.number(), text()], { error: 'must be a number or a decimal string like "1350.25"' })

@@ -3,13 +3,7 @@
 import { parse } from 'csv-parse';
 import type { z } from 'zod';
 import { AppError } from '../../shared/errors.js';
-import {
-  BrandRow,
-  CSV_BYTES_MAX,
-  CSV_ROWS_MAX,
-  requiredColumns,
-  rowColumns,
-} from './reconciliations.schemas.js';
+import { BrandRow, CSV_BYTES_MAX, CSV_ROWS_MAX, requiredColumns, rowColumns } from './brand-row.js';
 import { BATCH_ROWS, type Batch, BatchEncoder, duplicate } from './staging.js';
 
 /** Where a row is named in an error: `orders[3]` for JSON, `line 4` for CSV. */

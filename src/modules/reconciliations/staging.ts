@@ -3,7 +3,7 @@
 // the event loop that serves requests only hands bytes to PostgreSQL; a JSON upload's here.
 import { copyRows, EPOCH_MS } from '../../db/fast-path/index.js';
 import { AppError } from '../../shared/errors.js';
-import type { BrandRow } from './reconciliations.schemas.js';
+import type { BrandRow } from './brand-row.js';
 
 export const stageCopy = copyRows('reconciliation_rows', {
   brand_id: 'text',
