@@ -10,28 +10,17 @@
 // over the difference of N leaves out connecting, planning and caches alike.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { type Cluster, citusDatabase, nodeUrl, onNode, startCluster } from './citus.js';
 import { load, paidByCode, type Target } from './load.js';
 import { fmt, log, options, root, sleep } from './options.js';
 import { startServer, stopServer } from './server.js';
-
-const PG_BIN = (() => {
-  try {
-    return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
-  } catch {
-    return '/usr/lib/postgresql/15/bin';
-  }
-})();
+import { alive, asPostgres, connect, fileInstructions, PG_BIN } from './serving-instructions.js';
 
 const WARM_SINGLES = 60;
 const SHORT_RUN = 100;
 const LONG_RUN = 400;
-
-const asPostgres = (program: string, args: string[]): [string, string[]] =>
-  process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, args];
 
 function pgCtl(dataDir: string, action: 'start' | 'stop'): void {
   const [cmd, argv] = asPostgres(join(PG_BIN, 'pg_ctl'), [
@@ -47,30 +36,6 @@ function pgCtl(dataDir: string, action: 'start' | 'stop'): void {
   ]);
   execFileSync(cmd, argv, { stdio: 'ignore' });
 }
-
-async function connect(url: string, timeoutMs: number): Promise<pg.Client> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      return client;
-    } catch (err) {
-      await client.end().catch(() => {});
-      if (Date.now() > until) throw err;
-      await sleep(500);
-    }
-  }
-}
-
-function fileInstructions(file: string): number {
-  const match = /^(?:summary|totals):\s+(\d+)/m.exec(readFileSync(file, 'utf8'));
-  if (!match) throw new Error(`no total in ${file}`);
-  return Number(match[1]);
-}
-
-const alive = (pid: number) => existsSync(`/proc/${pid}`);
 
 interface Setup {
   cluster: Cluster;

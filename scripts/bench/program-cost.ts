@@ -39,7 +39,8 @@ export function paidWithLines(code: string) {
   };
 }
 
-async function adminCall(url: string, token: string, method: string, path: string, body?: unknown) {
+/** One admin API call of the bench's setup; throws with the answer unless it succeeded. */
+export async function adminCall(url: string, token: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${url}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

@@ -22,7 +22,8 @@ import { batchesPaid, load, paidByCode, type Target } from './load.js';
 import { fmt, log, root, sleep } from './options.js';
 import { startServer, stopServer } from './server.js';
 
-const PG_BIN = (() => {
+/** PostgreSQL's programs (pg_ctl, initdb) of the server this machine runs. */
+export const PG_BIN = (() => {
   try {
     return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
   } catch {
@@ -170,7 +171,7 @@ export function fileInstructions(file: string): number {
   return Number(match[1]);
 }
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`);
+export const alive = (pid: number) => existsSync(`/proc/${pid}`);
 
 /** One cold run: PostgreSQL under callgrind, the tree's server, the load; the client backends' instructions. */
 export async function countedRun(

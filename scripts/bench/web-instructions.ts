@@ -16,7 +16,7 @@ import { canConnect, freePort } from '../local-services.js';
 import { compilingIn } from './instructions.js';
 import { load } from './load.js';
 import { fmt, log, root, sleep } from './options.js';
-import { paidWithLines } from './program-cost.js';
+import { adminCall, paidWithLines } from './program-cost.js';
 import { BENCH_TIER, thousandRules } from './program-rules.js';
 import { procfileWebFlags, startServer, stopServer } from './server.js';
 import {
@@ -37,17 +37,6 @@ interface Shop {
   label: string;
   headers: Record<string, string>;
   code: string;
-}
-
-async function adminCall(url: string, token: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 /** `--program-cost`'s brand (bench/program-cost.ts), made through the admin API alone. */
