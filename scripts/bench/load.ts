@@ -25,6 +25,18 @@ export interface SliceStat extends LoadStat {
 export interface LoadRun {
   whole: LoadStat;
   slices: SliceStat[];
+  /** Every 2xx response's latency, ms, in arrival order (to pool runs). */
+  latencies: number[];
+}
+
+/** Runs at the same connections as one: their latencies and failures together, over their seconds added up. */
+export function pooled(runs: LoadRun[]): LoadStat {
+  return statOf(
+    runs.flatMap((r) => r.latencies),
+    runs.reduce((n, r) => n + r.whole.bad, 0),
+    runs[0]!.whole.connections,
+    runs.reduce((n, r) => n + r.whole.seconds, 0),
+  );
 }
 
 /** autocannon's promise is also an EventEmitter (lib/init.js); its bundled types say only the promise. */
@@ -135,7 +147,7 @@ export async function load(spec: LoadSpec): Promise<LoadRun> {
     const rest = seconds - currentIndex * (sliceMs / 1000);
     if (rest > 0.05 || current.length > 0) closeSlice(Math.max(rest, 0.001));
   }
-  return { whole: statOf(all, allBad + failures, spec.connections, seconds), slices };
+  return { whole: statOf(all, allBad + failures, spec.connections, seconds), slices, latencies: all };
 }
 
 // ------------------------------------------------------------------ the events

@@ -2,7 +2,7 @@
 // straight into the bench database, then its books as one BENCH_RECON_ROWS-row CSV streamed through
 // HTTP to the compiled server while the compiled worker process compares it, as in production.
 // Measured: upload to `completed`, the peak RSS of the web and of the worker, and single order.paid
-// at 16 connections while it runs against the same load without it; beside them the floors of the
+// at 16 connections while it runs against the same load without it, before and after it; beside them the floors of the
 // same run (pgbench's minimal transaction, node's bare HTTP server at 16 connections).
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
@@ -15,7 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../local-services.js';
 import { CLK_TCK, type CpuSplit, processTree, withCpu } from './cpu.js';
-import { type LoadStat, singlePaid, type Target } from './load.js';
+import { type LoadStat, pooled, singlePaid, type Target } from './load.js';
 import { fmt, log, ms, options, phase, root, sleep, tmpDir } from './options.js';
 import { pgbenchScripts } from './pgbench.js';
 import { headerLines, machine, phasesTable, table } from './report.js';
@@ -273,13 +273,36 @@ export interface ReconciliationBenchResult {
   rssBeforeKb: { web: number; worker: number };
   hwmKb: { web: number; worker: number };
   during: LoadStat;
+  /** The singles without it, before and after it, pooled. */
   without: LoadStat;
+  withoutSides: { before: LoadStat; after: LoadStat };
   /** The load generator's own event-loop delay, p99 ms: what of a single's time is the bench's. */
   benchLoopP99: { during: number; without: number };
   floors: { pgbenchTps: number; pgbenchClients: number; nodeFloor: LoadStat };
   /** Percent of one core; `other` is everything else on the machine (other people's work). */
   cpu: { during: CpuSplit; without: CpuSplit; worker: number };
   workerLog: string;
+}
+
+/** Seconds of singles without the reconciliation on each side of it (BENCH_RECON_WITHOUT_SECONDS). */
+function withoutSeconds(): number {
+  return Math.max(options.seconds, Number(process.env.BENCH_RECON_WITHOUT_SECONDS ?? 30));
+}
+
+/** The singles alone for `seconds`, with the CPU they took and the bench's own event-loop delay. */
+async function withoutIt(serverPid: number | undefined, target: Target, code: string, seconds: number) {
+  const loop = loopDelay();
+  const [run, cpu] = await withCpu(serverPid, () => singlePaid(target, code, 16, seconds));
+  return { run, cpu, loopP99: loop.stop() };
+}
+
+/** Two equally long runs' CPU splits as one. */
+function meanSplit(a: CpuSplit, b: CpuSplit): CpuSplit {
+  const mean = (x: number | undefined, y: number | undefined) =>
+    x === undefined || y === undefined ? undefined : (x + y) / 2;
+  return Object.fromEntries(
+    Object.keys(a).map((k) => [k, mean(a[k as keyof CpuSplit], b[k as keyof CpuSplit])]),
+  ) as unknown as CpuSplit;
 }
 
 export async function reconciliationRun(ctx: Context): Promise<ReconciliationBenchResult> {
@@ -320,6 +343,13 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
 
     phase('reconciliation: warm-up, single order.paid at 16 connections for 5 s');
     await singlePaid(target, code, 16, 5);
+
+    // The singles without the reconciliation are measured on both sides of it, as long each side,
+    // and pooled: singles alone ran faster as the run went on (measured), so a side of one alone
+    // would put that drift into the ratio.
+    const side = withoutSeconds();
+    phase(`reconciliation: the same singles without it, before: ${side} s`);
+    const before = await withoutIt(server.pid, target, code, side);
 
     phase(
       `reconciliation: ${fmt(n)}-row CSV streamed to the server, singles at 16 connections while it runs`,
@@ -380,19 +410,13 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
         `worker ${fmt(peakKb.worker / 1024)} MB; singles p99 ${ms(during.p99)} ms`,
     );
 
-    phase(
-      `reconciliation: the same singles without it, ${fmt(Math.max(options.seconds, completedMs / 1000))} s`,
-    );
-    const withoutLoop = loopDelay();
-    const [withoutRun, withoutCpu] = await withCpu(server.pid, () =>
-      singlePaid(target, code, 16, Math.max(options.seconds, Math.round(completedMs / 1000))),
-    );
-    const benchLoopP99 = { during: duringLoopP99, without: withoutLoop.stop() };
+    phase(`reconciliation: the same singles without it, after: ${side} s`);
+    const after = await withoutIt(server.pid, target, code, side);
+    const without = pooled([before.run, after.run]);
+    const benchLoopP99 = { during: duringLoopP99, without: Math.max(before.loopP99, after.loopP99) };
     log(
-      `  the bench's event-loop delay p99: ${ms(benchLoopP99.during)} ms during, ${ms(benchLoopP99.without)} ms without`,
+      `  singles p99 without it ${ms(without.p99)} ms (before ${ms(before.run.whole.p99)}, after ${ms(after.run.whole.p99)})`,
     );
-    const without = withoutRun.whole;
-    log(`  singles p99 ${ms(without.p99)} ms`);
     return {
       orders: n,
       rows: n,
@@ -407,9 +431,10 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
       hwmKb,
       during,
       without,
+      withoutSides: { before: before.run.whole, after: after.run.whole },
       benchLoopP99,
       floors: { pgbenchTps: pg.tps, pgbenchClients: 16, nodeFloor },
-      cpu: { during: duringCpu, without: withoutCpu, worker: workerCpu },
+      cpu: { during: duringCpu, without: meanSplit(before.cpu, after.cpu), worker: workerCpu },
       workerLog,
     };
   } finally {
@@ -445,8 +470,8 @@ export function renderReconciliation(r: ReconciliationBenchResult, pgVersion: st
 generate_series, then its books (${fmt(r.rows)} CSV rows: per 100, one order we lack, one we have
 that they lack, one amount, one refund and one status differing) streamed through HTTP to the
 compiled server (WEB_CONCURRENCY=${options.webConcurrency}) with the compiled worker process
-comparing it, while single order.paid events run at 16 connections; then the same singles alone
-for as long (at least BENCH_SECONDS).
+comparing it, while single order.paid events run at 16 connections; the same singles alone are
+measured before and after it (BENCH_RECON_WITHOUT_SECONDS each, 30 by default) and pooled.
 
 ${headerLines(m, [`load average at each phase below; seeded in ${fmt(r.seedMs / 1000, 1)} s`])}
 
@@ -458,7 +483,7 @@ ${table(['target', 'measured', 'met'], 'lrc', [
   ],
   [
     'web peak RSS < 300 MB',
-    `${mb(r.peakRssKb.web)} (VmHWM ${mb(r.hwmKb.web)}; ${mb(r.rssBeforeKb.web)} right before the upload, after the singles' warm-up)`,
+    `${mb(r.peakRssKb.web)} (VmHWM ${mb(r.hwmKb.web)}; ${mb(r.rssBeforeKb.web)} right before the upload, after the singles without it)`,
     verdict(Math.max(r.peakRssKb.web, r.hwmKb.web) < 300 * 1024),
   ],
   [
@@ -476,7 +501,17 @@ ${table(['target', 'measured', 'met'], 'lrc', [
 
 ${table(['single order.paid, 16 connections', 'events/s', 'p50 ms', 'p99 ms', 'failed'], 'lrrrr', [
   ['while the reconciliation runs', fmt(r.during.rps), ms(r.during.p50), ms(r.during.p99), r.during.bad],
-  ['without it', fmt(r.without.rps), ms(r.without.p50), ms(r.without.p99), r.without.bad],
+  [
+    'without it (before and after, pooled)',
+    fmt(r.without.rps),
+    ms(r.without.p50),
+    ms(r.without.p99),
+    r.without.bad,
+  ],
+  ...(['before', 'after'] as const).map((when) => {
+    const w = r.withoutSides[when];
+    return [`without it, ${when}`, fmt(w.rps), ms(w.p50), ms(w.p99), w.bad];
+  }),
   [
     'floor: node bare HTTP server',
     fmt(r.floors.nodeFloor.rps),

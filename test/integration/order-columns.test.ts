@@ -111,7 +111,7 @@ describe("the order's columns", () => {
     expect(await refused(movement('bogus'))).toBe('23514');
   });
 
-  it('the domains and the unlogged staging table go down to table CHECKs and a logged table, and up again', async () => {
+  it('the domains, the unlogged staging table and its bytewise order ids go down to table CHECKs, a logged table and the default collation, and up again', async () => {
     const shape = async () => {
       const { rows } = await db.query(
         `select (select string_agg(conname, ',' order by conname) from pg_constraint
@@ -119,7 +119,10 @@ describe("the order's columns", () => {
                     and conname in ('orders_status_check', 'orders_attributed_via_check', 'ledger_movements_kind_check')) as checks,
                 (select string_agg(typname, ',' order by typname) from pg_type
                   where typtype = 'd' and typname in ('order_status', 'order_attributed_via', 'movement_kind')) as domains,
-                (select relpersistence from pg_class where oid = 'reconciliation_rows'::regclass) as staging`,
+                (select relpersistence from pg_class where oid = 'reconciliation_rows'::regclass) as staging,
+                (select coalesce(c.collname, 'default') from pg_attribute a left join pg_collation c
+                   on c.oid = a.attcollation and a.attcollation <> (select oid from pg_collation where collname = 'default')
+                  where a.attrelid = 'reconciliation_rows'::regclass and a.attname = 'order_id') as staged_order_id`,
       );
       return rows[0];
     };
@@ -127,6 +130,7 @@ describe("the order's columns", () => {
       checks: null,
       domains: 'movement_kind,order_attributed_via,order_status',
       staging: 'u',
+      staged_order_id: 'C',
     };
     expect(await shape()).toEqual(up);
     await orm.migrator.down({ to: 'Migration20261204100000' });
@@ -134,6 +138,7 @@ describe("the order's columns", () => {
       checks: 'ledger_movements_kind_check,orders_attributed_via_check,orders_status_check',
       domains: null,
       staging: 'p',
+      staged_order_id: 'default',
     });
     await orm.migrator.up();
     expect(await shape()).toEqual(up);

@@ -429,35 +429,46 @@ describe('bad uploads are refused whole, their first bad line named', () => {
       'invalid_request_query',
       'from',
     );
-    // Rows are staged 2,000 lines to a COPY. A repeat of an earlier chunk's order is named before
-    // a later bad line of the same chunk.
+    // Rows are staged BATCH_ROWS lines to a COPY. A repeat of an earlier batch's order is named
+    // before a later bad line of the same batch.
+    const { BATCH_ROWS: B } = await import('../../src/modules/reconciliations/staging.js');
     const early = [
       'order_id,status,amount',
-      ...Array.from({ length: 2001 }, (_, i) => `E-${i},paid,100`),
+      ...Array.from({ length: B + 1 }, (_, i) => `E-${i},paid,100`),
       'E-5,paid,1',
       'E-x,paid,x',
     ];
-    await refused(await postCsv(`${early.join('\n')}\n`), 422, 'duplicate_order_id', 'line 2003: order_id');
-    // A duplicate across chunks, after two thousand good lines.
+    await refused(
+      await postCsv(`${early.join('\n')}\n`),
+      422,
+      'duplicate_order_id',
+      `line ${B + 3}: order_id`,
+    );
+    // A duplicate across batches, after a batch and a half of good lines.
     const lines = [
       'order_id,status,amount',
-      ...Array.from({ length: 2500 }, (_, i) => `D-${i},paid,100`),
+      ...Array.from({ length: B + B / 2 }, (_, i) => `D-${i},paid,100`),
       'D-3,paid,1',
     ];
-    await refused(await postCsv(`${lines.join('\n')}\n`), 422, 'duplicate_order_id', 'line 2502: order_id');
-    // The repeat is in the chunk being written while the next is read, whose bad line comes later.
+    await refused(
+      await postCsv(`${lines.join('\n')}\n`),
+      422,
+      'duplicate_order_id',
+      `line ${B + B / 2 + 2}: order_id`,
+    );
+    // The repeat is in the batch being written while the next is read, whose bad line comes later.
     const inFlight = [
       'order_id,status,amount',
-      ...Array.from({ length: 2000 }, (_, i) => `F-${i},paid,100`),
+      ...Array.from({ length: B }, (_, i) => `F-${i},paid,100`),
       'F-3,paid,1',
-      ...Array.from({ length: 2500 }, (_, i) => `F-${2000 + i},paid,100`),
+      ...Array.from({ length: B + B / 2 }, (_, i) => `F-${B + i},paid,100`),
       'F-x,paid,x',
     ];
     await refused(
       await postCsv(`${inFlight.join('\n')}\n`),
       422,
       'duplicate_order_id',
-      'line 2002: order_id',
+      `line ${B + 2}: order_id`,
     );
   });
 
@@ -942,9 +953,10 @@ describe('the upload pace', () => {
     const unpaced = await staged(3_000, 0);
     expect(unpaced.n).toBe(3_000);
     expect(unpaced.ms).toBeLessThan(5000);
-    // 2,000 rows at 500 a second: at least 4 s, the first batch's share included.
-    const paced = await staged(2_000, 500);
-    expect(paced.n).toBe(2_000);
-    expect(paced.ms).toBeGreaterThan(3900);
+    // Three batches at a batch a second: at least 3 s, the first batch's share included.
+    const { BATCH_ROWS } = await import('../../src/modules/reconciliations/staging.js');
+    const paced = await staged(3 * BATCH_ROWS, BATCH_ROWS);
+    expect(paced.n).toBe(3 * BATCH_ROWS);
+    expect(paced.ms).toBeGreaterThan(2900);
   }, 60_000);
 });

@@ -150,10 +150,12 @@ const SEQ_UNPAIRED = 2 ** 30;
  * can differ, one row per difference written; and the slice's figures returned. Nothing is materialized but the slice's pairs that can differ.
  */
 export function comparison(citus: boolean, part: 'rows' | 'ours' = 'rows'): string {
+  // Staged order ids compare bytewise (collation "C", Migration20261208000000), ours in the
+  // default collation: each statement that meets the two names the one its index is in.
   const ourMatch = citus
-    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = r.order_id'
-    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || r.order_id) and o.brand_id = :brand_id`;
-  const rowColumns = `r.line, r.order_id as r_order_id, r.status as r_status, r.amount as r_amount,
+    ? 'o.brand_id = :brand_id and o.livemode = :livemode and o.order_id = r.order_id collate "default"'
+    : `${orderLookupKeySql('o')} = (:brand_id::text || '/' || :mode::text || '/' || r.order_id collate "default") and o.brand_id = :brand_id`;
+  const rowColumns = `r.line, r.order_id collate "default" as r_order_id, r.status as r_status, r.amount as r_amount,
          r.currency as r_currency, r.fx_rate as r_fx_rate, r.refunded_amount as r_refunded,
          r.occurred_at as r_occurred_at, r.coupon_code as r_coupon_code, r.click_ref as r_click_ref,
          r.customer_hash as r_customer_hash, r.parent_order_id as r_parent_order_id`;
@@ -198,7 +200,7 @@ pair as (
     from slice s
     left join lateral (
       select r.${staged} as staged, r.* from reconciliation_rows r
-       where r.brand_id = :brand_id and r.reconciliation_id = :reconciliation_id and r.order_id = s.o_order_id
+       where r.brand_id = :brand_id and r.reconciliation_id = :reconciliation_id and r.order_id = s.o_order_id collate "C"
        limit 1
     ) r on true
 ),
@@ -380,10 +382,12 @@ export const COMPARISON_SETTINGS = {
 } as const;
 
 /**
- * Staged rows, or our orders, per statement: a slice holds a core of the database for a few
- * milliseconds, so live events written beside it wait for no long statement.
+ * Staged rows, or our orders, per statement: each statement's parse, plan and start-up are a
+ * fixed cost that a smaller slice pays more often (docs/benchmarks.md), and a slice's pairs stay
+ * within work_mem, so the statement never spills to disk. The pace, not the slice, keeps the
+ * comparison's share of the database small.
  */
-export const COMPARE_SLICE = 2000;
+export const COMPARE_SLICE = 4000;
 
 /** Waits between slices so that the work done keeps to `perSecond` since `started` (0: no wait). */
 async function keepPace(started: number, done: number, perSecond: number): Promise<void> {
