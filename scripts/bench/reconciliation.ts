@@ -6,8 +6,7 @@
 // same run (pgbench's minimal transaction, node's bare HTTP server at 16 connections).
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
@@ -16,7 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { freePort } from '../local-services.js';
 import { CLK_TCK, type CpuSplit, processTree, withCpu } from './cpu.js';
 import { type LoadStat, pooled, singlePaid, type Target } from './load.js';
-import { fmt, log, ms, options, phase, root, sleep, tmpDir } from './options.js';
+import { fmt, log, ms, options, phase, root, tmpDir } from './options.js';
 import { pgbenchScripts } from './pgbench.js';
 import { headerLines, machine, phasesTable, table } from './report.js';
 import { type RunningServer, startServer, stopServer } from './server.js';
@@ -119,45 +118,89 @@ async function* booksCsv(n: number, from: Date, rowsPerChunk = 2000): AsyncGener
 
 /**
  * Streams the books' file to POST /v1/reconciliations (chunked, no length known in advance), as
- * a brand's nightly job sends its export: the file is written before the measured phase, so the
- * load generator's event loop, which times the singles beside it, only moves bytes.
+ * a brand's nightly job sends its export, then reads the reconciliation every 100 ms until it is no
+ * longer `processing`: in a thread of its own, so that the load generator's event loop, which
+ * times the singles beside it, does nothing else (on it, the upload's bytes and the reads added
+ * their milliseconds to the singles' measured time). Its messages: `answered` (the upload's answer
+ * and when it came), then `settled` (the reconciliation as it ended), or `failed`.
  */
-async function upload(
+const uploaderSource = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { createReadStream } = require('node:fs');
+const { request } = require('node:http');
+const { pipeline } = require('node:stream/promises');
+const { url, key, csvFile } = workerData;
+const post = () => new Promise((resolve, reject) => {
+  const req = request(url + workerData.path, {
+    method: 'POST',
+    headers: { authorization: 'Bearer ' + key, 'content-type': 'text/csv' },
+  }, (res) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => {
+      try { resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }); }
+      catch (err) { reject(err); }
+    });
+  });
+  req.on('error', reject);
+  pipeline(createReadStream(csvFile), req).catch(reject);
+});
+(async () => {
+  const answer = await post();
+  parentPort.postMessage({ answered: answer });
+  if (answer.status !== 201 || !answer.body.id) return;
+  for (;;) {
+    const res = await fetch(url + '/v1/reconciliations/' + answer.body.id, { headers: { authorization: 'Bearer ' + key } });
+    const body = await res.json();
+    if (body.status !== 'processing') { parentPort.postMessage({ settled: body }); return; }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+})().catch((err) => parentPort.postMessage({ failed: String(err && err.stack || err) }));
+`;
+
+interface Uploaded {
+  /** The upload's answer. */
+  answered: Promise<{ status: number; body: { id?: string; status?: string } }>;
+  /** The reconciliation once it is no longer `processing`. */
+  settled: Promise<Record<string, unknown>>;
+}
+
+function uploadInThread(
   server: RunningServer,
   secretKey: string,
   csvFile: string,
   from: Date,
   to: Date,
-): Promise<{ status: number; body: { id?: string; status?: string; rows?: number } }> {
-  const url = new URL(
-    `/v1/reconciliations?from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}`,
-    server.url,
-  );
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'text/csv' },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            resolve({
-              status: res.statusCode ?? 0,
-              body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
-            });
-          } catch (err) {
-            reject(err);
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    pipeline(createReadStream(csvFile), req).catch(reject);
+): Uploaded {
+  const path = `/v1/reconciliations?from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}`;
+  const thread = new Worker(uploaderSource, {
+    eval: true,
+    workerData: { url: server.url, key: secretKey, csvFile, path },
   });
+  type Message = {
+    answered?: Awaited<Uploaded['answered']>;
+    settled?: Record<string, unknown>;
+    failed?: string;
+  };
+  const next = <T>(pick: (m: Message) => T | undefined) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: Message) => {
+        if (m.failed) reject(new Error(`the upload's thread failed: ${m.failed}`));
+        const value = pick(m);
+        if (value !== undefined) resolve(value);
+      };
+      thread.on('message', onMessage);
+      thread.once('error', reject);
+      thread.once('exit', () =>
+        reject(new Error("the upload's thread ended before the reconciliation settled")),
+      );
+    });
+  const answered = next((m) => m.answered);
+  const settled = next((m) => m.settled);
+  // Either may be the one awaited when the thread fails: neither is left unhandled.
+  answered.catch(() => {});
+  settled.catch(() => {});
+  return { answered, settled };
 }
 
 /**
@@ -365,8 +408,9 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     const started = performance.now();
     let uploadMs = 0;
     let answeredStatus = '';
+    const uploaded = uploadInThread(server, ctx.secretKey, csvFile, from, to);
     const done = (async () => {
-      const answer = await upload(server, ctx.secretKey, csvFile, from, to);
+      const answer = await uploaded.answered;
       uploadMs = performance.now() - started;
       if (answer.status !== 201 || !answer.body.id)
         throw new Error(
@@ -374,14 +418,7 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
         );
       answeredStatus = answer.body.status ?? '';
       log(`  uploaded in ${fmt(uploadMs / 1000, 1)} s (${answeredStatus})`);
-      for (;;) {
-        const res = await fetch(`${server.url}/v1/reconciliations/${answer.body.id}`, {
-          headers: ctx.headers,
-        });
-        const body = (await res.json()) as Record<string, unknown>;
-        if (body.status !== 'processing') return body;
-        await sleep(100);
-      }
+      return uploaded.settled;
     })();
     // BENCH_RECON_SINGLES=0: the upload alone, its time and memory its own (for profiling).
     const alone = process.env.BENCH_RECON_SINGLES === '0';
