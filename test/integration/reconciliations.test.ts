@@ -399,6 +399,13 @@ describe('bad uploads are refused whole, their first bad line named', () => {
       'duplicate_order_id',
       'line 4: order_id',
     );
+    // A repeat within the batch is named before a later bad line of the same chunk.
+    await refused(
+      await postCsv('order_id,status,amount\nA,paid,1\nA,paid,2\nB,paid,x\n'),
+      422,
+      'duplicate_order_id',
+      'line 3: order_id',
+    );
     await refused(await postCsv('order_id,status,amount\n'), 422, 'empty_upload');
     await refused(
       await postCsv('order_id,status,amount\nA,paid,1\nB,pa'),

@@ -104,12 +104,6 @@ export type CsvError =
   | { csv: { code: string; lines?: number } }
   | { internal: string };
 
-/** The answer to each chunk, in order: the rows it completed (line, row, line, row, …), then any error. */
-export interface CsvReply {
-  rows: unknown[];
-  error?: CsvError;
-}
-
 interface RecordApi {
   parse(
     buf: Buffer | undefined,
@@ -132,7 +126,9 @@ function wire(err: unknown): CsvError {
 
 /**
  * An upload's bytes parsed a chunk at a time with csv-parse's record API (no stream between): each
- * chunk's records are checked and answered before the next chunk is read. After the first error
+ * line is checked and handed on as it is read, so nothing of a line outlives it but what it was
+ * handed to (a chunk's lines held until its end lived past young-generation collections and
+ * crowded the old generation). The first error, a line's or one `onRow` throws, stops the upload:
  * every later chunk is answered with nothing.
  */
 export class CsvChunks {
@@ -144,25 +140,24 @@ export class CsvChunks {
   private readonly records = new CsvRecords();
   private stopped = false;
 
-  /** The next chunk, or undefined at the end of the upload. */
-  parse(chunk: Buffer | undefined): CsvReply {
-    const rows: unknown[] = [];
-    if (this.stopped) return { rows };
+  /** The next chunk, or undefined at the end of the upload; the first error, if this chunk has it. */
+  parse(chunk: Buffer | undefined, onRow: (line: number, row: BrandRow) => void): CsvError | undefined {
+    if (this.stopped) return undefined;
     try {
       const err = this.api.parse(
         chunk,
         chunk === undefined,
         ({ record, info }) => {
           const row = this.records.take(record, info.lines);
-          if (row !== undefined) rows.push(info.lines, row);
+          if (row !== undefined) onRow(info.lines, row);
         },
         () => {},
       );
       if (err) throw err;
-      return { rows };
+      return undefined;
     } catch (err) {
       this.stopped = true;
-      return { rows, error: wire(err) };
+      return wire(err);
     }
   }
 }
@@ -190,16 +185,10 @@ export class CsvBatches {
   parse(chunk: Buffer | undefined): CsvBatchReply {
     const batches: Batch[] = [];
     if (this.stopped) return { batches };
-    const { rows, error } = this.chunks.parse(chunk);
-    let stop: CsvError | undefined = error;
-    for (let i = 0; i < rows.length; i += 2) {
-      const line = rows[i] as number;
-      if (!this.encoder.add(line, rows[i + 1] as BrandRow)) {
-        stop = wire(duplicate(csvParam, line));
-        break;
-      }
+    const stop = this.chunks.parse(chunk, (line, row) => {
+      if (!this.encoder.add(line, row)) throw duplicate(csvParam, line);
       if (this.encoder.rows >= BATCH_ROWS) batches.push(this.encoder.take()!);
-    }
+    });
     if (stop !== undefined || chunk === undefined) {
       this.stopped = stop !== undefined;
       const last = this.encoder.take();
