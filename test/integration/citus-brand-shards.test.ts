@@ -28,7 +28,7 @@ let nodes: string[];
 const statement = `with clicks as (select 1 as "orders") select 1 from ${brandTable('orders')} o
   join ${brandTable('ledger_movements')} m on true, clicks where false and o.id like 'x%'`;
 const { tables, sharded } = brandForm(statement);
-/** What the helper answers: the statement to run (or null: prepared already) and, on the brand's worker, its prepared name. */
+/** What the helper answers: the statement to run (or null: made already) and, on the brand's worker, its temporary function's name. */
 const answer = (c: pg.Client) =>
   c
     .query<{ sent: [string | null, string | null] }>(
@@ -97,14 +97,14 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
       if (i > 0 && i !== node) await expect(onNode(url, named), `node ${i}`).rejects.toMatchObject(movedOff);
   });
 
-  it('are prepared once per connection and shard group on the worker, and again after a rollback', async () => {
+  it('are made a temporary function once per connection and shard group on the worker, and again after a rollback', async () => {
     const { node, shard, anchor } = await placement();
     await onNode(nodes[node]!, async (c) => {
-      const [sent, prepared] = await answer(c);
+      const [sent, made] = await answer(c);
       expect(sent).toContain(`orders_${shard} o`);
-      expect(prepared).toBe(`lf_probe_${anchor}`);
-      // The caller marks it prepared: the helper then names no shards.
-      await c.query(`select set_config('lf.lf_probe_' || $1, 'prepared', false)`, [anchor]);
+      expect(made).toBe(`lf_probe_${anchor}`);
+      // The caller marks it made: the helper then names no shards.
+      await c.query(`select set_config('lf.lf_probe_' || $1, 'made', false)`, [anchor]);
       expect(await answer(c)).toEqual([null, `lf_probe_${anchor}`]);
     });
     // A brand's own stored statement, called on the brand's worker as the coordinator delegates it.
@@ -128,16 +128,25 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
             shop.brandId,
           ])
           .then((r) => r.rows[0]!.n);
+      const temporary = () =>
+        c
+          .query<{ name: string }>(
+            `select proname as name from pg_proc where pronamespace = pg_my_temp_schema() order by 1`,
+          )
+          .then((r) => r.rows.map((f) => f.name));
       await c.query('begin');
       expect(await count()).toBe(orders);
+      expect(await temporary()).toEqual([`${probe.name}_${anchor}`]);
       await c.query('rollback');
-      // The rollback forgot that it was prepared, not the statement: found, not prepared twice.
+      // The rollback took the function and its mark alike: made again, once.
+      expect(await temporary()).toEqual([]);
       expect(await count()).toBe(orders);
       expect(await count()).toBe(orders);
-      const prepared = await c.query<{ name: string; runs: number }>(
-        `select name, (generic_plans + custom_plans)::int as runs from pg_prepared_statements`,
-      );
-      expect(prepared.rows).toEqual([{ name: `${probe.name}_${anchor}`, runs: 3 }]);
+      expect(await temporary()).toEqual([`${probe.name}_${anchor}`]);
+      // A session reset forgets the mark, not the function: replaced, still one.
+      await c.query('reset all');
+      expect(await count()).toBe(orders);
+      expect(await temporary()).toEqual([`${probe.name}_${anchor}`]);
     });
   });
 
@@ -242,6 +251,18 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
       expect(sent.status, JSON.stringify(sent.body)).toBe(200);
       const pool = (await ctx.orm.em.getConnection().getNativeClient()) as pg.Pool;
       expect(await brandShardsProblem(pool)).toBeUndefined();
+      // Its statements are temporary functions on the worker: a role without TEMPORARY is named at start.
+      const runtimePool = (await runtime.orm.em.getConnection().getNativeClient()) as pg.Pool;
+      expect(await brandShardsProblem(runtimePool)).toBeUndefined();
+      const database = new URL(ctx.directDatabaseUrl).pathname.slice(1);
+      await run(`revoke temporary on database "${database}" from public`);
+      try {
+        expect(await brandShardsProblem(runtimePool)).toBe(
+          `role ${role} may not create temporary objects in database ${database}, and on Citus a brand's statements run as temporary functions of the workers' connections: grant temporary on database ${database} to ${role}`,
+        );
+      } finally {
+        await run(`grant temporary on database "${database}" to public`);
+      }
       const owner = (await ctx.orm.em.fork().execute<{ owner: string }[]>('select current_user as owner'))[0]!
         .owner;
       await run(`alter function ${brandShardsFunction.procedure} owner to ${role}`);

@@ -59,12 +59,11 @@ begin
       end if;
     end if;
     if anchor is not null then
-      -- One prepared statement per statement and shard group (a split or an isolation gives new
+      -- One temporary function per statement and shard group (a split or an isolation gives new
       -- shard ids, so a new name; a shard that moves back keeps its name, and PostgreSQL plans
       -- its statement again when the table it names was dropped and made anew).
-      -- No name asked for (a big group's call): the statement alone, run as a dynamic one.
-      named := prepared || '_' || anchor;
-      if named is not null and current_setting('lf.' || named, true) = 'prepared' then
+      named := fn_name || '_' || anchor;
+      if current_setting('lf.' || named, true) = 'made' then
         return array[null, named];
       end if;
       names := array(select shard_name(t::regclass, get_shard_id_for_distribution_column(t::regclass, brand))
@@ -80,7 +79,7 @@ begin
   return array[format(sharded, variadic names), null];
 end`;
 
-const signature = 'brand varchar, sharded text, tables text[], prepared text';
+const signature = 'brand varchar, sharded text, tables text[], fn_name text';
 
 /** The function that names a brand's shards in its statement, by a hash of its body (as stored statements). */
 export const brandShardsFunction = (() => {
@@ -138,38 +137,25 @@ export function brandForm(text: string): { tables: BrandTableName[]; sharded: st
 const textArray = (values: readonly string[]) => `array[${values.map((v) => `'${v}'`).join(', ')}]::text[]`;
 
 /**
- * The most rows an argument of a call may carry for its statement to go in prepared, its values as
- * literals: every row's values are then written out and read back once more, which for a big
- * group (a batch's 500) costs more than planning the statement once for the call.
+ * The body of a brand's stored statement `name(types)` returning rows of `columns`:
+ * `positionalText` (its placeholders `$2…`, `$1` the brand) run on the brand's shards where it can
+ * (above). On plain PostgreSQL, the statement itself, whose plan PL/pgSQL keeps for the connection
+ * (it is never planned on Citus: PL/pgSQL resolves a statement's names when it first runs it). On a
+ * coordinator that runs the call itself, a dynamic statement on the distributed tables, planned per
+ * call. On the brand's worker, a temporary function per connection and shard group whose body is
+ * the statement on those shards, so that PL/pgSQL plans it once there too (choosing between a
+ * generic and a custom plan as on a single node), and whose arguments go in as they are: a prepared
+ * statement would need them written out as literals and read back (`EXECUTE` takes no parameters),
+ * which cost more than the statement itself. The temporary function is made here, not in the
+ * helper: a plan made under the helper's search_path would be made again by every call under this
+ * one.
  */
-const PREPARED_UP_TO_ROWS = 100;
-
-/** The most rows any argument carries: an array's elements, a JSON array's. */
-function rowsOf(types: readonly string[]): string {
-  const counts = types.flatMap((type, i) =>
-    type.endsWith('[]')
-      ? [`coalesce(cardinality($${i + 1}), 0)`]
-      : type === 'json' || type === 'jsonb'
-        ? [`case when ${type}_typeof($${i + 1}) = 'array' then ${type}_array_length($${i + 1}) else 0 end`]
-        : [],
-  );
-  return counts.length === 0 ? '0' : `greatest(${counts.join(', ')})`;
-}
-
-/**
- * The body of a brand's stored statement `name(types)`: `positionalText` (its placeholders
- * `$2…`, `$1` the brand) run on the brand's shards where it can (above). On plain PostgreSQL, the
- * statement itself, whose plan PL/pgSQL keeps for the connection (it is never planned on Citus:
- * PL/pgSQL resolves a statement's names when it first runs it). On a coordinator that runs the
- * call itself, a dynamic statement on the distributed tables, planned per call. On the brand's
- * worker, a statement prepared once per connection and shard group, so that it too is planned
- * once, not on every call (a big group's call runs it dynamically: `PREPARED_UP_TO_ROWS`). Its arguments go in as text literals (`%L`), which every
- * argument type here (text, numbers, booleans, json, timestamptz in the session's own style, and
- * arrays of them) reads back exactly; `EXECUTE` takes no parameters from a PL/pgSQL `USING`. The
- * statement is prepared here, not in the helper: a plan made under the helper's search_path would
- * be made again by every call under this one.
- */
-export function onBrandShards(positionalText: string, types: readonly string[], name: string): string {
+export function onBrandShards(
+  positionalText: string,
+  types: readonly string[],
+  name: string,
+  columns: string,
+): string {
   if (positionalText.includes('$lfsql$')) throw new Error('a stored statement may not contain $lfsql$');
   // A brand table named without its declaration would be sent to the distributed table from the worker.
   const undeclared = [...positionalText.matchAll(/"([a-z_][a-z0-9_]*)"(?!\/\*lf brand table)/g)]
@@ -182,31 +168,32 @@ export function onBrandShards(positionalText: string, types: readonly string[], 
   const { tables, sharded } = brandForm(positionalText);
   if (tables.length === 0) return `begin\n  return query ${positionalText};`;
   const args = types.map((_, i) => `$${i + 1}`).join(', ');
-  // format() is a function like any other, so at most 100 arguments: the literals in runs of 50.
-  const runs = Array.from({ length: Math.ceil(types.length / 50) }, (_, r) => {
-    const at = types.slice(r * 50, r * 50 + 50).map((_, i) => `$${r * 50 + i + 1}`);
-    return `pg_catalog.format('${at.map(() => '%L').join(', ')}', ${at.join(', ')})`;
-  });
   return `declare
   sent text[];
+  propagating text;
 begin
   if not ${CITUS_INSTALLED} then
     -- Plain PostgreSQL: the statement itself, its plan kept by PL/pgSQL as any other's.
     return query ${positionalText};
     return;
   end if;
-  sent := ${brandShardsFunction.name}($1, $lfsql$${sharded}$lfsql$, ${textArray(tables)},
-    case when ${rowsOf(types)} <= ${PREPARED_UP_TO_ROWS} then '${name}' end);
+  sent := ${brandShardsFunction.name}($1, $lfsql$${sharded}$lfsql$, ${textArray(tables)}, '${name}');
   if sent[2] is null then
     return query execute sent[1] using ${args};
     return;
   end if;
   if sent[1] is not null then
-    -- A transaction that rolled back forgot the setting below, not the statement.
-    if not exists (select 1 from pg_catalog.pg_prepared_statements p where p.name = sent[2]) then
-      execute pg_catalog.format('prepare %I(${types.join(', ')}) as %s', sent[2], sent[1]);
-    end if;
-    perform pg_catalog.set_config('lf.' || sent[2], 'prepared', false);
+    -- Made again where the setting is missing: a transaction that rolled back forgot both, and a
+    -- session reset (RESET ALL) only the setting. Citus refuses DDL on a worker unless it is told
+    -- not to propagate it: a temporary function is this session's alone.
+    propagating := pg_catalog.current_setting('citus.enable_ddl_propagation');
+    perform pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
+    execute pg_catalog.format(
+      'create or replace function pg_temp.%I(${types.join(', ')}) returns setof record language plpgsql as %L',
+      sent[2], 'begin return query ' || sent[1] || '; end');
+    perform pg_catalog.set_config('citus.enable_ddl_propagation', propagating, true);
+    perform pg_catalog.set_config('lf.' || sent[2], 'made', false);
   end if;
-  return query execute pg_catalog.format('execute %I(', sent[2]) || ${runs.join(" || ', ' || ")} || ')';`;
+  return query execute 'select * from pg_temp.' || pg_catalog.quote_ident(sent[2])
+    || '(${args}) as r(${columns})' using ${args};`;
 }

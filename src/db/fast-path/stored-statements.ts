@@ -73,7 +73,7 @@ export function storedStatement(
     text,
     name,
     definition: `create function ${name}(${types.join(', ')}) returns setof record language plpgsql${settings} as $lf$
-${first ? onBrandShards(positional(text, 1), types, name) : `begin\n  return query ${positional(text)};`}
+${first ? onBrandShards(positional(text, 1), types, name, columns) : `begin\n  return query ${positional(text)};`}
 end
 $lf$`,
     call: `select * from ${name}(${types.map((t) => `?::${t}`).join(', ')}) as r(${columns})`,
@@ -186,25 +186,41 @@ async function refuseStrangerTables(sql: Sql, statements: readonly StoredStateme
 }
 
 /**
- * On Citus, what stops a brand's statements from taking their shards' lock, if anything: the
- * shards' helper is `security definer` (db/fast-path/brand-shards.ts), and Citus lets only the tables'
- * owner take that lock, so the helper's owner must own the brand tables. `npm run migrate` run as
- * the owner makes it so; run as another role it does not, and every brand's write would fail.
+ * On Citus, what stops a brand's statements from running on its shards, if anything. The shards'
+ * helper is `security definer` (db/fast-path/brand-shards.ts), and Citus lets only the tables'
+ * owner take their shards' lock, so the helper's owner must own the brand tables: `npm run
+ * migrate` run as the owner makes it so. And a brand's statement is a temporary function of each
+ * worker connection, so the runtime role needs the database's `TEMPORARY` privilege (PUBLIC has
+ * it unless revoked; Citus connects to the workers as the same role).
  */
 export async function brandShardsProblem(pool: pg.Pool): Promise<string | undefined> {
   const [row] = (
-    await pool.query<{ citus: boolean; owns: boolean | null; helper: string | null; tables: string | null }>(
+    await pool.query<{
+      citus: boolean;
+      owns: boolean | null;
+      helper: string | null;
+      tables: string | null;
+      temporary: boolean;
+      runtime: string;
+      database: string;
+    }>(
       `select ${CITUS_INSTALLED} as citus,
               p.proowner = c.relowner and p.prosecdef as owns,
-              pg_get_userbyid(p.proowner)::text as helper, pg_get_userbyid(c.relowner)::text as tables
+              pg_get_userbyid(p.proowner)::text as helper, pg_get_userbyid(c.relowner)::text as tables,
+              has_database_privilege(current_database(), 'temporary') as temporary,
+              current_user::text as runtime, current_database()::text as database
          from (select 1) one
          left join pg_proc p on p.oid = to_regprocedure($1)
          left join pg_class c on c.oid = to_regclass($2)`,
       [brandShardsFunction.procedure, COLOCATION_ANCHOR],
     )
   ).rows;
-  if (!row?.citus || row.owns !== false) return undefined;
-  return `the brand shards' helper ${brandShardsFunction.name} belongs to role ${row.helper}, but the brand tables to ${row.tables}: Citus lets only the tables' owner lock their shards, so run npm run migrate as ${row.tables} (drop the helper first: drop function ${brandShardsFunction.procedure})`;
+  if (!row?.citus) return undefined;
+  if (row.owns === false)
+    return `the brand shards' helper ${brandShardsFunction.name} belongs to role ${row.helper}, but the brand tables to ${row.tables}: Citus lets only the tables' owner lock their shards, so run npm run migrate as ${row.tables} (drop the helper first: drop function ${brandShardsFunction.procedure})`;
+  if (!row.temporary)
+    return `role ${row.runtime} may not create temporary objects in database ${row.database}, and on Citus a brand's statements run as temporary functions of the workers' connections: grant temporary on database ${row.database} to ${row.runtime}`;
+  return undefined;
 }
 
 /** The functions `statements` need: their own, and the shards' helper of those named by a brand. */
