@@ -9,6 +9,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { median } from './cost.js';
 import { cpuMsBetween, cpuSnapshot } from './cpu.js';
 import { migrate } from './database.js';
 import { batchesPaid, singlePaid, type Target } from './load.js';
@@ -65,12 +66,6 @@ function costRun(dir: string): Promise<{ webMs: [number, number]; postgresMs: [n
     });
   });
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /**
  * Two-sided sign test: how often a change that does nothing is cheaper in `won` of `n` rounds, or

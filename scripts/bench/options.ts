@@ -89,6 +89,8 @@ export const options = {
    * range: this machine's speed swings by a third within minutes (docs/benchmarks.md, "Profile notes").
    */
   costRounds: integer('BENCH_COST_ROUNDS', 3, 1),
+  /** Rounds of `--program-cost`: its figure is the median of the rounds' own ratios, which wants more of them. */
+  programCostRounds: integer('BENCH_PROGRAM_COST_ROUNDS', 5, 1),
   /** Batches in flight at once: throughput, not one client's round-trip latency. */
   batchConnections: integer('BENCH_BATCH_CONNECTIONS', 4, 1),
   /** Paging the whole order list stops after this long (and says so) rather than run for hours. */
