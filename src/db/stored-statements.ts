@@ -1,9 +1,14 @@
 import pg from 'pg';
 import { ingestionStatements } from '../modules/ingestion/commit-group.js';
+import { comparisonStatements } from '../modules/reconciliations/compare.js';
 import { installStoredStatements, missingStoredStatements } from './fast-path/index.js';
 
 /** The stored statements this release's code calls (db/fast-path/stored-statements.ts `StoredStatement`). */
-export const releaseStatements = ingestionStatements;
+export const releaseStatements = [
+  ...ingestionStatements,
+  comparisonStatements.ours.query.stored,
+  comparisonStatements.rows.query.stored,
+];
 
 /**
  * Creates this release's stored statements that the database lacks, and on Citus distributes

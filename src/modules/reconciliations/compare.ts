@@ -2,7 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { onCitus } from '../../db/citus.js';
-import { inTransaction, inTransactionOn, type Sql } from '../../db/fast-path/index.js';
+import {
+  type HotQuery,
+  hotQuery,
+  inTransaction,
+  inTransactionOn,
+  type Sql,
+} from '../../db/fast-path/index.js';
 import { CLICK_SKEW_MS } from '../attribution/resolve.js';
 import { orderLookupKeySql } from '../orders/lookup-key.js';
 import { recordWebhookEvents } from '../webhooks/webhook-writes.js';
@@ -223,6 +229,8 @@ ${taken}`;
   return `
 with ${source}
 attributed as (
+  -- Each by its unique key, not flattened (limit): a probe per pair whatever the plan's estimates (the
+  -- stored statement's generic plan is one for every brand, whose codes and clicks number apart).
   select p.*, rc.creator_id as code_creator, rc.bps as code_bps, rk.creator_id as click_creator,
          rk.bps as click_bps, rk.in_window,
          (p.o_last_touch is null or lower(p.o_last_touch) = 'lf') as channel_allows
@@ -230,13 +238,13 @@ attributed as (
     left join lateral (
       select c.creator_id, f.commission_bps as bps from coupon_codes c
         left join offers f on f.brand_id = c.brand_id and f.id = c.offer_id
-       where c.brand_id = :brand_id and c.code_key = upper(trim(p.r_coupon_code))) rc on p.r_coupon_code is not null
+       where c.brand_id = :brand_id and c.code_key = upper(trim(p.r_coupon_code)) limit 1) rc on p.r_coupon_code is not null
     left join lateral (
       select k.creator_id, f.commission_bps as bps,
              (coalesce(p.o_occurred_at, p.r_occurred_at, :now::timestamptz) - k.clicked_at
                between make_interval(secs => -(:skew_seconds)::float8) and make_interval(days => f.attribution_window_days)) as in_window
         from clicks k join offers f on f.brand_id = k.brand_id and f.id = k.offer_id
-       where k.brand_id = :brand_id and k.id = p.r_click_ref) rk on p.r_click_ref is not null
+       where k.brand_id = :brand_id and k.id = p.r_click_ref limit 1) rk on p.r_click_ref is not null
 ),
 f as (
   select p.*,
@@ -312,6 +320,69 @@ select
   }`;
 }
 
+/** Each named value's type, as a stored statement's parameter (what PostgreSQL inferred for the plain statement). */
+const VALUE_TYPES: Record<string, string> = {
+  brand_id: 'varchar',
+  reconciliation_id: 'varchar',
+  livemode: 'boolean',
+  mode: 'text',
+  from: 'timestamptz',
+  to: 'timestamptz',
+  now: 'timestamptz',
+  skew_seconds: 'float8',
+  default_bps: 'int',
+  slice: 'int',
+  after_at: 'text',
+  after_id: 'text',
+  after_order: 'text',
+  seq_from: 'int',
+};
+
+/** The figures' columns, as a stored statement returns them. */
+const figureColumns = `unpaired int, paired_differing int, differences jsonb, fixable int, at_stake_amount bigint,
+  at_stake_commission bigint, first_fix_at text`;
+
+/** A slice's statement on one PostgreSQL kept planned, and its text with `?` placeholders. */
+function storedComparison(part: 'rows' | 'ours'): { query: HotQuery; text: string } {
+  const typed = comparison(false, part).replace(/:([a-z_]+)\b(?!::)/g, (whole, name: string) =>
+    VALUE_TYPES[name] ? `${whole}::${VALUE_TYPES[name]}` : whole,
+  );
+  const [text] = named(typed, Object.fromEntries(Object.keys(VALUE_TYPES).map((name) => [name, null])));
+  const progress =
+    part === 'rows'
+      ? 'scanned int, last_order varchar'
+      : 'scanned int, last_at text, last_id varchar, written int';
+  return { query: hotQuery(text, `${progress}, ${figureColumns}`), text: typed };
+}
+
+/**
+ * On one PostgreSQL each slice's statement is a stored one (db/fast-path/stored-statements.ts):
+ * PL/pgSQL keeps its plan in the backend, generic after a few slices, where planning the plain
+ * statement anew took 1.6 ms of each slice (docs/benchmarks.md, "Profile notes"). On Citus the
+ * plain statement, which the coordinator routes to the brand's worker.
+ */
+export const comparisonStatements = { ours: storedComparison('ours'), rows: storedComparison('rows') };
+
+/** One slice of `part` with `values` by name: the stored statement here, the plain one on Citus. */
+async function compareSlice(
+  sql: Sql,
+  citus: boolean,
+  part: 'rows' | 'ours',
+  values: Record<string, unknown>,
+): Promise<SliceFigures> {
+  if (citus) {
+    const [text, ordered] = named(comparison(true, part), values);
+    const [slice] = await sql.query<SliceFigures>(text, ordered);
+    return slice!;
+  }
+  const stored = comparisonStatements[part];
+  const [, ordered] = named(stored.text, values);
+  if (ordered.length !== stored.query.stored.types.length)
+    throw new Error(`comparison ${part}: a value is missing`);
+  const [slice] = await stored.query.run<SliceFigures>(sql, ordered);
+  return slice!;
+}
+
 /** What one slice returns. */
 interface SliceFigures {
   scanned: number;
@@ -382,10 +453,12 @@ export const COMPARISON_SETTINGS = {
 } as const;
 
 /**
- * Staged rows, or our orders, per statement: each statement's parse, plan and start-up are a
- * fixed cost that a smaller slice pays more often (docs/benchmarks.md), and a slice's pairs stay
- * within work_mem, so the statement never spills to disk. The pace, not the slice, keeps the
- * comparison's share of the database small.
+ * Staged rows, or our orders, per statement: each statement's start-up is a fixed cost that a
+ * smaller slice pays more often (docs/benchmarks.md). At the bench's row widths a slice's pairs
+ * stay within the default work_mem (4 MB: no temporary file in a 300,000-order comparison with
+ * log_temp_files = 0); rows with values near their columns' limits could spill, which costs a
+ * little I/O, never a result. The pace, not the slice, keeps the comparison's share of the
+ * database small.
  */
 export const COMPARE_SLICE = 4000;
 
@@ -493,32 +566,30 @@ export async function completeReconciliation(
       const started = performance.now();
       let done = 0;
       for (;;) {
-        const [text, values] = named(comparison(citus, 'ours'), {
+        const slice = await compareSlice(sql, citus, 'ours', {
           ...common,
           after_at: after.at,
           after_id: after.id,
           seq_from: seqFrom,
         });
-        const [slice] = await sql.query<SliceFigures>(text, values);
-        await takeStaged(sql, brandId, reconciliationId, slice!);
-        figures.add(slice!);
-        figures.orders += slice!.scanned;
-        done += slice!.scanned;
-        seqFrom += slice!.written ?? 0;
-        if (slice!.scanned < sliceSize) break;
-        after = { at: slice!.last_at!, id: slice!.last_id! };
+        await takeStaged(sql, brandId, reconciliationId, slice);
+        figures.add(slice);
+        figures.orders += slice.scanned;
+        done += slice.scanned;
+        seqFrom += slice.written ?? 0;
+        if (slice.scanned < sliceSize) break;
+        after = { at: slice.last_at!, id: slice.last_id! };
         await keepPace(started, done, perSecond);
       }
       let afterOrder = '';
       for (;;) {
-        const [text, values] = named(comparison(citus, 'rows'), { ...common, after_order: afterOrder });
-        const [slice] = await sql.query<SliceFigures>(text, values);
-        await takeStaged(sql, brandId, reconciliationId, slice!);
-        if (slice!.scanned === 0) break;
-        figures.add(slice!);
-        afterOrder = slice!.last_order!;
-        done += slice!.scanned;
-        if (slice!.scanned < sliceSize) break;
+        const slice = await compareSlice(sql, citus, 'rows', { ...common, after_order: afterOrder });
+        await takeStaged(sql, brandId, reconciliationId, slice);
+        if (slice.scanned === 0) break;
+        figures.add(slice);
+        afterOrder = slice.last_order!;
+        done += slice.scanned;
+        if (slice.scanned < sliceSize) break;
         await keepPace(started, done, perSecond);
       }
       await finish(sql, brandId, reconciliationId, recon, figures, now);
