@@ -32,6 +32,7 @@ import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
 import { PREVIEW_HEADING, previewBench, renderPreview } from './bench/preview.js';
 import { PROGRAM_COST_HEADING, programCostRun, renderProgramCost } from './bench/program-cost.js';
+import { promotionRun, renderPromotion } from './bench/promotion.js';
 import { RECONCILIATION_HEADING, reconciliationRun, renderReconciliation } from './bench/reconciliation.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
 import { type ReportsResult, renderReports, reportsRun } from './bench/reports.js';
@@ -477,6 +478,11 @@ async function programCostOnly(ctx: Context): Promise<void> {
   }
 }
 
+/** `--promotion`: the web's bytes promoted per single, with its RSS and CPU per request, printed. */
+async function promotionOnly(ctx: Context): Promise<void> {
+  process.stdout.write(`\n${renderPromotion(await promotionRun(ctx))}`);
+}
+
 async function run(ctx: Context): Promise<void> {
   if (options.soakMinutes > 0) await soak(ctx, startedAt);
   else if (options.backfillOnly) await backfillOnly(ctx);
@@ -487,6 +493,7 @@ async function run(ctx: Context): Promise<void> {
   else if (options.previewOnly) await previewOnly(ctx);
   else if (options.programCostOnly) await programCostOnly(ctx);
   else if (options.reconciliationOnly) await reconciliationOnly(ctx);
+  else if (options.promotionOnly) await promotionOnly(ctx);
   else await main(ctx);
 }
 

@@ -175,8 +175,13 @@ export class EventRateLimiter {
   private readonly timeoutMs: number;
   private readonly closedTimeoutMs: number;
   private lastUnmeteredLogAt = Number.NEGATIVE_INFINITY;
-  /** Requests of this turn of the event loop, by bucket and settings, decided together. */
-  private readonly thisTurn = new Map<string, BucketTurn>();
+  /**
+   * Requests of this turn of the event loop, by bucket and settings, decided together. Each turn
+   * gets a new Map rather than clearing this one: a cleared Map's old table keeps its entries and
+   * a link to the new table, so once one table reaches the old generation every later turn's
+   * table and requests are kept alive by the one before it until a full collection.
+   */
+  private thisTurn = new Map<string, BucketTurn>();
   private unmeteredSinceLog = 0;
 
   constructor(
@@ -261,9 +266,9 @@ export class EventRateLimiter {
 
   /** One script call per bucket for the requests queued in this turn of the event loop. */
   private decideTurn(): void {
-    const turns = [...this.thisTurn.values()];
-    this.thisTurn.clear();
-    for (const turn of turns) void this.decide(turn);
+    const turns = this.thisTurn;
+    this.thisTurn = new Map();
+    for (const turn of turns.values()) void this.decide(turn);
   }
 
   private async decide(turn: BucketTurn): Promise<void> {

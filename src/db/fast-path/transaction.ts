@@ -146,6 +146,23 @@ function hasShortLiteral(value: unknown): boolean {
   return typeof value === 'string' || Buffer.isBuffer(value) ? value.length <= MAX_LITERAL : true;
 }
 
+/**
+ * `client.query` by node-postgres's callback form. Through its promise form (no callback) each
+ * query object, with its parameters and result rows, lived on into the old generation, where
+ * only a full collection frees it: most of what the web process promoted per event
+ * (docs/benchmarks.md, "Profile notes").
+ */
+function sent(
+  client: pg.PoolClient,
+  query: string | pg.QueryConfig,
+): Promise<pg.QueryResult | pg.QueryResult[]> {
+  return new Promise((resolve, reject) => {
+    client.query(query, (err: Error | undefined, result: pg.QueryResult | pg.QueryResult[]) =>
+      err ? reject(err) : resolve(result),
+    );
+  });
+}
+
 /** The last statement's result of a simple-protocol query (one result per statement it held). */
 function lastResult(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult {
   return Array.isArray(result) ? result.at(-1)! : result;
@@ -235,9 +252,9 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
     begin = undefined;
     // Binary parameters have no literal form: such a statement goes by the extended protocol.
     if (opening && typeof text !== 'string' && !values.some((v) => v instanceof BinaryArray))
-      return lastResult(await client.query(`${opening}; ${inlineCall(text, values)}`)).rows as R[];
-    if (opening) await client.query(opening);
-    return (await client.query(statement(text, values))).rows as R[];
+      return lastResult(await sent(client, `${opening}; ${inlineCall(text, values)}`)).rows as R[];
+    if (opening) await sent(client, opening);
+    return lastResult(await sent(client, statement(text, values))).rows as R[];
   };
   const sql: Transaction = {
     query: (text, values = []) => send(text, values),
@@ -281,7 +298,7 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
     async queryAndCommit<R>(text: string | StoredCall, values: readonly unknown[] = []) {
       // A failed statement throws here and the transaction is rolled back (inTransactionOn).
       const rows = await send<R>(text, values);
-      const done = await client.query('commit');
+      const done = lastResult(await sent(client, 'commit'));
       if (done.command !== 'COMMIT')
         throw new Error(`the transaction ended with ${done.command}, not COMMIT`);
       committed = true;
@@ -293,7 +310,7 @@ function transactionOn(client: pg.PoolClient, settings: TransactionSettings) {
     async commit() {
       // Nothing was sent: no transaction was begun.
       if (begin !== undefined) return;
-      if (!committed) await client.query('commit');
+      if (!committed) await sent(client, 'commit');
     },
   };
 }
