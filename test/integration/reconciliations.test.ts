@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onCitus } from '../../src/db/citus.js';
+import { sqlLiteral } from '../../src/db/fast-path/index.js';
 import { requeueLostWork } from '../../src/jobs/lost-work.js';
 import { createLogger } from '../../src/logger.js';
 import { runReconciliation } from '../../workers/reconciliation.js';
@@ -617,11 +618,7 @@ describe('idempotency, paging and the job', () => {
       const stored = comparisonStatements[part];
       const [, typedValues] = named(stored.text, byName);
       const literal = (v: unknown) =>
-        v instanceof Date
-          ? `'${v.toISOString()}'`
-          : typeof v === 'string'
-            ? `'${v.replaceAll("'", "''")}'`
-            : String(v);
+        sqlLiteral(v instanceof Date ? v.toISOString() : (v as string | number | boolean | null));
       let n = 0;
       const generic = await em.transactional(async (tx) => {
         for (const [name, value] of Object.entries(COMPARISON_SETTINGS))
