@@ -357,9 +357,9 @@ function storedComparison(part: 'rows' | 'ours'): { query: HotQuery; text: strin
 
 /**
  * On one PostgreSQL each slice's statement is a stored one (db/fast-path/stored-statements.ts):
- * PL/pgSQL keeps its plan in the backend, generic after a few slices, where planning the plain
- * statement anew took 1.6 ms of each slice (docs/benchmarks.md, "Profile notes"). On Citus the
- * plain statement, which the coordinator routes to the brand's worker.
+ * PL/pgSQL keeps its plan in the backend, generic after a few slices, where the plain statement
+ * was planned anew for each slice (docs/benchmarks.md, "Profile notes"). On Citus the plain
+ * statement, which the coordinator routes to the brand's worker.
  */
 export const comparisonStatements = { ours: storedComparison('ours'), rows: storedComparison('rows') };
 
@@ -455,10 +455,9 @@ export const COMPARISON_SETTINGS = {
 /**
  * Staged rows, or our orders, per statement: each statement's start-up is a fixed cost that a
  * smaller slice pays more often (docs/benchmarks.md). At the bench's row widths a slice's pairs
- * stay within the default work_mem (4 MB: no temporary file in a 300,000-order comparison with
- * log_temp_files = 0); rows with values near their columns' limits could spill, which costs a
- * little I/O, never a result. The pace, not the slice, keeps the comparison's share of the
- * database small.
+ * stay within the default work_mem (checked with log_temp_files: docs/benchmarks.md); rows with
+ * values near their columns' limits could spill, which costs a little I/O, never a result. The
+ * pace, not the slice, keeps the comparison's share of the database small.
  */
 export const COMPARE_SLICE = 4000;
 
