@@ -148,6 +148,22 @@ describe.runIf(onCitus)("a brand's statements on its shards", () => {
       expect(await count()).toBe(orders);
       expect(await temporary()).toEqual([`${probe.name}_${anchor}`]);
     });
+    // A read-only transaction (an events dry run) may create no function: its first call on a
+    // connection runs the statement as it is, and makes nothing.
+    await onNode(nodes[node]!, async (c) => {
+      await c.query('begin read only');
+      const [row] = (
+        await c.query<{ n: number }>(`select * from ${probe.name}($1, $2) as r(n int)`, [
+          shop.brandId,
+          shop.brandId,
+        ])
+      ).rows;
+      expect(row!.n).toBe(orders);
+      expect((await c.query(`select 1 from pg_proc where pronamespace = pg_my_temp_schema()`)).rowCount).toBe(
+        0,
+      );
+      await c.query('commit');
+    });
   });
 
   it('lock the shards once per transaction: later calls of it take what the first found, until it ends', async () => {

@@ -182,6 +182,11 @@ begin
     return query execute sent[1] using ${args};
     return;
   end if;
+  if sent[1] is not null and pg_catalog.current_setting('transaction_read_only') = 'on' then
+    -- A read-only transaction (an events dry run) may create no function: the statement this once.
+    return query execute sent[1] using ${args};
+    return;
+  end if;
   if sent[1] is not null then
     -- Made again where the setting is missing: a transaction that rolled back forgot both, and a
     -- session reset (RESET ALL) only the setting. Citus refuses DDL on a worker unless it is told
