@@ -60,7 +60,10 @@ function localPort(variable: string, fallback: number): number {
 }
 
 /** True when something accepts TCP connections on host:port within timeoutMs. */
-export function canConnect(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
+// A port nothing listens on refuses at once, so the timeout costs only a listener that is slow to
+// answer: a PostgreSQL whose accept queue is full under a test run's load, once taken for absent
+// at 500 ms (a test run then started a private embedded server beside it).
+export function canConnect(port: number, host = '127.0.0.1', timeoutMs = 5_000): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port });
     const done = (ok: boolean) => {
