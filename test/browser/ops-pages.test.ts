@@ -57,6 +57,12 @@ let browser: Browser;
 let framerServer: Server;
 let framer: string;
 
+/**
+ * Redoc draws /docs in about 2 s on an idle machine, but this file runs beside three others on
+ * 2 cores: the waits are for a hang, not a pace, and end as soon as the page is drawn.
+ */
+const DRAWN_WITHIN = 90_000;
+
 beforeAll(async () => {
   if (skip) return;
   if (!haveChromium)
@@ -112,6 +118,7 @@ async function failOneJob(name: JobName) {
 /** A browser context in which every document reports its CSP violations to `__reportCsp`. */
 async function openContext(options: Parameters<Browser['newContext']>[0] = {}) {
   const context = await browser.newContext(options);
+  context.setDefaultTimeout(DRAWN_WITHIN);
   // Nothing off this host is reachable here (Bull Board asks Google for fonts): fail such requests
   // at once. CSP is checked by the renderer before a request leaves, so this hides no violation.
   await context.route(
@@ -182,7 +189,7 @@ async function renderedInForeignFrame(context: BrowserContext, path: string): Pr
   return rendered;
 }
 
-describe.skipIf(skip)('pages under their CSP in Chromium', () => {
+describe.skipIf(skip)('pages under their CSP in Chromium', { timeout: 2 * DRAWN_WITHIN }, () => {
   let context: BrowserContext | undefined;
   afterEach(() => context?.close());
 
@@ -192,7 +199,7 @@ describe.skipIf(skip)('pages under their CSP in Chromium', () => {
     const res = await page.goto(`${base}/docs`);
     expect(res?.status()).toBe(200);
     expect(res?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
-    await page.waitForSelector('html[data-rendered="true"]', { timeout: 20_000 });
+    await page.waitForSelector('html[data-rendered="true"]', { timeout: DRAWN_WITHIN });
     if (process.env.DOCS_SCREENSHOT) await page.screenshot({ path: process.env.DOCS_SCREENSHOT });
 
     // The guide's tables: each event type with its key and required fields, each error code.
@@ -225,7 +232,7 @@ describe.skipIf(skip)('pages under their CSP in Chromium', () => {
     context = await openContext();
     const { page, seen } = await watchedPage(context);
     await page.goto(`${base}/docs${url.hash}`);
-    await page.waitForSelector('html[data-rendered="true"]', { timeout: 20_000 });
+    await page.waitForSelector('html[data-rendered="true"]', { timeout: DRAWN_WITHIN });
     const row = page.locator('tr.lf-target');
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.textContent()).toContain('invalid_api_key');
@@ -253,14 +260,14 @@ describe.skipIf(skip)('pages under their CSP in Chromium', () => {
     // The overview: every queue, drawn by React from the board's JSON API.
     for (const name of Object.keys(ctx.queues)) {
       await expect
-        .poll(() => page.getByText(name, { exact: true }).first().isVisible(), { timeout: 15_000 })
+        .poll(() => page.getByText(name, { exact: true }).first().isVisible(), { timeout: DRAWN_WITHIN })
         .toBe(true);
     }
     // A failed job's stack trace, highlighted by the board's web worker (worker-src).
     await page.goto(`${base}/admin/queues/queue/integration-status?status=failed`);
     await page.getByText('Error', { exact: true }).first().click();
     await expect
-      .poll(() => page.getByText('browser check failure').first().isVisible(), { timeout: 15_000 })
+      .poll(() => page.getByText('browser check failure').first().isVisible(), { timeout: DRAWN_WITHIN })
       .toBe(true);
 
     await expectNoViolations(page, seen);
