@@ -31,7 +31,12 @@ import { fmt, log, ms, options, phase, phases, root, tmpDir } from './bench/opti
 import { type PgVars, pgbenchScripts } from './bench/pgbench.js';
 import { pooledRun } from './bench/pooled.js';
 import { PREVIEW_HEADING, previewBench, renderPreview } from './bench/preview.js';
-import { PROGRAM_COST_HEADING, programCostRun, renderProgramCost } from './bench/program-cost.js';
+import {
+  PROGRAM_COST_HEADING,
+  type ProgramCostServer,
+  programCostRun,
+  renderProgramCost,
+} from './bench/program-cost.js';
 import { promotionRun, renderPromotion } from './bench/promotion.js';
 import { RECONCILIATION_HEADING, reconciliationRun, renderReconciliation } from './bench/reconciliation.js';
 import { type MainReport, machine, type PgPair, renderMain } from './bench/report.js';
@@ -467,14 +472,30 @@ async function previewOnly(ctx: Context): Promise<void> {
 
 /** `--program-cost`: only a brand with a 1,000-rule commission program against one without, printed. */
 async function programCostOnly(ctx: Context): Promise<void> {
-  const server = await startServer(ctx.env, options.webConcurrency, serverLog);
+  // One server per brand, its connections named, so each brand's backends are counted apart.
+  const named = (application: string) => {
+    const url = new URL(ctx.env.DATABASE_URL!);
+    url.searchParams.set('application_name', application);
+    return { ...ctx.env, DATABASE_URL: url.toString() };
+  };
+  const started: RunningServer[] = [];
   const orm = await initOrm(ctx.databaseUrl, 2);
   try {
-    const result = await programCostRun(ctx.db, orm, server, ctx.env.ADMIN_TOKEN!, () => foldTallies(orm));
+    const servers = [] as unknown as [ProgramCostServer, ProgramCostServer];
+    for (const application of ['lf-bench-no-program', 'lf-bench-program']) {
+      const server = await startServer(
+        named(application),
+        options.webConcurrency,
+        join(tmpDir, `${application}.log`),
+      );
+      started.push(server);
+      servers.push({ pid: server.pid, url: server.url, application });
+    }
+    const result = await programCostRun(ctx.db, orm, servers, ctx.env.ADMIN_TOKEN!, () => foldTallies(orm));
     process.stdout.write(`\n${renderProgramCost(result)}`);
   } finally {
     await orm.close(true);
-    await stopServer(server);
+    for (const server of started) await stopServer(server);
   }
 }
 

@@ -1,13 +1,14 @@
 // `npm run bench -- --citus-instructions`: machine instructions that the Citus worker holding the
-// demo brand's shards executes per new attributed order.paid single sent through the coordinator,
-// counted by valgrind's callgrind (deterministic while other work loads the machine; CPU time is not).
+// demo brand's shards (BENCH_CITUS_COUNT=coordinator: the coordinator) executes per new attributed
+// order.paid single sent through the coordinator, counted by valgrind's callgrind (deterministic
+// while other work loads the machine; CPU time is not).
 //
 // A local cluster (../shared/citus, a coordinator and two workers on free ports), migrated and
 // seeded by this checkout's compiled scripts (BENCH_TREE: another built checkout's). Two cold runs,
-// each: the coordinator and that worker restarted, the worker under callgrind (nice 5), the compiled
-// server against the coordinator, a warm-up of singles, then N singles one at a time; the serving
-// backend is the worker's client backend that executed the most. The difference of the two runs
-// over the difference of N leaves out connecting, planning and caches alike.
+// each: the coordinator and that worker restarted, the counted one under callgrind (nice 5), the
+// compiled server against the coordinator, a warm-up of singles, then N singles one at a time; the
+// serving backend is the counted node's client backend that executed the most. The difference of
+// the two runs over the difference of N leaves out connecting, planning and caches alike.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
@@ -37,6 +38,12 @@ function pgCtl(dataDir: string, action: 'start' | 'stop'): void {
   execFileSync(cmd, argv, { stdio: 'ignore' });
 }
 
+/**
+ * Which node runs under callgrind (`BENCH_CITUS_COUNT`): the worker holding the brand's shards, or
+ * the coordinator the server talks to (its client backend, which plans and delegates the calls).
+ */
+const counted = process.env.BENCH_CITUS_COUNT?.trim() === 'coordinator' ? 'coordinator' : 'worker';
+
 interface Setup {
   cluster: Cluster;
   worker: { port: number; dataDir: string };
@@ -46,12 +53,14 @@ interface Setup {
   tree: string;
 }
 
-/** One cold run of `singles` after the warm-up; the serving worker backend's instructions. */
+/** One cold run of `singles` after the warm-up; the serving backend's instructions on the counted node. */
 async function countedRun(setup: Setup, singles: number, label: string): Promise<number> {
   const { cluster, worker } = setup;
   const coordinator = cluster.nodes[0]!;
+  const [node, other] = counted === 'worker' ? [worker, coordinator] : [coordinator, worker];
   pgCtl(coordinator.dataDir, 'stop');
   pgCtl(worker.dataDir, 'stop');
+  if (counted === 'coordinator') pgCtl(worker.dataDir, 'start');
   const out = join(cluster.dir, `callgrind-${label}`);
   mkdirSync(out);
   chmodSync(out, 0o777);
@@ -64,14 +73,14 @@ async function countedRun(setup: Setup, singles: number, label: string): Promise
     `--callgrind-out-file=${join(out, 'pg.%p')}`,
     join(PG_BIN, 'postgres'),
     '-D',
-    worker.dataDir,
+    node.dataDir,
   ]);
   const postmaster = spawn(cmd, argv, { stdio: 'ignore', detached: true });
   const exited = new Promise<void>((resolve) => postmaster.once('exit', () => resolve()));
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   try {
-    const probe = await connect(nodeUrl(worker.port, options.db), 180_000);
-    pgCtl(coordinator.dataDir, 'start');
+    const probe = await connect(nodeUrl(node.port, options.db), 180_000);
+    if (counted === 'worker') pgCtl(other.dataDir, 'start');
     const backends = new Map<number, string>();
     let looking = true;
     const watcher = (async () => {
@@ -111,10 +120,10 @@ async function countedRun(setup: Setup, singles: number, label: string): Promise
       .filter((pid) => files.includes(`pg.${pid}`))
       .map((pid) => {
         const n = fileInstructions(join(out, `pg.${pid}`));
-        log(`  ${label}: worker backend ${pid} (${backends.get(pid)}): ${fmt(n)}`);
+        log(`  ${label}: ${counted} backend ${pid} (${backends.get(pid)}): ${fmt(n)}`);
         return n;
       });
-    if (counts.length === 0) throw new Error(`no callgrind file of a worker backend in ${out}`);
+    if (counts.length === 0) throw new Error(`no callgrind file of a ${counted} backend in ${out}`);
     return Math.max(...counts);
   } finally {
     await stopServer(server);
@@ -163,7 +172,9 @@ export async function citusInstructions(): Promise<void> {
       return rows[0]!.port;
     });
     const worker = cluster.nodes.find((n) => n.port === port)!;
-    log(`the demo brand's shards are on ${worker.name} (port ${port}); counting it under callgrind`);
+    log(
+      `the demo brand's shards are on ${worker.name} (port ${port}); counting the ${counted} under callgrind`,
+    );
     const setup: Setup = {
       cluster,
       worker,
@@ -178,7 +189,7 @@ export async function citusInstructions(): Promise<void> {
     const long = await countedRun(setup, LONG_RUN, 'long');
     const perSingle = (long - short) / (LONG_RUN - SHORT_RUN);
     process.stdout.write(
-      `\nInstructions of the worker backend serving the demo brand, per new attributed order.paid single through the coordinator (${WARM_SINGLES} singles of warm-up, then ${SHORT_RUN} and ${LONG_RUN}; the difference): ${fmt(perSingle)}\n`,
+      `\nInstructions of the ${counted} backend serving the demo brand, per new attributed order.paid single through the coordinator (${WARM_SINGLES} singles of warm-up, then ${SHORT_RUN} and ${LONG_RUN}; the difference): ${fmt(perSingle)}\n`,
     );
   } finally {
     if (process.env.BENCH_KEEP_CALLGRIND === '1') {

@@ -8,7 +8,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { createBrand } from '../../src/modules/brands/brands.service.js';
 import { issueKeys } from '../../src/modules/keys/keys.service.js';
-import { type EventCost, measure, median, medianCost } from './cost.js';
+import { median } from './cost.js';
+import { allProcs, CLK_TCK, processTree } from './cpu.js';
 import { floorCost } from './floor.js';
 import { load } from './load.js';
 import { fmt, log, options, phase } from './options.js';
@@ -102,98 +103,167 @@ async function makeShop(
 const WARM_SINGLES_SECONDS = 10;
 const WARM_BATCHES = 30;
 
+/** CPU per event of one brand's stretch: its own web process and the PostgreSQL backends it opened. */
+export interface SideCost {
+  events: number;
+  webMs: number;
+  postgresMs: number;
+  /** Each round's own figures, when this is their median. */
+  rounds?: SideCost[];
+}
+
 export interface ProgramCostResult {
-  without: [EventCost, EventCost];
-  with: [EventCost, EventCost];
+  without: [SideCost, SideCost];
+  with: [SideCost, SideCost];
   floorWebMs: [number, number];
 }
 
 /**
- * The program's extra as the median of each round's own ratio: a round's two brands ran within
- * the same minute, so a slow minute or a late major collection moves one round's pair, not the
- * figure (the ratio of the two medians can pair a fast minute of one brand with a slow one of the other).
+ * One brand's web server, started by the caller with `application` as its connections'
+ * `application_name`, so that its PostgreSQL backends are told from the other brand's.
  */
-export function pairedExtra(without: EventCost, priced: EventCost, key: 'webMs' | 'postgresMs'): number {
+export interface ProgramCostServer {
+  pid: number;
+  url: string;
+  application: string;
+}
+
+/** The program's extra as the median of each round's own ratio (both brands ran at the same time). */
+export function pairedExtra(without: SideCost, priced: SideCost, key: 'webMs' | 'postgresMs'): number {
   const pairs = (without.rounds ?? [without]).map(
     (w, i) => (priced.rounds ?? [priced])[i]![key] / w[key] - 1,
   );
   return median(pairs);
 }
 
+/** Ticks so far of each process of a brand's side: its server's tree, and its backends. */
+async function sideTicks(db: pg.Client, server: ProgramCostServer) {
+  const { rows } = await db.query<{ pid: number }>(
+    'select pid from pg_stat_activity where application_name = $1',
+    [server.application],
+  );
+  const backends = new Set(rows.map((r) => r.pid));
+  const procs = allProcs();
+  return {
+    web: new Map(processTree(server.pid, procs).map((p) => [p.pid, p.ticks])),
+    postgres: new Map(procs.filter((p) => backends.has(p.pid)).map((p) => [p.pid, p.ticks])),
+  };
+}
+
+type Ticks = Awaited<ReturnType<typeof sideTicks>>;
+
+/** Ticks between two marks of the processes alive at the second (a backend opened between counts whole). */
+function spent(before: Map<number, number>, after: Map<number, number>): number {
+  let ticks = 0;
+  for (const [pid, at] of after) ticks += at - (before.get(pid) ?? 0);
+  return ticks;
+}
+
+/**
+ * Both brands' `run`s at once, each on its own server: whatever slows this machine from one second to
+ * the next (the host's other tenants, which these vCPUs do not report as steal) lands on both alike.
+ * A round measured one brand after the other moved by a quarter from one minute to the next.
+ */
+async function measureBoth(
+  db: pg.Client,
+  servers: [ProgramCostServer, ProgramCostServer],
+  run: (side: 0 | 1) => Promise<number>,
+): Promise<[SideCost, SideCost]> {
+  const before = await Promise.all(servers.map((s) => sideTicks(db, s)));
+  const counted: Ticks[] = [];
+  const events = await Promise.all(
+    ([0, 1] as const).map(async (side) => {
+      const n = await run(side);
+      // Marked as soon as this side's run ends: the other may still be running.
+      counted[side] = await sideTicks(db, servers[side]);
+      return n;
+    }),
+  );
+  const ms = (ticks: number, n: number) => ((ticks / CLK_TCK) * 1000) / Math.max(n, 1);
+  return ([0, 1] as const).map((side) => ({
+    events: events[side]!,
+    webMs: ms(spent(before[side]!.web, counted[side]!.web), events[side]!),
+    postgresMs: ms(spent(before[side]!.postgres, counted[side]!.postgres), events[side]!),
+  })) as [SideCost, SideCost];
+}
+
+const medianSide = (rounds: SideCost[]): SideCost => ({
+  events: median(rounds.map((r) => r.events)),
+  webMs: median(rounds.map((r) => r.webMs)),
+  postgresMs: median(rounds.map((r) => r.postgresMs)),
+  rounds,
+});
+
 export async function programCostRun(
   db: pg.Client,
   orm: MikroORM,
-  server: { pid: number; url: string },
+  servers: [ProgramCostServer, ProgramCostServer],
   adminToken: string,
   fold: () => Promise<unknown>,
 ): Promise<ProgramCostResult> {
   phase('two brands: one without a program, one with 1,000 SKU rules, 10 tiers and both caps');
-  const plain = await makeShop(orm, server, adminToken, 'Bench brand without a program', false);
-  const priced = await makeShop(orm, server, adminToken, 'Bench brand with a program', true);
-  const singles = (shop: Shop, seconds: number) =>
+  const shops = [
+    await makeShop(orm, servers[0], adminToken, 'Bench brand without a program', false),
+    await makeShop(orm, servers[0], adminToken, 'Bench brand with a program', true),
+  ] as const;
+  const singles = (side: 0 | 1, seconds: number) =>
     load({
-      url: server.url,
-      headers: shop.headers,
+      url: servers[side].url,
+      headers: shops[side].headers,
       connections: 64,
       seconds,
-      request: () => ({ method: 'POST', path: '/v1/events', body: JSON.stringify(paidWithLines(shop.code)) }),
+      request: () => ({
+        method: 'POST',
+        path: '/v1/events',
+        body: JSON.stringify(paidWithLines(shops[side].code)),
+      }),
     });
-  const batches = (shop: Shop, amount: number) =>
+  const batches = (side: 0 | 1, amount: number) =>
     load({
-      url: server.url,
-      headers: shop.headers,
+      url: servers[side].url,
+      headers: shops[side].headers,
       connections: 2,
       amount,
       timeoutSeconds: 120,
       request: () => ({
         method: 'POST',
         path: '/v1/events/batch',
-        body: JSON.stringify({ events: Array.from({ length: 500 }, () => paidWithLines(shop.code)) }),
+        body: JSON.stringify({ events: Array.from({ length: 500 }, () => paidWithLines(shops[side].code)) }),
       }),
     });
   // Long enough for V8's compilers and heap sizing to settle: with 5 batches a brand the first
   // brand measured kept getting faster for three rounds, the second did not.
-  phase(`warm-up: ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES} batches for each brand`);
-  for (const shop of [plain, priced]) {
-    await singles(shop, WARM_SINGLES_SECONDS);
-    await batches(shop, WARM_BATCHES);
-  }
-  const runs = new Map<Shop, { singles: EventCost[]; batches: EventCost[] }>([
-    [plain, { singles: [], batches: [] }],
-    [priced, { singles: [], batches: [] }],
-  ]);
+  phase(`warm-up: ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES} batches for each brand, at once`);
+  await Promise.all(([0, 1] as const).map((side) => singles(side, WARM_SINGLES_SECONDS)));
+  await Promise.all(([0, 1] as const).map((side) => batches(side, WARM_BATCHES)));
+  await fold();
+  const rounds = { singles: [] as [SideCost, SideCost][], batches: [] as [SideCost, SideCost][] };
+  const logRound = ([w, p]: [SideCost, SideCost]) =>
+    log(
+      `  web ${fmt(w.webMs, 3)} / ${fmt(p.webMs, 3)} ms, PostgreSQL ${fmt(w.postgresMs, 3)} / ${fmt(p.postgresMs, 3)} ms per event (without / with the program)`,
+    );
   for (let round = 1; round <= options.programCostRounds; round++) {
-    const order = round % 2 ? [plain, priced] : [priced, plain];
-    for (const shop of order) {
-      phase(`${shop.label}: singles at 64 connections for ${options.seconds} s (round ${round})`);
-      const s = await measure(
-        db,
-        server.pid,
-        'singles',
-        async () => (await singles(shop, options.seconds)).whole.ok,
-        fold,
-      );
-      runs.get(shop)!.singles.push(s);
-      log(`  web ${fmt(s.webMs, 3)} ms, PostgreSQL ${fmt(s.postgresMs, 3)} ms per event`);
-    }
-    for (const shop of order) {
-      phase(`${shop.label}: ${options.costBatches / 4} batches of 500, 2 in flight (round ${round})`);
-      const b = await measure(
-        db,
-        server.pid,
-        'batches',
-        async () => (await batches(shop, options.costBatches / 4)).whole.ok * 500,
-        fold,
-      );
-      runs.get(shop)!.batches.push(b);
-      log(`  web ${fmt(b.webMs, 3)} ms, PostgreSQL ${fmt(b.postgresMs, 3)} ms per event`);
-    }
+    phase(`both brands at once: singles at 64 connections each for ${options.seconds} s (round ${round})`);
+    const s = await measureBoth(db, servers, async (side) => (await singles(side, options.seconds)).whole.ok);
+    rounds.singles.push(s);
+    logRound(s);
+    // The tallies' fold is the same work for both brands' events (a program changes no tally).
+    await fold();
+    const amount = options.costBatches / 4;
+    phase(`both brands at once: ${amount} batches of 500 each, 2 in flight (round ${round})`);
+    const b = await measureBoth(db, servers, async (side) => (await batches(side, amount)).whole.ok * 500);
+    rounds.batches.push(b);
+    logRound(b);
+    await fold();
   }
   phase('a bare node HTTP server answering the same requests');
-  const floor = await floorCost({ url: server.url, headers: plain.headers }, plain.code);
-  const of = (shop: Shop) =>
-    [medianCost(runs.get(shop)!.singles), medianCost(runs.get(shop)!.batches)] as [EventCost, EventCost];
-  return { without: of(plain), with: of(priced), floorWebMs: floor.webMs };
+  const floor = await floorCost({ url: servers[0].url, headers: shops[0].headers }, shops[0].code);
+  const of = (side: 0 | 1) =>
+    [medianSide(rounds.singles.map((r) => r[side])), medianSide(rounds.batches.map((r) => r[side]))] as [
+      SideCost,
+      SideCost,
+    ];
+  return { without: of(0), with: of(1), floorWebMs: floor.webMs };
 }
 
 export const PROGRAM_COST_HEADING = '## Commission programs: cost per event';
@@ -217,10 +287,13 @@ export function renderProgramCost(r: ProgramCostResult): string {
 order.paid events (three lines with SKUs: one an exact rule names, one a prefix rule's, one no
 rule's); one brand has no program, the other a published version of 1,000 SKU rules (500 exact,
 500 prefix), 10 tiers (its creator's tier set) and both caps (set high, so every order is priced in
-full and the monthly cap's row is still locked and written). CPU from /proc per event, the median
-of ${r.without[0].rounds?.length ?? 1} rounds, the brands alternating within each, after ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES}
-batches of warm-up each; the extra in brackets is the median of the rounds' own ratios (a round's two
-brands ran within the same minute). Target: at most +10%.
+full and the monthly cap's row is still locked and written). **Both brands at once**, each on its own
+web server (the Procfile's flags), so that whatever slows the machine from one second to the next
+lands on both: CPU from /proc per event of each brand's web process and of the PostgreSQL backends
+it opened (told apart by \`application_name\`; PostgreSQL's background processes and the tallies'
+fold, the same work for both brands' events, are counted for neither). The median of
+${r.without[0].rounds?.length ?? 1} rounds after ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES} batches of warm-up each; the extra in
+brackets is the median of the rounds' own ratios. Target: at most +10%.
 
 | per event, ms | web, no program | web, program | PostgreSQL, no program | PostgreSQL, program | web of a bare node server (floor; the demo events, without lines) |
 |---|---:|---:|---:|---:|---:|
