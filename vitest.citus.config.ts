@@ -36,6 +36,8 @@ export const citusFiles = [
   // Pricing with the pinned version in the engine; the creator-month rows locked on the brand's shards.
   'test/integration/commission-engine.test.ts',
   'test/integration/commission-engine-properties.test.ts',
+  // A priced brand's tiers and creator-months read with the load, or by their own statement.
+  'test/integration/program-rows-with-load.test.ts',
   // Recalculations: each chunk's statements on the brand's shards, through the engine.
   'test/integration/commission-recalculations.test.ts',
   'test/integration/reconciliations.test.ts',

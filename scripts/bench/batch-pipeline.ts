@@ -43,7 +43,7 @@ const loaded = {
     },
   ],
   clicks: [],
-  creators: [{ id: creator.creatorId, customer_hashes: [] }],
+  creators: [{ brand_id: DEMO_BRAND_ID, id: creator.creatorId, customer_hashes: [] }],
   refunds: [],
   responses: [],
   endpoints: [],
@@ -63,8 +63,10 @@ const versionRow = { id: VERSION_ID, time_zone: PROGRAM_ZONE, rules: canonicalRu
 const programCalls = new Set(programStatements.map((s) => s.call));
 
 /**
- * The program statement's answer for the group: the creator's tier (set before the version) and
- * its creator-month in the version's zone, locked, with what earlier orders of the month earned.
+ * The program's rows for the group, as its own statement answers them and as the load does once
+ * the process knows the brand's versions (ingestion/program-outline.ts): the creator's tier (set
+ * before the version) and its creator-month in the version's zone, locked, with what earlier
+ * orders of the month earned.
  */
 function programRows(now: Date) {
   return {
@@ -97,7 +99,7 @@ export interface PipelineRun {
   writeBytes: number;
   answerBytes: number;
   attributed: number;
-  /** Program statements answered (the program variant: one per batch). */
+  /** Program statements answered (the program variant: the first batch's; later ones read the rows with the load). */
   programStatements: number;
 }
 
@@ -120,7 +122,15 @@ export async function batchPipeline(
         run.programStatements += 1;
         return [programRows(now)] as R[];
       }
-      return [withVersion] as R[];
+      const rows = programRows(now);
+      return [
+        {
+          ...withVersion,
+          program_tiers: rows.tiers,
+          program_months: rows.months,
+          program_offers: rows.offers,
+        },
+      ] as R[];
     },
     queryAndCommit: async <R>(_statement: unknown, values: readonly unknown[] = []) => {
       for (const value of values)

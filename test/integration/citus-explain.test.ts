@@ -241,10 +241,11 @@ describe.runIf(onCitus)("every statement of a brand's hot path is one routed tas
     expect(found).toEqual([]);
   });
 
-  // A brand with a commission program (tiers, a monthly cap): one more statement per group reads
-  // the tiers and locks the creator-month rows, a function delegated to the brand's worker as the
-  // load is; the write's creator-month part is in the write's call.
-  it("the program's statement (tiers, creator-month rows) and its write, on the brand's worker", async () => {
+  // A brand with a commission program (tiers, a monthly cap): once the process knows its versions,
+  // the group's load reads the tiers and locks the creator-month rows with its orders; what the load
+  // cannot know (an older order's month) takes one more statement. Each is a function delegated to
+  // the brand's worker; the write's creator-month part is in the write's call.
+  it("the program's rows (tiers, creator-month rows) in the load or their own statement, and the write, on the brand's worker", async () => {
     const programShop = await makeShop(ctx);
     const base = `/admin/api/brands/${programShop.brandId}/commission_program/versions`;
     const draft = await admin(ctx).post(base, {
@@ -279,17 +280,29 @@ describe.runIf(onCitus)("every statement of a brand's hot path is one routed tas
       requestId: newRequestId(),
       bytes: 200,
     });
-    const statements = await captureGroup([
+    const isProgram = (s: Captured) => /^with\s+tiers as/.test(s.sql.trim());
+    // Its versions are known here since pe-1: pe-2's month comes with the load, pe-1's too (the same).
+    const withPaid = await captureGroup([
       request([
         event('order.paid', { order_id: 'pe-2', amount: 20_000, coupon_code: 'MINA20' }),
         event('refund.created', { order_id: 'pe-1', refund_id: 'pe-r', amount: 1_000 }),
       ]),
     ]);
-    const programs = statements.filter((s) => /^with\s+tiers as/.test(s.sql.trim()));
+    const loads = withPaid.filter((s) => s.sql.trim().startsWith('with locked'));
+    expect(loads.length).toBe(1);
+    expect(loads[0]!.sql).toMatch(/program_months as \(\s*insert into/);
+    expect(withPaid.filter(isProgram)).toEqual([]);
+    // A refund alone names no order.paid instant: its order's creator-month is read apart.
+    const refundOnly = await captureGroup([
+      request([event('refund.created', { order_id: 'pe-1', refund_id: 'pe-r2', amount: 1_000 })]),
+    ]);
+    const programs = refundOnly.filter(isProgram);
     expect(programs.length).toBe(1);
-    for (const p of programs) expect(p.call).toMatch(/^select \* from lf_[0-9a-f]+\(\?::varchar, /);
-    const writes = statements.filter((s) => s.sql.trim().startsWith('with w0'));
-    for (const v of await verdicts([...programs, ...writes], true)) {
+    for (const p of [...loads, ...programs])
+      expect(p.call).toMatch(/^select \* from lf_[0-9a-f]+\(\?::varchar, /);
+    const writes = [...withPaid, ...refundOnly].filter((s) => s.sql.trim().startsWith('with w0'));
+    expect(writes.length).toBe(2);
+    for (const v of await verdicts([...loads, ...programs, ...writes], true)) {
       expect(v).toEqual({ ...v, notRouted: undefined });
       expect(v.plan).toMatch(/Function Scan on lf_/);
     }

@@ -167,6 +167,8 @@ interface GroupPlan {
   answers: IngestAnswer[];
   writes: GroupWrites;
   handedOver: number;
+  /** Its programs' rows were not all read with the load: their own statement ran (program-book.ts). */
+  programApart: boolean;
 }
 
 /**
@@ -197,7 +199,7 @@ async function planGroup(
   });
 
   const live = requests.filter((_, i) => !answers[i]);
-  const { books, responses, versions } = await loadOrderBooks(
+  const { books, responses, versions, programRows } = await loadOrderBooks(
     sql,
     live.map((r) => ({ scope: scopeOf(r), terms: r.caller.terms, events: r.events })),
     probes,
@@ -209,12 +211,16 @@ async function planGroup(
     },
   );
   const oneBrand = options.oneBrand && requests[0] ? requests[0].caller.brandId : undefined;
-  await loadPrograms(
+  const programApart = await loadPrograms(
     sql,
     books,
     versions,
     (book) => live.filter((r) => scopeKey(scopeOf(r)) === scopeKey(book.scope)).flatMap((r) => r.events),
-    { lock, ...(oneBrand === undefined ? {} : { oneBrand }) },
+    {
+      lock,
+      ...(oneBrand === undefined ? {} : { oneBrand }),
+      ...(programRows ? { preloaded: programRows } : {}),
+    },
   );
   for (const stored of responses) {
     const r = requests[stored.i]!;
@@ -262,6 +268,7 @@ async function planGroup(
     answers: answers as IngestAnswer[],
     writes: groupWrites(books.values(), received, handOver, remembered),
     handedOver: handOver.length + webhookDeliveries,
+    programApart,
   };
 }
 
@@ -274,12 +281,12 @@ export async function commitGroup(
   sql: Sql,
   requests: readonly IngestRequest[],
   options: GroupOptions,
-): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean }> {
-  const { answers, writes, handedOver } = await planGroup(sql, requests, options);
+): Promise<{ answers: IngestAnswer[]; handedOver: number; copied: boolean; programApart: boolean }> {
+  const { answers, writes, handedOver, programApart } = await planGroup(sql, requests, options);
   // On Citus the group is one brand's: its write runs on the brand's worker.
   const brandId = options.oneBrand ? requests[0]?.caller.brandId : undefined;
   const copied = await writeGroup(sql, writes, brandId);
-  return { answers, handedOver, copied };
+  return { answers, handedOver, copied, programApart };
 }
 
 /**

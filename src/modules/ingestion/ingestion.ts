@@ -71,7 +71,8 @@ export class Ingestion {
   private readonly lanes: number;
   /** Committed groups and the requests in them, reruns after lost races, groups split after a failure. */
   /** `copied`: groups whose new rows went in by COPY (commit-group.ts `COPY_FROM_ORDERS`). */
-  readonly stats = { groups: 0, requests: 0, reruns: 0, isolated: 0, copied: 0 };
+  /** `programApart`: groups whose programs' rows took a statement of their own (program-book.ts). */
+  readonly stats = { groups: 0, requests: 0, reruns: 0, isolated: 0, copied: 0, programApart: 0 };
 
   constructor(
     private readonly deps: { config: Config; orm: MikroORM; queues: Queues; logger: Logger },
@@ -236,7 +237,7 @@ export class Ingestion {
     for (let attempt = 1; ; attempt++) {
       try {
         const now = new Date();
-        const { answers, handedOver, copied } = await inTransactionOn(
+        const { answers, handedOver, copied, programApart } = await inTransactionOn(
           this.connections(),
           (sql) =>
             commitGroup(sql, group, {
@@ -250,6 +251,7 @@ export class Ingestion {
         this.stats.groups++;
         this.stats.requests += group.length;
         if (copied) this.stats.copied++;
+        if (programApart) this.stats.programApart++;
         // Committed: hand the new outbox rows to BullMQ now; the worker's relay catches anything this misses.
         if (handedOver > 0) this.relay.nudge();
         return answers;

@@ -21,6 +21,7 @@ import type { Subscriber } from '../webhooks/webhook-writes.js';
 import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
 import { type NewClick, type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
 import { orderColumns, orderFromRow } from './order-state.js';
+import { type ProgramReads, programReads } from './program-outline.js';
 import type { ValidEvent } from './valid-event.js';
 
 /** One request's part of a group: its brand and mode, the brand's terms and its events. */
@@ -57,6 +58,11 @@ interface LoadShape {
   responses: boolean;
   /** The brands' published commission program versions (not for a group of brands that never published one). */
   versions: boolean;
+  /**
+   * The programs' rows over the spans of program-outline.ts `programReads`: tiers and
+   * creator-months (locked) of every creator the load finds, and the loaded orders' rated offers.
+   */
+  program: boolean;
 }
 
 // One statement, one round trip, for every request of a group. Every lookup is a LATERAL
@@ -166,7 +172,7 @@ versions as (
     ) v
 ),`
     : ''
-}
+}${shape.program ? programParts(lock, oneBrand) : ''}
 endpoints as (
   select e.id, e.brand_id, e.livemode, e.enabled_events
     from json_to_recordset(?::json) as want(brand_id text, livemode boolean)
@@ -182,20 +188,84 @@ select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        ${shape.refunds ? "(select coalesce(json_agg(refunds), '[]') from refunds)" : "'[]'::json"} as refunds,
        ${shape.responses ? "(select coalesce(json_agg(responses), '[]') from responses)" : "'[]'::json"} as responses,
        (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints,
-       ${shape.versions ? "(select coalesce(json_agg(versions), '[]') from versions)" : "'[]'::json"} as versions`;
+       ${shape.versions ? "(select coalesce(json_agg(versions), '[]') from versions)" : "'[]'::json"} as versions,
+       ${shape.program ? "(select coalesce(json_agg(program_tiers), '[]') from program_tiers)" : "'[]'::json"} as program_tiers,
+       ${shape.program ? "(select coalesce(json_agg(program_months), '[]') from program_months)" : "'[]'::json"} as program_months,
+       ${shape.program ? "(select coalesce(json_agg(program_offers), '[]') from program_offers)" : "'[]'::json"} as program_offers`;
 }
 const loaded =
-  'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json, versions json';
+  'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json, versions json, program_tiers json, program_months json, program_offers json';
+
+/**
+ * The program's rows read with the load, for every creator it found (a superset of those the
+ * events reach: program-book.ts reads what is still missing). Tiers and creator-months as
+ * program-book.ts `programSql` reads them: the tier in force at the span's start and each change
+ * up to its end; each creator-month created at 0 when new and locked in key order by a no-op
+ * update, which returns the row's latest version (a dry run reads them without a lock or a write).
+ */
+function programParts(lock: boolean, oneBrand: boolean): string {
+  const b = (alias: string) => (oneBrand ? ` and ${alias}.brand_id = ${BRAND}` : '');
+  const months = lock
+    ? `program_months as (
+  insert into ${brandTable('creator_month_commissions')} as m (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
+  select ${oneBrand ? BRAND : 'w.brand_id'}, w.livemode, c.id, w.time_zone, w.month_start, 0
+    from json_to_recordset(?::json) as w(brand_id text, livemode boolean, time_zone text, month_start date)
+    join creators c on c.brand_id = w.brand_id
+   order by w.livemode, c.id, w.time_zone, w.month_start
+  on conflict (brand_id, livemode, creator_id, time_zone, month_start) do update set net_commission = m.net_commission
+  returning m.brand_id, m.livemode, m.creator_id, m.time_zone, m.month_start, m.net_commission
+),`
+    : `program_months as (
+  select w.brand_id, w.livemode, c.id as creator_id, w.time_zone, w.month_start, coalesce(m.net_commission, 0) as net_commission
+    from json_to_recordset(?::json) as w(brand_id text, livemode boolean, time_zone text, month_start date)
+    join creators c on c.brand_id = w.brand_id
+    left join lateral (
+      select m.net_commission from ${brandTable('creator_month_commissions')} m
+       where m.brand_id = w.brand_id and m.livemode = w.livemode and m.creator_id = c.id
+         and m.time_zone = w.time_zone and m.month_start = w.month_start${b('m')}
+    ) m on true
+),`;
+  return `
+program_tiers as (
+  select c.brand_id, c.id as creator_id, t.at, t.level
+    from json_to_recordset(?::json) as span(brand_id text, from_at timestamptz, to_at timestamptz)
+    join creators c on c.brand_id = span.brand_id
+    cross join lateral (
+      (select t.effective_at as at, t.level, 0 as part, t.id from ${brandTable('creator_tiers')} t
+        where t.brand_id = c.brand_id and t.creator_id = c.id and t.effective_at <= span.from_at${b('t')}
+        order by t.effective_at desc, t.id desc limit 1)
+      union all
+      (select t.effective_at, t.level, 1, t.id from ${brandTable('creator_tiers')} t
+        where t.brand_id = c.brand_id and t.creator_id = c.id
+          and t.effective_at > span.from_at and t.effective_at <= span.to_at${b('t')}
+        order by t.effective_at, t.id)
+    ) t
+   order by c.brand_id, c.id, t.part, t.at, t.id
+),
+${months}
+program_offers as (
+  select distinct f.brand_id, f.id
+    from locked l
+    cross join lateral (
+      select f.brand_id, f.id from ${brandTable('offers')} f
+       where f.brand_id = l.brand_id and f.id = l.offer_id and f.commission_bps is not null${b('f')}
+    ) f
+),`;
+}
 
 /**
  * The load as stored statements: whole, and without the parts for clicks, refunds and stored
  * answers, which most groups (new orders paid by code, without Idempotency-Keys) leave empty and
- * whose plan nodes PostgreSQL would set up anyway (as the write's shapes, commit-group.ts). A dry
- * run reads the same rows from its snapshot and locks nothing, so it never delays a real send.
+ * whose plan nodes PostgreSQL would set up anyway (as the write's shapes, commit-group.ts); with
+ * the brands' versions when a brand of the group has a program, and with its rows (`program`)
+ * when there are spans to read them over. A dry run reads the same rows from its snapshot and
+ * locks nothing, so it never delays a real send.
  */
-const whole: LoadShape = { clicks: true, refunds: true, responses: true, versions: true };
-const lean: LoadShape = { clicks: false, refunds: false, responses: false, versions: false };
+const whole: LoadShape = { clicks: true, refunds: true, responses: true, versions: true, program: false };
+const wholeProgram: LoadShape = { ...whole, program: true };
+const lean: LoadShape = { clicks: false, refunds: false, responses: false, versions: false, program: false };
 const leanPriced: LoadShape = { ...lean, versions: true };
+const leanProgram: LoadShape = { ...leanPriced, program: true };
 
 /** Where a one-brand load names its brand: a parameter like the others, at each place it is named. */
 export const BRAND = '{brand}';
@@ -245,7 +315,7 @@ export function withBrand(
 }
 
 const loadShapes = [false, true].map((oneBrand) =>
-  [lean, leanPriced, whole].map((shape) => ({
+  [lean, leanPriced, leanProgram, whole, wholeProgram].map((shape) => ({
     shape,
     lock: loadStatement(shape, true, oneBrand),
     peek: loadStatement(shape, false, oneBrand),
@@ -255,6 +325,18 @@ export const loadStatements = loadShapes.flat().flatMap((s) => [s.lock.query.sto
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON rows from the driver.
 type Rows = any[];
+
+/**
+ * The programs' rows the load read (`programParts`), with the spans it read them over and the
+ * creators it found: program-book.ts `loadPrograms` reads only what they do not cover.
+ */
+export interface LoadedProgramRows {
+  reads: ProgramReads;
+  creators: readonly { brand_id: string; id: string }[];
+  tiers: Rows;
+  months: Rows;
+  offers: Rows;
+}
 
 /** A published commission program version of a group's brand, as the load finds it (effective order). */
 export interface LoadedVersion {
@@ -330,16 +412,19 @@ export async function loadOrderBooks(
   keys: readonly KeyProbe[],
   now: Date,
   options: { lock: boolean; oneBrand?: string; secretKeyBase: string },
-): Promise<{ books: Map<string, OrderBook>; responses: StoredResponse[]; versions: LoadedVersion[] }> {
+): Promise<{
+  books: Map<string, OrderBook>;
+  responses: StoredResponse[];
+  versions: LoadedVersion[];
+  programRows?: LoadedProgramRows;
+}> {
   const needs = needsOf(requests, options.secretKeyBase);
   const shapes = loadShapes[options.oneBrand === undefined ? 0 : 1]!;
   const priced = requests.some((r) => r.terms.hasCommissionProgram !== false);
-  const { shape, lock, peek } =
-    needs.clicks.length + needs.refunds.length + keys.length > 0
-      ? shapes[2]!
-      : priced
-        ? shapes[1]!
-        : shapes[0]!;
+  const full = needs.clicks.length + needs.refunds.length + keys.length > 0;
+  const wanted = priced ? programReads(requests) : undefined;
+  const reads = wanted && wanted.tiers.length + wanted.months.length > 0 ? wanted : undefined;
+  const { shape, lock, peek } = shapes[full ? (reads ? 4 : 3) : reads ? 2 : priced ? 1 : 0]!;
   const load = options.lock ? lock : peek;
   const values = [
     JSON.stringify(needs.orders),
@@ -348,6 +433,7 @@ export async function loadOrderBooks(
     ...(shape.refunds ? [JSON.stringify(needs.refunds)] : []),
     ...(shape.responses ? [JSON.stringify(keys)] : []),
     ...(shape.versions ? [JSON.stringify([...new Set(requests.map(({ scope }) => scope.brandId))])] : []),
+    ...(reads ? [JSON.stringify(reads.tiers), JSON.stringify(reads.months)] : []),
     JSON.stringify(scopesOf(requests)),
   ];
   // The one-brand shapes are chosen exactly when options.oneBrand is set.
@@ -422,5 +508,20 @@ export async function loadOrderBooks(
     for (const refundId of seenRefunds.get(o.lookup_key) ?? []) order.refundIds.add(refundId);
     book.orders.set(order.orderId, order);
   }
-  return { books, responses: r.responses!, versions: r.versions! };
+  return {
+    books,
+    responses: r.responses!,
+    versions: r.versions!,
+    ...(reads
+      ? {
+          programRows: {
+            reads,
+            creators: r.creators!,
+            tiers: r.program_tiers!,
+            months: r.program_months!,
+            offers: r.program_offers!,
+          },
+        }
+      : {}),
+  };
 }

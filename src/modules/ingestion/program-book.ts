@@ -3,8 +3,9 @@ import { isoTime } from '../../shared/iso-time.js';
 import { traceAttribution } from '../attribution/resolve.js';
 import { compileRules } from '../programs/commission.js';
 import { canonicalRules, type ProgramRules } from '../programs/programs.schemas.js';
-import { BRAND, brandStatement, type LoadedVersion, withBrand } from './load-book.js';
+import { BRAND, brandStatement, type LoadedProgramRows, type LoadedVersion, withBrand } from './load-book.js';
 import type { OrderBook } from './order-book.js';
+import { rememberOutline } from './program-outline.js';
 import {
   type AttributionTrace,
   MonthLedger,
@@ -333,8 +334,10 @@ export async function writeMonthsApart(sql: Sql, rows: readonly object[], oneBra
 /**
  * Gives each book of a group its brand's program (nothing for a brand without a published
  * version: no statement, no cost): versions from the load, compiled from the per-process cache,
- * and, when a version has tiers or a monthly cap or a loaded order's offer is not one the group's
- * codes and clicks name, one more statement for the group (above).
+ * the rows the load read with them (`preloaded`), and, when a version has tiers or a monthly cap
+ * or a loaded order's offer is not one the group's codes and clicks name, whatever the load did
+ * not cover, by one more statement for the group (above): a brand's first group in the process,
+ * a refund or resend of an order paid in an earlier month. Returns whether it ran it.
  * A brand with a monthly cap keeps its creator-months for every order change, whatever the
  * order's pin: headroom counts every order of the month (docs/decisions.md).
  */
@@ -343,9 +346,9 @@ export async function loadPrograms(
   books: Map<string, OrderBook>,
   loaded: readonly LoadedVersion[],
   eventsOf: (book: OrderBook) => Iterable<ValidEvent>,
-  options: { lock: boolean; oneBrand?: string },
-): Promise<void> {
-  if (loaded.length === 0) return;
+  options: { lock: boolean; oneBrand?: string; preloaded?: LoadedProgramRows },
+): Promise<boolean> {
+  if (loaded.length === 0) return false;
   await compileMissing(sql, loaded);
   const loadedByBrand = new Map<string, LoadedVersion[]>();
   for (const v of loaded) {
@@ -356,7 +359,9 @@ export async function loadPrograms(
   const byBrand = new Map<string, BrandVersions>();
   for (const [brandId, list] of loadedByBrand) {
     const set = brandVersionsOf(list);
-    if (set) byBrand.set(brandId, set);
+    if (!set) continue;
+    byBrand.set(brandId, set);
+    rememberOutline(brandId, { zones: set.zones, tiered: set.tiered });
   }
   // By brand and creator: a brand's live and test books share its tier rows (applied to both below).
   const tierWants = new Map<string, { brand_id: string; creator_id: string; from: number; to: number }>();
@@ -414,7 +419,18 @@ export async function loadPrograms(
     }
     for (const zone of wants.months) for (const row of zone.rows.values()) monthWants.push(row);
   }
-  if (tierWants.size === 0 && monthWants.length === 0 && offerWants.size === 0) return;
+  const byScope = new Map(
+    programs.map(({ book, program }) => [`${book.scope.brandId}/${book.scope.livemode}`, program]),
+  );
+  const preloaded = options.preloaded;
+  if (preloaded) {
+    applyProgramRows(byScope, preloaded);
+    leaveUncovered(preloaded, tierWants, monthWants, offerWants);
+  }
+  if (tierWants.size === 0 && monthWants.length === 0 && offerWants.size === 0) {
+    if (preloaded) sortTiers(programs);
+    return false;
+  }
   const shape = programShapes[options.oneBrand === undefined ? 0 : 1]!;
   const statement = options.lock ? shape.lock : shape.peek;
   const values = [
@@ -437,11 +453,19 @@ export async function loadPrograms(
         withBrand(values, statement.brandAt, options.oneBrand),
       )
     : await statement.query.run<ProgramRows>(sql, values);
-  const byScope = new Map(
-    programs.map(({ book, program }) => [`${book.scope.brandId}/${book.scope.livemode}`, program]),
-  );
-  // Oldest first per creator (a stable sort keeps the statement's order of changes at one instant).
-  for (const t of row!.tiers)
+  applyProgramRows(byScope, row!);
+  sortTiers(programs);
+  return true;
+}
+
+type ScopePrograms = Map<
+  string,
+  ProgramBook & { tiers: Map<string, TierChange[]>; ratedOffers: Set<string> }
+>;
+
+/** Rows of the program's statement or of the load, given to the books of their brand (tiers: both modes). */
+function applyProgramRows(byScope: ScopePrograms, rows: ProgramRows): void {
+  for (const t of rows.tiers)
     for (const live of [true, false]) {
       const tiers = byScope.get(`${t.brand_id}/${live}`)?.tiers as Map<string, TierChange[]> | undefined;
       if (!tiers) continue;
@@ -449,14 +473,54 @@ export async function loadPrograms(
       changes.push({ at: Date.parse(t.at), level: t.level });
       tiers.set(t.creator_id, changes);
     }
-  for (const { program } of programs)
-    for (const changes of program.tiers.values()) (changes as TierChange[]).sort((a, b) => a.at - b.at);
-  for (const f of row!.offers)
+  for (const f of rows.offers)
     for (const live of [true, false]) byScope.get(`${f.brand_id}/${live}`)?.ratedOffers.add(f.id);
-  for (const m of row!.months)
+  for (const m of rows.months)
     byScope
       .get(`${m.brand_id}/${m.livemode}`)
       ?.months?.set(m.creator_id, m.time_zone, String(m.month_start).slice(0, 10), Number(m.net_commission));
+}
+
+/** Oldest first per creator (a stable sort keeps the statements' order of changes at one instant). */
+function sortTiers(programs: readonly { program: { tiers: Map<string, TierChange[]> } }[]): void {
+  for (const { program } of programs)
+    for (const changes of program.tiers.values()) (changes as TierChange[]).sort((a, b) => a.at - b.at);
+}
+
+/**
+ * Drops from the wants what the load read: tiers of a creator it found over a span holding the
+ * creator's own, creator-months it returned, and every loaded order's offer (it read them all).
+ */
+function leaveUncovered(
+  preloaded: LoadedProgramRows,
+  tierWants: Map<string, { brand_id: string; creator_id: string; from: number; to: number }>,
+  monthWants: MonthRow[],
+  offerWants: Map<string, unknown>,
+): void {
+  offerWants.clear();
+  const found = new Set(preloaded.creators.map((c) => `${c.brand_id}\u0000${c.id}`));
+  const spans = new Map(
+    preloaded.reads.tiers.map((s) => [s.brand_id, { from: Date.parse(s.from_at), to: Date.parse(s.to_at) }]),
+  );
+  for (const [key, want] of tierWants) {
+    const span = spans.get(want.brand_id);
+    if (span && found.has(key) && span.from <= want.from && want.to <= span.to) tierWants.delete(key);
+  }
+  const read = new Set(
+    preloaded.months.map(
+      (m) =>
+        `${m.brand_id}\u0000${m.livemode}\u0000${m.creator_id}\u0000${m.time_zone}\u0000${String(m.month_start).slice(0, 10)}`,
+    ),
+  );
+  let kept = 0;
+  for (const m of monthWants)
+    if (
+      !read.has(
+        `${m.brand_id}\u0000${m.livemode}\u0000${m.creator_id}\u0000${m.time_zone}\u0000${m.month_start}`,
+      )
+    )
+      monthWants[kept++] = m;
+  monthWants.length = kept;
 }
 
 /** The write of the creator-months a group moved: each row by its delta, under the lock the group holds. */

@@ -62,7 +62,7 @@ export async function planRecalculationChunk(
 ): Promise<{ tally: ChunkTally; writeAndCommit: () => Promise<void> }> {
   const events = chunk.orders.map((o) => storedOrderPaid(o));
   const oneBrand = chunk.oneBrand ? { oneBrand: chunk.scope.brandId } : {};
-  const { books, versions } = await loadOrderBooks(
+  const { books, versions, programRows } = await loadOrderBooks(
     sql,
     [{ scope: chunk.scope, terms: chunk.terms, events }],
     [],
@@ -70,7 +70,11 @@ export async function planRecalculationChunk(
     // No click reference is ever verified: the stored order.paid carries none.
     { lock: true, secretKeyBase: '', ...oneBrand },
   );
-  await loadPrograms(sql, books, versions, () => events, { lock: true, ...oneBrand });
+  await loadPrograms(sql, books, versions, () => events, {
+    lock: true,
+    ...oneBrand,
+    ...(programRows ? { preloaded: programRows } : {}),
+  });
   const book = books.get(scopeKey(chunk.scope))!;
   const version = book.program?.byId.get(chunk.versionId);
   if (!version) throw new Error(`version ${chunk.versionId} is not a published version of the brand`);
