@@ -188,13 +188,20 @@ select (select coalesce(json_agg(locked), '[]') from locked) as orders,
        ${shape.refunds ? "(select coalesce(json_agg(refunds), '[]') from refunds)" : "'[]'::json"} as refunds,
        ${shape.responses ? "(select coalesce(json_agg(responses), '[]') from responses)" : "'[]'::json"} as responses,
        (select coalesce(json_agg(endpoints), '[]') from endpoints) as endpoints,
-       ${shape.versions ? "(select coalesce(json_agg(versions), '[]') from versions)" : "'[]'::json"} as versions,
-       ${shape.program ? "(select coalesce(json_agg(program_tiers), '[]') from program_tiers)" : "'[]'::json"} as program_tiers,
-       ${shape.program ? "(select coalesce(json_agg(program_months), '[]') from program_months)" : "'[]'::json"} as program_months,
-       ${shape.program ? "(select coalesce(json_agg(program_offers), '[]') from program_offers)" : "'[]'::json"} as program_offers`;
+       ${shape.versions ? "(select coalesce(json_agg(versions), '[]') from versions)" : "'[]'::json"} as versions${
+         shape.program
+           ? `,
+       (select coalesce(json_agg(program_tiers), '[]') from program_tiers) as program_tiers,
+       (select coalesce(json_agg(program_months), '[]') from program_months) as program_months,
+       (select coalesce(json_agg(program_offers), '[]') from program_offers) as program_offers`
+           : ''
+       }`;
 }
-const loaded =
-  'orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json, versions json, program_tiers json, program_months json, program_offers json';
+/** The load's columns; the program's only in the shapes that read them. */
+const loaded = (shape: LoadShape) =>
+  `orders json, codes json, clicks json, creators json, refunds json, responses json, endpoints json, versions json${
+    shape.program ? ', program_tiers json, program_months json, program_offers json' : ''
+  }`;
 
 /**
  * The program's rows read with the load, for every creator it found (a superset of those the
@@ -280,7 +287,7 @@ export type LoadStatement =
     };
 
 function loadStatement(shape: LoadShape, lock: boolean, oneBrand: boolean): LoadStatement {
-  return brandStatement(loadSql(shape, lock, oneBrand), loaded, oneBrand);
+  return brandStatement(loadSql(shape, lock, oneBrand), loaded(shape), oneBrand);
 }
 
 /**
