@@ -205,22 +205,31 @@ const loaded = (shape: LoadShape) =>
 
 /**
  * The program's rows read with the load, for every creator it found (a superset of those the
- * events reach: program-book.ts reads what is still missing). Tiers and creator-months as
- * program-book.ts `programSql` reads them: the tier in force at the span's start and each change
- * up to its end; each creator-month created at 0 when new and locked in key order by a no-op
- * update, which returns the row's latest version (a dry run reads them without a lock or a write).
+ * events reach: program-book.ts reads what is still missing). Tiers as program-book.ts
+ * `programSql` reads them: the one in force at the span's start and each change up to its end.
+ * Creator-months that exist, locked in key order by `for update`, which returns a row's latest
+ * version: no row version written, so the write's delta later is the row's only update (and its
+ * creator foreign key is not checked again). One made since the statement's snapshot, or never,
+ * is not returned: the program's statement creates and locks it after the load. A dry run reads
+ * them without a lock.
  */
 function programParts(lock: boolean, oneBrand: boolean): string {
   const b = (alias: string) => (oneBrand ? ` and ${alias}.brand_id = ${BRAND}` : '');
   const months = lock
     ? `program_months as (
-  insert into ${brandTable('creator_month_commissions')} as m (brand_id, livemode, creator_id, time_zone, month_start, net_commission)
-  select ${oneBrand ? BRAND : 'w.brand_id'}, w.livemode, c.id, w.time_zone, w.month_start, 0
-    from json_to_recordset(?::json) as w(brand_id text, livemode boolean, time_zone text, month_start date)
-    join creators c on c.brand_id = w.brand_id
-   order by w.livemode, c.id, w.time_zone, w.month_start
-  on conflict (brand_id, livemode, creator_id, time_zone, month_start) do update set net_commission = m.net_commission
-  returning m.brand_id, m.livemode, m.creator_id, m.time_zone, m.month_start, m.net_commission
+  select k.brand_id, k.livemode, k.creator_id, k.time_zone, k.month_start, m.net_commission
+    from (
+      select w.brand_id, w.livemode, c.id as creator_id, w.time_zone, w.month_start
+        from json_to_recordset(?::json) as w(brand_id text, livemode boolean, time_zone text, month_start date)
+        join creators c on c.brand_id = w.brand_id
+       order by w.livemode, c.id, w.time_zone, w.month_start
+    ) k
+    cross join lateral (
+      select m.net_commission from ${brandTable('creator_month_commissions')} m
+       where m.brand_id = k.brand_id and m.livemode = k.livemode and m.creator_id = k.creator_id
+         and m.time_zone = k.time_zone and m.month_start = k.month_start${b('m')}
+         for update
+    ) m
 ),`
     : `program_months as (
   select w.brand_id, w.livemode, c.id as creator_id, w.time_zone, w.month_start, coalesce(m.net_commission, 0) as net_commission
