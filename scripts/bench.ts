@@ -479,8 +479,12 @@ async function programCostOnly(ctx: Context): Promise<void> {
     return { ...ctx.env, DATABASE_URL: url.toString() };
   };
   const started: RunningServer[] = [];
-  const orm = await initOrm(ctx.databaseUrl, 2);
-  try {
+  const stopAll = async () => {
+    for (const server of started.splice(0)) await stopServer(server);
+  };
+  // Each round's pair of servers is new (bench/program-cost.ts `programCostRun`).
+  const start = async () => {
+    await stopAll();
     const servers = [] as unknown as [ProgramCostServer, ProgramCostServer];
     for (const application of ['lf-bench-no-program', 'lf-bench-program']) {
       const server = await startServer(
@@ -491,11 +495,15 @@ async function programCostOnly(ctx: Context): Promise<void> {
       started.push(server);
       servers.push({ pid: server.pid, url: server.url, application });
     }
-    const result = await programCostRun(ctx.db, orm, servers, ctx.env.ADMIN_TOKEN!, () => foldTallies(orm));
+    return servers;
+  };
+  const orm = await initOrm(ctx.databaseUrl, 2);
+  try {
+    const result = await programCostRun(ctx.db, orm, start, ctx.env.ADMIN_TOKEN!, () => foldTallies(orm));
     process.stdout.write(`\n${renderProgramCost(result)}`);
   } finally {
     await orm.close(true);
-    for (const server of started) await stopServer(server);
+    await stopAll();
   }
 }
 

@@ -194,13 +194,19 @@ const medianSide = (rounds: SideCost[]): SideCost => ({
   rounds,
 });
 
+/**
+ * `start` (re)starts both brands' servers: each round runs on processes of its own, so that what
+ * one process's compilers happened to decide (a whole run's web figure once read +22% in every
+ * round) is one round's sample, not the run's.
+ */
 export async function programCostRun(
   db: pg.Client,
   orm: MikroORM,
-  servers: [ProgramCostServer, ProgramCostServer],
+  start: () => Promise<[ProgramCostServer, ProgramCostServer]>,
   adminToken: string,
   fold: () => Promise<unknown>,
 ): Promise<ProgramCostResult> {
+  let servers = await start();
   phase('two brands: one without a program, one with 1,000 SKU rules, 10 tiers and both caps');
   const shops = [
     await makeShop(orm, servers[0], adminToken, 'Bench brand without a program', false),
@@ -233,16 +239,22 @@ export async function programCostRun(
     });
   // Long enough for V8's compilers and heap sizing to settle: with 5 batches a brand the first
   // brand measured kept getting faster for three rounds, the second did not.
-  phase(`warm-up: ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES} batches for each brand, at once`);
-  await Promise.all(([0, 1] as const).map((side) => singles(side, WARM_SINGLES_SECONDS)));
-  await Promise.all(([0, 1] as const).map((side) => batches(side, WARM_BATCHES)));
-  await fold();
+  const warmUp = async () => {
+    phase(
+      `warm-up: ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES} batches for each brand, at once`,
+    );
+    await Promise.all(([0, 1] as const).map((side) => singles(side, WARM_SINGLES_SECONDS)));
+    await Promise.all(([0, 1] as const).map((side) => batches(side, WARM_BATCHES)));
+    await fold();
+  };
   const rounds = { singles: [] as [SideCost, SideCost][], batches: [] as [SideCost, SideCost][] };
   const logRound = ([w, p]: [SideCost, SideCost]) =>
     log(
       `  web ${fmt(w.webMs, 3)} / ${fmt(p.webMs, 3)} ms, PostgreSQL ${fmt(w.postgresMs, 3)} / ${fmt(p.postgresMs, 3)} ms per event (without / with the program)`,
     );
   for (let round = 1; round <= options.programCostRounds; round++) {
+    if (round > 1) servers = await start();
+    await warmUp();
     phase(`both brands at once: singles at 64 connections each for ${options.seconds} s (round ${round})`);
     const s = await measureBoth(db, servers, async (side) => (await singles(side, options.seconds)).whole.ok);
     rounds.singles.push(s);
@@ -292,7 +304,7 @@ web server (the Procfile's flags), so that whatever slows the machine from one s
 lands on both: CPU from /proc per event of each brand's web process and of the PostgreSQL backends
 it opened (told apart by \`application_name\`; PostgreSQL's background processes and the tallies'
 fold, the same work for both brands' events, are counted for neither). The median of
-${r.without[0].rounds?.length ?? 1} rounds after ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES} batches of warm-up each; the extra in
+${r.without[0].rounds?.length ?? 1} rounds, each on both servers started afresh and warmed by ${WARM_SINGLES_SECONDS} s of singles and ${WARM_BATCHES} batches each; the extra in
 brackets is the median of the rounds' own ratios. Target: at most +10%.
 
 | per event, ms | web, no program | web, program | PostgreSQL, no program | PostgreSQL, program | web of a bare node server (floor; the demo events, without lines) |
