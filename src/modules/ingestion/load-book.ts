@@ -21,7 +21,7 @@ import type { Subscriber } from '../webhooks/webhook-writes.js';
 import { ENGINE_TRANSACTION_SETTINGS } from './engine-settings.js';
 import { type NewClick, type NewRefund, type OrderBook, type Scope, scopeKey } from './order-book.js';
 import { orderColumns, orderFromRow } from './order-state.js';
-import { type ProgramReads, programReads } from './program-outline.js';
+import { type ProgramReads, programReads, tierChanges } from './program-outline.js';
 import type { ValidEvent } from './valid-event.js';
 
 /** One request's part of a group: its brand and mode, the brand's terms and its events. */
@@ -246,16 +246,7 @@ program_tiers as (
   select c.brand_id, c.id as creator_id, t.at, t.level
     from json_to_recordset(?::json) as span(brand_id text, from_at timestamptz, to_at timestamptz)
     join creators c on c.brand_id = span.brand_id
-    cross join lateral (
-      (select t.effective_at as at, t.level, 0 as part, t.id from ${brandTable('creator_tiers')} t
-        where t.brand_id = c.brand_id and t.creator_id = c.id and t.effective_at <= span.from_at${b('t')}
-        order by t.effective_at desc, t.id desc limit 1)
-      union all
-      (select t.effective_at, t.level, 1, t.id from ${brandTable('creator_tiers')} t
-        where t.brand_id = c.brand_id and t.creator_id = c.id
-          and t.effective_at > span.from_at and t.effective_at <= span.to_at${b('t')}
-        order by t.effective_at, t.id)
-    ) t
+    ${tierChanges({ brand: 'c.brand_id', creator: 'c.id', from: 'span.from_at', to: 'span.to_at' }, b('t'))}
    order by c.brand_id, c.id, t.part, t.at, t.id
 ),
 ${months}

@@ -5,7 +5,7 @@ import { compileRules } from '../programs/commission.js';
 import { canonicalRules, type ProgramRules } from '../programs/programs.schemas.js';
 import { BRAND, brandStatement, type LoadedProgramRows, type LoadedVersion, withBrand } from './load-book.js';
 import type { OrderBook } from './order-book.js';
-import { rememberOutline } from './program-outline.js';
+import { rememberOutline, tierChanges } from './program-outline.js';
 import {
   type AttributionTrace,
   MonthLedger,
@@ -226,16 +226,7 @@ const tierPart = (oneBrand: boolean) => {
 tiers as (
   select want.brand_id, want.creator_id, t.at, t.level
     from json_to_recordset(?::json) as want(brand_id text, creator_id text, from_at timestamptz, to_at timestamptz)
-    cross join lateral (
-      (select t.effective_at as at, t.level, 0 as part, t.id from ${brandTable('creator_tiers')} t
-        where t.brand_id = want.brand_id and t.creator_id = want.creator_id and t.effective_at <= want.from_at${b}
-        order by t.effective_at desc, t.id desc limit 1)
-      union all
-      (select t.effective_at, t.level, 1, t.id from ${brandTable('creator_tiers')} t
-        where t.brand_id = want.brand_id and t.creator_id = want.creator_id
-          and t.effective_at > want.from_at and t.effective_at <= want.to_at${b}
-        order by t.effective_at, t.id)
-    ) t
+    ${tierChanges({ brand: 'want.brand_id', creator: 'want.creator_id', from: 'want.from_at', to: 'want.to_at' }, b)}
    order by want.brand_id, want.creator_id, t.part, t.at, t.id
 )`;
 };

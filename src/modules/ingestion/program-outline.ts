@@ -1,3 +1,4 @@
+import { brandTable } from '../../db/fast-path/index.js';
 import { isoTime } from '../../shared/iso-time.js';
 import type { BrandTerms } from '../keys/caller.js';
 import type { Scope } from './order-book.js';
@@ -98,4 +99,26 @@ export function programReads(requests: readonly GroupRequest[]): ProgramReads {
     })),
     months: [...months.values()],
   };
+}
+
+/**
+ * `cross join lateral (…) t`: for the brand and creator named by `on`, the tier in force at `from`
+ * (t.part 0) and each change after it up to `to` (t.part 1): two probes of creator_tiers' in-force
+ * index, however many orders. `brandFilter`: a one-brand statement's own filter on `t`. Read by
+ * the program's statement (program-book.ts) and the load (load-book.ts) alike.
+ */
+export function tierChanges(
+  on: { brand: string; creator: string; from: string; to: string },
+  brandFilter: string,
+): string {
+  return `cross join lateral (
+      (select t.effective_at as at, t.level, 0 as part, t.id from ${brandTable('creator_tiers')} t
+        where t.brand_id = ${on.brand} and t.creator_id = ${on.creator} and t.effective_at <= ${on.from}${brandFilter}
+        order by t.effective_at desc, t.id desc limit 1)
+      union all
+      (select t.effective_at, t.level, 1, t.id from ${brandTable('creator_tiers')} t
+        where t.brand_id = ${on.brand} and t.creator_id = ${on.creator}
+          and t.effective_at > ${on.from} and t.effective_at <= ${on.to}${brandFilter}
+        order by t.effective_at, t.id)
+    ) t`;
 }
