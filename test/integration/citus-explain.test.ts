@@ -290,7 +290,7 @@ describe.runIf(onCitus)("every statement of a brand's hot path is one routed tas
     ]);
     const loads = withPaid.filter((s) => s.sql.trim().startsWith('with locked'));
     expect(loads.length).toBe(1);
-    expect(loads[0]!.sql).toMatch(/program_months as \(\s*select[^]*for update\s*\) m/);
+    expect(loads[0]!.sql).toMatch(/program_months as \(\s*select[\s\S]*for update\s*\) m/);
     expect(withPaid.filter(isProgram)).toEqual([]);
     // A refund alone names no order.paid instant: its order's creator-month is read apart.
     const refundOnly = await captureGroup([
