@@ -155,32 +155,35 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
       creators: { coupon_code: string }[];
     };
 
-    // The web process compiled (test/setup/compiled.ts), as the web dyno runs it. A port taken
-    // between freePort() and the web's bind (another test's server) would answer /readyz for it:
-    // a web that exited right after is started again on another port.
+    // The web process compiled (test/setup/compiled.ts), as the web dyno runs it. /readyz is asked
+    // only once this process logged that it listens: a port taken between freePort() and the bind
+    // (another test's server) would otherwise answer for it. A web that ended before listening
+    // (its port taken) is started again on another port.
     let web!: ReturnType<typeof spawn>;
     let watched!: ReturnType<typeof watchOutput>;
     let base = '';
-    let ready: Response | undefined;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    let listening = false;
+    for (let attempt = 0; attempt < 3 && !listening; attempt++) {
       const port = await freePort();
       web = spawn(process.execPath, [compiledEntry('src/server.ts')], {
-        env: env({ ...tls, PORT: String(port), LOG_LEVEL: 'warn' }),
+        env: env({ ...tls, PORT: String(port), LOG_LEVEL: 'info' }),
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(web);
       watched = watchOutput(web);
       base = `http://127.0.0.1:${port}`;
-      ready = undefined;
-      for (let i = 0; i < 400; i++) {
-        ready = await fetch(`${base}/readyz`).catch(() => undefined);
-        if (ready?.status === 200 || web.exitCode !== null) break;
-        await sleep(50);
-      }
-      await sleep(200);
-      if (web.exitCode === null) break;
+      const output = watched;
+      listening = await output
+        .until('web process listening', () => output.text().includes('web process listening'), 30_000)
+        .then(() => true)
+        .catch(() => false);
     }
-    expect(web.exitCode, watched.text()).toBeNull();
+    expect(listening, watched.text()).toBe(true);
+    let ready: Response | undefined;
+    for (let i = 0; i < 100 && ready?.status !== 200; i++) {
+      if (i > 0) await sleep(50);
+      ready = await fetch(`${base}/readyz`);
+    }
     expect(await ready?.json()).toEqual({
       status: 'ok',
       checks: { postgres: 'ok', redis: 'ok', schema: 'migrated' },
