@@ -219,12 +219,14 @@ describe.skipIf(!canRun)('PostgreSQL over SSL and Redis over TLS with self-signe
   it('without REDIS_TLS_REJECT_UNAUTHORIZED=false the self-signed Redis is refused, and the web process says why', async () => {
     const port = await freePort();
     const web = spawn(process.execPath, [compiledEntry('src/server.ts')], {
-      env: env({ PGSSLMODE: 'no-verify', PORT: String(port), LOG_LEVEL: 'warn' }),
+      env: env({ PGSSLMODE: 'no-verify', PORT: String(port), LOG_LEVEL: 'info' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(web);
     const watched = watchOutput(web);
-    const said = () => watched.text().includes('"dependency":"Redis"');
+    // Listening too, so the /readyz below is this process's answer.
+    const said = () =>
+      watched.text().includes('"dependency":"Redis"') && watched.text().includes('web process listening');
     await watched.until('the line about Redis', said, 20_000);
     const line = watched
       .text()
