@@ -89,8 +89,12 @@ export const options = {
    * range: this machine's speed swings by a third within minutes (docs/benchmarks.md, "Profile notes").
    */
   costRounds: integer('BENCH_COST_ROUNDS', 3, 1),
-  /** Rounds of `--program-cost`: its figure is the median of the rounds' own ratios, which wants more of them. */
-  programCostRounds: integer('BENCH_PROGRAM_COST_ROUNDS', 5, 1),
+  /**
+   * Rounds of `--program-cost`: its figure is the median of the rounds' own ratios, and a round's
+   * ratio moves with its two fresh processes' compilers (docs/benchmarks.md): nine of them, so
+   * that two rounds of bad luck do not make the run's figure.
+   */
+  programCostRounds: integer('BENCH_PROGRAM_COST_ROUNDS', 9, 1),
   /** Batches in flight at once: throughput, not one client's round-trip latency. */
   batchConnections: integer('BENCH_BATCH_CONNECTIONS', 4, 1),
   /** Paging the whole order list stops after this long (and says so) rather than run for hours. */

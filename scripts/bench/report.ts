@@ -855,7 +855,7 @@ npm run bench -- --preview                  # only the commission program previe
 npm run bench -- --reconciliation           # only a 1,000,000-row CSV reconciled against as many orders beside single events (BENCH_RECON_ORDERS; BENCH_RECON_WITHOUT_SECONDS of singles alone on each side, 30; BENCH_RECON_SINGLES=0 alone; BENCH_RECON_WRITE=0 printed only), into its section of docs/benchmarks.md
 npm run bench -- --instructions             # the batch path's JavaScript, instructions per event under valgrind (no database; about 3 minutes)
 npm run bench -- --promotion                # the web's bytes promoted to the old generation per single, its RSS and CPU per request (BENCH_PROMOTION_SECONDS, 30), printed (about 2 minutes with the build)
-npm run bench -- --program-cost             # a brand with a 1,000-rule commission program against one without, CPU per event, printed (about 7 minutes)
+npm run bench -- --program-cost             # a brand with a 1,000-rule commission program against one without, CPU per event, printed (about 15 minutes)
 npm run bench -- --serving-instructions --against 82b750f  # PostgreSQL's instructions per served event under valgrind, this checkout and REV, printed (about 4 minutes a tree)
 npm run bench -- --web-instructions       # the web's instructions per single under valgrind, --program-cost's brand without and with the program (BENCH_WEB_WARM_SINGLES 300, then BENCH_WEB_SINGLES 1000 more), printed (about 35 minutes)
 \`\`\`
