@@ -68,6 +68,8 @@ export function programReads(requests: readonly GroupRequest[]): ProgramReads {
     if (terms.hasCommissionProgram === false) continue;
     const outline = outlines.get(scope.brandId);
     if (!outline) continue;
+    // Each zone's month of the request's last order.paid: a request's events mostly share one.
+    const lastMonths: string[] = [];
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!;
       if (event.type !== 'order.paid') continue;
@@ -78,8 +80,11 @@ export function programReads(requests: readonly GroupRequest[]): ProgramReads {
         else if (at < span.from) span.from = at;
         else if (at > span.to) span.to = at;
       }
-      for (const zone of outline.zones) {
+      for (let z = 0; z < outline.zones.length; z++) {
+        const zone = outline.zones[z]!;
         const month_start = monthStartAt(at, zone);
+        if (lastMonths[z] === month_start) continue;
+        lastMonths[z] = month_start;
         const key = `${scope.brandId}\u0000${scope.livemode}\u0000${zone}\u0000${month_start}`;
         if (!months.has(key))
           months.set(key, {
