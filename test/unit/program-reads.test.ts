@@ -7,8 +7,9 @@ import type { BrandTerms } from '../../src/modules/keys/caller.js';
 // group's order.paid instants once, and the span of those instants for the tiers.
 const brandId = '00000000-0000-4000-8000-00000000ab01';
 const terms = { hasCommissionProgram: true } as BrandTerms;
-const paid = (iso: string) => ({ type: 'order.paid', occurredAt: new Date(iso) }) as ValidEvent;
-const refund = (iso: string) => ({ type: 'order.refunded', occurredAt: new Date(iso) }) as ValidEvent;
+const paid = (iso: string) => ({ type: 'order.paid', occurredAt: new Date(iso) }) as unknown as ValidEvent;
+const refund = (iso: string) =>
+  ({ type: 'order.refunded', occurredAt: new Date(iso) }) as unknown as ValidEvent;
 
 describe('programReads', () => {
   it("reads each zone's month of every order.paid once, however the months alternate, and the tiers over their span", () => {
