@@ -16,6 +16,7 @@ let ctx: TestContext;
 let db: pg.Client;
 let caller: IngestRequest['caller'];
 let mina: string;
+let joon: string;
 
 const CAP = 10_000;
 
@@ -24,7 +25,9 @@ beforeAll(async () => {
   db = new pg.Client({ connectionString: ctx.directDatabaseUrl });
   await db.connect();
   const brand = await makeBrand(ctx.orm);
-  mina = (await makeCreators(ctx, brand.id)).mina.creatorId;
+  const creators = await makeCreators(ctx, brand.id);
+  mina = creators.mina.creatorId;
+  joon = creators.joon.creatorId;
   await publishVersion(
     ctx,
     brand.id,
@@ -123,6 +126,60 @@ describe("a priced brand's program rows", () => {
       expect(await creatorMonthNet()).toEqual([CAP]);
     } finally {
       await ingestion.close();
+    }
+  });
+
+  it("hold the monthly cap when two processes' groups lock one creator-month at once, its first orders included", async () => {
+    // Two engines (two web processes' worth of lanes) that know the brand: a warm-up order each.
+    const engines = [0, 1].map(() => new Ingestion({ ...ctx, logger: createLogger('silent') }, { lanes: 2 }));
+    const tag = newId('pr');
+    try {
+      for (const [i, engine] of engines.entries())
+        expect(
+          await engine.submit(
+            request({
+              type: 'order.paid',
+              data: { order_id: `${tag}-w${i}`, amount: 1_000, coupon_code: 'MINA20' },
+            }),
+          ),
+        ).toMatchObject({ ok: true });
+      const apartBefore = engines.map((e) => e.stats.programApart);
+      // Joon has no tier and no creator-month yet: 10% of 60,000 = 6,000, 60% of the cap, twenty
+      // times at once, half through each engine.
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          engines[i % 2]!.submit(
+            request({
+              type: 'order.paid',
+              data: { order_id: `${tag}-${i}`, amount: 60_000, coupon_code: 'JOON' },
+            }),
+          ),
+        ),
+      );
+      for (const answer of answers) expect(answer).toMatchObject({ ok: true });
+      const { rows } = await db.query(
+        `select sum(commission_amount)::int as commission, sum(coalesce(commission_capped_amount, 0))::int as capped,
+                count(*)::int as n
+           from orders where brand_id = $1 and creator_id = $2 and order_id like $3`,
+        [caller.brandId, joon, `${tag}-%`],
+      );
+      expect(rows[0]).toEqual({ commission: CAP, capped: 20 * 6_000 - CAP, n: 20 });
+      const month = await db.query(
+        'select net_commission::int as n from creator_month_commissions where brand_id = $1 and creator_id = $2 and livemode',
+        [caller.brandId, joon],
+      );
+      expect(month.rows).toEqual([{ n: CAP }]);
+      const ledger = await db.query(
+        'select sum(amount)::int as total from ledger_movements where brand_id = $1 and creator_id = $2',
+        [caller.brandId, joon],
+      );
+      expect(ledger.rows[0].total).toBe(CAP);
+      // Some of those groups locked the month with their load, not by the program's statement.
+      const groups = engines.reduce((n, e) => n + e.stats.groups, 0) - engines.length;
+      const apart = engines.reduce((n, e, i) => n + e.stats.programApart - apartBefore[i]!, 0);
+      expect(apart).toBeLessThan(groups);
+    } finally {
+      await Promise.all(engines.map((e) => e.close()));
     }
   });
 });
