@@ -62,7 +62,7 @@ export const TABLES = {
   commission_recalculated_orders: { kind: 'brand' },
   reconciliations: { kind: 'brand' },
   /** An upload's rows until they are compared: unlogged on a single node (docs/decisions.md). */
-  reconciliation_rows: { kind: 'brand', unloggedOnSingleNode: true },
+  reconciliation_rows: { kind: 'brand', key: 'order-id-first', unloggedOnSingleNode: true },
   reconciliation_differences: { kind: 'brand' },
 
   /** Operational counters of the coordinator's own processes (/metrics). */
@@ -76,9 +76,10 @@ export interface TableEntry {
   /**
    * Brand tables only, where the key does not start with `brand_id` on plain PostgreSQL:
    * `brand-first-on-citus` (narrower where nothing needs it), `queue` (id first, brand included;
-   * brand first on Citus, where tallies are folded brand by brand).
+   * brand first on Citus, where tallies are folded brand by brand), `order-id-first` (staged rows
+   * inserted and probed by order id: one column compared per step of the key, the brand included).
    */
-  key?: 'brand-first-on-citus' | 'queue';
+  key?: 'brand-first-on-citus' | 'queue' | 'order-id-first';
   /** Its primary key's columns on Citus, for an upsert on a brand's shard (db/fast-path/brand-shards.ts). */
   citusPrimaryKey?: readonly string[];
   /**

@@ -30,6 +30,8 @@ afterAll(() => ctx.close());
 
 /** Tally tables are queues folded by id: id first, the brand included (src/db/tables.ts, `key: 'queue'`). */
 const tallies: string[] = brandTablesKeyed('queue');
+/** Staged rows, inserted and probed by order id (src/db/tables.ts, `key: 'order-id-first'`). */
+const orderIdFirst: string[] = brandTablesKeyed('order-id-first');
 const distributedTables = tablesOf('brand');
 
 /** The keys of the tables every event writes, brand first on Citus only (`key: 'brand-first-on-citus'`). */
@@ -40,7 +42,7 @@ const narrowOnPostgres: Record<string, string[]> = {
 };
 
 describe('keys of the brand tables', () => {
-  it('every primary and unique key of a brand table starts with brand_id (tallies: includes it; the three hot tables: on Citus)', async () => {
+  it('every primary and unique key of a brand table starts with brand_id (tallies and staged rows: includes it; the three hot tables: on Citus)', async () => {
     const keys = await sql(`select c.conrelid::regclass::text as "table", c.conname as name,
         array(select a.attname::text from unnest(c.conkey) with ordinality k(n, i)
                 join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.i) as columns
@@ -57,6 +59,10 @@ describe('keys of the brand tables', () => {
       expect(own.length, `${table} has a primary key`).toBeGreaterThan(0);
       for (const key of own) {
         if (tallies.includes(table)) expect(key.columns, `${key.name}`).toContain('brand_id');
+        else if (orderIdFirst.includes(table)) {
+          expect(key.columns[0], key.name).toBe('order_id');
+          expect(key.columns, key.name).toContain('brand_id');
+        }
         // Narrow on plain PostgreSQL: 33 bytes an entry less where nothing needs the brand in it.
         else if (!onCitus && narrowOnPostgres[key.name] !== undefined)
           expect(key.columns, key.name).toEqual(narrowOnPostgres[key.name]);

@@ -580,6 +580,7 @@ describe('idempotency, paging and the job', () => {
       comparison,
       comparisonStatements,
       COMPARISON_SETTINGS,
+      comparisonSettings,
       named,
     } = await import('../../src/modules/reconciliations/compare.js');
     // Every step of the comparison is served by an index: with sequential scans off, a scan left
@@ -606,8 +607,8 @@ describe('idempotency, paging and the job', () => {
       };
       const [text, values] = named(comparison(citus, part), byName);
       const plan = await em.transactional(async (tx) => {
-        for (const [name, value] of Object.entries(COMPARISON_SETTINGS))
-          await tx.execute(`set local ${name} = ${value}`);
+        for (const [name, value] of Object.entries(comparisonSettings(citus)))
+          await tx.execute(`set local ${name} = '${value}'`);
         return tx.execute(`explain (format json) ${text}`, values);
       });
       const scans = JSON.stringify(plan).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];

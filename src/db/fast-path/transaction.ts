@@ -97,9 +97,10 @@ export type TransactionSettings = Readonly<Record<string, string>>;
 function beginStatement(settings: TransactionSettings): string {
   // One simple-protocol message: the settings travel with BEGIN, no extra round trip.
   const local = Object.entries(settings).map(([name, value]) => {
-    if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value))
+    if (!/^[a-z_]+(\.[a-z_]+)?$/.test(name) || !/^[a-z0-9_]+$/.test(value))
       throw new Error(`transaction setting ${name}=${value} is not a plain name and value`);
-    return `; set local ${name} = ${value}`;
+    // Quoted: a value may be a keyword (`local`).
+    return `; set local ${name} = '${value}'`;
   });
   return `begin${local.join('')}`;
 }

@@ -8,6 +8,7 @@ import {
   inTransaction,
   inTransactionOn,
   type Sql,
+  type TransactionSettings,
 } from '../../db/fast-path/index.js';
 import { CLICK_SKEW_MS } from '../attribution/resolve.js';
 import { orderLookupKeySql } from '../orders/lookup-key.js';
@@ -218,13 +219,15 @@ ${taken}`;
       ? `line * ${SEQ_PER_LINE} + ord`
       : `case when line is null then :seq_from::int + row_number() over (order by line is not null, o_occurred_at, o_id)
               else line * ${SEQ_PER_LINE} + ord end`;
+  // Read from the pairs (one a slice's row), which are kept for the deletion anyway: the slice,
+  // read once, is not kept as well.
   const progress =
     part === 'rows'
-      ? `(select count(*)::int from slice) as scanned,
-  (select order_id from slice order by order_id desc limit 1) as last_order`
-      : `(select count(*)::int from slice) as scanned,
-  (select o_occurred_at::text from slice order by o_occurred_at desc, o_id desc limit 1) as last_at,
-  (select o_id from slice order by o_occurred_at desc, o_id desc limit 1) as last_id,
+      ? `(select count(*)::int from pair) as scanned,
+  (select r_order_id collate "C" from pair order by 1 desc limit 1) as last_order`
+      : `(select count(*)::int from pair) as scanned,
+  (select o_occurred_at::text from pair order by o_occurred_at desc, o_id desc limit 1) as last_at,
+  (select o_id from pair order by o_occurred_at desc, o_id desc limit 1) as last_id,
   (select count(*)::int from written where kind = 'missing_there') as written`;
   return `
 with ${source}
@@ -453,6 +456,15 @@ export const COMPARISON_SETTINGS = {
 } as const;
 
 /**
+ * The settings a comparison's transaction runs with. On Citus the brand's worker plans each slice,
+ * so they are sent on to it (`citus.propagate_set_commands`): with statistics of rows staged
+ * moments ago a worker would otherwise read the rows left staged by a scan of its shard and a sort.
+ */
+export function comparisonSettings(citus: boolean): TransactionSettings {
+  return citus ? { 'citus.propagate_set_commands': 'local', ...COMPARISON_SETTINGS } : COMPARISON_SETTINGS;
+}
+
+/**
  * Staged rows, or our orders, per statement: each statement's start-up is a fixed cost that a
  * smaller slice pays more often (docs/benchmarks.md). At the bench's row widths a slice's pairs
  * stay within the default work_mem (checked with log_temp_files: docs/benchmarks.md); rows with
@@ -594,7 +606,7 @@ export async function completeReconciliation(
       await finish(sql, brandId, reconciliationId, recon, figures, now);
       return 'completed';
     },
-    COMPARISON_SETTINGS,
+    comparisonSettings(citus),
   );
 }
 

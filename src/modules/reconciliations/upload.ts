@@ -35,7 +35,7 @@ const UNIQUE_ORDER = 'reconciliation_rows_order_unique';
  * Stages an upload's rows by binary COPY in the caller's transaction, a batch at a time: a JSON
  * upload's rows are encoded here as they are added, a CSV upload's batches come encoded (from its
  * parsing thread); the next batch is read and checked while the last one is written. The unique
- * key on (brand, reconciliation, order_id) finds an order_id repeated across batches (its violation
+ * key on (order_id, reconciliation, brand) finds an order_id repeated across batches (its violation
  * names the order_id, the batch's data its line); within a batch the encoder does. Only the first
  * bad line is named: every refusal waits for the batch in flight, whose lines all come before.
  */
@@ -127,12 +127,13 @@ export class RowStager {
       !`${e.constraint ?? ''} ${e.message ?? ''}`.includes(`unique constraint "${UNIQUE_ORDER}`)
     )
       return;
-    // "Key (brand_id, reconciliation_id, order_id)=(<brand>, <reconciliation>, <order_id>) already exists."
-    const prefix = `=(${this.brandId}, ${this.reconciliationId}, `;
+    // "Key (order_id, reconciliation_id, brand_id)=(<order_id>, <reconciliation>, <brand>) already
+    // exists.": the order_id is what lies between, whatever commas it holds.
+    const suffix = `, ${this.reconciliationId}, ${this.brandId}) already exists`;
     const detail = e.detail ?? '';
-    const at = detail.indexOf(prefix);
-    const orderId =
-      at < 0 ? undefined : detail.slice(at + prefix.length, detail.lastIndexOf(') already exists'));
+    const start = detail.indexOf(')=(');
+    const end = detail.lastIndexOf(suffix);
+    const orderId = start < 0 || end < start ? undefined : detail.slice(start + 3, end);
     const line = (orderId === undefined ? undefined : lineInBatch(data, orderId)) ?? firstLineInBatch(data);
     return duplicate(this.param, line);
   }
