@@ -15,7 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { freePort } from '../local-services.js';
 import { CLK_TCK, type CpuSplit, processTree, withCpu } from './cpu.js';
 import { type LoadStat, pooled, singlePaid, type Target } from './load.js';
-import { fmt, log, ms, options, phase, root, tmpDir } from './options.js';
+import { fmt, log, ms, options, phase, phases, root, tmpDir } from './options.js';
 import { pgbenchScripts } from './pgbench.js';
 import { headerLines, machine, phasesTable, table } from './report.js';
 import { type RunningServer, startServer, stopServer } from './server.js';
@@ -353,7 +353,8 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
   const brand = ctx.seed.brand_id;
   const creator = ctx.seed.creators[0]!;
   const code = creator.coupon_code;
-  const today = new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
+  // The day the whole run started: orders it sent before (the full bench's growth) are after the period.
+  const today = new Date(`${phases[0]!.at.slice(0, 10)}T00:00:00Z`);
   const from = new Date(today.getTime() - PERIOD_DAYS * DAY);
   const to = today; // single events of the run happen after it: they are not in the period
 

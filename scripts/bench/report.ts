@@ -844,6 +844,7 @@ npm run bench          # needs PostgreSQL (DATABASE_URL, or 127.0.0.1:5432), Red
 BENCH_ORDERS=20000 BENCH_SECONDS=3 BENCH_BATCHES=5 BENCH_FRESH_SECONDS=8 npm run bench   # a quick check
 BENCH_COMPARE_CONCURRENCY=1 npm run bench   # also the 64-connection singles with WEB_CONCURRENCY=2
 BENCH_POOLED=0 npm run bench                # without the runs through PgBouncer
+BENCH_RECONCILIATION=0 npm run bench        # without the reconciliation at the end (about 5 minutes; its section carried over)
 npm run bench -- --soak 30                  # only the 30-minute soak, into docs/benchmarks-soak.md
 npm run bench -- --citus                    # only singles and batches through a local Citus cluster's coordinator beside the single node, into docs/benchmarks-citus.md
 npm run bench -- --citus-statements         # only the engine's load and write on the brand's shards against per-table statements (a cluster of its own), into its section of docs/benchmarks-citus.md
@@ -916,6 +917,11 @@ const ENV_TABLE = table(['variable', 'default', 'what it sets'], 'lrl', [
     '`BENCH_POOLED_WARMUP_SECONDS`',
     '30',
     "the pooled server's warm-up before it is measured: batches, then up to 5 s of singles",
+  ],
+  [
+    '`BENCH_RECONCILIATION`',
+    '1',
+    '0: skip the million-row reconciliation at the end (`--reconciliation` runs only it); its section is carried over',
   ],
   ['`BENCH_REPORT_FILE`', 'docs/benchmarks.md', 'where the main report is written'],
   ['`BENCH_SOAK_MINUTES` / `--soak N`', '0', 'run only the soak, N minutes'],
