@@ -182,6 +182,8 @@ export const options = {
   /** `--reconciliation`: only the reconciliation of BENCH_RECON_ORDERS orders against as many CSV rows (bench/reconciliation.ts). */
   reconciliationOnly: process.argv.slice(2).includes('--reconciliation'),
   reconciliationOrders: integer('BENCH_RECON_ORDERS', 1_000_000, 100),
+  /** Reconciliations in turn beside the singles, each with the singles alone after it (bench/reconciliation.ts). */
+  reconciliationRounds: integer('BENCH_RECON_ROUNDS', 3, 1),
   /** The whole run ends with the reconciliation's section too (BENCH_RECONCILIATION=0: carried over instead). */
   withReconciliation: process.env.BENCH_RECONCILIATION !== '0',
   /** `--promotion`: only the web's bytes promoted to the old generation per single, its RSS and CPU per request (bench/promotion.ts). */

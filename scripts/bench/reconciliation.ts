@@ -302,17 +302,14 @@ async function floorP99(target: Target, code: string, seconds: number): Promise<
   }
 }
 
-export interface ReconciliationBenchResult {
-  orders: number;
-  rows: number;
-  seedMs: number;
+/** One reconciliation beside the singles, and the same singles alone on each side of it. */
+export interface ReconciliationRound {
   uploadMs: number;
   completedMs: number;
   answeredStatus: string;
   reconciliation: Record<string, unknown>;
-  expected: Record<string, number>;
   peakRssKb: { web: number; worker: number };
-  /** Both trees' RSS right before the upload (after the warm-up). */
+  /** Both trees' RSS right before the upload (after the singles without it). */
   rssBeforeKb: { web: number; worker: number };
   hwmKb: { web: number; worker: number };
   during: LoadStat;
@@ -321,9 +318,20 @@ export interface ReconciliationBenchResult {
   withoutSides: { before: LoadStat; after: LoadStat };
   /** The load generator's own event-loop delay, p99 ms: what of a single's time is the bench's. */
   benchLoopP99: { during: number; without: number };
-  floors: { pgbenchTps: number; pgbenchClients: number; nodeFloor: LoadStat };
   /** Percent of one core; `other` is everything else on the machine (other people's work). */
   cpu: { during: CpuSplit; without: CpuSplit; worker: number };
+}
+
+export interface ReconciliationBenchResult {
+  orders: number;
+  rows: number;
+  seedMs: number;
+  expected: Record<string, number>;
+  floors: { pgbenchTps: number; pgbenchClients: number; nodeFloor: LoadStat };
+  /** Every round in order; the singles after one are those before the next. */
+  rounds: ReconciliationRound[];
+  /** The round whose p99 ratio is the median (the worse of the middle two of an even count). */
+  median: ReconciliationRound;
   workerLog: string;
 }
 
@@ -346,6 +354,83 @@ function meanSplit(a: CpuSplit, b: CpuSplit): CpuSplit {
   return Object.fromEntries(
     Object.keys(a).map((k) => [k, mean(a[k as keyof CpuSplit], b[k as keyof CpuSplit])]),
   ) as unknown as CpuSplit;
+}
+
+const p99Ratio = (round: ReconciliationRound) => round.during.p99 / round.without.p99;
+
+interface Beside {
+  server: RunningServer;
+  worker: ChildProcess;
+  target: Target;
+  code: string;
+  secretKey: string;
+  csvFile: string;
+  from: Date;
+  to: Date;
+}
+
+/** One upload streamed and compared while the singles run (until it settles), with its memory and CPU. */
+async function reconcileBeside(b: Beside) {
+  const trees = { web: b.server.pid, worker: b.worker.pid! };
+  const rssBeforeKb = {
+    web: processTree(trees.web).reduce((kb, p) => kb + rssOf(p.pid), 0),
+    worker: processTree(trees.worker).reduce((kb, p) => kb + rssOf(p.pid), 0),
+  };
+  log(`  RSS before: web ${fmt(rssBeforeKb.web / 1024)} MB, worker ${fmt(rssBeforeKb.worker / 1024)} MB`);
+  const memory = memorySampler(trees);
+  const duringLoop = loopDelay();
+  const started = performance.now();
+  let uploadMs = 0;
+  let answeredStatus = '';
+  const uploaded = uploadInThread(b.server, b.secretKey, b.csvFile, b.from, b.to);
+  const done = (async () => {
+    const answer = await uploaded.answered;
+    uploadMs = performance.now() - started;
+    if (answer.status !== 201 || !answer.body.id)
+      throw new Error(
+        `the upload was answered ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`,
+      );
+    answeredStatus = answer.body.status ?? '';
+    log(`  uploaded in ${fmt(uploadMs / 1000, 1)} s (${answeredStatus})`);
+    return uploaded.settled;
+  })();
+  // BENCH_RECON_SINGLES=0: the upload alone, its time and memory its own (for profiling).
+  const alone = process.env.BENCH_RECON_SINGLES === '0';
+  const workerTicks = () => processTree(trees.worker).reduce((sum, p) => sum + p.ticks, 0);
+  const workerBefore = workerTicks();
+  const [[during, reconciliation], duringCpu] = await withCpu(b.server.pid, () =>
+    Promise.all([
+      alone
+        ? done.then(() => singlePaid(b.target, b.code, 16, 1)).then((r) => r.whole)
+        : singlePaid(b.target, b.code, 16, 600, {
+            until: done,
+            sliceSeconds: 1,
+            onSlice: (s) =>
+              log(`  ${fmt(s.to)} s: ${fmt(s.rps)}/s, p50 ${ms(s.p50)} ms, p99 ${ms(s.p99)} ms`),
+          }).then((r) => r.whole),
+      done,
+    ]),
+  );
+  const completedMs = performance.now() - started;
+  const workerCpu = ((workerTicks() - workerBefore) / CLK_TCK / (completedMs / 1000)) * 100;
+  const { peakKb, hwmKb } = await memory.stop();
+  log(
+    `  ${String(reconciliation.status)} in ${fmt(completedMs / 1000, 1)} s; peak RSS web ${fmt(peakKb.web / 1024)} MB, ` +
+      `worker ${fmt(peakKb.worker / 1024)} MB; singles p99 ${ms(during.p99)} ms`,
+  );
+  return {
+    uploadMs,
+    completedMs,
+    answeredStatus,
+    reconciliation,
+    peakRssKb: peakKb,
+    rssBeforeKb,
+    hwmKb,
+    during,
+    duringCpu,
+    workerCpu,
+    loopP99: duringLoop.stop(),
+  };
 }
 
 export async function reconciliationRun(ctx: Context): Promise<ReconciliationBenchResult> {
@@ -388,91 +473,46 @@ export async function reconciliationRun(ctx: Context): Promise<ReconciliationBen
     phase('reconciliation: warm-up, single order.paid at 16 connections for 5 s');
     await singlePaid(target, code, 16, 5);
 
-    // The singles without the reconciliation are measured on both sides of it, as long each side,
-    // and pooled: singles alone ran faster as the run went on (measured), so a side of one alone
-    // would put that drift into the ratio.
+    // Each round's singles without it are measured on both sides of it, as long each side, and
+    // pooled: singles alone ran faster as a run went on in some runs, slower in others, so one
+    // side alone would put that drift into the ratio. Rounds, because the machine's speed moves
+    // from minute to minute: one minute's figure says as much about the minute as the code.
     const side = withoutSeconds();
-    phase(`reconciliation: the same singles without it, before: ${side} s`);
-    const before = await withoutIt(server.pid, target, code, side);
-
-    phase(
-      `reconciliation: ${fmt(n)}-row CSV streamed to the server, singles at 16 connections while it runs`,
-    );
-    const trees = { web: server.pid, worker: worker.pid! };
-    const rssBeforeKb = {
-      web: processTree(trees.web).reduce((kb, p) => kb + rssOf(p.pid), 0),
-      worker: processTree(trees.worker).reduce((kb, p) => kb + rssOf(p.pid), 0),
-    };
-    log(`  RSS before: web ${fmt(rssBeforeKb.web / 1024)} MB, worker ${fmt(rssBeforeKb.worker / 1024)} MB`);
-    const memory = memorySampler(trees);
-    const duringLoop = loopDelay();
-    const started = performance.now();
-    let uploadMs = 0;
-    let answeredStatus = '';
-    const uploaded = uploadInThread(server, ctx.secretKey, csvFile, from, to);
-    const done = (async () => {
-      const answer = await uploaded.answered;
-      uploadMs = performance.now() - started;
-      if (answer.status !== 201 || !answer.body.id)
-        throw new Error(
-          `the upload was answered ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`,
-        );
-      answeredStatus = answer.body.status ?? '';
-      log(`  uploaded in ${fmt(uploadMs / 1000, 1)} s (${answeredStatus})`);
-      return uploaded.settled;
-    })();
-    // BENCH_RECON_SINGLES=0: the upload alone, its time and memory its own (for profiling).
-    const alone = process.env.BENCH_RECON_SINGLES === '0';
-    const workerTicks = () => processTree(worker!.pid!).reduce((sum, p) => sum + p.ticks, 0);
-    const workerBefore = workerTicks();
-    const [[during, reconciliation], duringCpu] = await withCpu(server.pid, () =>
-      Promise.all([
-        alone
-          ? done.then(() => singlePaid(target, code, 16, 1)).then((r) => r.whole)
-          : singlePaid(target, code, 16, 600, {
-              until: done,
-              sliceSeconds: 1,
-              onSlice: (s) =>
-                log(`  ${fmt(s.to)} s: ${fmt(s.rps)}/s, p50 ${ms(s.p50)} ms, p99 ${ms(s.p99)} ms`),
-            }).then((r) => r.whole),
-        done,
-      ]),
-    );
-    const workerCpu =
-      ((workerTicks() - workerBefore) / CLK_TCK / ((performance.now() - started) / 1000)) * 100;
-    const completedMs = performance.now() - started;
-    const { peakKb, hwmKb } = await memory.stop();
-    const duringLoopP99 = duringLoop.stop();
-    log(
-      `  ${String(reconciliation.status)} in ${fmt(completedMs / 1000, 1)} s; peak RSS web ${fmt(peakKb.web / 1024)} MB, ` +
-        `worker ${fmt(peakKb.worker / 1024)} MB; singles p99 ${ms(during.p99)} ms`,
-    );
-
-    phase(`reconciliation: the same singles without it, after: ${side} s`);
-    const after = await withoutIt(server.pid, target, code, side);
-    const without = pooled([before.run, after.run]);
-    const benchLoopP99 = { during: duringLoopP99, without: Math.max(before.loopP99, after.loopP99) };
-    log(
-      `  singles p99 without it ${ms(without.p99)} ms (before ${ms(before.run.whole.p99)}, after ${ms(after.run.whole.p99)})`,
-    );
+    phase(`reconciliation: the same singles without it, before round 1: ${side} s`);
+    let before = await withoutIt(server.pid, target, code, side);
+    const rounds: ReconciliationRound[] = [];
+    const beside = { server, worker, target, code, secretKey: ctx.secretKey, csvFile, from, to };
+    for (let round = 1; round <= options.reconciliationRounds; round++) {
+      phase(
+        `reconciliation: round ${round} of ${options.reconciliationRounds}, ${fmt(n)}-row CSV streamed to the server, singles at 16 connections while it runs`,
+      );
+      const one = await reconcileBeside(beside);
+      phase(`reconciliation: the same singles without it, after round ${round}: ${side} s`);
+      const after = await withoutIt(server.pid, target, code, side);
+      const without = pooled([before.run, after.run]);
+      const { duringCpu, workerCpu, loopP99, ...figures } = one;
+      rounds.push({
+        ...figures,
+        without,
+        withoutSides: { before: before.run.whole, after: after.run.whole },
+        benchLoopP99: { during: loopP99, without: Math.max(before.loopP99, after.loopP99) },
+        cpu: { during: duringCpu, without: meanSplit(before.cpu, after.cpu), worker: workerCpu },
+      });
+      log(
+        `  round ${round}: singles p99 ${ms(one.during.p99)} ms against ${ms(without.p99)} ms without it ` +
+          `(before ${ms(before.run.whole.p99)}, after ${ms(after.run.whole.p99)}): ${(one.during.p99 / without.p99).toFixed(2)}×`,
+      );
+      before = after;
+    }
+    const byRatio = [...rounds].sort((a, b) => p99Ratio(a) - p99Ratio(b));
     return {
       orders: n,
       rows: n,
       seedMs,
-      uploadMs,
-      completedMs,
-      answeredStatus,
-      reconciliation,
       expected: expectedKinds(n),
-      peakRssKb: peakKb,
-      rssBeforeKb,
-      hwmKb,
-      during,
-      without,
-      withoutSides: { before: before.run.whole, after: after.run.whole },
-      benchLoopP99,
       floors: { pgbenchTps: pg.tps, pgbenchClients: 16, nodeFloor },
-      cpu: { during: duringCpu, without: meanSplit(before.cpu, after.cpu), worker: workerCpu },
+      rounds,
+      median: byRatio[Math.floor(byRatio.length / 2)]!,
       workerLog,
     };
   } finally {
@@ -498,56 +538,95 @@ const verdict = (ok: boolean) => (ok ? 'yes' : '**no**');
 
 export function renderReconciliation(r: ReconciliationBenchResult, pgVersion: string): string {
   const m = machine(pgVersion);
-  const differences = (r.reconciliation.differences ?? {}) as Record<string, number>;
-  const kindsMatch = Object.entries(r.expected).every(([k, v]) => differences[k] === v);
-  const ratio = r.during.p99 / r.without.p99;
-  const seconds = r.completedMs / 1000;
+  const med = r.median;
+  const differences = (med.reconciliation.differences ?? {}) as Record<string, number>;
+  const kindsMatch = r.rounds.every((round) => {
+    const found = (round.reconciliation.differences ?? {}) as Record<string, number>;
+    return Object.entries(r.expected).every(([k, v]) => found[k] === v);
+  });
+  const ratio = p99Ratio(med);
+  const slowest = Math.max(...r.rounds.map((round) => round.completedMs)) / 1000;
+  const peak = (side: 'web' | 'worker') =>
+    Math.max(...r.rounds.map((round) => Math.max(round.peakRssKb[side], round.hwmKb[side])));
+  const medianIndex = r.rounds.indexOf(med) + 1;
   return `${RECONCILIATION_HEADING}
 
-\`npm run bench -- --reconciliation\` (issue 48): ${fmt(r.orders)} orders of one brand written by
+\`npm run bench -- --reconciliation\` (issue 48; also the last part of \`npm run bench\`): ${fmt(r.orders)} orders of one brand written by
 generate_series, then its books (${fmt(r.rows)} CSV rows: per 100, one order we lack, one we have
 that they lack, one amount, one refund and one status differing) streamed through HTTP to the
 compiled server (WEB_CONCURRENCY=${options.webConcurrency}) with the compiled worker process
 comparing it, while single order.paid events run at 16 connections; the same singles alone are
-measured before and after it (BENCH_RECON_WITHOUT_SECONDS each, 30 by default) and pooled.
+measured before and after it (BENCH_RECON_WITHOUT_SECONDS each, 30 by default) and pooled. That
+${r.rounds.length} times (BENCH_RECON_ROUNDS), the singles after one round being those before the next: the
+machine's speed moves from minute to minute, so the p99 ratio is the median round's, every round beside it.
 
 ${headerLines(m, [`load average at each phase below; seeded in ${fmt(r.seedMs / 1000, 1)} s`])}
 
 ${table(['target', 'measured', 'met'], 'lrc', [
   [
     'upload to `completed` ≤ 60 s',
-    `${fmt(seconds, 1)} s (upload answered after ${fmt(r.uploadMs / 1000, 1)} s, ${r.answeredStatus})`,
-    verdict(seconds <= 60),
+    `${fmt(slowest, 1)} s, the slowest round (round ${medianIndex}: upload answered after ${fmt(med.uploadMs / 1000, 1)} s, ${med.answeredStatus}, completed in ${fmt(med.completedMs / 1000, 1)} s)`,
+    verdict(slowest <= 60),
   ],
   [
     'web peak RSS < 300 MB',
-    `${mb(r.peakRssKb.web)} (VmHWM ${mb(r.hwmKb.web)}; ${mb(r.rssBeforeKb.web)} right before the upload, after the singles without it)`,
-    verdict(Math.max(r.peakRssKb.web, r.hwmKb.web) < 300 * 1024),
+    `${mb(peak('web'))}, the most of any round (VmHWM included; ${mb(med.rssBeforeKb.web)} right before round ${medianIndex}'s upload)`,
+    verdict(peak('web') < 300 * 1024),
   ],
   [
     'worker peak RSS < 300 MB',
-    `${mb(r.peakRssKb.worker)} (VmHWM ${mb(r.hwmKb.worker)}; ${mb(r.rssBeforeKb.worker)} before)`,
-    verdict(Math.max(r.peakRssKb.worker, r.hwmKb.worker) < 300 * 1024),
+    `${mb(peak('worker'))}, the most of any round (${mb(med.rssBeforeKb.worker)} before round ${medianIndex})`,
+    verdict(peak('worker') < 300 * 1024),
   ],
   [
     'single p99 at 16 connections ≤ 1.5× without',
-    `${ms(r.during.p99)} ms against ${ms(r.without.p99)} ms (${ratio.toFixed(2)}×)`,
+    `${ms(med.during.p99)} ms against ${ms(med.without.p99)} ms (${ratio.toFixed(2)}×), the median round (${medianIndex})`,
     verdict(ratio <= 1.5),
   ],
-  ['differences as built', JSON.stringify(differences), verdict(kindsMatch)],
+  ['differences as built, every round', JSON.stringify(differences), verdict(kindsMatch)],
 ])}
 
+${table(
+  [
+    'round',
+    'completed s',
+    'singles/s during',
+    'p99 ms during',
+    'singles/s without',
+    'p99 ms without (before, after)',
+    'ratio',
+  ],
+  'rrrrrrr',
+  r.rounds.map((round, i) => [
+    `${i + 1}${round === med ? ' (median)' : ''}`,
+    fmt(round.completedMs / 1000, 1),
+    fmt(round.during.rps),
+    ms(round.during.p99),
+    fmt(round.without.rps),
+    `${ms(round.without.p99)} (${ms(round.withoutSides.before.p99)}, ${ms(round.withoutSides.after.p99)})`,
+    `${p99Ratio(round).toFixed(2)}×`,
+  ]),
+)}
+
+The median round (${medianIndex}):
+
 ${table(['single order.paid, 16 connections', 'events/s', 'p50 ms', 'p99 ms', 'failed'], 'lrrrr', [
-  ['while the reconciliation runs', fmt(r.during.rps), ms(r.during.p50), ms(r.during.p99), r.during.bad],
+  [
+    'while the reconciliation runs',
+    fmt(med.during.rps),
+    ms(med.during.p50),
+    ms(med.during.p99),
+    med.during.bad,
+  ],
   [
     'without it (before and after, pooled)',
-    fmt(r.without.rps),
-    ms(r.without.p50),
-    ms(r.without.p99),
-    r.without.bad,
+    fmt(med.without.rps),
+    ms(med.without.p50),
+    ms(med.without.p99),
+    med.without.bad,
   ],
   ...(['before', 'after'] as const).map((when) => {
-    const w = r.withoutSides[when];
+    const w = med.withoutSides[when];
     return [`without it, ${when}`, fmt(w.rps), ms(w.p50), ms(w.p99), w.bad];
   }),
   [
@@ -560,17 +639,17 @@ ${table(['single order.paid, 16 connections', 'events/s', 'p50 ms', 'p99 ms', 'f
 ])}
 
 The load generator's own event-loop delay (p99, 10 ms resolution; part of every single's measured time):
-${ms(r.benchLoopP99.during)} ms while the reconciliation runs, ${ms(r.benchLoopP99.without)} ms without it.
+${ms(med.benchLoopP99.during)} ms while the reconciliation runs, ${ms(med.benchLoopP99.without)} ms without it.
 
 ${table(
   ['CPU, % of one core', 'web', 'worker', 'PostgreSQL', 'Redis', 'bench (load)', 'other', 'machine'],
   'lrrrrrrr',
   [
-    ['while the reconciliation runs', r.cpu.during],
-    ['without it', r.cpu.without],
+    ['while the reconciliation runs', med.cpu.during],
+    ['without it', med.cpu.without],
   ].map(([label, c]) => {
     const split = c as CpuSplit;
-    const worker = label === 'without it' ? '' : fmt(r.cpu.worker);
+    const worker = label === 'without it' ? '' : fmt(med.cpu.worker);
     return [
       label as string,
       fmt(split.server),
@@ -578,7 +657,7 @@ ${table(
       fmt(split.postgres),
       fmt(split.redis),
       fmt(split.bench),
-      fmt(Math.max(0, split.other - (worker === '' ? 0 : r.cpu.worker))),
+      fmt(Math.max(0, split.other - (worker === '' ? 0 : med.cpu.worker))),
       fmt(split.machine),
     ];
   }),
@@ -586,10 +665,10 @@ ${table(
 
 Floor of the same run: pgbench's minimal order.paid transaction (scripts/bench/minimal-order-paid.sql)
 ${fmt(r.floors.pgbenchTps)} TPS at ${r.floors.pgbenchClients} clients. Figures: ${JSON.stringify({
-    rows: r.reconciliation.rows,
-    orders: r.reconciliation.orders,
-    matched: r.reconciliation.matched,
-    fixable: r.reconciliation.fixable,
+    rows: med.reconciliation.rows,
+    orders: med.reconciliation.orders,
+    matched: med.reconciliation.matched,
+    fixable: med.reconciliation.fixable,
   })}.
 
 ${phasesTable()}
