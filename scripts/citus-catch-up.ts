@@ -9,6 +9,7 @@ import pg from 'pg';
 import { distributeOnCitus } from '../migrations/Migration20261129000000.js';
 import { brandFirstTallyKeys } from '../migrations/Migration20261130000000.js';
 import { preparedBalanceTallies } from '../migrations/Migration20261207000200.js';
+import { stagedRowsKey } from '../migrations/Migration20261209000000.js';
 import { CITUS_INSTALLED } from '../src/db/citus-installed.js';
 import { installReleaseStatements } from '../src/db/stored-statements.js';
 import { placeRegisteredTables } from '../src/db/tables.js';
@@ -23,11 +24,13 @@ export async function distributeIfCitus(url: string): Promise<string | undefined
       migrated: boolean;
       tallyKeys: boolean;
       preparedTallies: boolean;
+      stagedKey: boolean;
     }>(
       `select ${CITUS_INSTALLED} as citus,
               exists (select 1 from mikro_orm_migrations where name = 'Migration20261129000000') as migrated,
               exists (select 1 from mikro_orm_migrations where name = 'Migration20261130000000') as "tallyKeys",
-              exists (select 1 from mikro_orm_migrations where name = 'Migration20261207000200') as "preparedTallies"`,
+              exists (select 1 from mikro_orm_migrations where name = 'Migration20261207000200') as "preparedTallies",
+              exists (select 1 from mikro_orm_migrations where name = 'Migration20261209000000') as "stagedKey"`,
     );
     if (!rows[0]!.citus || !rows[0]!.migrated) return undefined;
     const state = await client.query<{ distributed: boolean; workers: number }>(
@@ -48,6 +51,7 @@ export async function distributeIfCitus(url: string): Promise<string | undefined
         // What later migrations do on Citus only, skipped when they ran on the plain tables.
         if (rows[0]!.tallyKeys) await brandFirstTallyKeys(execute);
         if (rows[0]!.preparedTallies) await preparedBalanceTallies(execute);
+        if (rows[0]!.stagedKey) await stagedRowsKey(execute, true);
       }
       // Registered tables a migration created without placing them (src/db/tables.ts).
       placed = await placeRegisteredTables(execute);

@@ -77,7 +77,8 @@ export interface TableEntry {
    * Brand tables only, where the key does not start with `brand_id` on plain PostgreSQL:
    * `brand-first-on-citus` (narrower where nothing needs it), `queue` (id first, brand included;
    * brand first on Citus, where tallies are folded brand by brand), `order-id-first` (staged rows
-   * inserted and probed by order id: one column compared per step of the key, the brand included).
+   * inserted and probed by order id: one column compared per step of the key, the brand included;
+   * brand first on Citus, where every distributed table's keys start with the brand).
    */
   key?: 'brand-first-on-citus' | 'queue' | 'order-id-first';
   /** Its primary key's columns on Citus, for an upsert on a brand's shard (db/fast-path/brand-shards.ts). */

@@ -122,6 +122,15 @@ describe.runIf(citus !== undefined)('an existing database moved onto Citus', () 
             and (select attname from pg_attribute where attrelid = indrelid and attnum = indkey[0]) = 'brand_id'`,
       ),
     ).toEqual([{ key: 'conversion_tallies_pkey' }]);
+    // The staged rows' key too, order id first on the single node (Migration20261209000000).
+    expect(
+      await query(
+        url,
+        `select indexrelid::regclass::text as key from pg_index
+          where indrelid = 'reconciliation_rows'::regclass and indisprimary
+            and (select attname from pg_attribute where attrelid = indrelid and attnum = indkey[0]) = 'brand_id'`,
+      ),
+    ).toEqual([{ key: 'reconciliation_rows_order_unique' }]);
     // The staging table, unlogged on the single node, is logged once distributed (shard moves
     // replicate logically), its shards too.
     expect(await query(url, staging)).toEqual([{ relpersistence: 'p' }]);

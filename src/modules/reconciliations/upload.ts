@@ -35,7 +35,7 @@ const UNIQUE_ORDER = 'reconciliation_rows_order_unique';
  * Stages an upload's rows by binary COPY in the caller's transaction, a batch at a time: a JSON
  * upload's rows are encoded here as they are added, a CSV upload's batches come encoded (from its
  * parsing thread); the next batch is read and checked while the last one is written. The unique
- * key on (order_id, reconciliation, brand) finds an order_id repeated across batches (its violation
+ * key on (order_id, reconciliation, brand) (brand first on Citus) finds an order_id repeated across batches (its violation
  * names the order_id, the batch's data its line); within a batch the encoder does. Only the first
  * bad line is named: every refusal waits for the batch in flight, whose lines all come before.
  */
@@ -127,16 +127,31 @@ export class RowStager {
       !`${e.constraint ?? ''} ${e.message ?? ''}`.includes(`unique constraint "${UNIQUE_ORDER}`)
     )
       return;
-    // "Key (order_id, reconciliation_id, brand_id)=(<order_id>, <reconciliation>, <brand>) already
-    // exists.": the order_id is what lies between, whatever commas it holds.
-    const suffix = `, ${this.reconciliationId}, ${this.brandId}) already exists`;
-    const detail = e.detail ?? '';
-    const start = detail.indexOf(')=(');
-    const end = detail.lastIndexOf(suffix);
-    const orderId = start < 0 || end < start ? undefined : detail.slice(start + 3, end);
+    const orderId = repeatedOrderId(e.detail ?? '', this.brandId, this.reconciliationId);
     const line = (orderId === undefined ? undefined : lineInBatch(data, orderId)) ?? firstLineInBatch(data);
     return duplicate(this.param, line);
   }
+}
+
+/**
+ * The order_id a unique violation's detail names, whatever commas it holds: "Key (order_id,
+ * reconciliation_id, brand_id)=(<order_id>, <reconciliation>, <brand>) already exists." on one
+ * PostgreSQL, the key brand first on Citus (Migration20261209000000).
+ */
+export function repeatedOrderId(
+  detail: string,
+  brandId: string,
+  reconciliationId: string,
+): string | undefined {
+  const end = ') already exists';
+  const stop = detail.lastIndexOf(end);
+  if (stop < 0) return undefined;
+  const brandFirst = `=(${brandId}, ${reconciliationId}, `;
+  const at = detail.indexOf(brandFirst);
+  if (at >= 0) return detail.slice(at + brandFirst.length, stop);
+  const start = detail.indexOf(')=(');
+  const orderIdEnd = detail.lastIndexOf(`, ${reconciliationId}, ${brandId}${end}`);
+  return start < 0 || orderIdEnd < start ? undefined : detail.slice(start + 3, orderIdEnd);
 }
 
 /** The first row's line of a batch's COPY data (its third field). */
