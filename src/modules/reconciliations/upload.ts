@@ -146,9 +146,9 @@ export function repeatedOrderId(
   const end = ') already exists';
   const stop = detail.lastIndexOf(end);
   if (stop < 0) return undefined;
-  const brandFirst = `=(${brandId}, ${reconciliationId}, `;
-  const at = detail.indexOf(brandFirst);
-  if (at >= 0) return detail.slice(at + brandFirst.length, stop);
+  const citusForm = `=(${brandId}, ${reconciliationId}, `;
+  const at = detail.indexOf(citusForm);
+  if (at >= 0) return detail.slice(at + citusForm.length, stop);
   const start = detail.indexOf(')=(');
   const orderIdEnd = detail.lastIndexOf(`, ${reconciliationId}, ${brandId}${end}`);
   return start < 0 || orderIdEnd < start ? undefined : detail.slice(start + 3, orderIdEnd);
