@@ -113,24 +113,17 @@ describe.runIf(citus !== undefined)('an existing database moved onto Citus', () 
     );
     expect(kinds).toMatchObject({ reference: 4, groups: 1 });
     expect(kinds!.distributed).toBeGreaterThan(20);
-    // Later migrations' steps on Citus too: the tally tables' keys lead with the brand (Migration20261130000000).
+    // Later migrations' steps on Citus too: the tally tables' keys lead with the brand
+    // (Migration20261130000000), the staged rows' too (order id first on the single node, Migration20261209000000).
     expect(
       await query(
         url,
         `select indexrelid::regclass::text as key from pg_index
-          where indrelid = 'conversion_tallies'::regclass and indisprimary
-            and (select attname from pg_attribute where attrelid = indrelid and attnum = indkey[0]) = 'brand_id'`,
+          where indrelid in ('conversion_tallies'::regclass, 'reconciliation_rows'::regclass) and indisprimary
+            and (select attname from pg_attribute where attrelid = indrelid and attnum = indkey[0]) = 'brand_id'
+          order by 1`,
       ),
-    ).toEqual([{ key: 'conversion_tallies_pkey' }]);
-    // The staged rows' key too, order id first on the single node (Migration20261209000000).
-    expect(
-      await query(
-        url,
-        `select indexrelid::regclass::text as key from pg_index
-          where indrelid = 'reconciliation_rows'::regclass and indisprimary
-            and (select attname from pg_attribute where attrelid = indrelid and attnum = indkey[0]) = 'brand_id'`,
-      ),
-    ).toEqual([{ key: 'reconciliation_rows_order_unique' }]);
+    ).toEqual([{ key: 'conversion_tallies_pkey' }, { key: 'reconciliation_rows_order_unique' }]);
     // The staging table, unlogged on the single node, is logged once distributed (shard moves
     // replicate logically), its shards too.
     expect(await query(url, staging)).toEqual([{ relpersistence: 'p' }]);
