@@ -1,9 +1,10 @@
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type pg from 'pg';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onCitus } from '../../src/db/citus.js';
-import { sqlLiteral } from '../../src/db/fast-path/index.js';
+import { inTransactionOn, sqlLiteral } from '../../src/db/fast-path/index.js';
 import { requeueLostWork } from '../../src/jobs/lost-work.js';
 import { createLogger } from '../../src/logger.js';
 import { runReconciliation } from '../../workers/reconciliation.js';
@@ -640,6 +641,22 @@ describe('idempotency, paging and the job', () => {
       const genericScans =
         JSON.stringify(generic).match(/"Node Type":"Seq Scan","[^}]*?"Relation Name":"\w+"/g) ?? [];
       expect(genericScans, part).toEqual([]);
+    }
+    if (citus) {
+      // The brand's worker plans and runs the slices: the comparison's settings are in force there.
+      const pool = (await ctx.orm.em.getConnection().getNativeClient()) as pg.Pool;
+      const onWorker = await inTransactionOn(
+        pool,
+        (tx) =>
+          tx.query<Record<string, string>>(
+            `select current_setting('enable_seqscan') as enable_seqscan, current_setting('jit') as jit,
+                    current_setting('max_parallel_workers_per_gather') as max_parallel_workers_per_gather
+               from reconciliations where brand_id = ? and id = ?`,
+            [shop.brandId, res.body.id],
+          ),
+        comparisonSettings(true),
+      );
+      expect(onWorker).toEqual([COMPARISON_SETTINGS]);
     }
     expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe('completed');
     expect(await completeReconciliation(ctx.orm, shop.brandId, res.body.id)).toBe('not_processing');
